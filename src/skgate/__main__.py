@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from skgate.cli import entry
+
+entry()

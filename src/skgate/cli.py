@@ -1,0 +1,66 @@
+"""The command line: parse, call, print, exit. No logic lives here.
+
+Each area registers its own subcommands (``cli_*.py``); every handler returns an exit
+status. This module is the one place that turns skgate's own errors into a one-line
+message and an exit status: no traceback reaches a user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from skgate import __version__, cli_evidence, cli_ledger, cli_preflight, cli_run
+from skgate.errors import SkgateError
+from skgate.model import EXIT_USAGE
+
+EXIT_CODES_HELP = """\
+exit status (run, status, classify):
+  0 succeeded   1 failed   2 usage or bad input   3 blocked before launch
+  4 interrupted (timeout or external)   5 unknown   6 in progress (status only)
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit 2, never a traceback."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"skgate: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="skgate",
+        description="Process-safety gate for Ascend SuperKernel static compilation.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"skgate {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for area in (cli_run, cli_preflight, cli_evidence, cli_ledger):
+        area.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    try:
+        code: int = args.handler(args)
+    except SkgateError as exc:
+        print(f"skgate: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("skgate: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+def entry() -> NoReturn:
+    sys.exit(main())

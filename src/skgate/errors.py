@@ -1,0 +1,35 @@
+"""skgate's own errors: one base class, each kind mapped to one exit status in ``cli.py``.
+
+A compiler that fails, crashes or times out is evidence, not an exception. These are
+for skgate's own problems and for bad input.
+"""
+
+from __future__ import annotations
+
+
+class SkgateError(Exception):
+    """Base error. ``str(err)`` is a one-line message that says what to do."""
+
+    #: Exit status ``cli.py`` uses for this kind of error.
+    exit_code = 2
+
+
+class UsageError(SkgateError):
+    """Bad command-line input (exit 2)."""
+
+
+class EvidenceError(SkgateError):
+    """An evidence file is missing, truncated, of an unknown version or the wrong shape."""
+
+
+class BlockedError(SkgateError):
+    """The attempt was refused before anything was launched (exit 3).
+
+    ``reasons`` are recorded in the attempt directory when one could be made.
+    """
+
+    exit_code = 3
+
+    def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = reasons or (message,)

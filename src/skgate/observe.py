@@ -1,0 +1,197 @@
+"""Read-only process observation: identity by (pid, start time), liveness, the table.
+
+This module never sends a signal and never writes a file (C2.1: while an attempt is in
+progress, observation is read-only). Processes are identified by their pid *and* their
+start time in clock ticks since boot (``/proc/<pid>/stat`` field 22), so a recycled pid
+never matches a process that has gone.
+
+It reads ``/proc`` directly instead of going through psutil on the runner's hot path: a
+scan every second over a few hundred processes must cost well under 1 % of a core.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+
+#: Process names that look like a CANN static compiler (C4: such processes that we do
+#: not own are foreign workloads: recorded, waited for, never touched).
+COMPILER_NAMES: tuple[str, ...] = ("opc", "op_compiler")
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    """The few fields of ``/proc/<pid>/stat`` skgate needs."""
+
+    pid: int
+    name: str
+    state: str
+    ppid: int
+    pgid: int
+    sid: int
+    start_ticks: int
+
+    @property
+    def zombie(self) -> bool:
+        return self.state in ("Z", "X")
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    """Return the stat record of ``pid``, or None when it does not exist (any more)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    except OSError:
+        return None
+    return parse_stat(raw)
+
+
+def parse_stat(raw: bytes) -> ProcStat | None:
+    # The name is in parentheses and may itself contain ')' and spaces: split at the last.
+    lpar = raw.find(b"(")
+    rpar = raw.rfind(b")")
+    if lpar < 0 or rpar < 0:
+        return None
+    try:
+        pid = int(raw[:lpar])
+        name = raw[lpar + 1 : rpar].decode("utf-8", "backslashreplace")
+        fields = raw[rpar + 2 :].split()
+        # fields[0] is field 3 (state); field N is fields[N - 3].
+        return ProcStat(
+            pid=pid,
+            name=name,
+            state=fields[0].decode("ascii", "replace"),
+            ppid=int(fields[1]),
+            pgid=int(fields[2]),
+            sid=int(fields[3]),
+            start_ticks=int(fields[19]),
+        )
+    except (ValueError, IndexError):
+        return None
+
+
+def read_cmdline(pid: int) -> tuple[str, ...]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return ()
+    parts = raw.split(b"\0")
+    if parts and parts[-1] == b"":
+        parts.pop()
+    return tuple(p.decode("utf-8", "backslashreplace") for p in parts)
+
+
+def boot_id() -> str:
+    try:
+        return (PROC / "sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except OSError:
+        return "unknown"
+
+
+def is_alive(pid: int, start_ticks: int) -> bool:
+    """True when ``pid`` still names the same, not yet dead, process."""
+    st = read_stat(pid)
+    return st is not None and st.start_ticks == start_ticks and not st.zombie
+
+
+def iter_pids() -> Iterator[int]:
+    try:
+        entries = os.listdir(PROC)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.isdigit():
+            yield int(entry)
+
+
+def scan() -> dict[int, ProcStat]:
+    """A snapshot of the whole process table (stat fields only)."""
+    table: dict[int, ProcStat] = {}
+    for pid in iter_pids():
+        st = read_stat(pid)
+        if st is not None:
+            table[pid] = st
+    return table
+
+
+def descendants(table: dict[int, ProcStat], root: int) -> dict[int, ProcStat]:
+    """Every process in ``table`` whose parent chain leads to ``root``.
+
+    With the runner as a child subreaper, an orphaned descendant is re-parented to the
+    runner, so the chain never breaks and a process that existed before the launch can
+    never appear here (a process only ever changes parent to an ancestor subreaper).
+    """
+    children: dict[int, list[int]] = {}
+    for st in table.values():
+        children.setdefault(st.ppid, []).append(st.pid)
+    found: dict[int, ProcStat] = {}
+    stack = list(children.get(root, ()))
+    while stack:
+        pid = stack.pop()
+        if pid in found:
+            continue
+        found[pid] = table[pid]
+        stack.extend(children.get(pid, ()))
+    return found
+
+
+def direct_children(pid: int) -> list[int]:
+    """Children of ``pid``, from ``/proc/<pid>/task/*/children`` when the kernel has it."""
+    kids: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                kids.extend(int(x) for x in fh.read().split())
+        except FileNotFoundError:
+            # CONFIG_PROC_CHILDREN is off: fall back to a full scan.
+            return [st.pid for st in scan().values() if st.ppid == pid]
+        except OSError:
+            continue
+    return kids
+
+
+def is_compiler(name: str, argv: Iterable[str], names: Iterable[str] = COMPILER_NAMES) -> bool:
+    """Does a process look like a static compiler, by its name or its argv[0]?"""
+    wanted = set(names)
+    if name in wanted:
+        return True
+    first = next(iter(argv), "")
+    return os.path.basename(first) in wanted
+
+
+def compiler_processes(
+    names: Iterable[str] = COMPILER_NAMES, exclude: Iterable[int] = ()
+) -> list[tuple[ProcStat, tuple[str, ...]]]:
+    """Compiler-looking processes now alive, except ``exclude`` (read-only)."""
+    skip = set(exclude)
+    wanted = tuple(names)
+    found = []
+    for st in scan().values():
+        if st.pid in skip or st.zombie:
+            continue
+        argv = read_cmdline(st.pid)
+        if is_compiler(st.name, argv, wanted):
+            found.append((st, argv))
+    return found
+
+
+def clock_ticks() -> int:
+    return os.sysconf("SC_CLK_TCK")
+
+
+def self_stat() -> ProcStat:
+    st = read_stat(os.getpid())
+    if st is None:  # pragma: no cover - /proc is required on Linux
+        raise RuntimeError("/proc/self/stat is unreadable; skgate needs Linux /proc")
+    return st
