@@ -47,8 +47,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    # Everything after the first '--' is the workload's command, verbatim: argparse never
+    # sees it, so the command's own options can never be taken for skgate's.
+    command: list[str] | None = None
+    if "--" in args_list:
+        cut = args_list.index("--")
+        args_list, command = args_list[:cut], args_list[cut + 1 :]
     parser = build_parser()
     args = parser.parse_args(args_list)
+    args.command_argv = command
     try:
         code: int = args.handler(args)
     except SkgateError as exc:

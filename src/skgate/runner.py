@@ -1,0 +1,289 @@
+"""One attempt, end to end: record, preflight, freeze, supervise, census, classify, seal.
+
+:func:`run_here` runs in the process that will own the workload (``skgate run``, or the
+child started by :mod:`skgate.api`). Every step writes into the attempt directory before
+the next one starts, so an attempt cut off at any point still says how far it got:
+
+1. allocate the attempt (exclusive ``mkdir``; an unwritable root refuses to launch:
+   skgate never runs unrecorded), journal ``created``, index it in the ledger;
+2. preflight (hooks, foreign compilers, leases, jobs, environment; C4-C6) and write the
+   frozen ``control.json``; a blocked attempt is recorded ``not_started``, never a
+   compile result;
+3. supervise (see :mod:`skgate.supervise`), streaming output to ``run.log``;
+4. after the tree is gone: release the leases, write ``summary.txt``, ``logscan.json``,
+   ``census.json``, the final ``ownership.json``; classify from the files (C2);
+   ``verdict.json``; ``finished``; ledger entry; ``seal.json``.
+
+Protocol when run as ``python -m skgate.runner`` (used by :mod:`skgate.api`): a
+:class:`~skgate.model.RunRequest` as JSON on stdin; the workload's output echoed on
+stderr unless the request is quiet; one JSON object on stdout at the end, either the
+verdict (``Verdict.to_dict()``) or ``{"error": MESSAGE, "exit_code": N}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from skgate import __version__, ledger, preflight, seal
+from skgate import attempt as files
+from skgate.census import take_census
+from skgate.classify import classify
+from skgate.errors import SkgateError, UsageError
+from skgate.evidence import load_evidence
+from skgate.model import (
+    SCHEMA_CONTROL,
+    Ownership,
+    ProcessRecord,
+    RunRequest,
+    State,
+    Verdict,
+)
+from skgate.observe import boot_id, self_stat
+from skgate.summary import LogScanner, validate_patterns
+from skgate.supervise import Supervisor, become_subreaper
+
+Echo = Callable[[bytes], None]
+
+OUTPUTS_DIRNAME = "static_kernel_compile_outputs"
+
+
+def validate(request: RunRequest) -> None:
+    """Bad input is refused before anything is recorded or run (exit 2)."""
+    if not request.argv:
+        raise UsageError("no command given; put it after '--', e.g. skgate run -- bash run.sh")
+    if not (request.timeout > 0 and request.timeout == request.timeout):
+        raise UsageError(f"--timeout must be a positive number of seconds, not {request.timeout}")
+    if not request.grace >= 0:
+        raise UsageError(f"--grace must be zero or more seconds, not {request.grace}")
+    if not request.scan_interval > 0:
+        raise UsageError("--scan-interval must be a positive number of seconds")
+    if not Path(request.cwd).is_dir():
+        raise UsageError(f"working directory {request.cwd} does not exist; pass an existing one")
+    validate_patterns(request.summary_patterns, request.completion_marker)
+
+
+def outputs_dir(request: RunRequest) -> Path:
+    if request.outputs:
+        out = Path(request.outputs)
+        return out if out.is_absolute() else Path(request.cwd) / out
+    return Path(request.cwd) / OUTPUTS_DIRNAME
+
+
+def resolve_command(argv0: str, env: dict[str, str], cwd: str) -> str | None:
+    """The executable the workload would run, or None (then it is not started)."""
+    if "/" in argv0:
+        path = argv0 if os.path.isabs(argv0) else os.path.join(cwd, argv0)
+        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    return shutil.which(argv0, path=env.get("PATH", os.defpath))
+
+
+class _Attempt:
+    """The files of one attempt being written by this runner."""
+
+    def __init__(self, request: RunRequest, attempt_dir: Path) -> None:
+        self.request = request
+        self.dir = attempt_dir
+        self.root = Path(request.root)
+        self.journal = files.Journal(attempt_dir / files.EVENTS)
+        me = self_stat()
+        self.runner = {"pid": me.pid, "start_ticks": me.start_ticks, "boot_id": boot_id()}
+        self.foreign: tuple[ProcessRecord, ...] = ()
+        self.pgid: int | None = None
+        self.leader: ProcessRecord | None = None
+
+    def emit(self, event: str, **fields: Any) -> object:
+        return self.journal.emit(event, mono=time.monotonic(), **fields)
+
+    def write_control(self, controls: dict[str, Any]) -> None:
+        files.write_json_new(
+            self.dir / files.CONTROL,
+            {
+                "schema": SCHEMA_CONTROL,
+                "attempt": self.dir.name,
+                "created_at": time.time(),
+                "skgate_version": __version__,
+                "request": self.request.to_dict(),
+                "runner": self.runner,
+                "controls": controls,
+            },
+        )
+
+    def write_ownership(self, records: list[ProcessRecord], complete: bool) -> None:
+        leader = next((r for r in records if r.pid == self.pgid), self.leader)
+        own = Ownership(
+            boot_id=str(self.runner["boot_id"]),
+            runner_pid=int(self.runner["pid"]),
+            runner_start_ticks=int(self.runner["start_ticks"]),
+            leader=leader,
+            pgid=self.pgid,
+            sid=self.pgid,
+            owned=tuple(records),
+            foreign=self.foreign,
+            complete=complete,
+            updated_at=time.time(),
+            scan_interval=self.request.scan_interval,
+        )
+        # A snapshot while running (atomic replace); the last write has complete=True.
+        files.replace_json(self.dir / files.OWNERSHIP, own.to_dict())
+
+    def finish(self) -> Verdict:
+        """Classify from the files, exactly as ``skgate classify`` will later (C2)."""
+        verdict = classify(load_evidence(self.dir, finishing=True)).with_attempt(str(self.dir))
+        files.write_json_new(self.dir / files.VERDICT, verdict.to_dict())
+        self.emit(
+            "finished",
+            state=verdict.state.value,
+            cause=verdict.cause.value if verdict.cause else None,
+        )
+        self.journal.close()
+        ledger.record_end(self.root, self.dir, verdict)
+        seal.seal_attempt(self.dir)
+        return verdict
+
+    def not_started(self, reasons: tuple[str, ...], controls: dict[str, Any] | None) -> Verdict:
+        if not (self.dir / files.CONTROL).exists():
+            self.write_control(controls or {})
+        self.emit("blocked", reasons=list(reasons))
+        return self.finish()
+
+
+def run_here(request: RunRequest, echo: Echo | None = None) -> Verdict:
+    """Run one attempt in this process and return its verdict (see the module doc)."""
+    validate(request)
+    attempt_dir = ledger.allocate(Path(request.root))
+    att = _Attempt(request, attempt_dir)
+    att.emit("created", attempt=str(attempt_dir), argv=list(request.argv), cwd=request.cwd)
+    ledger.record_start(att.root, attempt_dir, request.retry_of)
+    try:
+        plan = preflight.prepare(request, att.root, emit=att.emit)
+    except SkgateError as exc:
+        att.not_started((f"preflight could not run: {exc}",), None)
+        raise
+    except KeyboardInterrupt:
+        att.not_started(("interrupted during preflight, before launch",), None)
+        raise
+    try:
+        att.foreign = plan.foreign
+        att.write_control(plan.controls)
+        reasons = list(plan.blocked)
+        if not reasons and resolve_command(request.argv[0], plan.env, request.cwd) is None:
+            reasons.append(
+                f"command not found or not executable: {request.argv[0]!r} "
+                "(check the command and its PATH); nothing was started"
+            )
+        if reasons:
+            return att.not_started(tuple(reasons), plan.controls)
+        return _supervise(att, plan.env, echo)
+    finally:
+        plan.release()
+
+
+def _supervise(att: _Attempt, env: dict[str, str], echo: Echo | None) -> Verdict:
+    request = att.request
+    scanner = LogScanner(request.summary_patterns, request.completion_marker)
+    log_fd = os.open(
+        att.dir / files.RUN_LOG,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
+        0o644,
+    )
+
+    def sink(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(log_fd, view) :]
+        scanner.feed(data)
+        if echo is not None:
+            try:
+                echo(data)
+            except OSError:
+                pass  # a closed terminal must not stop the evidence
+
+    sup = Supervisor(
+        request.argv,
+        env=env,
+        cwd=request.cwd,
+        timeout=request.timeout,
+        grace=request.grace,
+        emit=att.emit,
+        sink=sink,
+        on_manifest=att.write_ownership,
+        scan_interval=request.scan_interval,
+    )
+    subreaper = become_subreaper()
+    sup.install_handlers()
+    try:
+        try:
+            proc = sup.launch()
+        except OSError as exc:
+            os.close(log_fd)
+            return att.not_started(
+                (f"the command could not be started: {exc.strerror or exc}",), None
+            )
+        launched_mono = time.monotonic()
+        wall = time.time()
+        att.pgid = proc.pid
+        sup.track_leader(wall)
+        att.leader = next(iter(sup.records()), None)
+        att.emit(
+            "launched",
+            pid=proc.pid,
+            pgid=proc.pid,
+            sid=proc.pid,
+            start_ticks=att.leader.start_ticks if att.leader else None,
+            deadline_wall=wall + request.timeout,
+            timeout=request.timeout,
+            grace=request.grace,
+            subreaper=subreaper,
+        )
+        att.write_ownership(sup.records(), False)
+        outcome = sup.wait(launched_mono)
+        sup.reap_leader()
+    finally:
+        sup.restore_handlers()
+    os.fsync(log_fd)
+    os.close(log_fd)
+
+    scan = scanner.finish()
+    summary_lines = "".join(line + "\n" for line in scan.summary.lines)
+    files.write_new(att.dir / files.SUMMARY, summary_lines)
+    files.write_json_new(att.dir / files.LOGSCAN, scan.to_dict())
+    census = take_census(outputs_dir(request), live=outcome.escaped_alive > 0)
+    files.write_json_new(att.dir / files.CENSUS, census.to_dict())
+    return att.finish()
+
+
+# -- the child side of the API protocol -------------------------------------------------
+
+
+def _child_main() -> int:
+    try:
+        raw = json.loads(sys.stdin.read())
+        request = RunRequest.from_dict(raw)
+    except (ValueError, SkgateError) as exc:
+        print(json.dumps({"error": f"bad request: {exc}", "exit_code": 2}))
+        return 2
+    echo: Echo | None = None
+    if not request.quiet:
+
+        def echo(data: bytes) -> None:
+            sys.stderr.buffer.write(data)
+            sys.stderr.buffer.flush()
+
+    try:
+        verdict = run_here(request, echo)
+    except SkgateError as exc:
+        print(json.dumps({"error": str(exc), "exit_code": exc.exit_code}))
+        return exc.exit_code
+    print(json.dumps(verdict.to_dict()))
+    return 0 if verdict.state is State.SUCCEEDED else verdict.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main())
