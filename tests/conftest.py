@@ -1,0 +1,127 @@
+"""Shared helpers: run the installed skgate, wait for markers (never a fixed sleep)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SKGATE = [sys.executable, "-m", "skgate"]
+
+
+def wait_for(check: Callable[[], object], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy; fail the test at the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.01)
+
+
+def wait_file(path: Path, timeout: float = 20.0) -> str:
+    def ready() -> str | None:
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            return None
+        return text if text.endswith("\n") else None
+
+    result: str = wait_for(ready, timeout, f"marker {path}")
+    return result
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
+
+
+def run_skgate(
+    *args: str, cwd: Path, timeout: float = 60.0, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SKGATE, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def start_skgate(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*SKGATE, *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def events(attempt: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (attempt / "events.jsonl").read_text().splitlines() if x]
+
+
+def script(tmp: Path, name: str, body: str) -> list[str]:
+    """A workload as a Python script run by this interpreter (argv list, no shell)."""
+    path = tmp / name
+    path.write_text(body)
+    return [sys.executable, str(path)]
+
+
+class Reaper:
+    """Processes a test started itself, ended by pid at teardown (never by name)."""
+
+    def __init__(self) -> None:
+        self.pids: list[int] = []
+        self.procs: list[subprocess.Popen[Any]] = []
+
+    def add(self, pid: int) -> int:
+        self.pids.append(pid)
+        return pid
+
+    def popen(self, proc: subprocess.Popen[Any]) -> subprocess.Popen[Any]:
+        self.procs.append(proc)
+        return proc
+
+    def cleanup(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        for pid in self.pids:
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def reaper() -> Iterator[Reaper]:
+    r = Reaper()
+    yield r
+    r.cleanup()

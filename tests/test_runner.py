@@ -1,0 +1,327 @@
+"""The supervised runner with real processes: ownership, natural return, frozen timeout.
+
+Every workload here is a small Python script started by the gate; tests synchronise on
+marker files the workload writes, and end every process they started themselves by pid.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import (
+    Reaper,
+    events,
+    pid_alive,
+    read_json,
+    run_skgate,
+    script,
+    start_skgate,
+    wait_file,
+    wait_for,
+)
+
+SUMMARY_OK = "[summary] stage=compile inputs=2 succeeded=2 failed=0"
+
+# Written atomically (temp + rename) so a test never reads half a marker.
+PRELUDE = """\
+import os, signal, sys, time
+from pathlib import Path
+M = Path(sys.argv[1])
+def mark(name, text=""):
+    tmp = M / (name + ".tmp")
+    tmp.write_text(f"{text}\\n")
+    tmp.rename(M / name)
+def wait_go(name="go"):
+    while not (M / name).exists():
+        time.sleep(0.01)
+"""
+
+
+def attempt_of(root: Path, n: int = 1) -> Path:
+    return root / "attempts" / f"{n:04d}"
+
+
+def owned_pids(attempt: Path) -> list[tuple[int, int]]:
+    own = read_json(attempt / "ownership.json")
+    return [(p["pid"], p["start_ticks"]) for p in own["owned"]]
+
+
+def same_process_alive(pid: int, start_ticks: int) -> bool:
+    from skgate.observe import is_alive
+
+    return is_alive(pid, start_ticks)
+
+
+def test_success_records_everything_and_leaves_nothing_alive(tmp_path: Path) -> None:
+    cmd = script(
+        tmp_path,
+        "ok.py",
+        PRELUDE + f"print('compiling'); print({SUMMARY_OK!r}); mark('done')\n",
+    )
+    res = run_skgate("run", "--root", "r", "--json", "--", *cmd, str(tmp_path), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    verdict = read_json(attempt_of(tmp_path / "r") / "verdict.json")
+    assert verdict["state"] == "succeeded"
+    assert verdict["cause"] is None
+    assert verdict["exit_status"] == 0
+    assert verdict["attempt"].endswith("attempts/0001")
+    printed = __import__("json").loads(res.stdout)
+    assert printed["state"] == "succeeded" and printed["reasons"]
+    att = attempt_of(tmp_path / "r")
+    for name in ("control.json", "ownership.json", "events.jsonl", "run.log", "summary.txt"):
+        assert (att / name).exists(), name
+    assert (att / "summary.txt").read_text() == SUMMARY_OK + "\n"
+    assert "compiling" in (att / "run.log").read_text()
+    own = read_json(att / "ownership.json")
+    assert own["complete"] is True
+    assert own["leader"]["pid"] == own["pgid"] == own["sid"]
+    assert not any(same_process_alive(p, t) for p, t in owned_pids(att))
+    names = [e["event"] for e in events(att)]
+    assert names[0] == "created" and names[-1] == "finished"
+    assert "signal_sent" not in names
+
+
+def test_nonzero_exit_after_natural_return_is_failed(tmp_path: Path) -> None:
+    bad = "[summary] stage=compile inputs=2 succeeded=1 failed=1"
+    cmd = script(tmp_path, "bad.py", f"import sys; print({bad!r}); sys.exit(1)\n")
+    res = run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
+    assert res.returncode == 1
+    assert "naturally returned final compiler failures" in res.stdout
+
+
+def test_missing_summary_is_unknown_never_failed(tmp_path: Path) -> None:
+    cmd = script(tmp_path, "nosum.py", "import sys; sys.exit(3)\n")
+    res = run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
+    assert res.returncode == 1  # exit status 3 after natural return: failed (C2.3)
+    cmd = script(tmp_path, "nosum0.py", "print('no summary here')\n")
+    res = run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
+    assert res.returncode == 5
+    assert "final aggregate summary" in res.stdout
+
+
+def test_timeout_kills_only_own_group_even_what_ignores_sigterm(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    # A foreign process that existed before the launch: it must survive the timeout (C4).
+    foreign = reaper.popen(
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                         start_new_session=True)
+    )
+    body = PRELUDE + (
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "if os.fork() == 0:\n"
+        "    mark('child.pid', os.getpid())\n"
+        "    while True: signal.pause()\n"
+        "mark('leader.pid', os.getpid())\n"
+        "while True: signal.pause()\n"
+    )
+    cmd = script(tmp_path, "hang.py", body)
+    proc = reaper.popen(
+        start_skgate(
+            "run", "--root", "r", "--timeout", "1", "--grace", "0.5", "--quiet", "--json",
+            "--", *cmd, str(tmp_path), cwd=tmp_path,
+        )
+    )
+    child = int(wait_file(tmp_path / "child.pid"))
+    leader = int(wait_file(tmp_path / "leader.pid"))
+    reaper.add(child)
+    reaper.add(leader)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4, err
+    assert not pid_alive(child) and not pid_alive(leader)
+    assert pid_alive(foreign.pid), "a process the attempt does not own was touched"
+    verdict = read_json(attempt_of(tmp_path / "r") / "verdict.json")
+    assert (verdict["state"], verdict["cause"]) == ("interrupted", "timeout")
+    sent = [e for e in events(attempt_of(tmp_path / "r")) if e["event"] == "signal_sent"]
+    assert [(e["name"], e["reason"]) for e in sent] == [
+        ("SIGTERM", "timeout"),
+        ("SIGKILL", "grace-expired"),
+    ]
+    assert all(e["target"] == f"process group {leader}" for e in sent)
+
+
+def test_leader_exits_early_runner_waits_and_status_reads_in_progress(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    body = PRELUDE + (
+        "if os.fork() == 0:\n"
+        "    mark('orphan.pid', os.getpid())\n"
+        "    wait_go()\n"
+        f"    print({SUMMARY_OK!r}, flush=True)\n"
+        "    os._exit(0)\n"
+        "os._exit(0)\n"
+    )
+    cmd = script(tmp_path, "early.py", body)
+    proc = reaper.popen(
+        start_skgate("run", "--root", "r", "--quiet", "--", *cmd, str(tmp_path), cwd=tmp_path)
+    )
+    orphan = reaper.add(int(wait_file(tmp_path / "orphan.pid")))
+    att = attempt_of(tmp_path / "r")
+    wait_for(
+        lambda: any(e["event"] == "leader_exited" for e in events(att)), what="leader exit"
+    )
+    # Another process asks while the leader is gone and the orphan lives: in progress.
+    st = run_skgate("status", str(att), "--json", cwd=tmp_path)
+    assert st.returncode == 6, st.stdout + st.stderr
+    assert __import__("json").loads(st.stdout)["state"] == "in_progress"
+    assert proc.poll() is None, "the runner must wait for the orphaned descendant"
+    (tmp_path / "go").write_text("")
+    proc.wait(timeout=30)
+    assert proc.returncode == 0
+    assert not pid_alive(orphan)
+    own = read_json(att / "ownership.json")
+    rec = [p for p in own["owned"] if p["pid"] == orphan]
+    assert rec and rec[0]["exit_status"] == 0  # reaped by the runner as subreaper
+
+
+def test_escaped_process_is_waited_for_and_never_signalled(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    body = PRELUDE + (
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    mark('escaped.pid', os.getpid())\n"
+        "    wait_go()\n"
+        "    os._exit(0)\n"
+        f"print({SUMMARY_OK!r}, flush=True)\n"
+    )
+    cmd = script(tmp_path, "esc.py", body)
+    proc = reaper.popen(
+        start_skgate(
+            "run", "--root", "r", "--quiet", "--scan-interval", "0.05", "--",
+            *cmd, str(tmp_path), cwd=tmp_path,
+        )
+    )
+    escaped = reaper.add(int(wait_file(tmp_path / "escaped.pid")))
+    att = attempt_of(tmp_path / "r")
+    wait_for(
+        lambda: (att / "ownership.json").exists()
+        and escaped in read_json(att / "ownership.json")["escaped"],
+        what="the escaped process in the manifest",
+    )
+    assert proc.poll() is None
+    (tmp_path / "go").write_text("")
+    proc.wait(timeout=30)
+    assert proc.returncode == 0
+    verdict = read_json(att / "verdict.json")
+    assert verdict["escaped"] == 1
+    assert any("left the process group" in r for r in verdict["reasons"])
+    assert not any(e["event"] == "signal_sent" for e in events(att))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signal_to_runner_is_forwarded_and_recorded_as_external(
+    tmp_path: Path, reaper: Reaper, sig: signal.Signals
+) -> None:
+    body = PRELUDE + "mark('leader.pid', os.getpid())\nwhile True: signal.pause()\n"
+    cmd = script(tmp_path, "wait.py", body)
+    proc = reaper.popen(
+        start_skgate("run", "--root", "r", "--quiet", "--", *cmd, str(tmp_path), cwd=tmp_path)
+    )
+    leader = reaper.add(int(wait_file(tmp_path / "leader.pid")))
+    att = attempt_of(tmp_path / "r")
+    wait_for(lambda: any(e["event"] == "launched" for e in events(att)), what="launch")
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    assert proc.returncode == 4
+    assert not pid_alive(leader)
+    verdict = read_json(att / "verdict.json")
+    assert (verdict["state"], verdict["cause"]) == ("interrupted", "external")
+    received = [e["name"] for e in events(att) if e["event"] == "signal_received"]
+    assert received == [sig.name]
+
+
+def test_status_after_runner_died_reads_in_progress_then_unknown(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    body = PRELUDE + "mark('leader.pid', os.getpid())\nwait_go()\n"
+    cmd = script(tmp_path, "slow.py", body)
+    proc = reaper.popen(
+        start_skgate("run", "--root", "r", "--quiet", "--", *cmd, str(tmp_path), cwd=tmp_path)
+    )
+    leader = reaper.add(int(wait_file(tmp_path / "leader.pid")))
+    att = attempt_of(tmp_path / "r")
+    wait_for(lambda: (att / "ownership.json").exists(), what="ownership manifest")
+    proc.kill()  # the runner itself dies without a verdict (we started it: by pid)
+    proc.wait()
+    st = run_skgate("status", str(att), cwd=tmp_path)
+    assert st.returncode == 6, st.stdout
+    assert pid_alive(leader), "status must never signal"
+    (tmp_path / "go").write_text("")
+    wait_for(lambda: not pid_alive(leader), what="the workload to end")
+    st = run_skgate("status", str(att), "--json", cwd=tmp_path)
+    assert st.returncode == 5
+    assert "terminal status" in " ".join(__import__("json").loads(st.stdout)["missing"])
+
+
+def test_classify_recomputes_the_same_verdict(tmp_path: Path) -> None:
+    cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
+    run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
+    att = attempt_of(tmp_path / "r")
+    res = run_skgate("classify", str(att), "--json", cwd=tmp_path)
+    assert res.returncode == 0
+    again = __import__("json").loads(res.stdout)
+    recorded = read_json(att / "verdict.json")
+    assert again == recorded
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "--bogus", "--", "true"], "unrecognized arguments"),
+        (["run", "true"], "missing '--'"),
+        (["run", "--timeout", "abc", "--", "true"], "not a number"),
+        (["run", "--timeout", "-5", "--", "true"], "non-negative"),
+        (["run", "--timeout", "0", "--", "true"], "more than 0"),
+        (["run", "--jobs", "0", "--", "true"], "positive integer"),
+        (["run", "--"], "no command after"),
+        (["classify", "/nonexistent/attempt"], "no such attempt"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
+    res = run_skgate(*args, cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert needle in res.stderr
+    assert "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "skgate-runs" / "attempts").exists()
+
+
+def test_missing_command_is_recorded_not_started_exit_3(tmp_path: Path) -> None:
+    res = run_skgate("run", "--root", "r", "--", "no-such-command-skgate", cwd=tmp_path)
+    assert res.returncode == 3
+    assert "Traceback" not in res.stderr
+    verdict = read_json(attempt_of(tmp_path / "r") / "verdict.json")
+    assert verdict["state"] == "not_started"
+    assert any("command not found" in r for r in verdict["reasons"])
+
+
+def test_unwritable_root_refuses_to_launch(tmp_path: Path) -> None:
+    canary = tmp_path / "canary"
+    blocker = tmp_path / "root-is-a-file"
+    blocker.write_text("")
+    cmd = script(tmp_path, "touch.py", f"open({str(canary)!r}, 'w').close()\n")
+    res = run_skgate("run", "--root", str(blocker), "--", *cmd, cwd=tmp_path)
+    assert res.returncode == 3
+    assert "cannot be written" in res.stderr and "Traceback" not in res.stderr
+    assert not canary.exists(), "nothing may run unrecorded"
+
+
+def test_python_api_returns_the_verdict(tmp_path: Path) -> None:
+    from skgate.api import run
+    from skgate.model import State
+
+    cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
+    verdict = run(cmd, root=tmp_path / "r", cwd=tmp_path, timeout=30)
+    assert verdict.state is State.SUCCEEDED
+    assert verdict.attempt is not None and Path(verdict.attempt).is_dir()
+    assert os.path.samefile(verdict.attempt, attempt_of(tmp_path / "r"))
