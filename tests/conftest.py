@@ -15,6 +15,12 @@ from typing import Any
 import pytest
 
 SKGATE = [sys.executable, "-m", "skgate"]
+# The interpreter running the tests comes first on PATH, so a workload's "python3" is
+# the test environment's, whatever else the machine has installed.
+ENV = {
+    **os.environ,
+    "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]),
+}
 
 
 def wait_for(check: Callable[[], object], timeout: float = 20.0, what: str = "condition") -> Any:
@@ -59,7 +65,7 @@ def run_skgate(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, **(env or {})},
+        env={**ENV, **(env or {})},
         check=False,
     )
 
@@ -73,7 +79,7 @@ def start_skgate(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **(env or {})},
+        env={**ENV, **(env or {})},
     )
 
 

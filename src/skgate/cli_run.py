@@ -145,6 +145,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     add_run_options(p)
     p.add_argument("--quiet", action="store_true", help="do not echo the command's output")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
+    # Catches a command given without '--', to say exactly that instead of a vague error.
+    p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_run)
 
     p = sub.add_parser("status", help="read-only state of an attempt or the latest of a root")
@@ -173,7 +175,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 def command_after_dashes(args: argparse.Namespace, verb: str) -> list[str]:
     command: list[str] | None = getattr(args, "command_argv", None)
-    if command is None:
+    if command is None or getattr(args, "stray", None):
         raise UsageError(f"missing '--' before the command: skgate {verb} [options] -- COMMAND...")
     if not command:
         raise UsageError(f"no command after '--': skgate {verb} [options] -- COMMAND...")

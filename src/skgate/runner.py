@@ -137,10 +137,13 @@ class _Attempt:
         """Classify from the files, exactly as ``skgate classify`` will later (C2)."""
         verdict = classify(load_evidence(self.dir, finishing=True)).with_attempt(str(self.dir))
         files.write_json_new(self.dir / files.VERDICT, verdict.to_dict())
+        cpu = os.times()
         self.emit(
             "finished",
             state=verdict.state.value,
             cause=verdict.cause.value if verdict.cause else None,
+            # The runner's own CPU time (not its children's): its overhead, measured.
+            runner_cpu_s=round(cpu.user + cpu.system, 4),
         )
         self.journal.close()
         ledger.record_end(self.root, self.dir, verdict)
@@ -161,6 +164,16 @@ def run_here(request: RunRequest, echo: Echo | None = None) -> Verdict:
     att = _Attempt(request, attempt_dir)
     att.emit("created", attempt=str(attempt_dir), argv=list(request.argv), cwd=request.cwd)
     ledger.record_start(att.root, attempt_dir, request.retry_of)
+    env = preflight.base_env(request, os.environ)
+    if resolve_command(request.argv[0], env, request.cwd) is None:
+        # Nothing to scan or freeze for a command that cannot start: say so first.
+        return att.not_started(
+            (
+                f"command not found or not executable: {request.argv[0]!r} "
+                "(check the command and its PATH); nothing was started",
+            ),
+            None,
+        )
     try:
         plan = preflight.prepare(request, att.root, emit=att.emit)
     except SkgateError as exc:
@@ -172,14 +185,8 @@ def run_here(request: RunRequest, echo: Echo | None = None) -> Verdict:
     try:
         att.foreign = plan.foreign
         att.write_control(plan.controls)
-        reasons = list(plan.blocked)
-        if not reasons and resolve_command(request.argv[0], plan.env, request.cwd) is None:
-            reasons.append(
-                f"command not found or not executable: {request.argv[0]!r} "
-                "(check the command and its PATH); nothing was started"
-            )
-        if reasons:
-            return att.not_started(tuple(reasons), plan.controls)
+        if plan.blocked:
+            return att.not_started(plan.blocked, plan.controls)
         return _supervise(att, plan.env, echo)
     finally:
         plan.release()

@@ -258,6 +258,7 @@ class Supervisor:
                             out.leader_exit_status, out.leader_exit_signal = status
                             out.last_exit_mono = time.monotonic()
                             self._mark_exit(pid, status)
+                            self.on_manifest(self.records(), False)
                             self.emit(
                                 "leader_exited",
                                 pid=pid,
@@ -268,12 +269,14 @@ class Supervisor:
                                 sel.unregister(pidfd)
                                 os.close(pidfd)
                                 pidfd = -1
-                    self._reap_orphans(pid)
+                    if self._reap_orphans(pid):
+                        self.on_manifest(self.records(), False)
                     if leader_done:
                         live = self._live_tree(pid)
+                        if self._observe(time.time(), live):
+                            self.on_manifest(self.records(), False)
                         if not live:
                             out.last_exit_mono = time.monotonic()
-                            self._observe(time.time())
                             self.emit("tree_ended", escaped_alive=0)
                             break
                         if give_up_at is not None and time.monotonic() >= give_up_at:
@@ -379,10 +382,11 @@ class Supervisor:
                 stat=st, argv=tuple(self.argv), first_seen=wall, last_seen=wall
             )
 
-    def _observe(self, wall: float) -> bool:
+    def _observe(self, wall: float, live: dict[int, ProcStat] | None = None) -> bool:
         """One read-only pass over the owned tree; True when the manifest changed."""
         leader = self.pid_or_zero()
-        live = self._live_tree(leader)
+        if live is None:
+            live = self._live_tree(leader)
         changed = False
         for pid, st in live.items():
             key = (pid, st.start_ticks)
@@ -419,20 +423,38 @@ class Supervisor:
     def pid_or_zero(self) -> int:
         return self._proc.pid if self._proc is not None else 0
 
-    def _reap_orphans(self, leader: int) -> None:
-        """Reap re-parented descendants by pid (never the leader: see module doc)."""
+    def _reap_orphans(self, leader: int) -> bool:
+        """Reap re-parented descendants by pid (never the leader: see module doc).
+
+        True when the manifest changed (a reaped process it had not seen yet, or an exit).
+        """
+        changed = False
         for child in direct_children(os.getpid()):
             if child == leader:
                 continue
+            # Read its identity before reaping: a zombie still has its stat record, so a
+            # descendant that lived between two scans still enters the manifest.
+            st = read_stat(child)
             try:
                 got, status = os.waitpid(child, os.WNOHANG)
             except ChildProcessError:
                 continue
             if got == 0:
                 continue
+            now = time.time()
+            if st is not None and (child, st.start_ticks) not in self.tracked:
+                self.tracked[(child, st.start_ticks)] = Tracked(
+                    stat=st,
+                    argv=(),  # a zombie has no command line left
+                    first_seen=now,
+                    last_seen=now,
+                    escaped=st.pgid != leader,
+                )
             code, sig = decode_wait_status(status)
             self._mark_exit(child, (code, sig))
             self.emit("reaped", pid=child, exit_status=code, exit_signal=sig)
+            changed = True
+        return changed
 
     def _read_pipe(self, fd: int, sel: selectors.BaseSelector) -> None:
         try:

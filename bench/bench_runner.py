@@ -1,0 +1,112 @@
+"""Runner benchmarks (issue 2), run by hand: ``python bench/bench_runner.py [--quick]``.
+
+1. overhead: the runner's own CPU time while it supervises a simulated compile with
+   ``--opc`` concurrent ``opc`` processes for ``--seconds`` (target: <= 1 % of wall time);
+2. latency: from the last owned process's exit to ``verdict.json`` written (target:
+   median <= 50 ms). The workload writes ``time.monotonic()`` as its very last act; the
+   runner's ``finished`` event (journalled right after verdict.json) carries its own
+   monotonic stamp: both clocks are the same system-wide CLOCK_MONOTONIC;
+3. start-up: ``skgate run -- true`` against ``timeout 60 true``, interleaved, median of
+   ``--runs`` (target: <= 250 ms slower).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SKGATE = [sys.executable, "-m", "skgate"]
+
+
+def last_event(attempt: Path, name: str) -> dict[str, object]:
+    lines = (attempt / "events.jsonl").read_text().splitlines()
+    found = [json.loads(x) for x in lines if f'"event":"{name}"' in x]
+    return found[-1]
+
+
+def overhead(opc: int, seconds: float) -> dict[str, float]:
+    work = Path(tempfile.mkdtemp(prefix="skgate-bench-"))
+    cmd = [
+        *SKGATE, "run", "--root", "r", "--quiet", "--jobs", str(opc), "--", sys.executable,
+        "-m", "skgate.sim.launcher", "--inputs", str(opc),
+    ]
+    env = {**os.environ, "SKGATE_SIM_OPC_SECONDS": str(seconds)}
+    t0 = time.monotonic()
+    subprocess.run(cmd, cwd=work, env=env, check=True, stdout=subprocess.DEVNULL)
+    wall = time.monotonic() - t0
+    fin = last_event(work / "r" / "attempts" / "0001", "finished")
+    own = json.loads((work / "r" / "attempts" / "0001" / "ownership.json").read_text())
+    cpu = float(fin["runner_cpu_s"])  # type: ignore[arg-type]
+    opc_seen = sum(1 for p in own["owned"] if p["name"] == "opc")
+    return {"wall_s": wall, "runner_cpu_s": cpu, "cpu_pct": 100 * cpu / wall, "opc_seen": opc_seen}
+
+
+LAST_ACT = (
+    "import time, sys\n"
+    "print('[summary] stage=compile inputs=1 succeeded=1 failed=0', flush=True)\n"
+    "open(sys.argv[1], 'w').write(repr(time.monotonic()))\n"
+)
+
+
+def latency(runs: int) -> list[float]:
+    work = Path(tempfile.mkdtemp(prefix="skgate-bench-"))
+    (work / "w.py").write_text(LAST_ACT)
+    out = []
+    for i in range(1, runs + 1):
+        stamp = work / f"t{i}"
+        subprocess.run(
+            [*SKGATE, "run", "--root", "r", "--quiet", "--", sys.executable, "w.py", str(stamp)],
+            cwd=work, check=True, stdout=subprocess.DEVNULL,
+        )
+        fin = last_event(work / "r" / "attempts" / f"{i:04d}", "finished")
+        out.append(float(fin["mono"]) - float(stamp.read_text()))  # type: ignore[arg-type]
+    return out
+
+
+def startup(runs: int) -> tuple[list[float], list[float]]:
+    work = Path(tempfile.mkdtemp(prefix="skgate-bench-"))
+    gate, ref = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([*SKGATE, "run", "--root", "r", "--quiet", "--", "true"], cwd=work,
+                       check=False, stdout=subprocess.DEVNULL)
+        gate.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        subprocess.run(["timeout", "60", "true"], check=True)
+        ref.append(time.perf_counter() - t0)
+    return gate, ref
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--opc", type=int, default=64)
+    ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    a = ap.parse_args()
+    if a.quick:
+        a.opc, a.seconds, a.runs = 8, 2.0, 5
+    o = overhead(a.opc, a.seconds)
+    print(f"overhead: {a.opc} opc for {a.seconds}s: wall {o['wall_s']:.2f}s, runner CPU "
+          f"{o['runner_cpu_s']:.3f}s = {o['cpu_pct']:.3f}% of wall (opc seen in the "
+          f"manifest: {o['opc_seen']:.0f}); target <= 1%")
+    lat = latency(a.runs)
+    print(f"latency last exit -> verdict.json: median {1000 * statistics.median(lat):.1f} ms, "
+          f"min {1000 * min(lat):.1f}, max {1000 * max(lat):.1f} over {len(lat)} runs; "
+          "target median <= 50 ms")
+    gate, ref = startup(a.runs)
+    mg, mr = statistics.median(gate), statistics.median(ref)
+    print(f"start-up: skgate run -- true median {1000 * mg:.0f} ms, timeout 60 true median "
+          f"{1000 * mr:.1f} ms: {1000 * (mg - mr):.0f} ms slower ({mg / mr:.0f}x) over "
+          f"{a.runs} interleaved runs; target <= 250 ms slower")
+
+
+if __name__ == "__main__":
+    main()
