@@ -402,6 +402,11 @@ class Supervisor:
                 changed = True
                 continue
             tracked.last_seen = wall
+            if st.name != tracked.stat.name:
+                # An exec (python -> opc) or a PR_SET_NAME: keep what it became.
+                tracked.argv = read_cmdline(pid) or tracked.argv
+                tracked.stat = st
+                changed = True
             if st.pgid != tracked.stat.pgid or st.ppid != tracked.stat.ppid:
                 tracked.escaped = tracked.escaped or st.pgid != leader
                 tracked.stat = st
