@@ -27,15 +27,26 @@ SKGATE = [sys.executable, "-m", "skgate"]
 
 def last_event(attempt: Path, name: str) -> dict[str, object]:
     lines = (attempt / "events.jsonl").read_text().splitlines()
-    found = [json.loads(x) for x in lines if f'"event":"{name}"' in x]
+    found: list[dict[str, object]] = [json.loads(x) for x in lines if f'"event":"{name}"' in x]
     return found[-1]
 
 
 def overhead(opc: int, seconds: float) -> dict[str, float]:
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-"))
     cmd = [
-        *SKGATE, "run", "--root", "r", "--quiet", "--jobs", str(opc), "--", sys.executable,
-        "-m", "skgate.sim.launcher", "--inputs", str(opc),
+        *SKGATE,
+        "run",
+        "--root",
+        "r",
+        "--quiet",
+        "--jobs",
+        str(opc),
+        "--",
+        sys.executable,
+        "-m",
+        "skgate.sim.launcher",
+        "--inputs",
+        str(opc),
     ]
     env = {**os.environ, "SKGATE_SIM_OPC_SECONDS": str(seconds)}
     t0 = time.monotonic()
@@ -63,7 +74,9 @@ def latency(runs: int) -> list[float]:
         stamp = work / f"t{i}"
         subprocess.run(
             [*SKGATE, "run", "--root", "r", "--quiet", "--", sys.executable, "w.py", str(stamp)],
-            cwd=work, check=True, stdout=subprocess.DEVNULL,
+            cwd=work,
+            check=True,
+            stdout=subprocess.DEVNULL,
         )
         fin = last_event(work / "r" / "attempts" / f"{i:04d}", "finished")
         out.append(float(fin["mono"]) - float(stamp.read_text()))  # type: ignore[arg-type]
@@ -75,8 +88,12 @@ def startup(runs: int) -> tuple[list[float], list[float]]:
     gate, ref = [], []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run([*SKGATE, "run", "--root", "r", "--quiet", "--", "true"], cwd=work,
-                       check=False, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*SKGATE, "run", "--root", "r", "--quiet", "--", "true"],
+            cwd=work,
+            check=False,
+            stdout=subprocess.DEVNULL,
+        )
         gate.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         subprocess.run(["timeout", "60", "true"], check=True)
@@ -94,18 +111,24 @@ def main() -> None:
     if a.quick:
         a.opc, a.seconds, a.runs = 8, 2.0, 5
     o = overhead(a.opc, a.seconds)
-    print(f"overhead: {a.opc} opc for {a.seconds}s: wall {o['wall_s']:.2f}s, runner CPU "
-          f"{o['runner_cpu_s']:.3f}s = {o['cpu_pct']:.3f}% of wall (opc seen in the "
-          f"manifest: {o['opc_seen']:.0f}); target <= 1%")
+    print(
+        f"overhead: {a.opc} opc for {a.seconds}s: wall {o['wall_s']:.2f}s, runner CPU "
+        f"{o['runner_cpu_s']:.3f}s = {o['cpu_pct']:.3f}% of wall (opc seen in the "
+        f"manifest: {o['opc_seen']:.0f}); target <= 1%"
+    )
     lat = latency(a.runs)
-    print(f"latency last exit -> verdict.json: median {1000 * statistics.median(lat):.1f} ms, "
-          f"min {1000 * min(lat):.1f}, max {1000 * max(lat):.1f} over {len(lat)} runs; "
-          "target median <= 50 ms")
+    print(
+        f"latency last exit -> verdict.json: median {1000 * statistics.median(lat):.1f} ms, "
+        f"min {1000 * min(lat):.1f}, max {1000 * max(lat):.1f} over {len(lat)} runs; "
+        "target median <= 50 ms"
+    )
     gate, ref = startup(a.runs)
     mg, mr = statistics.median(gate), statistics.median(ref)
-    print(f"start-up: skgate run -- true median {1000 * mg:.0f} ms, timeout 60 true median "
-          f"{1000 * mr:.1f} ms: {1000 * (mg - mr):.0f} ms slower ({mg / mr:.0f}x) over "
-          f"{a.runs} interleaved runs; target <= 250 ms slower")
+    print(
+        f"start-up: skgate run -- true median {1000 * mg:.0f} ms, timeout 60 true median "
+        f"{1000 * mr:.1f} ms: {1000 * (mg - mr):.0f} ms slower ({mg / mr:.0f}x) over "
+        f"{a.runs} interleaved runs; target <= 250 ms slower"
+    )
 
 
 if __name__ == "__main__":

@@ -70,9 +70,7 @@ def run_skgate(
     )
 
 
-def start_skgate(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.Popen[str]:
+def start_skgate(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*SKGATE, *args],
         cwd=cwd,

@@ -214,9 +214,9 @@ def test_interrupted_whenever_runner_signalled_or_outside_signal_ended_leader(
 @given(evidence)
 def test_in_progress_while_owned_alive_and_no_timeout(ev: Evidence) -> None:
     quiet = not (ev.timeout_fired or ev.signals_sent or ev.external_signals)
-    if not ev.runner_finished and quiet and (ev.runner_alive or ev.owned_alive):
-        if ev.runner_alive or not ev.deadline_passed:
-            assert classify(ev).state is State.IN_PROGRESS
+    owned_live = ev.runner_alive or (ev.owned_alive > 0 and not ev.deadline_passed)
+    if not ev.runner_finished and quiet and owned_live:
+        assert classify(ev).state is State.IN_PROGRESS
 
 
 @given(evidence, st.integers(0, 10_000))

@@ -9,7 +9,6 @@ the simulator's marker files (``SKGATE_SIM_MARKERS``), never by a fixed sleep.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -45,17 +44,28 @@ def nothing_owned_alive(att: Path) -> bool:
 
 def test_success_on_the_simulator(tmp_path: Path) -> None:
     res = run_skgate(
-        "run", "--root", "r", "--quiet", "--jobs", "2", "--scan-interval", "0.05",
-        "--", *LAUNCHER, "--inputs", "6",
-        cwd=tmp_path, env=sim_env(tmp_path, opc_seconds="0.2"),
+        "run",
+        "--root",
+        "r",
+        "--quiet",
+        "--jobs",
+        "2",
+        "--scan-interval",
+        "0.05",
+        "--",
+        *LAUNCHER,
+        "--inputs",
+        "6",
+        cwd=tmp_path,
+        env=sim_env(tmp_path, opc_seconds="0.2"),
     )
     assert res.returncode == 0, res.stdout + res.stderr
     att = attempt(tmp_path)
     census = read_json(att / "census.json")
     assert census["totals"] == {"error_logs": 0, "succ_logs": 6, "run_packages": 1}
-    assert "[summary] stage=compile inputs=6 succeeded=6 failed=0" in (
-        att / "summary.txt"
-    ).read_text()
+    assert (
+        "[summary] stage=compile inputs=6 succeeded=6 failed=0" in (att / "summary.txt").read_text()
+    )
     assert nothing_owned_alive(att)
     own = read_json(att / "ownership.json")
     assert any(p["name"] == "opc" for p in own["owned"]), "opc children are in the manifest"
@@ -65,8 +75,18 @@ def test_success_on_the_simulator(tmp_path: Path) -> None:
 
 def test_input_failure_is_failed_with_final_error_logs(tmp_path: Path) -> None:
     res = run_skgate(
-        "run", "--root", "r", "--quiet", "--jobs", "2", "--",
-        *LAUNCHER, "--inputs", "4", cwd=tmp_path, env=sim_env(tmp_path, "fail=1"),
+        "run",
+        "--root",
+        "r",
+        "--quiet",
+        "--jobs",
+        "2",
+        "--",
+        *LAUNCHER,
+        "--inputs",
+        "4",
+        cwd=tmp_path,
+        env=sim_env(tmp_path, "fail=1"),
     )
     assert res.returncode == 1
     verdict = read_json(attempt(tmp_path) / "verdict.json")
@@ -79,9 +99,22 @@ def test_ignore_sigterm_opc_is_gone_after_deadline_plus_grace(
 ) -> None:
     proc = reaper.popen(
         start_skgate(
-            "run", "--root", "r", "--quiet", "--jobs", "2", "--timeout", "2", "--grace", "0.5",
-            "--", *LAUNCHER, "--inputs", "2",
-            cwd=tmp_path, env=sim_env(tmp_path, "hang=0,ignore_sigterm"),
+            "run",
+            "--root",
+            "r",
+            "--quiet",
+            "--jobs",
+            "2",
+            "--timeout",
+            "2",
+            "--grace",
+            "0.5",
+            "--",
+            *LAUNCHER,
+            "--inputs",
+            "2",
+            cwd=tmp_path,
+            env=sim_env(tmp_path, "hang=0,ignore_sigterm"),
         )
     )
     ignoring = wait_for(
@@ -105,9 +138,22 @@ def test_ignore_sigterm_opc_is_gone_after_deadline_plus_grace(
 def test_foreign_opc_is_never_touched_by_a_timeout(tmp_path: Path, reaper: Reaper) -> None:
     proc = reaper.popen(
         start_skgate(
-            "run", "--root", "r", "--quiet", "--jobs", "1", "--timeout", "2", "--grace", "0.5",
-            "--", *LAUNCHER, "--inputs", "1",
-            cwd=tmp_path, env=sim_env(tmp_path, "hang=0"),
+            "run",
+            "--root",
+            "r",
+            "--quiet",
+            "--jobs",
+            "1",
+            "--timeout",
+            "2",
+            "--grace",
+            "0.5",
+            "--",
+            *LAUNCHER,
+            "--inputs",
+            "1",
+            cwd=tmp_path,
+            env=sim_env(tmp_path, "hang=0"),
         )
     )
     wait_for(lambda: marked(tmp_path, "opc"), what="the owned opc to start")
@@ -136,8 +182,18 @@ def test_foreign_opc_before_launch_refused_and_untouched(tmp_path: Path, reaper:
     wait_for(lambda: pid_alive(foreign.pid), what="the foreign opc")
     canary = tmp_path / "static_kernel_compile_outputs"
     res = run_skgate(
-        "run", "--root", "r", "--quiet", "--foreign", "refuse", "--",
-        *LAUNCHER, "--inputs", "1", cwd=tmp_path, env=sim_env(tmp_path),
+        "run",
+        "--root",
+        "r",
+        "--quiet",
+        "--foreign",
+        "refuse",
+        "--",
+        *LAUNCHER,
+        "--inputs",
+        "1",
+        cwd=tmp_path,
+        env=sim_env(tmp_path),
     )
     assert res.returncode == 3, res.stdout + res.stderr
     verdict = read_json(attempt(tmp_path) / "verdict.json")
@@ -147,20 +203,29 @@ def test_foreign_opc_before_launch_refused_and_untouched(tmp_path: Path, reaper:
     assert pid_alive(foreign.pid)
 
 
-def test_leader_exits_early_runner_waits_for_orphaned_opc(
-    tmp_path: Path, reaper: Reaper
-) -> None:
+def test_leader_exits_early_runner_waits_for_orphaned_opc(tmp_path: Path, reaper: Reaper) -> None:
     proc = reaper.popen(
         start_skgate(
-            "run", "--root", "r", "--quiet", "--jobs", "2", "--",
-            *LAUNCHER, "--inputs", "4",
-            cwd=tmp_path, env=sim_env(tmp_path, "leader_exit_early", opc_seconds="0.5"),
+            "run",
+            "--root",
+            "r",
+            "--quiet",
+            "--jobs",
+            "2",
+            "--",
+            *LAUNCHER,
+            "--inputs",
+            "4",
+            cwd=tmp_path,
+            env=sim_env(tmp_path, "leader_exit_early", opc_seconds="0.5"),
         )
     )
     att = attempt(tmp_path)
     wait_for(
-        lambda: (att / "events.jsonl").exists()
-        and any(e["event"] == "leader_exited" for e in events(att)),
+        lambda: (
+            (att / "events.jsonl").exists()
+            and any(e["event"] == "leader_exited" for e in events(att))
+        ),
         what="the leader to exit",
     )
     opcs = marked(tmp_path, "opc")

@@ -110,8 +110,9 @@ def test_timeout_kills_only_own_group_even_what_ignores_sigterm(
 ) -> None:
     # A foreign process that existed before the launch: it must survive the timeout (C4).
     foreign = reaper.popen(
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
-                         start_new_session=True)
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True
+        )
     )
     body = PRELUDE + (
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
@@ -124,15 +125,26 @@ def test_timeout_kills_only_own_group_even_what_ignores_sigterm(
     cmd = script(tmp_path, "hang.py", body)
     proc = reaper.popen(
         start_skgate(
-            "run", "--root", "r", "--timeout", "1", "--grace", "0.5", "--quiet", "--json",
-            "--", *cmd, str(tmp_path), cwd=tmp_path,
+            "run",
+            "--root",
+            "r",
+            "--timeout",
+            "1",
+            "--grace",
+            "0.5",
+            "--quiet",
+            "--json",
+            "--",
+            *cmd,
+            str(tmp_path),
+            cwd=tmp_path,
         )
     )
     child = int(wait_file(tmp_path / "child.pid"))
     leader = int(wait_file(tmp_path / "leader.pid"))
     reaper.add(child)
     reaper.add(leader)
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 4, err
     assert not pid_alive(child) and not pid_alive(leader)
     assert pid_alive(foreign.pid), "a process the attempt does not own was touched"
@@ -163,9 +175,7 @@ def test_leader_exits_early_runner_waits_and_status_reads_in_progress(
     )
     orphan = reaper.add(int(wait_file(tmp_path / "orphan.pid")))
     att = attempt_of(tmp_path / "r")
-    wait_for(
-        lambda: any(e["event"] == "leader_exited" for e in events(att)), what="leader exit"
-    )
+    wait_for(lambda: any(e["event"] == "leader_exited" for e in events(att)), what="leader exit")
     # Another process asks while the leader is gone and the orphan lives: in progress.
     st = run_skgate("status", str(att), "--json", cwd=tmp_path)
     assert st.returncode == 6, st.stdout + st.stderr
@@ -180,9 +190,7 @@ def test_leader_exits_early_runner_waits_and_status_reads_in_progress(
     assert rec and rec[0]["exit_status"] == 0  # reaped by the runner as subreaper
 
 
-def test_escaped_process_is_waited_for_and_never_signalled(
-    tmp_path: Path, reaper: Reaper
-) -> None:
+def test_escaped_process_is_waited_for_and_never_signalled(tmp_path: Path, reaper: Reaper) -> None:
     body = PRELUDE + (
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
@@ -194,15 +202,25 @@ def test_escaped_process_is_waited_for_and_never_signalled(
     cmd = script(tmp_path, "esc.py", body)
     proc = reaper.popen(
         start_skgate(
-            "run", "--root", "r", "--quiet", "--scan-interval", "0.05", "--",
-            *cmd, str(tmp_path), cwd=tmp_path,
+            "run",
+            "--root",
+            "r",
+            "--quiet",
+            "--scan-interval",
+            "0.05",
+            "--",
+            *cmd,
+            str(tmp_path),
+            cwd=tmp_path,
         )
     )
     escaped = reaper.add(int(wait_file(tmp_path / "escaped.pid")))
     att = attempt_of(tmp_path / "r")
     wait_for(
-        lambda: (att / "ownership.json").exists()
-        and escaped in read_json(att / "ownership.json")["escaped"],
+        lambda: (
+            (att / "ownership.json").exists()
+            and escaped in read_json(att / "ownership.json")["escaped"]
+        ),
         what="the escaped process in the manifest",
     )
     assert proc.poll() is None
@@ -247,7 +265,7 @@ def test_status_after_runner_died_reads_in_progress_then_unknown(
     )
     leader = reaper.add(int(wait_file(tmp_path / "leader.pid")))
     att = attempt_of(tmp_path / "r")
-    wait_for(lambda: (att / "ownership.json").exists(), what="ownership manifest")
+    wait_for((att / "ownership.json").exists, what="ownership manifest")
     proc.kill()  # the runner itself dies without a verdict (we started it: by pid)
     proc.wait()
     st = run_skgate("status", str(att), cwd=tmp_path)

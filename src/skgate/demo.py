@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from skgate import report
 from skgate.model import RunRequest, State, Verdict
 from skgate.runner import run_here
 
@@ -116,10 +117,6 @@ def run_demo(
 
 def _print_report(verdict: Verdict, lang: str) -> None:
     if verdict.attempt is None:
-        return
-    try:
-        from skgate import report
-    except ImportError:  # pragma: no cover - report ships with the package
         return
     print()
     print(report.render_attempt_markdown(Path(verdict.attempt), lang=lang))

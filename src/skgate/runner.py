@@ -22,6 +22,7 @@ verdict (``Verdict.to_dict()``) or ``{"error": MESSAGE, "exit_code": N}``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -93,7 +94,10 @@ class _Attempt:
         self.root = Path(request.root)
         self.journal = files.Journal(attempt_dir / files.EVENTS)
         me = self_stat()
-        self.runner = {"pid": me.pid, "start_ticks": me.start_ticks, "boot_id": boot_id()}
+        self.runner_pid = me.pid
+        self.runner_start_ticks = me.start_ticks
+        self.boot_id = boot_id()
+        self.runner = {"pid": me.pid, "start_ticks": me.start_ticks, "boot_id": self.boot_id}
         self.foreign: tuple[ProcessRecord, ...] = ()
         self.pgid: int | None = None
         self.leader: ProcessRecord | None = None
@@ -118,9 +122,9 @@ class _Attempt:
     def write_ownership(self, records: list[ProcessRecord], complete: bool) -> None:
         leader = next((r for r in records if r.pid == self.pgid), self.leader)
         own = Ownership(
-            boot_id=str(self.runner["boot_id"]),
-            runner_pid=int(self.runner["pid"]),
-            runner_start_ticks=int(self.runner["start_ticks"]),
+            boot_id=self.boot_id,
+            runner_pid=self.runner_pid,
+            runner_start_ticks=self.runner_start_ticks,
             leader=leader,
             pgid=self.pgid,
             sid=self.pgid,
@@ -207,10 +211,8 @@ def _supervise(att: _Attempt, env: dict[str, str], echo: Echo | None) -> Verdict
             view = view[os.write(log_fd, view) :]
         scanner.feed(data)
         if echo is not None:
-            try:
+            with contextlib.suppress(OSError):  # a closed terminal must not stop the evidence
                 echo(data)
-            except OSError:
-                pass  # a closed terminal must not stop the evidence
 
     sup = Supervisor(
         request.argv,
