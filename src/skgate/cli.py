@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from skgate import __version__, cli_evidence, cli_ledger, cli_preflight, cli_run
+from skgate import __version__, cli_evidence, cli_ledger, cli_preflight, cli_regress, cli_run
 from skgate.errors import SkgateError
 from skgate.model import EXIT_USAGE
 
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"skgate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for area in (cli_run, cli_preflight, cli_evidence, cli_ledger):
+    for area in (cli_run, cli_preflight, cli_evidence, cli_ledger, cli_regress):
         area.register(sub)
     return parser
 
