@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -72,17 +73,56 @@ def write_new(path: Path, text: str | bytes) -> None:
     _fsync_dir(path.parent)
 
 
+def write_batch_new(
+    directory: Path, items: Mapping[str, str | bytes], also_sync: Iterable[int] = ()
+) -> None:
+    """Create several evidence files exclusively, then make them all durable at once.
+
+    The files are written first and fsync'd together from a few threads, plus the
+    directory once: concurrent fsyncs share one journal commit on ext4/xfs, so four files
+    cost about one flush instead of eight (the runner's last-exit-to-verdict latency).
+    ``also_sync`` adds already open descriptors (the run log) to the same flush.
+    """
+    fds: list[int] = []
+    try:
+        for name, text in items.items():
+            path = directory / name
+            payload = text.encode("utf-8") if isinstance(text, str) else text
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            except FileExistsError:
+                raise EvidenceError(
+                    f"{path}: already exists; evidence is never overwritten"
+                ) from None
+            fds.append(fd)
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view) :]
+        targets = [*fds, *also_sync]
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(targets)))) as pool:
+            list(pool.map(os.fsync, targets))
+    finally:
+        for fd in fds:
+            os.close(fd)
+    _fsync_dir(directory)
+
+
 def write_json_new(path: Path, data: Any) -> None:
     write_new(path, dumps(data))
 
 
-def replace_json(path: Path, data: Any) -> None:
-    """Atomically replace a snapshot file (temp + fsync + rename)."""
+def replace_json(path: Path, data: Any, *, sync: bool = True) -> None:
+    """Atomically replace a snapshot file (temp + fsync + rename).
+
+    ``sync=False`` leaves the flush to the caller (see ``write_batch_new``); the rename
+    is atomic either way, so a reader never sees half a file.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         fh.write(dumps(data))
         fh.flush()
-        os.fsync(fh.fileno())
+        if sync:
+            os.fsync(fh.fileno())
     tmp.replace(path)
 
 

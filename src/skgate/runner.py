@@ -48,7 +48,7 @@ from skgate.model import (
 )
 from skgate.observe import boot_id, self_stat
 from skgate.summary import LogScanner, validate_patterns
-from skgate.supervise import Supervisor, become_subreaper
+from skgate.supervise import Supervisor, become_subreaper, cpu_seconds
 
 Echo = Callable[[bytes], None]
 
@@ -134,20 +134,20 @@ class _Attempt:
             updated_at=time.time(),
             scan_interval=self.request.scan_interval,
         )
-        # A snapshot while running (atomic replace); the last write has complete=True.
-        files.replace_json(self.dir / files.OWNERSHIP, own.to_dict())
+        # A snapshot while running (atomic replace); the last write has complete=True and
+        # is flushed together with the other final files (see _supervise).
+        files.replace_json(self.dir / files.OWNERSHIP, own.to_dict(), sync=not complete)
 
     def finish(self) -> Verdict:
         """Classify from the files, exactly as ``skgate classify`` will later (C2)."""
         verdict = classify(load_evidence(self.dir, finishing=True)).with_attempt(str(self.dir))
         files.write_json_new(self.dir / files.VERDICT, verdict.to_dict())
-        cpu = os.times()
         self.emit(
             "finished",
             state=verdict.state.value,
             cause=verdict.cause.value if verdict.cause else None,
             # The runner's own CPU time (not its children's): its overhead, measured.
-            runner_cpu_s=round(cpu.user + cpu.system, 4),
+            runner_cpu_s=cpu_seconds(),
         )
         self.journal.close()
         ledger.record_end(self.root, self.dir, verdict)
@@ -250,21 +250,29 @@ def _supervise(att: _Attempt, env: dict[str, str], echo: Echo | None) -> Verdict
             timeout=request.timeout,
             grace=request.grace,
             subreaper=subreaper,
+            runner_cpu_s=cpu_seconds(),
         )
         att.write_ownership(sup.records(), False)
         outcome = sup.wait(launched_mono)
         sup.reap_leader()
     finally:
         sup.restore_handlers()
-    os.fsync(log_fd)
-    os.close(log_fd)
-
     scan = scanner.finish()
-    summary_lines = "".join(line + "\n" for line in scan.summary.lines)
-    files.write_new(att.dir / files.SUMMARY, summary_lines)
-    files.write_json_new(att.dir / files.LOGSCAN, scan.to_dict())
     census = take_census(outputs_dir(request), live=outcome.escaped_alive > 0)
-    files.write_json_new(att.dir / files.CENSUS, census.to_dict())
+    own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        files.write_batch_new(
+            att.dir,
+            {
+                files.SUMMARY: "".join(line + "\n" for line in scan.summary.lines),
+                files.LOGSCAN: files.dumps(scan.to_dict()),
+                files.CENSUS: files.dumps(census.to_dict()),
+            },
+            also_sync=(log_fd, own_fd),
+        )
+    finally:
+        os.close(log_fd)
+        os.close(own_fd)
     return att.finish()
 
 

@@ -60,6 +60,12 @@ def become_subreaper() -> bool:
         return False
 
 
+def cpu_seconds() -> float:
+    """This process's own CPU time (user + system, children excluded): its overhead."""
+    t = os.times()
+    return round(t.user + t.system, 4)
+
+
 def decode_wait_status(status: int) -> tuple[int | None, int | None]:
     """(exit status, terminating signal) from a ``waitpid`` status."""
     if os.WIFSIGNALED(status):
@@ -277,7 +283,7 @@ class Supervisor:
                             self.on_manifest(self.records(), False)
                         if not live:
                             out.last_exit_mono = time.monotonic()
-                            self.emit("tree_ended", escaped_alive=0)
+                            self.emit("tree_ended", escaped_alive=0, runner_cpu_s=cpu_seconds())
                             break
                         if give_up_at is not None and time.monotonic() >= give_up_at:
                             # Only escaped processes can be left: the group got SIGKILL.
@@ -289,6 +295,7 @@ class Supervisor:
                                 escaped_alive=len(live),
                                 gave_up=True,
                                 pids=sorted(live),
+                                runner_cpu_s=cpu_seconds(),
                             )
                             break
 
