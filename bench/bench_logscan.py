@@ -1,0 +1,168 @@
+"""Benchmark: skgate's streaming log scan vs ``grep -E`` over the same generated run log.
+
+Run by hand (not part of the test suite):
+
+    /work/venv/bin/python bench/bench_logscan.py --size 2G --repeat 3
+
+The log is generated in a temporary directory (default under /tmp) and deleted
+afterwards. Both tools look for the same lines (``[summary]`` at line start, result
+roots, ``generate run package``, ``execute op_compiler error``, ``uninstall.sh``); grep
+runs with ``-c`` so it must read the whole file (GNU grep stops at the first match when
+its output is /dev/null). The scanner runs in a child process so its peak RSS
+(``ru_maxrss``, interpreter included) is measured on its own. Medians of ``--repeat``
+warm runs (page cache filled by a first unmeasured pass of each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GREP_PATTERN = (
+    r"^[[:space:]]*\[summary\]|Starting static kernel compilation, the build directory is "
+    r"|generate run package |execute op_compiler error|uninstall\.sh"
+)
+
+CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+from skgate.summary import scan_file
+t = time.perf_counter()
+res = scan_file(Path(sys.argv[1]))
+dt = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"seconds": dt, "rss_kib": rss, "lines": res.lines,
+                  "summary_lines": len(res.summary.lines) + res.omitted.get("summary_lines", 0),
+                  "truncated": res.truncated_lines}))
+"""
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper()
+    if text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
+def make_block(seed: int) -> bytes:
+    """About 4 MiB of log: compile noise, a few hits of each kind, one 200 KiB line."""
+    lines: list[bytes] = []
+    for i in range(38_000):
+        h = f"{(seed * 7919 + i * 104729) & 0xFFFFFFFFFFFF:012x}"
+        lines.append(
+            f"[INFO] 2026-11-30 06:{i % 60:02d}:{i % 59:02d}.{i % 1000:03d} opc[{4000 + i % 64}] "
+            f"compiling static_kernel_HcPre_{h}_4242_d0 progress {i % 100}%".encode()
+        )
+        if i % 5000 == 17:
+            lines.append(f"[summary] stage=compile inputs={i} succeeded={i} failed=0".encode())
+        if i % 9000 == 3:
+            lines.append(
+                b"Rank 0: Starting static kernel compilation, the build directory is "
+                b"/w/static_kernel_compile_outputs/ts20261130065500000001_pid4242_outputs"
+            )
+            lines.append(b"generate run package static_kernel_20261130065501_4242.run success")
+            lines.append(
+                b"Warning: If the process exits abnormally, you must manually uninstall the "
+                b"static kernel package by executing: /usr/local/Ascend/opp/static_kernel/"
+                b"ai_core/static_kernel_20261130065501_4242/uninstall.sh"
+            )
+        if i % 12000 == 5:
+            lines.append(b"execute op_compiler error, msg: opc exited 1\r")
+        if i == 20_000:
+            lines.append(b"x" * (200 << 10))
+    return b"\n".join(lines) + b"\n"
+
+
+def generate(path: Path, size: int) -> None:
+    blocks = [make_block(s) for s in range(4)]
+    written = 0
+    with path.open("wb") as fh:
+        n = 0
+        while written < size:
+            b = blocks[n % len(blocks)]
+            fh.write(b)
+            written += len(b)
+            n += 1
+
+
+def run_grep(path: Path) -> tuple[float, int]:
+    t = time.perf_counter()
+    proc = subprocess.run(
+        ["grep", "-c", "-E", GREP_PATTERN, str(path)], capture_output=True, check=False
+    )
+    dt = time.perf_counter() - t
+    return dt, int(proc.stdout.strip() or 0)
+
+
+def run_scan(path: Path) -> dict[str, float]:
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, check=True)
+    data: dict[str, float] = json.loads(proc.stdout)
+    return data
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="256M", help="log size, e.g. 256M or 2G (default 256M)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", default=tempfile.gettempdir())
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    size = parse_size(args.size)
+    work = Path(tempfile.mkdtemp(prefix="skgate-bench-logscan-", dir=args.dir))
+    try:
+        log = work / "run.log"
+        t = time.perf_counter()
+        generate(log, size)
+        gen = time.perf_counter() - t
+        actual = log.stat().st_size
+        run_grep(log)  # warm the page cache
+        run_scan(log)
+        greps, scans, rss = [], [], []
+        grep_count = 0
+        last: dict[str, float] = {}
+        for _ in range(args.repeat):
+            g, grep_count = run_grep(log)
+            greps.append(g)
+            last = run_scan(log)
+            scans.append(last["seconds"])
+            rss.append(last["rss_kib"])
+        g_med, s_med = statistics.median(greps), statistics.median(scans)
+        result = {
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus, "
+            f"python {platform.python_version()}",
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "bytes": actual,
+            "generate_s": round(gen, 2),
+            "grep_s_median": round(g_med, 3),
+            "scan_s_median": round(s_med, 3),
+            "grep_MBps": round(actual / g_med / 1e6, 1),
+            "scan_MBps": round(actual / s_med / 1e6, 1),
+            "scan_over_grep_throughput": round(g_med / s_med, 3),
+            "scan_peak_rss_MiB": round(max(rss) / 1024, 1),
+            "grep_matching_lines": grep_count,
+            "scan_lines": last.get("lines"),
+            "scan_summary_lines": last.get("summary_lines"),
+            "scan_truncated_lines": last.get("truncated"),
+            "runs": {"grep": [round(x, 3) for x in greps], "scan": [round(x, 3) for x in scans]},
+        }
+        print(json.dumps(result, indent=2))
+        ok = g_med / s_med >= 0.5 and max(rss) / 1024 <= 64
+        print(f"targets (>= 0.5x grep throughput, <= 64 MiB RSS): {'met' if ok else 'NOT met'}")
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,386 @@
+"""Working-directory outputs: preserve-then-clear cleanup (C8) and clean retry (C2.4, C4).
+
+Upstream's ``sk_cleanup_local`` runs ``rm -rf`` over the outputs of a compile. skgate
+never deletes what it has not preserved: ``cleanup`` *moves* each output into the scene
+of the attempt that produced them, ``<attempt>/scene/<k>/``, and writes a manifest of
+paths, sizes and hashes (schema ``skgate.scene/1``) whose own hash is chained into the
+ledger. On one file system a move is a ``rename`` of each top-level entry, so clearing
+the working directory costs the same for ten files or a million; across file systems it
+is copy, verify every hash, then remove the source.
+
+It refuses (``BlockedError``, nothing moved) while the attempt's runner or any process it
+owns is alive (by pid *and* start time), or while any other process has its working
+directory or an open file under those paths (read from ``/proc``, read-only). It never
+follows a symbolic link: a link in place of an output is refused and left alone; a link
+inside an output directory is moved as a link. Running it twice moves nothing the second
+time.
+
+``retry`` preserves the interrupted attempt's scene this way, then runs the same frozen
+request again as a new attempt with ``retry_of`` set, appended to the same evidence root:
+the interrupted attempt stays exactly as it was (C4 last bullet).
+
+Schema history: ``skgate.scene/1``: first version (2026-11).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import importlib
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skgate import ledger, observe, seal
+from skgate.attempt import CONTROL, OWNERSHIP, read_json, write_json_new
+from skgate.errors import BlockedError, EvidenceError, UsageError
+from skgate.model import Ownership, RunRequest, Verdict
+
+#: C8: the outputs upstream's cleanup clears, in the order it lists them.
+OUTPUTS = (
+    "static_kernel_compile_outputs",
+    "aclnn_static_shape_kernel_outputs",
+    ".static_kernel_records.json",
+    "sk_meta",
+    "kernel_meta",
+)
+#: Also cleared by upstream; optional here (they may hold the user's own files).
+OPTIONAL_OUTPUTS = ("log", "tmp", "profiling")
+
+
+@dataclass(frozen=True)
+class Moved:
+    name: str
+    kind: str  # "dir" or "file"
+    method: str  # "rename" or "copy"
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    workdir: str
+    attempt: str
+    scene: str | None
+    moved: tuple[Moved, ...]
+    refused: tuple[tuple[str, str], ...]  # (name, reason)
+    clear_seconds: float
+    total_seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.refused
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workdir": self.workdir,
+            "attempt": self.attempt,
+            "scene": self.scene,
+            "moved": [m.to_dict() for m in self.moved],
+            "refused": [{"name": n, "reason": r} for n, r in self.refused],
+            "clear_seconds": self.clear_seconds,
+            "total_seconds": self.total_seconds,
+        }
+
+
+# ---------------------------------------------------------------------------
+# Which attempt, and is anything still using the outputs?
+
+
+def request_of(attempt: Path) -> RunRequest:
+    control = read_json(attempt / CONTROL)
+    if not isinstance(control, dict) or not isinstance(control.get("request"), dict):
+        raise EvidenceError(f"{attempt / CONTROL}: has no 'request' object")
+    return RunRequest.from_dict(control["request"], f"{attempt / CONTROL} request")
+
+
+def producing_attempt(workdir: Path, root: Path) -> Path:
+    """The newest attempt of ``root`` whose request ran in ``workdir``."""
+    real = os.path.realpath(workdir)
+    for attempt in reversed(ledger.list_attempts(root)):
+        try:
+            cwd = request_of(attempt).cwd
+        except EvidenceError:
+            continue
+        if os.path.realpath(cwd) == real:
+            return attempt
+    raise UsageError(
+        f"no attempt in {root} ran in {workdir}; pass --root of the run that produced "
+        "these outputs (skgate preserves a scene only into the attempt that made it)"
+    )
+
+
+def owned_alive(attempt: Path) -> list[str]:
+    """The attempt's runner and owned processes still alive (pid + start time, C4)."""
+    alive: list[str] = []
+    this_boot = observe.boot_id()
+    try:
+        control = read_json(attempt / CONTROL)
+    except EvidenceError:
+        control = {}
+    runner = control.get("runner") if isinstance(control, dict) else None
+    if isinstance(runner, dict):
+        pid, ticks = runner.get("pid"), runner.get("start_ticks")
+        same_boot = runner.get("boot_id") in (None, this_boot)
+        known = isinstance(pid, int) and isinstance(ticks, int) and same_boot
+        if known and observe.is_alive(int(pid), int(ticks)):  # type: ignore[arg-type]
+            alive.append(f"runner pid {pid}")
+    if (attempt / OWNERSHIP).exists():
+        own = Ownership.from_dict(read_json(attempt / OWNERSHIP), str(attempt / OWNERSHIP))
+        if own.boot_id == this_boot:
+            procs = ([own.leader] if own.leader else []) + list(own.owned)
+            seen: set[int] = set()
+            for p in procs:
+                if p.pid not in seen and observe.is_alive(p.pid, p.start_ticks):
+                    seen.add(p.pid)
+                    alive.append(f"owned pid {p.pid} ({p.name})")
+    return alive
+
+
+def users_of(paths: Iterable[str]) -> list[str]:
+    """Other processes whose cwd or an open file is under ``paths`` (read-only /proc)."""
+    prefixes = [p.rstrip("/") for p in paths]
+    me = os.getpid()
+
+    def under(target: str) -> bool:
+        return any(target == p or target.startswith(p + "/") for p in prefixes)
+
+    found: list[str] = []
+    for pid in observe.iter_pids():
+        if pid == me:
+            continue
+        try:
+            if under(os.readlink(f"/proc/{pid}/cwd")):
+                found.append(f"pid {pid} has its working directory there")
+                continue
+        except OSError:
+            pass
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # gone, or another user's process we may not inspect
+        for fd in fds:
+            try:
+                if under(os.readlink(f"/proc/{pid}/fd/{fd}")):
+                    found.append(f"pid {pid} has a file open there")
+                    break
+            except OSError:
+                continue
+    return found
+
+
+# ---------------------------------------------------------------------------
+# Moving
+
+
+def _new_scene(attempt: Path) -> Path:
+    base = attempt / seal.SCENE_DIR
+    base.mkdir(exist_ok=True)
+    n = len(seal.scene_dirs(attempt)) + 1
+    while True:
+        scene = base / f"{n:02d}"
+        try:
+            scene.mkdir()
+        except FileExistsError:
+            n += 1
+            continue
+        return scene
+
+
+def _copy_verify_remove(src: Path, dst: Path, is_dir: bool) -> None:
+    """Across file systems: copy (links as links), compare every hash, then remove."""
+    if is_dir:
+        shutil.copytree(src, dst, symlinks=True)
+        want = seal.manifest_entries(src)
+        got = seal.manifest_entries(dst)
+    else:
+        shutil.copy2(src, dst, follow_symlinks=False)
+        want = [seal.FileEntry(src.name, *_hash(src))]
+        got = [seal.FileEntry(src.name, *_hash(dst))]
+    if want != got:
+        raise EvidenceError(
+            f"{src}: the copy into {dst} does not match the original; nothing was removed"
+        )
+    if is_dir:
+        shutil.rmtree(src)
+    else:
+        src.unlink()
+
+
+def _hash(path: Path) -> tuple[str, int]:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        return ledger.hash_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _links(base: Path) -> list[dict[str, str]]:
+    _, others = seal.walk_files(base)
+    out = []
+    for name in others:
+        try:
+            out.append({"name": name, "target": os.readlink(base / name)})
+        except OSError:
+            continue
+    return out
+
+
+def cleanup(
+    workdir: Path,
+    root: Path,
+    *,
+    attempt: Path | None = None,
+    include_optional: bool = False,
+    extra: Iterable[str] = (),
+) -> CleanupResult:
+    """Preserve the C8 outputs of ``workdir`` into their attempt's scene, then clear them.
+
+    ``extra`` names further direct children of ``workdir`` to treat the same way (for
+    example a custom outputs directory).
+    """
+    started = time.monotonic()
+    if not workdir.is_dir():
+        raise UsageError(f"{workdir}: no such working directory")
+    real_work = Path(os.path.realpath(workdir))
+    if attempt is None:
+        attempt = producing_attempt(real_work, root)
+    names = [*OUTPUTS, *(OPTIONAL_OUTPUTS if include_optional else ()), *extra]
+    present: list[tuple[str, os.stat_result]] = []
+    refused: list[tuple[str, str]] = []
+    for name in dict.fromkeys(names):
+        if "/" in name or name in ("", ".", ".."):
+            refused.append((name, "not a plain entry name of the working directory"))
+            continue
+        try:
+            st = os.lstat(real_work / name)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            # Never follow a link out of the working directory; leave it for a person.
+            target = os.readlink(real_work / name)
+            refused.append((name, f"a symbolic link (to {target}); not followed, left in place"))
+            continue
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            refused.append((name, "neither a directory nor a regular file; left in place"))
+            continue
+        present.append((name, st))
+    if not present:
+        t = time.monotonic() - started
+        return CleanupResult(str(real_work), str(attempt), None, (), tuple(refused), t, t)
+    alive = owned_alive(attempt)
+    if alive:
+        raise BlockedError(
+            f"attempt {attempt} is still running ({', '.join(alive[:3])}); cleanup waits "
+            "for natural return and never kills (C4, C8)"
+        )
+    users = users_of(str(real_work / n) for n, _ in present)
+    if users:
+        raise BlockedError(
+            f"outputs in {real_work} are in use ({'; '.join(users[:3])}); "
+            "cleanup refuses while another process uses them"
+        )
+    scene = _new_scene(attempt)
+    moved: list[Moved] = []
+    wfd = os.open(real_work, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    sfd = os.open(scene, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name, st in present:
+            kind = "dir" if stat.S_ISDIR(st.st_mode) else "file"
+            try:
+                # Relative to held directory fds: a directory swapped for a link after
+                # the check above cannot redirect the move elsewhere.
+                os.rename(name, name, src_dir_fd=wfd, dst_dir_fd=sfd)
+                method = "rename"
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise EvidenceError(
+                        f"{real_work / name}: cannot move into {scene} ({exc.strerror})"
+                    ) from None
+                _copy_verify_remove(real_work / name, scene / name, kind == "dir")
+                method = "copy"
+            moved.append(Moved(name, kind, method, str(real_work / name)))
+        os.fsync(wfd)
+        os.fsync(sfd)
+    finally:
+        os.close(wfd)
+        os.close(sfd)
+    clear = time.monotonic() - started
+    entries = seal.manifest_entries(scene)
+    manifest = scene / seal.SCENE_MANIFEST
+    write_json_new(
+        manifest,
+        {
+            "schema": seal.SCHEMA_SCENE,
+            "attempt": attempt.name,
+            "workdir": str(real_work),
+            "created_at": time.time(),
+            "moved": [m.to_dict() for m in moved],
+            "files": [e.to_dict() for e in entries],
+            "links": _links(scene),
+        },
+    )
+    attempt_root = ledger.root_of(attempt)
+    if attempt_root is not None:
+        ledger.record_scene(attempt_root, attempt, manifest)
+    total = time.monotonic() - started
+    return CleanupResult(
+        str(real_work), str(attempt), str(scene), tuple(moved), tuple(refused), clear, total
+    )
+
+
+# ---------------------------------------------------------------------------
+# Clean retry
+
+
+Runner = Callable[[RunRequest], Verdict]
+
+
+def _default_runner() -> Runner:
+    api = importlib.import_module("skgate.api")
+    run: Runner = api.run_attempt
+    return run
+
+
+def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, CleanupResult]:
+    """Preserve the attempt's scene and build the same frozen request with ``retry_of``."""
+    if not (attempt / CONTROL).is_file():
+        raise UsageError(f"{attempt}: not an attempt directory (no {CONTROL})")
+    request = request_of(attempt)
+    alive = owned_alive(attempt)
+    if alive:
+        # C2.1: a live attempt is in progress; a retry now would race it for the same
+        # working directory. Wait for its natural return (or its frozen timeout).
+        raise BlockedError(
+            f"attempt {attempt} is still running ({', '.join(alive[:3])}); "
+            "retry after it ends (skgate never kills it for you)"
+        )
+    target_root = root if root is not None else Path(request.root)
+    workdir = Path(request.cwd)
+    extra: list[str] = []
+    if request.outputs:
+        out = Path(request.outputs)
+        out = out if out.is_absolute() else workdir / out
+        if out.parent.resolve() == workdir.resolve() and out.name not in OUTPUTS:
+            extra.append(out.name)
+    result = cleanup(workdir, target_root, attempt=attempt, extra=extra)
+    retry = dataclasses.replace(
+        request, retry_of=str(attempt.resolve()), root=str(target_root.resolve())
+    )
+    return retry, result
+
+
+def retry(
+    attempt: Path, root: Path | None = None, runner: Runner | None = None
+) -> tuple[Verdict, CleanupResult]:
+    """Clean retry: preserve the scene, then run the same controls as a new attempt."""
+    request, result = prepare_retry(attempt, root)
+    run = runner if runner is not None else _default_runner()
+    return run(request), result

@@ -1,0 +1,100 @@
+"""check-outputs (outputs.py): C8 only after natural return, "in progress" before it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from evidence_fixtures import make_attempt
+from skgate import cli_evidence
+from skgate.errors import UsageError
+from skgate.model import Cause, PackageMode, State, Verdict
+from skgate.outputs import check_outputs
+
+FAILED = Verdict(State.FAILED, None, ("x",), natural_return=True, exit_status=1, attempt="0001")
+LIVE = Verdict(State.IN_PROGRESS, None, ("x",), attempt="0002")
+
+
+def touch(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+
+
+@pytest.fixture
+def outdir(tmp_path: Path) -> Path:
+    d = tmp_path / "static_kernel_compile_outputs"
+    (d / "ts1_pid1_outputs" / "x_compile_log").mkdir(parents=True)
+    return d
+
+
+def test_error_log_without_run_is_failure(outdir: Path) -> None:
+    touch(outdir / "ts1_pid1_outputs" / "x_compile_log" / "HcPre_compile_error.log")
+    for verdict in (None, FAILED):
+        r = check_outputs(outdir, PackageMode.OPTIONAL, verdict)
+        assert r.status == "failure"
+        assert r.exit_code == 1
+        msg = next(m for m in r.messages if m.startswith("failure"))
+        # Says which file and which rule.
+        assert "ts1_pid1_outputs/x_compile_log/HcPre_compile_error.log" in msg
+        assert "C8" in msg
+    assert any("no --attempt" in m for m in check_outputs(outdir).messages)
+
+
+def test_run_present_is_fine_even_with_error_files(outdir: Path) -> None:
+    touch(outdir / "ts1_pid1_outputs" / "x_compile_log" / "a_compile_error.log")
+    touch(outdir / "ts1_pid1_outputs" / "static_kernel_1_1.run")
+    r = check_outputs(outdir, PackageMode.REQUIRED)
+    assert r.status == "ok"
+    assert r.exit_code == 0
+    assert any("provisional leftovers" in m for m in r.messages)
+
+
+def test_required_and_optional_without_run(outdir: Path) -> None:
+    touch(outdir / "ts1_pid1_outputs" / "x_compile_log" / "a_compile_succ.log")
+    assert check_outputs(outdir, PackageMode.OPTIONAL).exit_code == 0
+    r = check_outputs(outdir, PackageMode.REQUIRED)
+    assert r.exit_code == 1
+    assert any("--package required (C8)" in m for m in r.messages)
+
+
+def test_live_attempt_is_in_progress_never_failure(outdir: Path) -> None:
+    touch(outdir / "ts1_pid1_outputs" / "x_compile_log" / "a_compile_error.log")
+    r = check_outputs(outdir, PackageMode.REQUIRED, LIVE)
+    assert r.status == "in_progress"
+    assert r.exit_code == 6
+    assert "in progress" in r.messages[0]
+    assert "1 provisional error-named file(s)" in r.messages[0]
+    interrupted = Verdict(State.INTERRUPTED, Cause.EXTERNAL, ("x",), attempt="0003")
+    r = check_outputs(outdir, PackageMode.REQUIRED, interrupted)
+    assert r.exit_code == 4
+    assert "clean retry" in r.messages[0]
+
+
+def test_symlinked_run_does_not_count(outdir: Path, tmp_path: Path) -> None:
+    touch(tmp_path / "elsewhere" / "p.run")
+    (outdir / "p.run").symlink_to(tmp_path / "elsewhere" / "p.run")
+    assert check_outputs(outdir, PackageMode.REQUIRED).exit_code == 1
+
+
+def test_missing_dir_is_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such directory"):
+        check_outputs(tmp_path / "nope")
+
+
+def test_cli_check_outputs(
+    outdir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    touch(outdir / "ts1_pid1_outputs" / "x_compile_log" / "a_compile_error.log")
+    parser = argparse.ArgumentParser()
+    cli_evidence.register(parser.add_subparsers())
+    args = parser.parse_args(["check-outputs", str(outdir), "--package", "required"])
+    assert args.handler(args) == 1
+    out = capsys.readouterr().out
+    assert f"{outdir}: failure: error log(s) ts1_pid1_outputs/x_compile_log/" in out
+    # An interrupted attempt blocks judging (exit 4), whatever the files say.
+    a = make_attempt(tmp_path / "runs", 1, State.INTERRUPTED)
+    args = parser.parse_args(["check-outputs", str(outdir), "--attempt", str(a)])
+    assert args.handler(args) == 4
+    assert "interrupted" in capsys.readouterr().out
