@@ -8,13 +8,35 @@ message and an exit status: no traceback reaches a user.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from skgate import __version__, cli_evidence, cli_ledger, cli_preflight, cli_regress, cli_run
+from skgate import __version__
 from skgate.errors import SkgateError
 from skgate.model import EXIT_USAGE
+
+#: Which area module registers each command. Only the area of the command being run is
+#: imported: ``skgate run`` must not pay for the report, cleanup or regress code on every
+#: launch (start-up overhead is a benchmark target). tests/test_cli.py checks the map
+#: against what the areas really register.
+AREAS = ("cli_run", "cli_preflight", "cli_evidence", "cli_ledger", "cli_regress")
+COMMAND_AREA = {
+    "run": "cli_run",
+    "status": "cli_run",
+    "classify": "cli_run",
+    "demo": "cli_run",
+    "preflight": "cli_preflight",
+    "report": "cli_evidence",
+    "lint-report": "cli_evidence",
+    "check-outputs": "cli_evidence",
+    "verify": "cli_ledger",
+    "retry": "cli_ledger",
+    "cleanup": "cli_ledger",
+    "uninstall": "cli_ledger",
+    "regress": "cli_regress",
+}
 
 EXIT_CODES_HELP = """\
 exit status (run, status, classify):
@@ -30,7 +52,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"skgate: error: {message} (see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command``, only the area that owns it is imported."""
     parser = _Parser(
         prog="skgate",
         description="Process-safety gate for Ascend SuperKernel static compilation.",
@@ -40,8 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"skgate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for area in (cli_run, cli_preflight, cli_evidence, cli_ledger, cli_regress):
-        area.register(sub)
+    area_of = COMMAND_AREA.get(command or "")
+    for name in (area_of,) if area_of else AREAS:
+        importlib.import_module(f"skgate.{name}").register(sub)
     return parser
 
 
@@ -53,7 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in args_list:
         cut = args_list.index("--")
         args_list, command = args_list[:cut], args_list[cut + 1 :]
-    parser = build_parser()
+    first = next((a for a in args_list if not a.startswith("-")), None)
+    parser = build_parser(first)
     args = parser.parse_args(args_list)
     args.command_argv = command
     try:

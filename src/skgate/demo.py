@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from skgate import report
 from skgate.model import RunRequest, State, Verdict
 from skgate.runner import run_here
 
@@ -118,5 +117,8 @@ def run_demo(
 def _print_report(verdict: Verdict, lang: str) -> None:
     if verdict.attempt is None:
         return
+    # Imported here: the report is only needed once the demo has a verdict to show.
+    from skgate import report  # noqa: PLC0415
+
     print()
     print(report.render_attempt_markdown(Path(verdict.attempt), lang=lang))

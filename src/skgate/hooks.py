@@ -424,39 +424,52 @@ def write_baseline(
     return data
 
 
-def _run_probe(
-    argv: Sequence[str], env: Mapping[str, str], cwd: str | None, timeout: float, out: Path
-) -> tuple[Any | None, str | None]:
-    """Run one probe; return (parsed JSON, None) or (None, problem)."""
-    with tempfile.TemporaryFile() as log:
+class _Probe:
+    """One probe subprocess; several run at once (each is an interpreter start-up)."""
+
+    def __init__(
+        self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, out: Path
+    ) -> None:
+        self.argv = list(argv)
+        self.out = out
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in result()
+        self.problem: str | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         try:
-            proc = subprocess.Popen(
-                list(argv),
+            self.proc = subprocess.Popen(
+                self.argv,
                 env=dict(env),
                 cwd=cwd if cwd and os.path.isdir(cwd) else None,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
+                stdout=self.log,
+                stderr=self.log,
                 start_new_session=True,  # its own group: a timeout ends exactly it (C4)
             )
         except OSError as exc:
-            return None, f"cannot execute {argv[0]} ({exc.strerror})"
+            self.problem = f"cannot execute {self.argv[0]} ({exc.strerror})"
+
+    def result(self, deadline: float) -> tuple[Any | None, str | None]:
+        """Wait until ``deadline`` (monotonic); return (parsed result, None) or (None, why)."""
+        with self.log:
+            if self.proc is None:
+                return None, self.problem
+            try:
+                code = self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)  # the probe's own session
+                self.proc.wait()
+                return None, f"probe {self.argv[0]} did not finish in time (killed)"
+            self.log.seek(0)
+            raw = self.log.read()[-2000:].decode("utf-8", "backslashreplace")
+        tail = raw.strip().splitlines()
+        last = tail[-1] if tail else "no output"
+        if code != 0:
+            return None, f"probe {self.argv[0]} exited with status {code}: {last}"
         try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # the probe's own session, made above
-            proc.wait()
-            return None, f"probe {argv[0]} did not finish within {timeout:g} s (killed)"
-        log.seek(0)
-        tail = log.read()[-2000:].decode("utf-8", "backslashreplace").strip().splitlines()
-    last = tail[-1] if tail else "no output"
-    if code != 0:
-        return None, f"probe {argv[0]} exited with status {code}: {last}"
-    try:
-        return ast.literal_eval(out.read_text(encoding="utf-8")), None
-    except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
-        return None, f"probe {argv[0]} wrote no result: {last}"
+            return ast.literal_eval(self.out.read_text(encoding="utf-8")), None
+        except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
+            return None, f"probe {self.argv[0]} wrote no result: {last}"
 
 
 def _top(name: str) -> str:
@@ -487,37 +500,42 @@ def scan(
     no_site = "-S" in flags
     with tempfile.TemporaryDirectory(prefix="skgate-probe-") as tmp:
         t = Path(tmp)
-        static, problem = _run_probe(
-            [
-                python,
-                *flags,
-                "-S",
-                "-c",
-                STATIC_PROBE,
-                str(t / "static.json"),
-                "1" if no_site else "0",
-            ],
-            env,
-            cwd,
-            limit,
-            t / "static.json",
+        # The three probes are independent interpreter start-ups: run them at once, so
+        # preflight costs about one start-up, not three (run start-up overhead target).
+        deadline = time.monotonic() + limit
+        probes = [
+            _Probe(
+                [
+                    python,
+                    *flags,
+                    "-S",
+                    "-c",
+                    STATIC_PROBE,
+                    str(t / "static.json"),
+                    "1" if no_site else "0",
+                ],
+                env,
+                cwd,
+                t / "static.json",
+            ),
+            _Probe(
+                [python, *flags, "-c", SNAPSHOT_PROBE, str(t / "start.json")],
+                env,
+                cwd,
+                t / "start.json",
+            ),
+            _Probe(
+                [python, "-I", "-S", "-c", "import site\n" + SNAPSHOT_PROBE, str(t / "base.json")],
+                env,
+                cwd,
+                t / "base.json",
+            ),
+        ]
+        (static, problem), (started, problem_dyn), (base, problem_base) = (
+            p.result(deadline) for p in probes
         )
         if static is None or not isinstance(static, dict):
             raise InterpreterError(problem or "probe result is not an object")
-        started, problem_dyn = _run_probe(
-            [python, *flags, "-c", SNAPSHOT_PROBE, str(t / "start.json")],
-            env,
-            cwd,
-            limit,
-            t / "start.json",
-        )
-        base, problem_base = _run_probe(
-            [python, "-I", "-S", "-c", "import site\n" + SNAPSHOT_PROBE, str(t / "base.json")],
-            env,
-            cwd,
-            limit,
-            t / "base.json",
-        )
     problems = [p for p in (problem_dyn, problem_base) if p]
     findings, allowances, allowed_modules, notes = _static_findings(static, env, no_site)
     pythonpath = _pythonpath(static)
