@@ -13,7 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import Reaper, events, pid_alive, read_json, run_skgate, start_skgate, wait_for
+from conftest import (
+    REAL_COMPILER_NAMES,
+    Reaper,
+    events,
+    pid_alive,
+    read_json,
+    run_skgate,
+    start_skgate,
+    wait_for,
+)
 from skgate.observe import is_alive
 
 LAUNCHER = [sys.executable, "-m", "skgate.sim.launcher"]
@@ -193,7 +202,7 @@ def test_foreign_opc_before_launch_refused_and_untouched(tmp_path: Path, reaper:
         "--inputs",
         "1",
         cwd=tmp_path,
-        env=sim_env(tmp_path),
+        env={**sim_env(tmp_path), **REAL_COMPILER_NAMES},
     )
     assert res.returncode == 3, res.stdout + res.stderr
     verdict = read_json(attempt(tmp_path) / "verdict.json")

@@ -343,3 +343,44 @@ def test_python_api_returns_the_verdict(tmp_path: Path) -> None:
     assert verdict.state is State.SUCCEEDED
     assert verdict.attempt is not None and Path(verdict.attempt).is_dir()
     assert os.path.samefile(verdict.attempt, attempt_of(tmp_path / "r"))
+
+
+def test_live_observations_are_journalled_as_provisional(tmp_path: Path, reaper: Reaper) -> None:
+    outputs = tmp_path / "static_kernel_compile_outputs" / "ts1_pid1_outputs" / "x_compile_log"
+    body = PRELUDE + (
+        f"out = Path({str(outputs)!r}); out.mkdir(parents=True)\n"
+        "(out / 'a_compile_error.log').write_text('created before opc starts')\n"
+        "mark('leader.pid', os.getpid())\n"
+        "wait_go()\n"
+        "(out / 'a_compile_error.log').rename(out / 'a_compile_succ.log')\n"
+        f"print({SUMMARY_OK!r})\n"
+    )
+    cmd = script(tmp_path, "obs.py", body)
+    proc = reaper.popen(
+        start_skgate(
+            "run",
+            "--root",
+            "r",
+            "--quiet",
+            "--scan-interval",
+            "0.02",
+            "--",
+            *cmd,
+            str(tmp_path),
+            cwd=tmp_path,
+        )
+    )
+    reaper.add(int(wait_file(tmp_path / "leader.pid")))
+    att = attempt_of(tmp_path / "r")
+    seen = wait_for(
+        lambda: [e for e in events(att) if e["event"] == "observation"],
+        what="an observation event",
+    )
+    assert seen[0]["provisional"] is True
+    assert seen[0]["counts"]["error_logs"] == 1
+    assert seen[0]["owned_alive"] >= 1
+    (tmp_path / "go").write_text("")
+    proc.wait(timeout=30)
+    # C1: the error-named file seen while live was provisional; the compile succeeded.
+    assert proc.returncode == 0
+    assert read_json(att / "census.json")["totals"]["error_logs"] == 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import threading
 from pathlib import Path
 
@@ -10,14 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import skgate.summary as summary_module
 from skgate.classify import classify
 from skgate.errors import EvidenceError, UsageError
 from skgate.model import Evidence, State
 from skgate.summary import (
+    MAX_KEPT_LINE,
     MAX_LIST,
+    NO_GREP_ENV,
     LogScan,
     LogScanner,
     scan_file,
+    scan_file_fast,
     validate_patterns,
 )
 
@@ -297,3 +303,225 @@ def test_user_pattern_is_line_based() -> None:
     pat = r"S (?P<stage>\w+)\s+(?P<inputs>\d+) (?P<succeeded>\d+) (?P<failed>\d+)"
     res = scan(b"S a\n1 1 0\nS b 2 2 0\n", (pat,))
     assert [s.name for s in res.summary.stages] == ["b"]
+
+
+# -- the grep path of scan_file (finished logs) ---------------------------------------------
+
+needs_grep = pytest.mark.skipif(
+    shutil.which("grep") is None or shutil.which("wc") is None, reason="needs grep and wc"
+)
+
+ROOT_LINE = f"Starting static kernel compilation, the build directory is {ROOT}".encode()
+
+
+def corpus() -> dict[str, bytes]:
+    big = 3 << 20  # a multi-MB line, far over the default 64 KiB kept per line
+    return {
+        "empty": b"",
+        "example_crlf": LOG,
+        "no_trailing_newline": b"a\n[summary] stage=a inputs=1 succeeded=1 failed=0",
+        "only_newlines": b"\n\n\r\n",
+        "invalid_utf8_and_nul": (
+            b"\xff\xfe[summary] not at start\n"
+            b"  \t[summary] stage=n\x00ul inputs=2 succeeded=2 failed=0\r\n"
+            b"\x00\x00 generate run package p\xff.run success\n"
+            b"execute op_compiler error, msg: \xc3\x28 bad\r\n"
+            b"run \x00/a/b/uninstall.sh\n"
+        ),
+        "summary_leading_space": b"   [summary] stage=x inputs=1 succeeded=1 failed=0\n"
+        b"\x0b\x0c[summary] raw\nx [summary] stage=y inputs=1 succeeded=1 failed=0\n",
+        "contradictions": (
+            b"[summary] stage=c inputs=4 succeeded=3 failed=0\n"
+            b"[summary] stage=c inputs=4 succeeded=4 failed=0\n"
+            b"[summary] stage=d inputs=-1 succeeded=-1 failed=0\n"
+            b"[summary] stage=e inputs=4 succeeded=four failed=0\n"
+            b"[summary] inputs=1 succeeded=1 failed=0\n"
+        ),
+        "multi_mb_lines": (
+            b"[summary] stage=big inputs=1 succeeded=1 failed=0 "
+            + b"y" * big
+            + b" generate run package after.run success\n"
+            + ROOT_LINE
+            + b" "
+            + b"z" * big
+            + b"uninstall.sh\n"
+            + b"q" * (65536 - 10)
+            + ROOT_LINE  # the literal straddles the kept prefix: not a hit
+            + b"\n"
+            + b"w" * big  # long last line without a newline
+        ),
+    }
+
+
+@needs_grep
+@pytest.mark.parametrize("name", sorted(corpus()))
+def test_grep_path_equals_python_path(tmp_path: Path, name: str) -> None:
+    data = corpus()[name]
+    log = tmp_path / "run.log"
+    log.write_bytes(data)
+    fast = scan_file_fast(log)
+    assert fast is not None  # the grep path really ran
+    python = scan_file(log, use_grep=False)
+    assert fast == python
+    # Both equal the live scanner fed in odd pieces (the runner's path).
+    sc = LogScanner()
+    for i in range(0, len(data), 777_777):
+        sc.feed(data[i : i + 777_777])
+    assert sc.finish() == python
+
+
+def test_corpus_results_are_what_the_contract_asks(tmp_path: Path) -> None:
+    c = corpus()
+    res = scan(c["multi_mb_lines"])
+    assert res.truncated_lines == 4
+    assert res.lines == 4
+    # Hits beyond (or across) the kept 64 KiB of a line are ignored; the root at the start
+    # of a long line is kept, cut to the stored length.
+    (root,) = res.result_roots
+    assert root.startswith(f"{ROOT} zzz")
+    assert len(root) == MAX_KEPT_LINE
+    assert res.packages == ()
+    assert res.uninstall_paths == ()
+    assert any("cut short" in p for p in res.summary.problems)
+    res = scan(c["summary_leading_space"])
+    assert [s.name for s in res.summary.stages] == ["x"]
+    assert len(res.summary.lines) == 2
+    res = scan(c["no_trailing_newline"])
+    assert res.lines == 2
+    assert res.summary.stages[0].name == "a"
+    assert len(scan(c["contradictions"]).summary.problems) == 5
+
+
+def test_literal_across_the_kept_prefix_is_ignored_in_any_chunking() -> None:
+    # The literal starts inside the kept 256 bytes but ends after them: whether the line
+    # arrives whole or in pieces, it is no hit (and does not break the root parser).
+    data = b"q" * 250 + ROOT_LINE + b"\nok\n"
+    whole = scan_bytes_maxline(data, 256)
+    assert whole.result_roots == ()
+    sc = LogScanner(max_line=256)
+    sc.feed(data[:100])
+    sc.feed(data[100:])
+    assert sc.finish() == whole
+
+
+FRAGMENTS = [
+    b"[summary]",
+    b" ",
+    b"\t",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"\x00",
+    b"\xff",
+    b"\xc3\xa9",
+    b"stage=a ",
+    b"stage=b ",
+    b"inputs=2 ",
+    b"succeeded=1 ",
+    b"failed=1",
+    b"failed=x",
+    ROOT_LINE,
+    b"generate run package p.run success",
+    b"execute op_compiler error, msg: e",
+    b"/opt/x/uninstall.sh",
+    b"x" * 100,
+    b"y" * 300,
+]
+
+
+@needs_grep
+@settings(max_examples=40, deadline=None)
+@given(parts=st.lists(st.sampled_from(FRAGMENTS), max_size=40))
+def test_grep_path_equals_python_path_property(parts: list[bytes]) -> None:
+    data = b"".join(parts)
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "run.log"
+        log.write_bytes(data)
+        fast = scan_file_fast(log, max_line=256)
+        assert fast is not None
+        assert fast == scan_file(log, use_grep=False, max_line=256)
+
+
+def _python_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(path: Path, max_line: int = 0) -> LogScan | None:
+        raise AssertionError("the grep path must not run here")
+
+    monkeypatch.setattr(summary_module, "scan_file_fast", refuse)
+
+
+def test_no_grep_env_and_user_regexes_keep_the_python_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_bytes(LOG)
+    expected = scan(LOG, (USER_PATTERN,), "inference finished")
+    plain = scan(LOG)
+    _python_only(monkeypatch)
+    # User regexes are Python regexes: never translated for grep.
+    assert scan_file(log, (USER_PATTERN,), "inference finished", use_grep=True) == expected
+    monkeypatch.setenv(NO_GREP_ENV, "1")
+    assert scan_file(log, use_grep=True) == plain
+    monkeypatch.delenv(NO_GREP_ENV)
+    assert scan_file(log) == plain  # below GREP_MIN_BYTES by default
+
+
+def _fake_tools(tmp_path: Path, grep_script: str) -> str:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    grep = bin_dir / "grep"
+    grep.write_text("#!/bin/sh\n" + grep_script)
+    grep.chmod(0o755)
+    wc = shutil.which("wc")
+    assert wc is not None
+    (bin_dir / "wc").symlink_to(wc)
+    return str(bin_dir)
+
+
+@needs_grep
+@pytest.mark.parametrize(
+    "grep_script",
+    [
+        "exit 2\n",  # grep fails
+        "echo 'garbage without a line number'\nexit 0\n",  # output it cannot parse
+        # The log grows while grep reads it: not a finished log.
+        f'echo more >> "$SKGATE_TEST_LOG"\nexec {shutil.which("grep")} "$@"\n',
+    ],
+)
+def test_failing_grep_falls_back_to_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grep_script: str
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_bytes(LOG)
+    monkeypatch.setenv("SKGATE_TEST_LOG", str(log))
+    monkeypatch.setenv("PATH", _fake_tools(tmp_path, grep_script))
+    assert scan_file_fast(log) is None
+    assert scan_file(log, use_grep=True) == scan(log.read_bytes())
+
+
+def test_missing_grep_falls_back_to_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = tmp_path / "run.log"
+    log.write_bytes(LOG)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert scan_file_fast(log) is None
+    assert scan_file(log, use_grep=True) == scan(LOG)
+    with pytest.raises(EvidenceError, match="run log missing"):
+        scan_file(tmp_path / "absent.log", use_grep=True)
+
+
+@needs_grep
+@pytest.mark.parametrize("length", [255, 256, 257, 258, 600])
+@pytest.mark.parametrize("ending", [b"", b"\n", b"\r\n"])
+def test_grep_path_long_line_boundaries(tmp_path: Path, length: int, ending: bytes) -> None:
+    # Lines just under, at and over max_line, in the middle and at the end of the log.
+    line = b"[summary] stage=s inputs=1 succeeded=1 failed=0 "
+    line += b"p" * (length - len(line))
+    data = b"ok\n" + line + b"\n" + b"q" * length + b"\n" + line + ending
+    log = tmp_path / "run.log"
+    log.write_bytes(data)
+    fast = scan_file_fast(log, max_line=256)
+    assert fast is not None
+    assert fast == scan_file(log, use_grep=False, max_line=256)
+    last = length + len(ending.rstrip(b"\n"))  # a CR belongs to the line
+    assert fast.truncated_lines == 2 * (length > 256) + (last > 256)

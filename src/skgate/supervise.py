@@ -134,6 +134,7 @@ class Supervisor:
         sink: Callable[[bytes], None],
         on_manifest: Callable[[list[ProcessRecord], bool], None],
         scan_interval: float = 1.0,
+        on_tick: Callable[[int], None] | None = None,
     ) -> None:
         self.argv = argv
         self.env = env
@@ -144,6 +145,7 @@ class Supervisor:
         self.sink = sink
         self.on_manifest = on_manifest
         self.scan_interval = scan_interval
+        self.on_tick = on_tick
         self.tracked: dict[tuple[int, int], Tracked] = {}
         self._pending: list[int] = []
         self._proc: subprocess.Popen[bytes] | None = None
@@ -223,6 +225,8 @@ class Supervisor:
                 if now >= next_scan:
                     if self._observe(time.time()):
                         self.on_manifest(self.records(), False)
+                    if self.on_tick is not None:
+                        self.on_tick(sum(1 for t in self.tracked.values() if t.alive))
                     next_scan = now + self.scan_interval
                     check_children = True
 
