@@ -310,7 +310,7 @@ def record_scene(root: Path, attempt: Path, manifest: Path) -> None:
 
 @dataclass(frozen=True)
 class LedgerLine:
-    """One line of the ledger as read back: raw bytes, parsed entry (or None), problems."""
+    """One line of the ledger as read back: its number, raw bytes, parsed entry (or None)."""
 
     number: int
     raw: bytes

@@ -150,8 +150,10 @@ class _Attempt:
             runner_cpu_s=cpu_seconds(),
         )
         self.journal.close()
-        ledger.record_end(self.root, self.dir, verdict)
+        # Seal first, so the ledger's end entry carries the seal's hash (C4: the scene
+        # can be verified later, and a rebuilt seal.json breaks the chain).
         seal.seal_attempt(self.dir)
+        ledger.record_end(self.root, self.dir, verdict)
         return verdict
 
     def not_started(self, reasons: tuple[str, ...], controls: dict[str, Any] | None) -> Verdict:
