@@ -41,3 +41,10 @@ def test_unknown_command_is_a_one_line_usage_error(capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1
     assert "invalid choice" in err
+
+
+def test_public_api_names_resolve() -> None:
+    import skgate
+
+    for name in skgate.__all__:
+        assert getattr(skgate, name) is not None, name

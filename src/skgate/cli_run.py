@@ -14,20 +14,9 @@ from skgate import demo as demo_mod
 from skgate.errors import UsageError
 from skgate.evidence import current_verdict, recompute
 from skgate.ledger import DEFAULT_ROOT, latest, resolve
-from skgate.model import DEFAULT_GRACE, DEFAULT_TIMEOUT, PackageMode, RunRequest, State, Verdict
+from skgate.model import DEFAULT_GRACE, DEFAULT_TIMEOUT, PackageMode, RunRequest, Verdict
 from skgate.runner import run_here
-
-#: What a person reads first, per state: plain words that cannot be misread (C7).
-HEADLINE = {
-    State.IN_PROGRESS: "IN PROGRESS: the compile is still running; keep waiting, kill nothing",
-    State.SUCCEEDED: "SUCCEEDED: the compiler returned naturally and every input succeeded",
-    State.FAILED: "FAILED: naturally returned final compiler failures",
-    State.INTERRUPTED: "INTERRUPTED: top-level timeout or external interruption; "
-    "not a compile result, a clean retry is required",
-    State.UNKNOWN: "UNKNOWN: evidence is missing or contradictory; no conclusion, "
-    "failure is not inferred",
-    State.NOT_STARTED: "NOT STARTED: blocked before launch; nothing ran, not a compile result",
-}
+from skgate.words import HEADLINE
 
 
 def _seconds(text: str) -> float:
@@ -153,6 +142,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), metavar="ATTEMPT|ROOT")
     p.add_argument("--all", action="store_true", help="every attempt of a root")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="live read-only view until the attempt is no longer in progress",
+    )
+    p.add_argument("--interval", type=_positive_seconds, default=2.0, help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_status)
 
     p = sub.add_parser("classify", help="recompute a verdict from the archived evidence alone")
@@ -220,6 +215,13 @@ def cmd_status(args: argparse.Namespace) -> int:
                 print(f"{v.attempt}: {HEADLINE[v.state]}")
         return verdicts[-1].exit_code if verdicts else 0
     attempt = target if (target / "control.json").is_file() else latest(target)
+    if args.watch:
+        if args.json:
+            raise UsageError("--watch is a view for people; use --json without --watch to poll")
+        # Imported here: rich and psutil are only needed for the live view.
+        from skgate.watch import watch  # noqa: PLC0415
+
+        return watch(attempt, interval=args.interval).exit_code
     verdict = current_verdict(attempt)
     print_verdict(verdict, args.json)
     return verdict.exit_code

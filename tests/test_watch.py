@@ -1,0 +1,78 @@
+"""The live view (``status --watch``): read-only, follows the attempt to its end."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from conftest import (
+    Reaper,
+    events,
+    pid_alive,
+    run_skgate,
+    script,
+    start_skgate,
+    wait_file,
+    wait_for,
+)
+from skgate.model import State
+from skgate.watch import render, snapshot, watch
+
+WORKLOAD = """\
+import os, sys, time
+from pathlib import Path
+M = Path(sys.argv[1])
+(M / "leader.tmp").write_text(f"{os.getpid()}\\n"); (M / "leader.tmp").rename(M / "leader.pid")
+while not (M / "go").exists():
+    time.sleep(0.01)
+print("[summary] stage=compile inputs=1 succeeded=1 failed=0")
+"""
+
+
+def test_watch_shows_live_processes_then_follows_to_the_verdict(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    cmd = script(tmp_path, "w.py", WORKLOAD)
+    proc = reaper.popen(
+        start_skgate("run", "--root", "r", "--quiet", "--", *cmd, str(tmp_path), cwd=tmp_path)
+    )
+    leader = reaper.add(int(wait_file(tmp_path / "leader.pid")))
+    att = tmp_path / "r" / "attempts" / "0001"
+    wait_for(lambda: any(e["event"] == "launched" for e in events(att)), what="launch")
+    wait_for((att / "ownership.json").exists, what="manifest")
+
+    view = snapshot(att)
+    assert view.verdict.state is State.IN_PROGRESS
+    assert leader in [p.pid for p in view.live]
+    out = io.StringIO()
+    Console(file=out, width=120).print(render(view))
+    assert "IN PROGRESS" in out.getvalue()
+    assert "kill nothing" in out.getvalue()
+
+    polls: list[float] = []
+
+    def release_after_first_poll(_interval: float) -> None:
+        # The view polled once while live; now let the workload finish and wait for it.
+        polls.append(_interval)
+        (tmp_path / "go").write_text("")
+        proc.wait(timeout=30)
+
+    final = watch(
+        att,
+        interval=0.5,
+        console=Console(file=io.StringIO(), width=120),
+        sleep=release_after_first_poll,
+    )
+    assert polls == [0.5]
+    assert final.state is State.SUCCEEDED
+    assert not pid_alive(leader)
+
+
+def test_status_watch_on_finished_attempt_exits_with_its_code(tmp_path: Path) -> None:
+    cmd = script(tmp_path, "ok.py", 'print("[summary] stage=c inputs=1 succeeded=1 failed=0")\n')
+    assert run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path).returncode == 0
+    res = run_skgate("status", "r", "--watch", cwd=tmp_path)
+    assert res.returncode == 0
+    assert "SUCCEEDED" in res.stdout
