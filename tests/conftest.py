@@ -120,7 +120,14 @@ class Reaper:
     def cleanup(self) -> None:
         for proc in self.procs:
             if proc.poll() is None:
-                proc.kill()
+                # A runner told to stop forwards the signal to its own group and records
+                # it (C2.4), so its workload does not outlive a failed test; SIGKILL only
+                # if it does not finish. Other processes simply end.
+                proc.terminate()
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
             proc.wait()
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import read_json, run_skgate
+from conftest import ENV, read_json, run_skgate
 from skgate import regress
 from skgate.api import run_attempt
 from skgate.errors import UsageError
@@ -24,6 +24,13 @@ from skgate.model import RunRequest, State, Verdict
 MARKER = "skgate-sim: inference completed"
 SIM = [sys.executable, "-m", "skgate.sim.launcher", "--inputs", "2"]
 FAST = {"SKGATE_SIM_OPC_SECONDS": "0.02"}
+
+
+@pytest.fixture(autouse=True)
+def _no_foreign_compilers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # In-process runs inherit os.environ; on a shared machine other checkouts' simulated
+    # compilers would make every run wait as C4 demands (see conftest.ENV).
+    monkeypatch.setenv("SKGATE_COMPILER_NAMES", ENV["SKGATE_COMPILER_NAMES"])
 
 
 def sim_request(tmp: Path, root: str, faults: str = "", **kw: Any) -> RunRequest:
@@ -113,6 +120,11 @@ def test_compare_controls_marks_only_declared_differences(tmp_path: Path) -> Non
     assert not any(d.declared for d in undeclared)
     declared = regress.compare_controls(ref, new, [regress.parse_declaration("env:B=2")])
     assert all(d.declared for d in declared)
+    # Which names count as foreign compilers is the gate's own setting, not the compile's.
+    gate_only = _control({"A": "1", "SKGATE_COMPILER_NAMES": "x"})
+    assert {d.key for d in regress.compare_controls(ref, gate_only)} == {
+        "request.env.SKGATE_COMPILER_NAMES"
+    }
     # A hook arm accounts for findings inside its own directory only (C6).
     hook = regress.Change("startup_hook", "hook", hook_dir=str(tmp_path / "hook"))
     inside = {"fingerprint": "a" * 64, "kind": "sitecustomize", "path": f"{tmp_path}/hook/s.py"}

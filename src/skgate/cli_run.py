@@ -158,7 +158,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("demo", help="run the CANN simulator under the gate")
     p.add_argument(
         "--scenario",
-        choices=sorted(demo_mod.SCENARIOS),
+        choices=demo_mod.scenario_names(),
         default="success",
         help="what to show (default %(default)s)",
     )

@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from skgate.model import RunRequest, State, Verdict
 from skgate.runner import run_here
@@ -62,6 +63,34 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+#: The one-factor-at-a-time diagnosis (C6, last bullet): a small matrix, not one attempt.
+DIAGNOSE = "diagnose"
+
+
+def scenario_names() -> list[str]:
+    return sorted([*SCENARIOS, DIAGNOSE])
+
+
+def _diagnose(where: Path, out: TextIO) -> int:
+    # Imported here: the regression matrix is only needed by this scenario.
+    from skgate.regress import demo_diagnose  # noqa: PLC0415
+
+    print(
+        "skgate demo: scenario diagnose: a baseline and one arm per factor, each changing "
+        "exactly one thing (C6); only the start-up hook arm should fail",
+        file=out,
+    )
+    print(f"skgate demo: working directory {where}", file=out)
+    lines, ok = demo_diagnose(where, lambda s: print(f"skgate demo: {s}", file=out))
+    print("\n".join(lines), file=out)
+    print(
+        "skgate demo: attribution "
+        + ("as it should be" if ok else "NOT what this scenario must give"),
+        file=out,
+    )
+    return 0 if ok else 1
+
+
 def scenario_request(name: str, workdir: Path, *, quiet: bool = False) -> RunRequest:
     sc = SCENARIOS[name]
     argv = [sys.executable, "-m", "skgate.sim.launcher", "--inputs", str(sc.inputs)]
@@ -89,10 +118,12 @@ def run_demo(
     as_json: bool,
     show: Callable[[Verdict, bool], None],
 ) -> int:
-    sc = SCENARIOS[name]
     where = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"skgate-demo-{name}-"))
     where.mkdir(parents=True, exist_ok=True)
     out = sys.stderr if as_json else sys.stdout
+    if name == DIAGNOSE:
+        return _diagnose(where, out)
+    sc = SCENARIOS[name]
     print(f"skgate demo: scenario {name}: {sc.what}", file=out)
     print(f"skgate demo: working directory {where}", file=out)
 

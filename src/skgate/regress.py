@@ -99,6 +99,9 @@ DEFAULT_FACTOR_ENV: Mapping[str, tuple[str, str | None]] = {
     "cache_seed": ("SKGATE_SIM_CACHE_SEED", None),
 }
 MAX_REPEATS = 20
+#: Settings of the gate's own observation (which process names count as foreign
+#: compilers, C4), not runtime setup of the compile: they never make runs incomparable.
+GATE_ONLY_ENV = frozenset({preflight.COMPILER_NAMES_VAR})
 FRESH = "fresh"
 
 # C6 / C7 wording, kept in one place so reports and tests quote the same text.
@@ -300,7 +303,8 @@ def control_view(control: Mapping[str, Any]) -> dict[str, Any]:
     view["pythonpath"] = [e.get("entry") for e in c.get("pythonpath") or [] if isinstance(e, dict)]
     env = _sub(c, "env")
     for name, value in sorted((env.get("relevant") or {}).items()):
-        view[f"env.{name}"] = value
+        if name not in GATE_ONLY_ENV:
+            view[f"env.{name}"] = value
     hooks = _sub(c, "hooks")
     for f in hooks.get("findings") or []:
         if isinstance(f, dict):
@@ -472,6 +476,7 @@ class HealthResult:
             "reasons": list(self.reasons),
             "note": self.note,
             "outputs_before": self.outputs_before,
+            "result_file": self.path,
         }
 
     def lines(self) -> list[str]:
@@ -497,8 +502,8 @@ class HealthResult:
             out.append(f"  - {r}")
         if self.outputs_before:
             out.append(
-                f"  note: the outputs directory already held {self.outputs_before} entr(y/ies) "
-                "before this run; the checks rest on the summary, exit status and marker"
+                f"  note: the outputs directory already held {self.outputs_before} item(s) before "
+                "this run; the checks rest on the summary, exit status and marker"
             )
         if self.path:
             out.append(f"  result: {self.path}")
@@ -616,11 +621,12 @@ def health(
         differences=differences,
         state=verdict.state.value,
         reasons=tuple(reasons),
+        path=str(health_root / REGRESS_FILE),
         note=note,
         outputs_before=before,
     )
-    path = _write_result(health_root, result.to_dict())
-    return replace(result, path=str(path))
+    _write_result(health_root, result.to_dict())
+    return result
 
 
 def _health_checks(verdict: Verdict, attempt: Path | None) -> tuple[Check, ...]:
@@ -1011,7 +1017,9 @@ class MatrixResult:
 
     @property
     def complete(self) -> bool:
-        return not self.invalid and self.conclusion != "baseline_not_clean"
+        """Every arm and the baseline have a valid, consistent result (nothing to retry)."""
+        mixed = any(r.outcome == "mixed" for r in self.rows)
+        return not self.invalid and not mixed and self.conclusion != "baseline_not_clean"
 
     @property
     def exit_code(self) -> int:
@@ -1027,6 +1035,8 @@ class MatrixResult:
             "repeats": self.repeats,
             "baseline": self.baseline.to_dict(),
             "arms": [r.to_dict() for r in self.rows],
+            "result_file": self.path,
+            "complete": self.complete,
             "conclusion": {
                 "kind": self.conclusion,
                 "triggers": list(self.triggers),
@@ -1239,9 +1249,10 @@ def run_matrix(
         triggers=triggers,
         invalid=invalid,
         summary=lines,
+        path=str(session / REGRESS_FILE),
     )
-    path = _write_result(session, result.to_dict())
-    return replace(result, path=str(path))
+    _write_result(session, result.to_dict())
+    return result
 
 
 def _say(progress: Progress | None, text: str) -> None:

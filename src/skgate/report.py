@@ -46,6 +46,7 @@ from skgate.model import (
     Verdict,
     check_schema,
 )
+from skgate.regress import health_statement
 
 SCHEMA_REPORT = "skgate.report/1"
 LANGS = ("en", "zh")
@@ -501,7 +502,15 @@ def report_json(report: Report, lang: str = "en") -> dict[str, Any]:
             )
             for a in report.attempts
         ],
+        "health": _health(report),
     }
+
+
+def _health(report: Report) -> str | None:
+    """C6: a compile-health root says whether later profiling may be accepted."""
+    if report.kind != "root":
+        return None
+    return health_statement(Path(report.target))
 
 
 def _check_lang(lang: str) -> None:
@@ -704,6 +713,9 @@ def render_markdown(report: Report, lang: str = "en") -> str:
             )
         out.append(line)
     out.append("")
+    health = _health(report)
+    if health is not None:
+        out += ["## Compile-health gate (C6)", "", f"- {health}", ""]
     for a in report.attempts:
         out += _md_attempt(report, a, lang, 2)
     return "\n".join(out).rstrip() + "\n"
