@@ -86,9 +86,13 @@ def test_project_venv_scans_clean() -> None:
     both are allowed, and the allowance says so, or every demo run would block."""
     result = hooks.scan(sys.executable, clean_env())
     assert result.unapproved == ()
-    reasons = " ".join(a["reason"] for a in result.allowances)
-    assert "distutils-precedence" in reasons
-    assert "path lines" in reasons
+    # Whatever .pth files this environment has (an editable install adds a path-only one,
+    # a plain install does not), each is covered by a stated allowance.
+    site_dirs = {p for p in sys.path if p.endswith("site-packages")}
+    present = {str(f) for d in site_dirs for f in Path(d).glob("*.pth")}
+    allowed = {str(a["path"]) for a in result.allowances}
+    assert present <= allowed
+    assert all(a["reason"] for a in result.allowances)
 
 
 @pytest.mark.parametrize("as_package", [False, True])
