@@ -121,29 +121,51 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    ap.add_argument(
+        "--only",
+        choices=["overhead", "latency", "startup"],
+        action="append",
+        help="run only these parts (repeatable; default: all)",
+    )
     a = ap.parse_args()
     if a.quick:
         a.opc, a.seconds, a.runs = 8, 2.0, 5
-    o = overhead(a.opc, a.seconds)
+    parts = set(a.only or ["overhead", "latency", "startup"])
+    if "overhead" in parts:
+        report_overhead(a.opc, a.seconds)
+    if "latency" in parts:
+        report_latency(a.runs)
+    if "startup" in parts:
+        report_startup(a.runs)
+
+
+def report_overhead(opc: int, seconds: float) -> None:
+    o = overhead(opc, seconds)
     print(
-        f"overhead: {a.opc} opc for {a.seconds}s: supervising {o['supervised_wall_s']:.2f}s "
+        f"overhead: {opc} opc for {seconds}s: supervising {o['supervised_wall_s']:.2f}s "
         f"cost the runner {o['supervised_cpu_s']:.3f}s CPU = {o['supervised_pct']:.3f}% "
         f"(whole run incl. start-up, preflight, census: {o['total_cpu_s']:.3f}s CPU = "
         f"{o['total_pct']:.3f}% of {o['wall_s']:.2f}s wall); opc in the manifest: "
         f"{o['opc_seen']:.0f}; target <= 1%"
     )
-    lat = latency(a.runs)
+
+
+def report_latency(runs: int) -> None:
+    lat = latency(runs)
     print(
         f"latency last exit -> verdict.json: median {1000 * statistics.median(lat):.1f} ms, "
         f"min {1000 * min(lat):.1f}, max {1000 * max(lat):.1f} over {len(lat)} runs; "
         "target median <= 50 ms"
     )
-    gate, ref = startup(a.runs)
+
+
+def report_startup(runs: int) -> None:
+    gate, ref = startup(runs)
     mg, mr = statistics.median(gate), statistics.median(ref)
     print(
         f"start-up: skgate run -- true median {1000 * mg:.0f} ms, timeout 60 true median "
         f"{1000 * mr:.1f} ms: {1000 * (mg - mr):.0f} ms slower ({mg / mr:.0f}x) over "
-        f"{a.runs} interleaved runs; target <= 250 ms slower"
+        f"{runs} interleaved runs; target <= 250 ms slower"
     )
 
 

@@ -20,29 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from skgate import hooks, jobs
+from skgate.cli_args import devices, env_item
 from skgate.errors import UsageError
 from skgate.ledger import DEFAULT_ROOT
 from skgate.model import EXIT_BLOCKED, RunRequest
 from skgate.preflight import prepare, render_lines
 
 SCHEMA_PREFLIGHT = "skgate.preflight/1"
-
-
-def _env_item(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"{text!r}: use NAME=VALUE")
-    return name, value
-
-
-def _devices(text: str) -> tuple[int, ...]:
-    try:
-        ids = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: use device ids like 0,1") from None
-    if not ids or min(ids) < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: use device ids like 0,1")
-    return ids
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -70,9 +54,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--vary", action="append", default=[], choices=["jobs"])
     p.add_argument("--root", default=str(DEFAULT_ROOT), help="evidence root to compare jobs with")
     p.add_argument("--profiler-schedule", default=None, metavar="SPEC")
-    p.add_argument("--devices", type=_devices, default=(), help="device ids to check, e.g. 0,1")
+    p.add_argument("--devices", type=devices, default=(), help="device ids to check, e.g. 0,1")
     p.add_argument("--foreign", choices=["wait", "refuse"], default="wait")
-    p.add_argument("--env", action="append", type=_env_item, default=[], metavar="NAME=VALUE")
+    p.add_argument("--env", action="append", type=env_item, default=[], metavar="NAME=VALUE")
     p.add_argument("--unset-env", action="append", default=[], metavar="NAME")
     p.add_argument("--cwd", default=None, help="working directory of the command")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

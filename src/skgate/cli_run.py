@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from skgate import demo as demo_mod
+from skgate.cli_args import devices, env_item, jobs_value, positive_seconds, seconds
 from skgate.errors import UsageError
 from skgate.evidence import current_verdict, recompute
 from skgate.ledger import DEFAULT_ROOT, latest, resolve
@@ -19,63 +19,25 @@ from skgate.runner import run_here
 from skgate.words import HEADLINE
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite, non-negative number")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    value = _seconds(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be more than 0 seconds")
-    return value
-
-
-def _jobs(text: str) -> str:
-    if text == "auto" or (text.isdigit() and int(text) > 0):
-        return text
-    raise argparse.ArgumentTypeError(f"{text!r}: use a positive integer or 'auto'")
-
-
-def _env_item(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"{text!r}: use NAME=VALUE")
-    return name, value
-
-
-def _devices(text: str) -> tuple[int, ...]:
-    try:
-        ids = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: use device ids like 0,1") from None
-    if not ids or min(ids) < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: use device ids like 0,1")
-    return ids
-
-
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """Options that freeze an attempt's controls (shared by run and regress)."""
     p.add_argument("--root", default=str(DEFAULT_ROOT), help="evidence root (default %(default)s)")
     p.add_argument("--cwd", default=None, help="working directory of the command (default: .)")
     p.add_argument(
         "--timeout",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=DEFAULT_TIMEOUT,
         help="frozen top-level timeout in seconds (default %(default)s)",
     )
     p.add_argument(
         "--grace",
-        type=_seconds,
+        type=seconds,
         default=DEFAULT_GRACE,
         help="seconds between SIGTERM and SIGKILL to the own group (default %(default)s)",
     )
-    p.add_argument("--jobs", type=_jobs, default=None, help="compile concurrency: N or auto (C5)")
+    p.add_argument(
+        "--jobs", type=jobs_value, default=None, help="compile concurrency: N or auto (C5)"
+    )
     p.add_argument("--outputs", default=None, help="outputs dir to count (C3)")
     p.add_argument(
         "--package",
@@ -89,13 +51,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hook-baseline", default=None, metavar="FILE")
     p.add_argument("--python", default=None, metavar="PATH", help="interpreter to scan (C6)")
     p.add_argument("--foreign", choices=["wait", "refuse"], default="wait")
-    p.add_argument("--lease-timeout", type=_seconds, default=600.0)
-    p.add_argument("--devices", type=_devices, default=())
+    p.add_argument("--lease-timeout", type=seconds, default=600.0)
+    p.add_argument("--devices", type=devices, default=())
     p.add_argument("--profiler-schedule", default=None, metavar="SPEC")
     p.add_argument("--vary", action="append", default=[], choices=["jobs"])
-    p.add_argument("--env", action="append", type=_env_item, default=[], metavar="NAME=VALUE")
+    p.add_argument("--env", action="append", type=env_item, default=[], metavar="NAME=VALUE")
     p.add_argument("--unset-env", action="append", default=[], metavar="NAME")
-    p.add_argument("--scan-interval", type=_positive_seconds, default=1.0, help=argparse.SUPPRESS)
+    p.add_argument("--scan-interval", type=positive_seconds, default=1.0, help=argparse.SUPPRESS)
 
 
 def request_from_args(args: argparse.Namespace, command: list[str]) -> RunRequest:
@@ -147,7 +109,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="live read-only view until the attempt is no longer in progress",
     )
-    p.add_argument("--interval", type=_positive_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--interval", type=positive_seconds, default=2.0, help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_status)
 
     p = sub.add_parser("classify", help="recompute a verdict from the archived evidence alone")
