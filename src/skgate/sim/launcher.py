@@ -8,8 +8,10 @@ It behaves like torchair's ``compile_static_kernel`` path (see
 
 1. "CANN env setup": the Ascend home is ``$ASCEND_HOME_PATH`` or the sandbox
    ``<workdir>/sim_ascend_home`` (never a real system directory).
-2. At that normal initialization point it reads ``SKGATE_PROFILER_SCHEDULE`` (C6: the
-   schedule goes through the launcher's own path, not an interpreter start-up hook).
+2. At that normal initialization point it reads ``SKGATE_PROFILER_SCHEDULE`` through the
+   ``skgate.profiler`` helper, as a real launcher would (C6: the schedule goes through the
+   launcher's own path, not an interpreter start-up hook). This is the one place the
+   simulator uses skgate code: the helper is meant for launchers.
 3. Dumps N operator JSONs into ``static_kernel_compile_outputs/ts<ts>_pid<pid>_outputs/
    <pid>_opcompile/`` (deduplicated copies in ``<pid>_opcompile_selected/``), prints
    ``Starting static kernel compilation, the build directory is <result_root>``.
@@ -39,11 +41,21 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from skgate.errors import UsageError
+from skgate.profiler import (
+    ProfilerSchedule,
+    build_schedule,
+    find_framework_schedule,
+    schedule_from_env,
+)
+
 from . import common, faults, install
+
+#: The framework default the simulator applies when no schedule is handed over.
+DEFAULT_SCHEDULE = ProfilerSchedule(wait=0, warmup=0, active=1)
 
 ROLE = "launcher"
 COMPLETION = "skgate-sim: inference completed (steps={steps})"
@@ -55,56 +67,31 @@ class LauncherError(Exception):
     """Bad arguments or environment: one line on stderr, exit 2."""
 
 
-@dataclass(frozen=True)
-class Schedule:
-    """``torch_npu.profiler.schedule`` arguments."""
+def recorded_steps(sched: ProfilerSchedule | None, steps: int) -> list[int]:
+    """Steps (0-based) the profiler records, with torch's schedule semantics.
 
-    wait: int = 0
-    warmup: int = 0
-    active: int = 1
-    repeat: int = 0
-    skip_first: int = 0
-
-    def line(self) -> str:
-        return (
-            f"skgate-sim: profiler schedule wait={self.wait} warmup={self.warmup} "
-            f"active={self.active} repeat={self.repeat} skip_first={self.skip_first}"
-        )
-
-    def recorded_steps(self, steps: int) -> list[int]:
-        """Steps (0-based) that the profiler would record, with torch's schedule semantics."""
-        out: list[int] = []
-        cycle = self.wait + self.warmup + self.active
-        for step in range(steps):
-            if step < self.skip_first:
-                continue
-            k = step - self.skip_first
-            if self.repeat and k // cycle >= self.repeat:
-                continue
-            if k % cycle >= self.wait + self.warmup:
-                out.append(step)
-        return out
-
-
-def parse_schedule(text: str) -> Schedule:
-    """Parse ``wait=1,warmup=1,active=2,repeat=1,skip_first=0`` (missing keys: defaults)."""
-    values: dict[str, int] = {}
-    for raw in text.split(","):
-        item = raw.strip()
-        if not item:
+    The simulator stands in for the framework here: with torch installed the launcher
+    also builds the real schedule object through ``skgate.profiler.build_schedule``.
+    """
+    s = sched or DEFAULT_SCHEDULE
+    out: list[int] = []
+    cycle = s.wait + s.warmup + s.active
+    for step in range(steps):
+        if step < s.skip_first:
             continue
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if key not in Schedule.__dataclass_fields__ or not sep or not value.strip().isdigit():
-            raise LauncherError(
-                f"{common.ENV_PROFILER_SCHEDULE}: bad item {item!r}; expected e.g. "
-                "wait=1,warmup=1,active=2,repeat=1,skip_first=0"
-            )
-        values[key] = int(value)
-    sched = Schedule(**values)
-    if sched.active < 1:
-        raise LauncherError(f"{common.ENV_PROFILER_SCHEDULE}: active must be >= 1")
-    return sched
+        k = step - s.skip_first
+        if s.repeat and k // cycle >= s.repeat:
+            continue
+        if k % cycle >= s.wait + s.warmup:
+            out.append(step)
+    return out
+
+
+def _schedule_line(s: ProfilerSchedule) -> str:
+    return (
+        f"skgate-sim: profiler schedule wait={s.wait} warmup={s.warmup} "
+        f"active={s.active} repeat={s.repeat} skip_first={s.skip_first}"
+    )
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -212,10 +199,19 @@ def run(ns: argparse.Namespace, f: faults.Faults, fault_env: str) -> int:
     # 2. Profiler configuration at the launcher's normal initialization point (C6).
     sched_text = os.environ.get(common.ENV_PROFILER_SCHEDULE)
     profile = os.environ.get(common.ENV_PROFILE) == "1"
-    sched: Schedule | None = None
+    sched: ProfilerSchedule | None = None
     if sched_text is not None:
-        sched = parse_schedule(sched_text)
-        common.say(sched.line())
+        # The skgate.profiler helper, exactly as a real launcher would use it (C6).
+        try:
+            sched = schedule_from_env()
+        except UsageError as exc:
+            raise LauncherError(f"{common.ENV_PROFILER_SCHEDULE}: {exc}") from None
+    if sched is not None:
+        common.say(_schedule_line(sched))
+        if find_framework_schedule() is not None:
+            _, limitations = build_schedule(sched)
+            for note in limitations:
+                common.say(f"skgate-sim: profiler limitation: {note}")
     if profile:
         common.say(f"skgate-sim: profiler enabled ({common.ENV_PROFILE}=1)")
 
@@ -300,7 +296,7 @@ def run(ns: argparse.Namespace, f: faults.Faults, fault_env: str) -> int:
         common.say(f"skgate-sim: SK fusion evidence in {meta}")
 
     # 7. Inference.
-    recorded = (sched or Schedule()).recorded_steps(ns.steps) if profile else []
+    recorded = recorded_steps(sched, ns.steps) if profile else []
     for step in range(ns.steps):
         common.say(f"skgate-sim: step {step + 1}/{ns.steps}")
     if profile:
@@ -312,7 +308,7 @@ def run(ns: argparse.Namespace, f: faults.Faults, fault_env: str) -> int:
                     "pid": pid,
                     "steps": ns.steps,
                     "recorded_steps": recorded,
-                    "schedule": (sched or Schedule()).__dict__,
+                    "schedule": (sched or DEFAULT_SCHEDULE).as_kwargs(),
                 }
             )
             + "\n",
