@@ -373,3 +373,19 @@ def test_cli_preflight_bad_input_is_one_line_exit_2(
     assert code == 2
     assert needle in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_compiler_names_and_job_memory_come_from_the_request(tmp_path: Path) -> None:
+    """The run's own options (--compiler-name, --job-memory-mb) are frozen in control.json
+    and win over the environment variables kept for compatibility."""
+    request = req(
+        tmp_path,
+        jobs="auto",
+        compiler_names=("my-compiler",),
+        job_memory_mb=1 << 40,
+        env={"SKGATE_COMPILER_NAMES": "other", "SKGATE_JOB_MEMORY_MB": "1"},
+    )
+    plan = prepare(request, tmp_path / "runs")
+    assert plan.controls["foreign"]["names"] == ["my-compiler"]
+    assert plan.controls["jobs"]["inputs"]["job_memory_mb"] == 1 << 40
+    assert plan.controls["jobs"]["value"] == 1  # a budget larger than memory: one job

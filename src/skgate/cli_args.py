@@ -47,3 +47,9 @@ def devices(text: str) -> tuple[int, ...]:
     if not ids or min(ids) < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: use device ids like 0,1")
     return ids
+
+
+def positive_int(text: str) -> int:
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text!r}: use a positive integer")

@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from skgate import demo as demo_mod
-from skgate.cli_args import devices, env_item, jobs_value, positive_seconds, seconds
+from skgate.cli_args import (
+    devices,
+    env_item,
+    jobs_value,
+    positive_int,
+    positive_seconds,
+    seconds,
+)
 from skgate.errors import UsageError
 from skgate.evidence import current_verdict, recompute
 from skgate.ledger import DEFAULT_ROOT, latest, resolve
@@ -57,6 +64,21 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vary", action="append", default=[], choices=["jobs"])
     p.add_argument("--env", action="append", type=env_item, default=[], metavar="NAME=VALUE")
     p.add_argument("--unset-env", action="append", default=[], metavar="NAME")
+    p.add_argument(
+        "--compiler-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a compiler process name for the foreign-compiler check (repeatable; "
+        "default opc, op_compiler)",
+    )
+    p.add_argument(
+        "--job-memory-mb",
+        type=positive_int,
+        default=None,
+        metavar="MIB",
+        help="memory budget per compile job for --jobs auto (C5)",
+    )
     p.add_argument("--scan-interval", type=positive_seconds, default=1.0, help=argparse.SUPPRESS)
 
 
@@ -84,6 +106,8 @@ def request_from_args(args: argparse.Namespace, command: list[str]) -> RunReques
         vary=tuple(args.vary),
         quiet=bool(getattr(args, "quiet", False)),
         scan_interval=args.scan_interval,
+        compiler_names=tuple(args.compiler_name),
+        job_memory_mb=args.job_memory_mb,
     )
 
 

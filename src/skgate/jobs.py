@@ -250,7 +250,11 @@ def _inherited(env: Mapping[str, str]) -> tuple[int | None, str | None]:
 
 
 def decide(
-    spec: str | None, env: Mapping[str, str], host: Mapping[str, Any] | None = None
+    spec: str | None,
+    env: Mapping[str, str],
+    host: Mapping[str, Any] | None = None,
+    *,
+    job_memory_mb: int | None = None,
 ) -> JobsDecision:
     """Choose the frozen jobs value for ``--jobs spec`` given the workload environment.
 
@@ -272,7 +276,7 @@ def decide(
         for v in (facts.get("mem_available"), facts.get("cgroup_memory_available"))
         if isinstance(v, int)
     ]
-    budget_mb = _job_memory_mb(env)
+    budget_mb = job_memory_mb if job_memory_mb is not None else _job_memory_mb(env)
     mem_jobs: int | None = None
     if mem_avail_candidates:
         mem_jobs = max(1, min(mem_avail_candidates) // (budget_mb * 1024 * 1024))

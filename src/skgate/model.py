@@ -546,6 +546,12 @@ class RunRequest:
     retry_of: str | None = None
     quiet: bool = False
     scan_interval: float = 1.0
+    #: Names of compiler processes (C4 foreign check); empty: $SKGATE_COMPILER_NAMES or
+    #: ("opc", "op_compiler").
+    compiler_names: tuple[str, ...] = ()
+    #: Memory budget per compile job for ``--jobs auto`` (C5); None: $SKGATE_JOB_MEMORY_MB
+    #: or the built-in default.
+    job_memory_mb: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -572,6 +578,8 @@ class RunRequest:
             "retry_of": self.retry_of,
             "quiet": self.quiet,
             "scan_interval": self.scan_interval,
+            "compiler_names": list(self.compiler_names),
+            "job_memory_mb": self.job_memory_mb,
         }
 
     @classmethod
@@ -601,6 +609,10 @@ class RunRequest:
                 retry_of=data.get("retry_of"),
                 quiet=bool(data.get("quiet", False)),
                 scan_interval=float(data.get("scan_interval", 1.0)),
+                compiler_names=tuple(str(n) for n in data.get("compiler_names", ())),
+                job_memory_mb=(
+                    int(data["job_memory_mb"]) if data.get("job_memory_mb") is not None else None
+                ),
             )
         except (TypeError, ValueError) as exc:
             raise EvidenceError(f"{where}: {exc}") from None

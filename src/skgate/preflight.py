@@ -291,7 +291,7 @@ def find_interpreter(request: RunRequest, env: Mapping[str, str]) -> Interpreter
 def _jobs_step(
     request: RunRequest, root: Path, env: dict[str, str]
 ) -> tuple[dict[str, Any], list[str]]:
-    decision = jobs.decide(request.jobs, env)
+    decision = jobs.decide(request.jobs, env, job_memory_mb=request.job_memory_mb)
     record = decision.to_dict()
     varied = "jobs" in request.vary
     record["varied"] = varied
@@ -399,7 +399,9 @@ def _hooks_step(
     return interp, result, record, result.blocked_reasons()
 
 
-def _compiler_names(env: Mapping[str, str]) -> tuple[str, ...]:
+def _compiler_names(request: RunRequest, env: Mapping[str, str]) -> tuple[str, ...]:
+    if request.compiler_names:
+        return tuple(request.compiler_names)
     raw = env.get(COMPILER_NAMES_VAR, "")
     names = tuple(n.strip() for n in raw.split(",") if n.strip())
     return names or COMPILER_NAMES
@@ -417,7 +419,7 @@ def _foreign_step(
     policy = request.foreign_policy
     if policy not in ("wait", "refuse"):
         raise UsageError(f"--foreign {policy!r} is not valid; use 'wait' or 'refuse'")
-    names = _compiler_names(env)
+    names = _compiler_names(request, env)
     seen: dict[tuple[int, int], ProcessRecord] = {}
     started = time.monotonic()
     announced = False
