@@ -68,6 +68,8 @@ def test_describe_records_the_variable() -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+# torch's CPU wheel warns at import when NumPy is absent; NumPy plays no part here.
+@pytest.mark.filterwarnings("ignore:Failed to initialize NumPy:UserWarning")
 def test_real_torch_profiler_schedule() -> None:
     import torch.profiler  # type: ignore[import-not-found, unused-ignore]
 
