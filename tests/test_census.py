@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from skgate.census import is_result_root, take_census
 from skgate.model import Census
 
@@ -104,3 +106,27 @@ def test_result_root_names() -> None:
     assert is_result_root("ts20261101120000123456_pid4242_outputs")
     assert not is_result_root("static_kernel_cache")
     assert not is_result_root("ts1_pid2_outputs.bak")
+
+
+def test_unreadable_directory_is_counted_not_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skgate import census as census_mod
+
+    outputs = tmp_path / "static_kernel_compile_outputs"
+    locked = outputs / "ts1_pid1_outputs" / "locked"
+    locked.mkdir(parents=True)
+    (outputs / "ts1_pid1_outputs" / "a_compile_error.log").write_text("")
+    real_scandir = os.scandir
+
+    def scandir(path: str) -> object:
+        # Root reads any directory, so permissions cannot make one unreadable here.
+        if os.fspath(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    c = census_mod.take_census(outputs, live=False)
+    assert c.unreadable == 1
+    assert c.error_logs == 1
+    assert c.to_dict()["unreadable"] == 1

@@ -236,3 +236,22 @@ def test_error_named_file_counts_never_change_the_state_alone(ev: Evidence, n: i
 @given(evidence)
 def test_same_evidence_same_verdict(ev: Evidence) -> None:
     assert classify(ev) == classify(ev)
+
+
+def test_incomplete_census_cannot_prove_a_missing_package() -> None:
+    """C8 on a census that could not read part of the outputs: no conclusion (C2.5)."""
+    hidden = replace(census(error=2, succ=2, run=0), unreadable=1)
+    v = classify(natural(census=hidden))
+    assert v.state is State.UNKNOWN
+    assert any("complete artifact census" in m for m in v.missing)
+    required = replace(census(error=0, run=0), unreadable=3)
+    assert (
+        classify(natural(census=required, package_mode=PackageMode.REQUIRED)).state is State.UNKNOWN
+    )
+    # A package was seen: the unreadable part cannot change the output check.
+    seen = replace(census(error=2, run=1), unreadable=1)
+    assert classify(natural(census=seen)).state is State.SUCCEEDED
+    # A natural failure stays a failure: it rests on the exit status, not the census.
+    assert classify(natural(leader_exit_status=1, summary=BAD, census=hidden)).state is (
+        State.FAILED
+    )

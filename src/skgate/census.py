@@ -43,8 +43,11 @@ def is_result_root(name: str) -> bool:
     return _RESULT_ROOT.match(name) is not None
 
 
-def count_tree(top: str) -> tuple[int, int, int]:
-    """(error logs, success logs, .run packages) under ``top``, links not followed."""
+def count_tree(top: str, unreadable: list[str] | None = None) -> tuple[int, int, int]:
+    """(error logs, success logs, .run packages) under ``top``, links not followed.
+
+    Directories that cannot be read are appended to ``unreadable`` when given.
+    """
     errors = succ = runs = 0
     stack = [top]
     pop, push = stack.pop, stack.append
@@ -52,8 +55,12 @@ def count_tree(top: str) -> tuple[int, int, int]:
         path = pop()
         try:
             it = os.scandir(path)
+        except FileNotFoundError:
+            continue  # vanished while the compiler renamed things (see the module docstring)
         except OSError:
-            continue  # vanished or unreadable (see the module docstring)
+            if unreadable is not None:
+                unreadable.append(path)
+            continue
         with it:
             for entry in it:
                 name = entry.name
@@ -88,10 +95,13 @@ def take_census(outputs: Path, *, live: bool) -> Census:
 
     roots: list[RootCensus] = []
     other = [0, 0, 0]
+    skipped: list[str] = []
     try:
         it = os.scandir(outputs)
     except OSError:
-        return Census(outputs=str(outputs), exists=True, roots=(), live=live, taken_at=taken_at)
+        return Census(
+            outputs=str(outputs), exists=True, roots=(), live=live, taken_at=taken_at, unreadable=1
+        )
     with it:
         entries = sorted(it, key=lambda e: e.name)
     for entry in entries:
@@ -102,10 +112,10 @@ def take_census(outputs: Path, *, live: bool) -> Census:
         except OSError:
             continue
         if is_dir and is_result_root(name):
-            e, s, r = count_tree(entry.path)
+            e, s, r = count_tree(entry.path, skipped)
             roots.append(RootCensus(root=name, error_logs=e, succ_logs=s, run_packages=r))
         elif is_dir:
-            e, s, r = count_tree(entry.path)
+            e, s, r = count_tree(entry.path, skipped)
             other[0] += e
             other[1] += s
             other[2] += r
@@ -123,5 +133,10 @@ def take_census(outputs: Path, *, live: bool) -> Census:
             )
         )
     return Census(
-        outputs=str(outputs), exists=True, roots=tuple(roots), live=live, taken_at=taken_at
+        outputs=str(outputs),
+        exists=True,
+        roots=tuple(roots),
+        live=live,
+        taken_at=taken_at,
+        unreadable=len(skipped),
     )

@@ -38,8 +38,8 @@ def natural_return(ev: Evidence) -> bool:
 def output_check_failures(ev: Evidence) -> list[str]:
     """C8 output check, valid only after natural return (the caller ensures that)."""
     census = ev.census
-    if census is None:
-        return []
+    if census is None or census.unreadable:
+        return []  # an incomplete census cannot prove a package missing (see classify)
     problems: list[str] = []
     if census.run_packages == 0 and census.error_logs > 0:
         problems.append(
@@ -48,6 +48,25 @@ def output_check_failures(ev: Evidence) -> list[str]:
     if ev.package_mode is PackageMode.REQUIRED and census.run_packages == 0:
         problems.append("C8: package mode 'required' and no .run package after natural return")
     return problems
+
+
+def census_inconclusive(ev: Evidence) -> str | None:
+    """C8 on an incomplete census: the verdict the counts would give cannot be trusted.
+
+    Directories that could not be read may hide a ``.run``; when the visible counts would
+    decide the output check (error logs and no package, or a required package missing),
+    the check has no answer and the conclusion is blocked.
+    """
+    census = ev.census
+    if census is None or not census.unreadable or census.run_packages:
+        return None
+    if census.error_logs or ev.package_mode is PackageMode.REQUIRED:
+        return (
+            f"C2.5: the artifact census could not read {census.unreadable} director(ies) "
+            "under the outputs; a .run package may be hidden there, so the C8 output "
+            "check cannot conclude"
+        )
+    return None
 
 
 def _verdict(
@@ -129,10 +148,12 @@ def classify(ev: Evidence) -> Verdict:
     summary = ev.summary
     summary_ok = summary is not None and summary.present and summary.consistent
 
+    inconclusive = census_inconclusive(ev)
+
     # 2. succeeded
     if natural and ev.leader_exit_status == 0 and summary_ok and summary is not None:
         outputs = output_check_failures(ev)
-        if summary.all_succeeded and not outputs:
+        if summary.all_succeeded and not outputs and inconclusive is None:
             return _verdict(
                 ev,
                 State.SUCCEEDED,
@@ -235,6 +256,9 @@ def classify(ev: Evidence) -> Verdict:
         missing.append("final aggregate summary ([summary] lines or a --summary-pattern match)")
     if summary is not None and summary.problems:
         reasons.extend(f"C2.5: the final summary contradicts itself: {p}" for p in summary.problems)
+    if inconclusive is not None:
+        reasons.append(inconclusive)
+        missing.append("a complete artifact census (unreadable directories under the outputs)")
     if natural and summary_ok and ev.leader_exit_status == 0 and not missing and not reasons:
         # Natural exit 0 and a consistent summary that still did not make "succeeded":
         # only the C8 output check can do that, and it was reported as failed above.

@@ -320,6 +320,9 @@ class Census:
     roots: tuple[RootCensus, ...]
     live: bool
     taken_at: float
+    #: Directories under outputs that could not be read: the counts are then a lower
+    #: bound, and a missing ``.run`` may only be hidden (the C8 check cannot conclude).
+    unreadable: int = 0
 
     @property
     def error_logs(self) -> int:
@@ -340,6 +343,7 @@ class Census:
             "exists": self.exists,
             "live": self.live,
             "taken_at": self.taken_at,
+            "unreadable": self.unreadable,
             "totals": {
                 "error_logs": self.error_logs,
                 "succ_logs": self.succ_logs,
@@ -357,6 +361,7 @@ class Census:
             roots=tuple(RootCensus.from_dict(r, where) for r in require(d, "roots", list, where)),
             live=require(d, "live", bool, where),
             taken_at=float(require(d, "taken_at", (int, float), where)),
+            unreadable=int(d.get("unreadable", 0)),
         )
 
 
