@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import ENV, read_json, run_skgate
-from skgate import regress
+from skgate import matrix, regress
 from skgate.api import run_attempt
 from skgate.errors import UsageError
 from skgate.model import RunRequest, State, Verdict
@@ -71,7 +71,7 @@ def write_matrix(tmp: Path, arms: list[dict[str, Any]], **baseline: Any) -> Path
 def make_hook(tmp: Path) -> Path:
     hook = tmp / "hook"
     hook.mkdir(exist_ok=True)
-    (hook / "sitecustomize.py").write_text(regress.DEMO_HOOK)
+    (hook / "sitecustomize.py").write_text(matrix.DEMO_HOOK)
     return hook
 
 
@@ -133,13 +133,13 @@ def test_compare_controls_marks_only_declared_differences(tmp_path: Path) -> Non
     assert {d.key[-1]: d.declared for d in diffs} == {"a": True, "b": False}
 
 
-def _run(status: str) -> regress.RunOutcome:
+def _run(status: str) -> matrix.RunOutcome:
     state = {"pass": "succeeded", "fail": "failed", "invalid": "interrupted"}[status]
-    return regress.RunOutcome(f"/a/{state}", state, status, state)
+    return matrix.RunOutcome(f"/a/{state}", state, status, state)
 
 
-def _arm(name: str, factor: str) -> regress.Arm:
-    return regress.Arm(name, factor, regress.Change(factor, f"{factor} change"))
+def _arm(name: str, factor: str) -> matrix.Arm:
+    return matrix.Arm(name, factor, regress.Change(factor, f"{factor} change"))
 
 
 def test_attribution_hook_only_names_the_launch_path_and_what_it_does_not_prove() -> None:
@@ -148,7 +148,7 @@ def test_attribution_hook_only_names_the_launch_path_and_what_it_does_not_prove(
         (_arm("prof", "profiler"), [_run("pass"), _run("pass")]),
         (_arm("seed", "cache_seed"), [_run("invalid"), _run("invalid")]),
     ]
-    base, rows, kind, triggers, invalid, lines = regress.attribute([_run("pass")], arms)
+    base, rows, kind, triggers, invalid, lines = matrix.attribute([_run("pass")], arms)
     assert base.outcome == "pass"
     assert kind == "startup_hook_trigger" and triggers == ("hook",)
     assert regress.HOOK_TRIGGER in rows[0].proves
@@ -164,26 +164,26 @@ def test_attribution_hook_only_names_the_launch_path_and_what_it_does_not_prove(
 
 def test_attribution_other_cases() -> None:
     # A failure in the jobs arm is attributed to jobs, with no operator blamed.
-    _, rows, kind, triggers, _, lines = regress.attribute(
+    _, rows, kind, triggers, _, lines = matrix.attribute(
         [_run("pass")], [(_arm("j", "jobs"), [_run("fail")]), (_arm("h", "startup_hook"), [])]
     )
     assert kind == "triggers" and triggers == ("j",)
     assert "does not prove any named operator defective" in lines[0]
     assert rows[1].outcome == "invalid"  # no run at all: invalid, not a pass
     # Inconsistent repeats are not attributable.
-    _, rows, kind, triggers, _, _ = regress.attribute(
+    _, rows, kind, triggers, _, _ = matrix.attribute(
         [_run("pass")], [(_arm("s", "cache_seed"), [_run("fail"), _run("pass")])]
     )
     assert rows[0].outcome == "mixed" and kind == "no_trigger" and not triggers
     # A failing or invalid baseline attributes nothing.
     for base in ("fail", "invalid"):
-        _, rows, kind, triggers, _, _ = regress.attribute(
+        _, rows, kind, triggers, _, _ = matrix.attribute(
             [_run(base)], [(_arm("h", "startup_hook"), [_run("fail")])]
         )
         assert kind == "baseline_not_clean" and not triggers
         assert rows[0].proves.startswith("nothing")
     # An interrupted run among valid ones is left out, never counted as a failure.
-    _, rows, kind, _, invalid, _ = regress.attribute(
+    _, rows, kind, _, invalid, _ = matrix.attribute(
         [_run("pass")], [(_arm("p", "profiler"), [_run("invalid"), _run("pass")])]
     )
     assert rows[0].outcome == "pass" and kind == "no_trigger" and not invalid
@@ -210,11 +210,11 @@ def test_bad_matrices_exit_2_and_run_nothing(tmp_path: Path) -> None:
         path = tmp_path / f"{what.replace(' ', '_')}.json"
         path.write_text(json.dumps(data))
         with pytest.raises(UsageError):
-            regress.load_matrix(path)
+            matrix.load_matrix(path)
     malformed = tmp_path / "bad.toml"
     malformed.write_text("[baseline\nargv = [")
     with pytest.raises(UsageError, match="not valid TOML"):
-        regress.load_matrix(malformed)
+        matrix.load_matrix(malformed)
     # Through the CLI: exit 2, one line, and no evidence root was made (nothing ran).
     two = tmp_path / "two_factors.json"
     proc = run_skgate("regress", "--matrix", str(two), "--root", "out", cwd=tmp_path)
@@ -234,7 +234,7 @@ def test_hook_that_the_interpreter_never_loads_is_refused_before_running(tmp_pat
     )
     counting = Counting()
     with pytest.raises(UsageError, match="does not load it"):
-        regress.run_matrix(regress.load_matrix(path), tmp_path / "out", run=counting)
+        matrix.run_matrix(matrix.load_matrix(path), tmp_path / "out", run=counting)
     assert counting.calls == 0
 
 
@@ -243,7 +243,7 @@ def test_hook_that_the_interpreter_never_loads_is_refused_before_running(tmp_pat
 
 def test_demo_diagnose_only_the_hook_arm_fails(tmp_path: Path) -> None:
     progress: list[str] = []
-    lines, ok = regress.demo_diagnose(tmp_path, progress.append)
+    lines, ok = matrix.demo_diagnose(tmp_path, progress.append)
     text = "\n".join(lines)
     assert ok, text
     assert regress.HOOK_TRIGGER in text and regress.HOOK_NOT_PROVEN in text
@@ -311,14 +311,14 @@ def test_interrupted_arm_is_invalid_and_needs_a_clean_retry(tmp_path: Path) -> N
         timeout=4,
         grace=0.5,
     )
-    result = regress.run_matrix(regress.load_matrix(path), tmp_path / "out")
+    result = matrix.run_matrix(matrix.load_matrix(path), tmp_path / "out")
     row = result.rows[0]
     assert result.baseline.outcome == "pass"
     assert row.outcome == "invalid" and row.runs[0].state == State.INTERRUPTED.value
     assert "top-level timeout or external interruption" in row.proves
     assert result.invalid == ("hang",) and result.conclusion == "no_trigger"
     assert result.exit_code == 1
-    text = "\n".join(regress.render_matrix_markdown(result))
+    text = "\n".join(matrix.render_matrix_markdown(result))
     assert "interrupted (invalid)" in text and "need a clean retry" in text
 
 

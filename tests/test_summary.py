@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import skgate.summary as summary_module
+import skgate.logscan_fast as logscan_fast
 from skgate.classify import classify
 from skgate.errors import EvidenceError, UsageError
+from skgate.logscan_fast import scan_file_fast
 from skgate.model import Evidence, State
 from skgate.summary import (
     MAX_KEPT_LINE,
@@ -23,7 +24,6 @@ from skgate.summary import (
     LogScan,
     LogScanner,
     scan_file,
-    scan_file_fast,
     validate_patterns,
 )
 
@@ -446,7 +446,7 @@ def _python_only(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(path: Path, max_line: int = 0) -> LogScan | None:
         raise AssertionError("the grep path must not run here")
 
-    monkeypatch.setattr(summary_module, "scan_file_fast", refuse)
+    monkeypatch.setattr(logscan_fast, "scan_file_fast", refuse)
 
 
 def test_no_grep_env_and_user_regexes_keep_the_python_path(

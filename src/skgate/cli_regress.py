@@ -20,11 +20,12 @@ from typing import Any
 
 from skgate import regress
 from skgate.errors import UsageError
+from skgate.matrix import MAX_REPEATS, load_matrix, render_matrix_markdown, run_matrix
 
 
 def _repeats(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= regress.MAX_REPEATS:
-        raise argparse.ArgumentTypeError(f"{text!r}: use a whole number 1..{regress.MAX_REPEATS}")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_REPEATS:
+        raise argparse.ArgumentTypeError(f"{text!r}: use a whole number 1..{MAX_REPEATS}")
     return int(text)
 
 
@@ -92,10 +93,10 @@ def cmd_regress(args: argparse.Namespace) -> int:
         return result.exit_code
     if args.reference is not None or args.declare or args.note is not None:
         raise UsageError("--reference, --declare and --note are for --health")
-    matrix = regress.load_matrix(Path(args.matrix), args.repeats)
-    outcome = regress.run_matrix(matrix, root, progress=_progress, quiet=not args.verbose)
+    matrix = load_matrix(Path(args.matrix), args.repeats)
+    outcome = run_matrix(matrix, root, progress=_progress, quiet=not args.verbose)
     if args.json:
         print(json.dumps(outcome.to_dict(), ensure_ascii=False, indent=2))
     else:
-        print("\n".join(regress.render_matrix_markdown(outcome)))
+        print("\n".join(render_matrix_markdown(outcome)))
     return outcome.exit_code

@@ -73,7 +73,7 @@ def scenario_names() -> list[str]:
 
 def _diagnose(where: Path, out: TextIO) -> int:
     # Imported here: the regression matrix is only needed by this scenario.
-    from skgate.regress import demo_diagnose  # noqa: PLC0415
+    from skgate.matrix import demo_diagnose  # noqa: PLC0415
 
     print(
         "skgate demo: scenario diagnose: a baseline and one arm per factor, each changing "
