@@ -226,3 +226,16 @@ def test_cli_main_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert err.count("\n") == 1
     assert "not valid JSON" in err
     assert main(["report", str(tmp_path / "nowhere")]) == 2
+
+
+def test_incomplete_census_is_said_in_both_languages(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from skgate.report import _md_census, load_attempt
+
+    att = make_attempt(tmp_path, 1, State.SUCCEEDED)
+    ev = load_attempt(att)
+    assert ev.census is not None
+    ev = replace(ev, census=replace(ev.census, unreadable=2))
+    assert any("incomplete: 2" in line for line in _md_census(ev, "en", "##"))
+    assert any("2 个目录无法读取" in line for line in _md_census(ev, "zh", "##"))

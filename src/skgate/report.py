@@ -679,6 +679,13 @@ def _md_census(ev: AttemptEvidence, lang: str, hh: str) -> list[str]:
     out.append(f"- outputs: `{c.outputs}`{when}")
     out.append(f"- {err_words}")
     out.append(f"- succ logs {c.succ_logs}, .run packages {c.run_packages}")
+    if c.unreadable:
+        out.append(
+            f"- 不完整：{c.unreadable} 个目录无法读取，计数只是下限"
+            if lang == "zh"
+            else f"- incomplete: {c.unreadable} director(ies) could not be read; "
+            "the counts are a lower bound"
+        )
     for r in c.roots:
         prov = "暂时性" if lang == "zh" else "provisional"
         fin = "最终编译证据" if lang == "zh" else "final compiler evidence"
