@@ -79,7 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_list, command = args_list[:cut], args_list[cut + 1 :]
     first = next((a for a in args_list if not a.startswith("-")), None)
     parser = build_parser(first)
-    args = parser.parse_args(args_list)
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:
+        # --help, --version and usage errors: argparse has printed; main() still returns.
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
     args.command_argv = command
     try:
         code: int = args.handler(args)

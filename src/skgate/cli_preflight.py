@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from skgate import hooks, jobs
-from skgate.cli_args import devices, env_item
+from skgate import hooks
+from skgate.cli_args import add_run_options, request_from_args
 from skgate.errors import UsageError
-from skgate.ledger import DEFAULT_ROOT
-from skgate.model import EXIT_BLOCKED, RunRequest
+from skgate.model import EXIT_BLOCKED
 from skgate.preflight import prepare, render_lines
 
 SCHEMA_PREFLIGHT = "skgate.preflight/1"
@@ -40,7 +38,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
             "Exit 0: a run would start; 3: it would be blocked; 2: bad input."
         ),
     )
-    p.add_argument("--python", default=None, metavar="PATH", help="interpreter to scan (C6)")
+    # The same control options as 'skgate run': a run's command line can be checked as is.
+    add_run_options(p)
     p.add_argument(
         "--freeze-baseline",
         default=None,
@@ -48,43 +47,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="write every current finding to FILE as an approval baseline (once, never "
         "overwritten)",
     )
-    p.add_argument("--hook-baseline", default=None, metavar="FILE", help="approvals file")
-    p.add_argument("--approve-hook", action="append", default=[], metavar="FINGERPRINT")
-    p.add_argument("--jobs", default=None, help="compile concurrency: N or auto (C5)")
-    p.add_argument("--vary", action="append", default=[], choices=["jobs"])
-    p.add_argument("--root", default=str(DEFAULT_ROOT), help="evidence root to compare jobs with")
-    p.add_argument("--profiler-schedule", default=None, metavar="SPEC")
-    p.add_argument("--devices", type=devices, default=(), help="device ids to check, e.g. 0,1")
-    p.add_argument("--foreign", choices=["wait", "refuse"], default="wait")
-    p.add_argument("--env", action="append", type=env_item, default=[], metavar="NAME=VALUE")
-    p.add_argument("--unset-env", action="append", default=[], metavar="NAME")
-    p.add_argument("--cwd", default=None, help="working directory of the command")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_preflight)
 
 
-def request_from_args(args: argparse.Namespace) -> RunRequest:
-    command = list(getattr(args, "command_argv", None) or [])
-    jobs.parse_jobs(args.jobs)  # bad --jobs: one line, exit 2, before any probe runs
-    return RunRequest(
-        argv=tuple(command),
-        cwd=str(Path(args.cwd or os.getcwd()).absolute()),
-        root=str(Path(args.root).absolute()),
-        jobs=args.jobs,
-        env=dict(args.env),
-        unset_env=tuple(args.unset_env),
-        python=args.python,
-        approved_hooks=tuple(args.approve_hook),
-        hook_baseline=args.hook_baseline,
-        foreign_policy=args.foreign,
-        devices=tuple(args.devices),
-        profiler_schedule=args.profiler_schedule,
-        vary=tuple(args.vary),
-    )
-
-
 def cmd_preflight(args: argparse.Namespace) -> int:
-    request = request_from_args(args)
+    request = request_from_args(args, list(getattr(args, "command_argv", None) or []))
     if args.freeze_baseline and Path(args.freeze_baseline).exists():
         raise UsageError(
             f"baseline {args.freeze_baseline} already exists; a baseline is frozen once: "
