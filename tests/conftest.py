@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from skgate.observe import is_alive, read_stat
+
 SKGATE = [sys.executable, "-m", "skgate"]
 # The interpreter running the tests comes first on PATH, so a workload's "python3" is
 # the test environment's, whatever else the machine has installed.
@@ -106,11 +108,14 @@ class Reaper:
     """Processes a test started itself, ended by pid at teardown (never by name)."""
 
     def __init__(self) -> None:
-        self.pids: list[int] = []
+        self.pids: list[tuple[int, int]] = []
         self.procs: list[subprocess.Popen[Any]] = []
 
     def add(self, pid: int) -> int:
-        self.pids.append(pid)
+        """Remember ``pid`` with its start time, so teardown never hits a recycled pid."""
+        st = read_stat(pid)
+        if st is not None:
+            self.pids.append((pid, st.start_ticks))
         return pid
 
     def popen(self, proc: subprocess.Popen[Any]) -> subprocess.Popen[Any]:
@@ -132,8 +137,8 @@ class Reaper:
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
-        for pid in self.pids:
-            if pid_alive(pid):
+        for pid, ticks in self.pids:
+            if is_alive(pid, ticks):
                 os.kill(pid, signal.SIGKILL)
 
 

@@ -367,3 +367,91 @@ def test_retry_refuses_while_the_attempt_runs(
     with pytest.raises(BlockedError, match=f"still running \\(runner pid {proc.pid}\\)"):
         artifacts.retry(a2, runner=fake)
     assert calls == []
+
+
+def test_cleanup_attempt_must_be_an_attempt_of_the_root_that_ran_in_workdir(
+    sc: Scene, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Why (audit finding 8): --attempt was not checked, so outputs were moved into any
+    # directory (/tmp/scene/01) or into an attempt of another working directory, with
+    # exit 0 and no ledger entry. Now: one line, exit 2, nothing moved anywhere.
+    from skgate.cli import main
+
+    before = sorted(os.listdir(sc.work))
+    loose = tmp_path / "loose"  # a directory that is not an attempt
+    loose.mkdir()
+    fake = tmp_path / "fake"  # control.json, but not skgate.control/1
+    fake.mkdir()
+    (fake / CONTROL).write_text('{"schema": "other/1"}', encoding="utf-8")
+    other_root = tmp_path / "other-runs"  # a real attempt, of another root
+    foreign = ledger.allocate(other_root)
+    write_json_new(
+        foreign / CONTROL, {"schema": "skgate.control/1", "request": sc.request.to_dict()}
+    )
+    elsewhere = tmp_path / "elsewhere"  # an attempt of this root, run in another cwd
+    elsewhere.mkdir()
+    wrong_cwd = ledger.allocate(sc.root)
+    request = RunRequest.from_dict({**sc.request.to_dict(), "cwd": str(elsewhere)}, "test")
+    write_json_new(
+        wrong_cwd / CONTROL, {"schema": "skgate.control/1", "request": request.to_dict()}
+    )
+    not_schema = ledger.allocate(sc.root)  # in the root, wrong control schema
+    (not_schema / CONTROL).write_text('{"schema": "skgate.control/0"}', encoding="utf-8")
+    cases = [
+        (loose, "not an attempt of the evidence root"),
+        (fake, "not an attempt of the evidence root"),
+        (foreign, "not an attempt of the evidence root"),
+        (wrong_cwd, f"ran in {elsewhere}, not in {sc.work}"),
+        (Path(wrong_cwd.name), f"ran in {elsewhere}, not in {sc.work}"),
+        (not_schema, "is not skgate.control/1"),
+        (tmp_path / "missing", "no such attempt directory"),
+    ]
+    for attempt, needle in cases:
+        with pytest.raises(UsageError) as info:
+            artifacts.cleanup(sc.work, sc.root, attempt=attempt)
+        assert needle in str(info.value), (attempt, str(info.value))
+        capsys.readouterr()
+        code = main(
+            [
+                "cleanup",
+                "--workdir",
+                str(sc.work),
+                "--root",
+                str(sc.root),
+                "--attempt",
+                str(attempt),
+            ]
+        )
+        err = capsys.readouterr().err
+        assert code == 2, (attempt, err)
+        assert err.count("\n") == 1 and needle in err
+    assert sorted(os.listdir(sc.work)) == before
+    for d in (loose, fake, foreign, wrong_cwd, not_schema, sc.attempt):
+        assert not (d / "scene").exists(), d
+    assert [e["event"] for e in ledger.read_ledger(sc.root)] == ["start", "seal", "end"]
+    # The right attempt, also named as NNNN or attempts/NNNN of the root, is accepted.
+    res = artifacts.cleanup(sc.work, sc.root, attempt=Path("attempts") / sc.attempt.name)
+    assert res.ok and res.attempt == str(sc.attempt)
+    assert (sc.attempt / "scene" / "01" / "kernel_meta" / "k.o").exists()
+    # (The hand-made attempts 0002/0003 are not in the ledger; everything else verifies.)
+    assert [p for p in seal.verify(sc.root) if "not in the ledger" not in p] == []
+    assert [e["event"] for e in ledger.read_ledger(sc.root)][-1] == "scene"
+
+
+def test_retry_into_another_root_preserves_the_scene_in_the_attempts_own_root(
+    sc: Scene, tmp_path: Path
+) -> None:
+    # Why: cleanup now checks --attempt against the root; retry appends to any --root but
+    # must still preserve the scene into the attempt's own root (chained in its ledger).
+    calls: list[RunRequest] = []
+
+    def fake_runner(request: RunRequest) -> Verdict:
+        calls.append(request)
+        return Verdict(state=State.SUCCEEDED, cause=None, reasons=("ok",))
+
+    other = tmp_path / "other-root"
+    _, res = artifacts.retry(sc.attempt, other, runner=fake_runner)
+    assert calls[0].root == str(other.resolve())
+    assert res.scene == str(sc.attempt / "scene" / "01")
+    assert [e["event"] for e in ledger.read_ledger(sc.root)][-1] == "scene"
+    assert seal.verify(sc.root) == []

@@ -42,6 +42,34 @@ def test_error_log_without_run_is_failure(outdir: Path) -> None:
     assert any("no --attempt" in m for m in check_outputs(outdir).messages)
 
 
+def test_without_attempt_failure_never_claims_natural_return(outdir: Path) -> None:
+    # Why (audit finding 13): with no --attempt, nothing shows the compiler returned, yet
+    # the failure line said "after natural return". Upstream's verdict (failure, exit 1)
+    # stays; the words say it rests on file names alone and how to check an attempt.
+    touch(outdir / "ts1_pid1_outputs" / "x_compile_log" / "HcPre_compile_error.log")
+    for mode in PackageMode:
+        r = check_outputs(outdir, mode)
+        assert (r.status, r.exit_code) == ("failure", 1)
+        text = "\n".join(r.messages)
+        assert "after natural return" not in text
+        failures = [m for m in r.messages if m.startswith("failure")]
+        assert failures
+        for m in failures:
+            assert m.startswith(
+                "failure by file names alone (no --attempt given: natural return not "
+                "verified, C1/C8)"
+            )
+        hint = r.messages[-1]
+        assert hint.startswith(f"to check against an attempt: skgate check-outputs {outdir}")
+        assert "--attempt <root>/attempts/NNNN" in hint
+        assert ("--package required" in hint) is (mode is PackageMode.REQUIRED)
+    # With an attempt whose verdict shows natural return, the words may say so.
+    r = check_outputs(outdir, PackageMode.OPTIONAL, FAILED)
+    msg = next(m for m in r.messages if m.startswith("failure"))
+    assert msg.startswith("failure after natural return (attempt 0001's verdict shows it)")
+    assert not any(m.startswith("to check against an attempt") for m in r.messages)
+
+
 def test_run_present_is_fine_even_with_error_files(outdir: Path) -> None:
     touch(outdir / "ts1_pid1_outputs" / "x_compile_log" / "a_compile_error.log")
     touch(outdir / "ts1_pid1_outputs" / "static_kernel_1_1.run")
@@ -92,7 +120,10 @@ def test_cli_check_outputs(
     args = parser.parse_args(["check-outputs", str(outdir), "--package", "required"])
     assert args.handler(args) == 1
     out = capsys.readouterr().out
-    assert f"{outdir}: failure: error log(s) ts1_pid1_outputs/x_compile_log/" in out
+    assert f"{outdir}: failure by file names alone (no --attempt given" in out
+    assert "error log(s) ts1_pid1_outputs/x_compile_log/a_compile_error.log" in out
+    assert "after natural return" not in out
+    assert f"{outdir}: to check against an attempt: skgate check-outputs {outdir}" in out
     # An interrupted attempt blocks judging (exit 4), whatever the files say.
     a = make_attempt(tmp_path / "runs", 1, State.INTERRUPTED)
     args = parser.parse_args(["check-outputs", str(outdir), "--attempt", str(a)])

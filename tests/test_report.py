@@ -203,7 +203,7 @@ def test_cli_report_writes_atomically(tmp_path: Path, capsys: pytest.CaptureFixt
     out = tmp_path / "out" / "r.md"
     out.parent.mkdir()
     out.write_text("old content that is much longer than nothing\n" * 100)
-    args = parser.parse_args(["report", str(tmp_path), "--lang", "zh", "-o", str(out)])
+    args = parser.parse_args(["report", str(tmp_path), "--lang", "zh", "-o", str(out), "--force"])
     assert args.handler(args) == 0
     assert out.read_text(encoding="utf-8").startswith("# skgate 报告：证据根目录")
     assert "old content" not in out.read_text(encoding="utf-8")
@@ -211,6 +211,97 @@ def test_cli_report_writes_atomically(tmp_path: Path, capsys: pytest.CaptureFixt
     args = parser.parse_args(["report", str(tmp_path / "attempts" / "0001")])
     assert args.handler(args) == 0
     assert "# skgate report: attempt 0001" in capsys.readouterr().out
+
+
+def _report_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    from skgate.cli import main
+
+    capsys.readouterr()
+    code = main(["report", *argv])
+    err = capsys.readouterr().err
+    return code, err
+
+
+def test_report_output_never_touches_evidence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Why (audit finding 3): -o onto a sealed evidence file replaced it, so verify said
+    # CHANGED and the recorded verdict was gone. Evidence is append-only: -o must refuse
+    # any target inside an attempt directory or attempts/, even with --force.
+    from skgate import seal
+
+    root = tmp_path / "runs"
+    a = make_attempt(root, 1, State.FAILED)
+    seal.seal_attempt(a)
+    sealed = seal.verify(a)  # (only "not in the ledger": the fixture keeps no ledger)
+    assert not any("changed" in p for p in sealed)
+    (root / "ledger.jsonl").write_bytes(b"")  # (the fixture keeps no ledger lines)
+    before = {p.name: p.read_bytes() for p in a.iterdir() if p.is_file()}
+    link = tmp_path / "link"
+    link.symlink_to(a)
+    targets = [
+        a / "verdict.json",  # an existing evidence file
+        a / "new-report.md",  # a new file inside the attempt
+        root / "attempts" / "0002",  # would block the next allocation
+        root / "attempts" / "x" / ".." / "0001" / "seal.json",  # through '..'
+        link / "verdict.json",  # through a symbolic link
+        root / "ledger.jsonl",  # the root's hash-chained ledger
+    ]
+    for target in targets:
+        for extra in ((), ("--force",)):
+            code, err = _report_main(capsys, str(root), "-o", str(target), *extra)
+            assert code == 2, (target, extra)
+            assert err.count("\n") == 1, err
+            assert "evidence" in err and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in a.iterdir() if p.is_file()} == before
+    assert not (root / "attempts" / "0002").exists()
+    assert (root / "ledger.jsonl").read_bytes() == b""
+    assert seal.verify(a) == sealed
+
+
+def test_report_output_refuses_existing_file_without_force_and_directories(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Why (audit finding 3): -o silently replaced any existing file, and a directory gave
+    # a traceback with exit 1 ("failed"). Now: refuse unless --force; one line, exit 2.
+    root = tmp_path / "runs"
+    make_attempt(root, 1, State.FAILED)
+    mine = tmp_path / "notes.md"
+    mine.write_text("my notes\n", encoding="utf-8")
+    code, err = _report_main(capsys, str(root), "-o", str(mine))
+    assert code == 2
+    assert "already exists; pass --force" in err and err.count("\n") == 1
+    assert mine.read_text(encoding="utf-8") == "my notes\n"
+    for extra in ((), ("--force",)):
+        code, err = _report_main(capsys, str(root), "-o", str(tmp_path), *extra)
+        assert code == 2
+        assert "is a directory" in err and err.count("\n") == 1
+    code, err = _report_main(capsys, str(root), "-o", str(tmp_path / "no" / "dir" / "r.md"))
+    assert code == 2
+    assert "cannot write there" in err and err.count("\n") == 1
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if not os.access(locked, os.W_OK):  # root ignores modes
+            code, err = _report_main(capsys, str(root), "-o", str(locked / "r.md"))
+            assert code == 2
+            assert "cannot write there" in err and err.count("\n") == 1
+    finally:
+        locked.chmod(0o700)
+    code, _ = _report_main(capsys, str(root), "-o", str(mine), "--force")
+    assert code == 0
+    assert mine.read_text(encoding="utf-8").startswith("# skgate report: evidence root")
+    fresh = tmp_path / "fresh.md"
+    code, _ = _report_main(capsys, str(root), "-o", str(fresh))
+    assert code == 0
+    assert fresh.read_text(encoding="utf-8").startswith("# skgate report: evidence root")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    from skgate.cli import main
+
+    assert main(["report", "--help"]) == 0
+    helptext = " ".join(capsys.readouterr().out.split())
+    assert "--force" in helptext and "refuses an existing FILE unless --force" in helptext
 
 
 def test_cli_main_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -384,3 +384,153 @@ def test_live_observations_are_journalled_as_provisional(tmp_path: Path, reaper:
     # C1: the error-named file seen while live was provisional; the compile succeeded.
     assert proc.returncode == 0
     assert read_json(att / "census.json")["totals"]["error_logs"] == 0
+
+
+# -- hardening found by the audit -----------------------------------------------------
+
+
+def test_stalled_terminal_never_delays_the_frozen_timeout(tmp_path: Path, reaper: Reaper) -> None:
+    """The echo goes to a pipe nobody reads: supervision must still stop at the deadline."""
+    body = "import sys\nwhile True:\n    sys.stdout.write('x' * 4096 + '\\n')\n"
+    cmd = script(tmp_path, "chatty.py", body)
+    proc = reaper.popen(
+        start_skgate(
+            "run", "--root", "r", "--timeout", "1", "--grace", "0.5", "--", *cmd, cwd=tmp_path
+        )
+    )
+    # stdout is a pipe this test does not read until the verdict exists: an echo that
+    # blocked the supervision loop would keep the timeout from ever firing.
+    att = attempt_of(tmp_path / "r")
+    wait_for((att / "verdict.json").exists, timeout=60, what="the verdict")
+    verdict = read_json(att / "verdict.json")
+    assert (verdict["state"], verdict["cause"]) == ("interrupted", "timeout")
+    marks = {e["event"]: e["mono"] for e in events(att)}
+    assert marks["timeout"] - marks["launched"] < 5  # fired on time, not when drained
+    assert (att / "run.log").stat().st_size > 1 << 20  # the evidence kept everything
+    assert proc.stdout is not None
+    proc.stdout.read()  # now let the runner print its verdict and exit
+    proc.wait(timeout=60)
+    assert proc.returncode == 4
+
+
+def test_stale_outputs_of_an_earlier_run_do_not_decide_the_verdict(tmp_path: Path) -> None:
+    stale = tmp_path / "static_kernel_compile_outputs" / "ts1_pid1_outputs" / "log"
+    stale.mkdir(parents=True)
+    (stale / "old_compile_error.log").write_text("from a run last week\n")
+    (stale.parent / "static_kernel_old.run").write_text("")
+    cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
+    res = run_skgate("run", "--root", "r", "--quiet", "--json", "--", *cmd, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout
+    verdict = read_json(attempt_of(tmp_path / "r") / "verdict.json")
+    assert verdict["census"]["preexisting"] == 1
+    assert verdict["census"]["totals"]["error_logs"] == 0
+    assert any("before launch were not counted" in r for r in verdict["reasons"])
+    # An old .run cannot satisfy --package required for this attempt.
+    res = run_skgate(
+        "run", "--root", "r2", "--quiet", "--package", "required", "--", *cmd, cwd=tmp_path
+    )
+    assert res.returncode == 1
+    assert "no .run package" in res.stdout
+
+
+def test_damaged_journal_field_is_one_line_exit_2(tmp_path: Path) -> None:
+    cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
+    run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
+    att = attempt_of(tmp_path / "r")
+    journal = att / "events.jsonl"
+    journal.write_text(journal.read_text().replace('"escaped_alive":0', '"escaped_alive":null'))
+    # classify recomputes from the files; status and report show the recorded verdict,
+    # and verify names the altered file.
+    res = run_skgate("classify", str(att), cwd=tmp_path)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    assert "escaped_alive" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    res = run_skgate("verify", str(att), cwd=tmp_path)
+    assert res.returncode == 1
+    assert "events.jsonl" in res.stdout + res.stderr
+
+
+def test_missing_journal_or_manifest_is_unknown_never_a_result(tmp_path: Path) -> None:
+    cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
+    run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
+    run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
+    first, second = attempt_of(tmp_path / "r", 1), attempt_of(tmp_path / "r", 2)
+    (first / "events.jsonl").unlink()
+    res = run_skgate("classify", str(first), "--json", cwd=tmp_path)
+    assert res.returncode == 5, res.stdout + res.stderr
+    assert "event journal" in " ".join(__import__("json").loads(res.stdout)["missing"])
+    (second / "ownership.json").unlink()
+    res = run_skgate("classify", str(second), "--json", cwd=tmp_path)
+    assert res.returncode == 5, res.stdout + res.stderr
+    assert "ownership" in " ".join(__import__("json").loads(res.stdout)["missing"])
+
+
+def test_forwarded_stop_is_not_escalated_until_asked_again(tmp_path: Path, reaper: Reaper) -> None:
+    body = PRELUDE + (
+        "def on_term(signum, frame):\n"
+        "    mark('got-term')\n"
+        "signal.signal(signal.SIGTERM, on_term)\n"
+        "mark('leader.pid', os.getpid())\n"
+        "while True: signal.pause()\n"
+    )
+    cmd = script(tmp_path, "stubborn.py", body)
+    proc = reaper.popen(
+        start_skgate(
+            "run",
+            "--root",
+            "r",
+            "--quiet",
+            "--grace",
+            "0",
+            "--",
+            *cmd,
+            str(tmp_path),
+            cwd=tmp_path,
+        )
+    )
+    leader = reaper.add(int(wait_file(tmp_path / "leader.pid")))
+    att = attempt_of(tmp_path / "r")
+    wait_for(lambda: any(e["event"] == "launched" for e in events(att)), what="launch")
+    proc.send_signal(signal.SIGTERM)
+    wait_file(tmp_path / "got-term")
+    # The workload ignored the forwarded SIGTERM and lives on: nothing kills it yet.
+    wait_for(
+        lambda: any(
+            e["event"] == "observation" or e["event"] == "signal_sent" for e in events(att)
+        ),
+        what="the forwarded signal in the journal",
+    )
+    assert pid_alive(leader)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)  # asked again: now
+    proc.wait(timeout=30)
+    assert proc.returncode == 4
+    assert not pid_alive(leader)
+    sent = [(e["name"], e["reason"]) for e in events(att) if e["event"] == "signal_sent"]
+    assert sent == [("SIGTERM", "forwarded"), ("SIGKILL", "escalated")]
+    assert "send it again" in (proc.stderr.read() if proc.stderr else "")
+
+
+def test_api_refuses_infinite_controls(tmp_path: Path) -> None:
+    from skgate.api import run
+    from skgate.errors import UsageError
+
+    for kw in ({"timeout": float("inf")}, {"grace": float("nan")}):
+        with pytest.raises(UsageError):
+            run(["true"], root=tmp_path / "r", cwd=tmp_path, **kw)  # type: ignore[arg-type]
+    assert not (tmp_path / "r").exists()
+
+
+def test_unwritable_ledger_refuses_and_leaves_a_readable_attempt(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    (root / "ledger.jsonl").mkdir(parents=True)  # the ledger path cannot be appended to
+    canary = tmp_path / "canary"
+    cmd = script(tmp_path, "touch.py", f"open({str(canary)!r}, 'w').close()\n")
+    res = run_skgate("run", "--root", str(root), "--", *cmd, cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    assert "ledger" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not canary.exists()
+    verdict = read_json(attempt_of(root) / "verdict.json")
+    assert verdict["state"] == "not_started"

@@ -76,7 +76,7 @@ def test_valid_script_runs_and_is_recorded(inst: Install, tmp_path: Path) -> Non
     assert c.package == "static_kernel_A_1"
     assert (inst.marks / "static_kernel_A_1").exists()
     assert res.ok
-    assert res.to_dict()["schema"] == "skgate.uninstall/1"
+    assert res.to_dict()["schema"] == "skgate.uninstall/2"
 
 
 def test_dry_run_runs_nothing(inst: Install, tmp_path: Path) -> None:
@@ -279,7 +279,8 @@ def test_cli_uninstall_records_every_candidate(inst: Install, tmp_path: Path) ->
     assert "RUN (exit 0)" in res.stdout
     assert "REFUSED" in res.stdout
     data = json.loads(record.read_text(encoding="utf-8"))
-    assert data["schema"] == "skgate.uninstall/1"
+    assert data["schema"] == "skgate.uninstall/2"
+    assert data["complete"] is True
     assert [c["action"] for c in data["candidates"]] == ["run", "refused"]
     assert not inst.canary.exists()
     again = run_skgate(
@@ -300,3 +301,79 @@ def test_cli_uninstall_records_every_candidate(inst: Install, tmp_path: Path) ->
     nolog = run_skgate("uninstall", "--from-log", "missing.log", cwd=tmp_path)
     assert nolog.returncode == 2
     assert "no such log file" in nolog.stderr
+
+
+def _uninstall_cli(inst: Install, tmp_path: Path, log: Path, *extra: str) -> tuple[int, str]:
+    from conftest import run_skgate
+
+    res = run_skgate(
+        "uninstall",
+        "--from-log",
+        str(log),
+        "--outputs",
+        str(inst.outputs),
+        "--ascend-home",
+        str(inst.home),
+        *extra,
+        cwd=tmp_path,
+    )
+    return res.returncode, res.stderr
+
+
+def test_record_that_cannot_be_created_runs_nothing(inst: Install, tmp_path: Path) -> None:
+    # Why (audit finding 7): the scripts ran first and the record was written last, so an
+    # existing --record or an unwritable --root left scripts run and nothing recorded.
+    log = tmp_path / "run.log"
+    log.write_text(
+        line(str(inst.script("static_kernel_A_1"))) + line(str(inst.script("static_kernel_B_2"))),
+        encoding="utf-8",
+    )
+    existing = tmp_path / "rec.json"
+    existing.write_text("earlier record\n", encoding="utf-8")
+    code, err = _uninstall_cli(inst, tmp_path, log, "--record", str(existing))
+    assert code == 2
+    assert "already exists" in err and "nothing was run" in err and err.count("\n") == 1
+    assert existing.read_text(encoding="utf-8") == "earlier record\n"
+    not_a_dir = tmp_path / "root-is-a-file"
+    not_a_dir.write_text("", encoding="utf-8")
+    code, err = _uninstall_cli(inst, tmp_path, log, "--root", str(not_a_dir))
+    assert code == 2
+    assert "nothing was run" in err and err.count("\n") == 1
+    assert list(inst.marks.iterdir()) == []  # no script ran
+    assert not inst.canary.exists()
+
+
+def test_record_is_filled_as_each_script_runs(inst: Install, tmp_path: Path) -> None:
+    # Why (audit finding 7): a crash mid-way must still leave what ran. Each script here
+    # copies the record as it is while the script runs: the copy must already hold the
+    # earlier script's result and this script as "running".
+    record = tmp_path / "rec.json"
+    for pkg in ("static_kernel_A_1", "static_kernel_B_2"):
+        write_script(
+            inst.script(pkg),
+            f"cp '{record}' '{inst.marks}/{pkg}.seen'; echo removed {pkg}",
+        )
+    log = tmp_path / "run.log"
+    log.write_text(
+        line(str(inst.script("static_kernel_A_1")))
+        + line("/etc/evil/uninstall.sh")
+        + line(str(inst.script("static_kernel_B_2"))),
+        encoding="utf-8",
+    )
+    code, err = _uninstall_cli(inst, tmp_path, log, "--record", str(record))
+    assert code == 1, err  # the /etc line was refused
+    seen_a = json.loads((inst.marks / "static_kernel_A_1.seen").read_text(encoding="utf-8"))
+    assert seen_a["schema"] == "skgate.uninstall/2"
+    assert seen_a["complete"] is False
+    assert [(c["package"], c["action"]) for c in seen_a["candidates"]] == [
+        ("static_kernel_A_1", "running")
+    ]
+    seen_b = json.loads((inst.marks / "static_kernel_B_2.seen").read_text(encoding="utf-8"))
+    assert seen_b["complete"] is False
+    got = [(c["action"], c["exit_status"]) for c in seen_b["candidates"]]
+    assert got == [("run", 0), ("refused", None), ("running", None)]
+    assert seen_b["candidates"][0]["output"] == "removed static_kernel_A_1\n"
+    final = json.loads(record.read_text(encoding="utf-8"))
+    assert final["complete"] is True
+    assert [c["action"] for c in final["candidates"]] == ["run", "refused", "run"]
+    assert sorted(p.name for p in record.parent.iterdir() if p.name.startswith(".")) == []

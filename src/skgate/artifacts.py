@@ -39,7 +39,7 @@ from typing import Any
 from skgate import ledger, observe, seal
 from skgate.attempt import CONTROL, OWNERSHIP, read_json, write_json_new
 from skgate.errors import BlockedError, EvidenceError, UsageError
-from skgate.model import Ownership, RunRequest, Verdict
+from skgate.model import SCHEMA_CONTROL, Ownership, RunRequest, Verdict
 
 #: C8: the outputs upstream's cleanup clears, in the order it lists them.
 OUTPUTS = (
@@ -115,6 +115,50 @@ def producing_attempt(workdir: Path, root: Path) -> Path:
         f"no attempt in {root} ran in {workdir}; pass --root of the run that produced "
         "these outputs (skgate preserves a scene only into the attempt that made it)"
     )
+
+
+def attempt_for_cleanup(attempt: Path, root: Path, workdir: Path) -> Path:
+    """Check a named attempt before anything moves into it (C8); return it as ``root/attempts/N``.
+
+    It must be an attempt directory (``control.json`` of schema ``skgate.control/1``)
+    directly under ``root/attempts`` (also given as ``NNNN`` or ``attempts/NNNN`` of
+    ``root``), so its scene is chained into that root's ledger, and its request must have
+    run in ``workdir`` (real paths compared): a scene preserved into any other directory,
+    or into another workdir's attempt, would be evidence of the wrong run.
+    """
+    tried = [attempt]
+    if not attempt.is_absolute():
+        tried += [root / ledger.ATTEMPTS / attempt, root / attempt]
+    found = next((p for p in tried if p.is_dir()), None)
+    if found is None:
+        raise UsageError(
+            f"--attempt {attempt}: no such attempt directory (give {root}/{ledger.ATTEMPTS}/NNNN)"
+        )
+    real = Path(os.path.realpath(found))
+    base = Path(os.path.realpath(root / ledger.ATTEMPTS))
+    if real.parent != base or not real.name.isdigit():
+        raise UsageError(
+            f"--attempt {attempt}: not an attempt of the evidence root {root} "
+            f"(expected {root}/{ledger.ATTEMPTS}/NNNN); pass the --root it belongs to"
+        )
+    try:
+        control = read_json(real / CONTROL)
+    except EvidenceError as exc:
+        raise UsageError(f"--attempt {attempt}: not an attempt directory ({exc})") from None
+    if not isinstance(control, dict) or control.get("schema") != SCHEMA_CONTROL:
+        raise UsageError(
+            f"--attempt {attempt}: not an attempt directory ({CONTROL} is not {SCHEMA_CONTROL})"
+        )
+    try:
+        cwd = request_of(real).cwd
+    except EvidenceError as exc:
+        raise UsageError(f"--attempt {attempt}: its request cannot be read ({exc})") from None
+    if os.path.realpath(cwd) != os.path.realpath(workdir):
+        raise UsageError(
+            f"--attempt {attempt} ran in {cwd}, not in {workdir}; its scene holds only the "
+            "outputs of its own working directory (C8)"
+        )
+    return root / ledger.ATTEMPTS / real.name
 
 
 def owned_alive(attempt: Path) -> list[str]:
@@ -252,6 +296,8 @@ def cleanup(
     real_work = Path(os.path.realpath(workdir))
     if attempt is None:
         attempt = producing_attempt(real_work, root)
+    else:
+        attempt = attempt_for_cleanup(attempt, root, real_work)
     names = [*OUTPUTS, *(OPTIONAL_OUTPUTS if include_optional else ()), *extra]
     present: list[tuple[str, os.stat_result]] = []
     refused: list[tuple[str, str]] = []
@@ -363,6 +409,14 @@ def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, 
             "retry after it ends (skgate never kills it for you)"
         )
     target_root = root if root is not None else Path(request.root)
+    # The scene goes into the attempt's own root (chained in its ledger), even when the
+    # retry is appended to another --root.
+    own_root = ledger.root_of(attempt) or ledger.root_of(Path(os.path.realpath(attempt)))
+    if own_root is None:
+        raise UsageError(
+            f"{attempt}: not inside an evidence root (<root>/{ledger.ATTEMPTS}/NNNN); "
+            "its scene could not be chained into a ledger"
+        )
     workdir = Path(request.cwd)
     extra: list[str] = []
     if request.outputs:
@@ -370,7 +424,7 @@ def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, 
         out = out if out.is_absolute() else workdir / out
         if out.parent.resolve() == workdir.resolve() and out.name not in OUTPUTS:
             extra.append(out.name)
-    result = cleanup(workdir, target_root, attempt=attempt, extra=extra)
+    result = cleanup(workdir, own_root, attempt=attempt, extra=extra)
     retry = dataclasses.replace(
         request, retry_of=str(attempt.resolve()), root=str(target_root.resolve())
     )

@@ -26,6 +26,7 @@ import os
 import re
 import stat
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from skgate.model import Census, RootCensus
@@ -82,9 +83,28 @@ def count_tree(top: str, unreadable: list[str] | None = None) -> tuple[int, int,
     return errors, succ, runs
 
 
-def take_census(outputs: Path, *, live: bool) -> Census:
-    """Count artifacts under ``outputs`` (the ``static_kernel_compile_outputs`` dir)."""
+def top_entries(outputs: Path) -> frozenset[tuple[str, int]]:
+    """(name, inode) of every entry directly under ``outputs`` now (empty if none).
+
+    Taken before launch: CANN makes a new ``ts<time>_pid<pid>_outputs`` root for each
+    compile, so what is already there belongs to earlier runs.
+    """
+    try:
+        with os.scandir(outputs) as it:
+            return frozenset((e.name, e.inode()) for e in it)
+    except OSError:
+        return frozenset()
+
+
+def take_census(outputs: Path, *, live: bool, exclude: Collection[tuple[str, int]] = ()) -> Census:
+    """Count artifacts under ``outputs`` (the ``static_kernel_compile_outputs`` dir).
+
+    Top-level entries in ``exclude`` (see :func:`top_entries`) are skipped and counted as
+    ``preexisting``: an earlier run's error log or ``.run`` is not this attempt's (C8).
+    """
     taken_at = time.time()
+    skip = frozenset(exclude)
+    preexisting = 0
     try:
         st = os.lstat(outputs)
     except OSError:
@@ -106,6 +126,9 @@ def take_census(outputs: Path, *, live: bool) -> Census:
         entries = sorted(it, key=lambda e: e.name)
     for entry in entries:
         name = entry.name
+        if skip and (name, entry.inode()) in skip:
+            preexisting += 1
+            continue
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
             is_file = not is_dir and entry.is_file(follow_symlinks=False)
@@ -139,4 +162,5 @@ def take_census(outputs: Path, *, live: bool) -> Census:
         live=live,
         taken_at=taken_at,
         unreadable=len(skipped),
+        preexisting=preexisting,
     )

@@ -24,6 +24,7 @@ def natural_return(ev: Evidence) -> bool:
     """C2: the process tree ended on its own, with no signal from the runner or outside."""
     return (
         ev.launched
+        and ev.ownership_recorded
         and ev.tree_ended
         and ev.leader_ended
         and ev.leader_exit_status is not None
@@ -103,8 +104,31 @@ def _escape_note(ev: Evidence) -> list[str]:
     return [note]
 
 
+def _preexisting_note(ev: Evidence) -> list[str]:
+    if ev.census is None or not ev.census.preexisting:
+        return []
+    return [
+        f"C8: {ev.census.preexisting} entr(ies) already in the outputs directory before launch "
+        "were not counted: they are earlier runs' artifacts, not this attempt's "
+        "(skgate cleanup preserves and clears them)"
+    ]
+
+
 def classify(ev: Evidence) -> Verdict:
     """Classify one attempt in the fixed C2 order."""
+    if ev.journal_missing:
+        # Without the journal nothing says whether, when or how the command ran: never
+        # read that as "not started" (the run log or manifest may show it did run).
+        return _verdict(
+            ev,
+            State.UNKNOWN,
+            None,
+            (
+                "C2.5: the event journal (events.jsonl) is missing; launch, exits and signals "
+                "cannot be established, so no conclusion is drawn",
+            ),
+            ("event journal (events.jsonl)",),
+        )
     if not ev.launched:
         return Verdict(
             state=State.NOT_STARTED,
@@ -116,7 +140,7 @@ def classify(ev: Evidence) -> Verdict:
         )
 
     natural = natural_return(ev)
-    escapes = _escape_note(ev)
+    escapes = _escape_note(ev) + _preexisting_note(ev)
     termination_begun = ev.timeout_fired or bool(ev.signals_sent) or bool(ev.external_signals)
 
     # 1. in_progress: an owned process lives and the frozen timeout has not fired.
@@ -211,10 +235,17 @@ def classify(ev: Evidence) -> Verdict:
             names = ", ".join(signal_name(s) for s in ev.external_signals)
             why.append(f"C2.4: the runner received {names} from outside and forwarded it")
         if ev.leader_exit_signal is not None:
+            sent_by_runner = ev.leader_exit_signal in {s.signal for s in ev.signals_sent}
             why.append(
                 f"C2.4: the top-level process was ended by {signal_name(ev.leader_exit_signal)}"
+                + (
+                    ""
+                    if sent_by_runner or ev.external_signals
+                    else " (not sent by this runner: a kill from outside, or a crash; either "
+                    "way the compile did not return naturally)"
+                )
             )
-        if ev.signals_sent and not ev.external_signals:
+        if ev.signals_sent:
             names = ", ".join(signal_name(s.signal) for s in ev.signals_sent)
             why.append(f"C2.4: the runner signalled its own process group: {names}")
         return _verdict(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 import tempfile
@@ -14,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from skgate import lint, outputs, report
-from skgate.attempt import is_attempt_dir
+from skgate.attempt import _fsync_dir, is_attempt_dir
 from skgate.errors import UsageError
-from skgate.ledger import DEFAULT_ROOT
+from skgate.ledger import ATTEMPTS, DEFAULT_ROOT, LEDGER
 from skgate.model import PackageMode, Verdict
 
 
@@ -32,7 +33,20 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), metavar="ATTEMPT|ROOT")
     p.add_argument("--lang", choices=report.LANGS, default="en")
     p.add_argument("--format", choices=report.FORMATS, default="md", dest="fmt")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here (atomically)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the report to FILE (atomically: temp file, fsync, rename); refuses an "
+        "existing FILE unless --force, and never writes inside an attempt directory or an "
+        "evidence root's attempts/ (evidence is append-only)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with -o: replace FILE if it exists (never evidence: attempt directories and "
+        "attempts/ stay refused)",
+    )
     p.set_defaults(handler=cmd_report)
 
     p = sub.add_parser(
@@ -49,13 +63,18 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "check-outputs",
         help="C8 output check, only after natural return",
         description="Upstream's sk_check_static_kernel_outputs, contract-aware: exit 0 ok, "
-        "1 failure, 6 in progress (with --attempt of a live attempt).",
+        "1 failure, 6 in progress (with --attempt of a live attempt). Without --attempt the "
+        "judgement rests on file names alone and says so: natural return is not verified.",
     )
     p.add_argument("directory", metavar="DIR")
     p.add_argument(
         "--package", choices=[m.value for m in PackageMode], default=PackageMode.OPTIONAL.value
     )
-    p.add_argument("--attempt", metavar="ATTEMPT")
+    p.add_argument(
+        "--attempt",
+        metavar="ATTEMPT",
+        help="the attempt that produced DIR: judge only after its natural return",
+    )
     p.set_defaults(handler=cmd_check_outputs)
 
 
@@ -69,8 +88,53 @@ def _attempt_verdict(target: str | None) -> Verdict | None:
     return verdict if verdict.attempt else verdict.with_attempt(path.name)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file and rename: never a half-written file."""
+def _is_evidence_root(path: Path) -> bool:
+    """``path`` holds a ledger or attempt directories (``<root>/attempts/NNNN``)."""
+    if (path / LEDGER).exists():
+        return True
+    try:
+        with os.scandir(path / ATTEMPTS) as it:
+            return any(e.name.isdigit() and is_attempt_dir(Path(e.path)) for e in it)
+    except OSError:
+        return False
+
+
+def evidence_owner(path: Path) -> Path | None:
+    """The attempt directory, ``attempts/`` tree or ledger that ``path`` lies in, if any.
+
+    Checked on the real path of the parent (links resolved) and on the real path of
+    ``path`` itself, so neither ``..`` nor a symbolic link reaches sealed evidence.
+    """
+    parent = path.parent if str(path.parent) else Path(".")
+    places = {Path(os.path.realpath(parent)) / path.name, Path(os.path.realpath(path))}
+    for place in places:
+        for d in (place, *place.parents):
+            if is_attempt_dir(d):
+                return d
+            if d.name == ATTEMPTS and _is_evidence_root(d.parent):
+                return d
+        if place.name == LEDGER and _is_evidence_root(place.parent):
+            return place  # the root's hash-chained ledger is evidence too
+    return None
+
+
+def write_atomic(path: Path, text: str, *, force: bool = False) -> None:
+    """Write ``text`` to ``path``: temp file, fsync, then rename in the target's directory.
+
+    Never a half-written file. Refuses (``UsageError``, nothing written) a target inside
+    an attempt directory or an evidence root's ``attempts/`` (evidence is append-only and
+    sealed), a directory, and an existing file unless ``force``.
+    """
+    owner = evidence_owner(path)
+    if owner is not None:
+        raise UsageError(
+            f"-o {path}: inside the evidence tree {owner}; evidence is append-only and "
+            "never overwritten, write the report elsewhere"
+        )
+    if path.is_dir():
+        raise UsageError(f"-o {path}: is a directory; give a file path for the report")
+    if path.exists() and not force:
+        raise UsageError(f"-o {path}: already exists; pass --force to replace it")
     parent = path.parent if str(path.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
@@ -81,18 +145,38 @@ def write_atomic(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        if force:
+            os.replace(tmp, path)
+        else:
+            _link_new(tmp, path)
+        _fsync_dir(parent)
+    except OSError as exc:
+        raise UsageError(f"-o {path}: cannot write there ({exc.strerror})") from None
+    finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise
+
+
+def _link_new(tmp: str, path: Path) -> None:
+    """Put ``tmp`` at ``path`` only if nothing is there (no race with a new file)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise UsageError(f"-o {path}: already exists; pass --force to replace it") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        # A file system without hard links: fall back to a checked rename.
+        if os.path.lexists(path):
+            raise UsageError(f"-o {path}: already exists; pass --force to replace it") from None
+        os.replace(tmp, path)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     rep = report.build_report(Path(args.target))
     text = report.render(rep, args.lang, args.fmt)
     if args.output:
-        write_atomic(Path(args.output), text)
+        write_atomic(Path(args.output), text, force=args.force)
     else:
         sys.stdout.write(text)
     return 0

@@ -138,27 +138,33 @@ def _default_outputs(log: Path) -> Path:
 
 def cmd_uninstall(args: argparse.Namespace) -> int:
     home = args.ascend_home if args.ascend_home is not None else os.environ.get("ASCEND_HOME_PATH")
+    log: Path | None = None
+    workdir = Path(args.workdir)
     if args.from_log is not None:
         log = Path(args.from_log)
         if not log.is_file():
             raise UsageError(f"{log}: no such log file")
-        outputs = Path(args.outputs) if args.outputs else _default_outputs(log)
-        result = uninstall.uninstall_from_log(log, outputs, home, dry_run=args.dry_run)
-    else:
-        workdir = Path(args.workdir)
-        if not workdir.is_dir():
-            raise UsageError(f"{workdir}: no such working directory")
-        outputs_arg = Path(args.outputs) if args.outputs else None
-        result = uninstall.uninstall_stale_records(
-            workdir, home, outputs=outputs_arg, dry_run=args.dry_run
-        )
+    elif not workdir.is_dir():
+        raise UsageError(f"{workdir}: no such working directory")
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     record = (
         Path(args.record)
         if args.record
         else Path(args.root) / "uninstall" / f"{stamp}-{os.getpid()}.json"
     )
-    uninstall.write_record(record, result)
+    # The record exists before anything runs: if it cannot be created, nothing runs (exit
+    # 2); each script is filled in as it runs, so a crash mid-way still shows what ran.
+    writer = uninstall.RecordWriter.create(record)
+    if log is not None:
+        outputs = Path(args.outputs) if args.outputs else _default_outputs(log)
+        result = uninstall.uninstall_from_log(
+            log, outputs, home, dry_run=args.dry_run, record=writer
+        )
+    else:
+        outputs_arg = Path(args.outputs) if args.outputs else None
+        result = uninstall.uninstall_stale_records(
+            workdir, home, outputs=outputs_arg, dry_run=args.dry_run, record=writer
+        )
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:

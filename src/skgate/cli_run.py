@@ -92,7 +92,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         out.buffer.write(data)
         out.buffer.flush()
 
-    verdict = run_here(request, None if args.quiet else echo)
+    def notify(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    verdict = run_here(request, None if args.quiet else echo, notify)
     print_verdict(verdict, args.json)
     return verdict.exit_code
 

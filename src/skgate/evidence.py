@@ -89,6 +89,17 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _event_int(ev: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
+    """An integer field of a journal event; a damaged one is a one-line EvidenceError."""
+    value = ev.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise EvidenceError(
+            f"{where}: event {ev.get('event')!r} has a damaged {key!r} field ({value!r}); "
+            "the journal was altered or truncated"
+        )
+    return value
+
+
 def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = False) -> Evidence:
     """Build the classifier's input from the attempt directory (and, if ``live``, now).
 
@@ -96,7 +107,10 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
     journals ``finished``: the files are then complete, exactly as a later reader sees them.
     """
     control = load_control(attempt_dir)
-    events = files.read_events(attempt_dir / files.EVENTS)
+    journal = attempt_dir / files.EVENTS
+    journal_missing = not journal.exists()
+    events = files.read_events(journal)
+    where = str(journal)
     launched = False
     blocked: list[str] = []
     leader_ended = False
@@ -123,13 +137,13 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
             exit_signal = ev["exit_signal"] if _is_int(ev.get("exit_signal")) else None
         elif name == "tree_ended":
             tree_ended = True
-            escaped_alive = int(ev.get("escaped_alive", 0))
+            escaped_alive = _event_int(ev, "escaped_alive", where, default=0)
         elif name == "timeout":
             timeout_fired = True
-        elif name == "signal_sent" and ev.get("delivered", True):
-            signals.append(SignalSent(int(ev["signal"]), str(ev.get("reason", ""))))
+        elif name == "signal_sent" and ev.get("delivered", True) is not False:
+            signals.append(SignalSent(_event_int(ev, "signal", where), str(ev.get("reason", ""))))
         elif name == "signal_received":
-            external.append(int(ev["signal"]))
+            external.append(_event_int(ev, "signal", where))
         elif name == "finished":
             finished = True
 
@@ -169,6 +183,7 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
         summary=load_summary(attempt_dir),
         census=load_census(attempt_dir),
         package_mode=control.request.package_mode,
+        journal_missing=journal_missing,
     )
 
 

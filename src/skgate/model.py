@@ -323,6 +323,9 @@ class Census:
     #: Directories under outputs that could not be read: the counts are then a lower
     #: bound, and a missing ``.run`` may only be hidden (the C8 check cannot conclude).
     unreadable: int = 0
+    #: Top-level entries of outputs that existed before launch: not counted, they are not
+    #: this attempt's artifacts (C8: a stale error log or .run must not decide a verdict).
+    preexisting: int = 0
 
     @property
     def error_logs(self) -> int:
@@ -344,6 +347,7 @@ class Census:
             "live": self.live,
             "taken_at": self.taken_at,
             "unreadable": self.unreadable,
+            "preexisting": self.preexisting,
             "totals": {
                 "error_logs": self.error_logs,
                 "succ_logs": self.succ_logs,
@@ -362,6 +366,7 @@ class Census:
             live=require(d, "live", bool, where),
             taken_at=float(require(d, "taken_at", (int, float), where)),
             unreadable=int(d.get("unreadable", 0)),
+            preexisting=int(d.get("preexisting", 0)),
         )
 
 
@@ -409,6 +414,8 @@ class Evidence:
     summary: Summary | None = None
     census: Census | None = None
     package_mode: PackageMode = PackageMode.OPTIONAL
+    #: The attempt's journal (events.jsonl) is gone: launch and exits are unknowable.
+    journal_missing: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """``skgate check-outputs``: upstream's ``sk_check_static_kernel_outputs``, made contract-aware.
 
 Upstream judges on file names alone. skgate applies the same C8 rules only after natural
-return (or when no attempt is named, which the output says), and says "in progress"
-before it (C1: an error-named file next to a live compiler is provisional):
+return, and says "in progress" before it (C1: an error-named file next to a live compiler
+is provisional). Without ``--attempt`` it keeps upstream's verdict (an error log and no
+``.run`` is a failure, exit 1) but says that it judged by file names alone and did not
+verify natural return, and how to check against an attempt:
 
 - a ``.run`` package anywhere under DIR: fine, even with error-named files (they are then
   provisional leftovers);
@@ -91,6 +93,10 @@ def _more(shown: list[str], total: int) -> str:
     return ", ".join(shown) + (f" and {extra} more" if extra > 0 else "")
 
 
+def _whose(verdict: Verdict) -> str:
+    return f"attempt {verdict.attempt}'s" if verdict.attempt else "the attempt's"
+
+
 def check_outputs(
     directory: Path,
     mode: PackageMode = PackageMode.OPTIONAL,
@@ -137,10 +143,18 @@ def check_outputs(
             messages.append(f"not started: {who} launched nothing; there is nothing to judge")
         return done(verdict.state.value, EXIT_CODES[verdict.state])
 
+    # Without an attempt nothing shows the compiler returned naturally: the words must say
+    # the judgement rests on file names alone (C1, C8), never "after natural return".
+    if verdict is None:
+        basis = "by file names alone (no --attempt given: natural return not verified, C1/C8)"
+    elif verdict.natural_return:
+        basis = f"after natural return ({_whose(verdict)} verdict shows it)"
+    else:
+        basis = f"by file names alone ({_whose(verdict)} verdict does not show natural return)"
     if verdict is None:
         messages.append(
-            "note: no --attempt given; judging file names as if the compiler had returned "
-            "naturally (C8). While a compile may be live, pass --attempt"
+            "note: no --attempt given; judging by file names alone, natural return not "
+            "verified (C1, C8)"
         )
     failure = False
     if found.n_runs:
@@ -157,15 +171,22 @@ def check_outputs(
         if found.n_errors:
             failure = True
             messages.append(
-                f"failure: error log(s) {_more(found.errors, found.n_errors)} and no .run "
-                "package after natural return (C8: an error log without .run is a failure)"
+                f"failure {basis}: error log(s) {_more(found.errors, found.n_errors)} and no "
+                ".run package (C8: an error log without .run is a failure)"
             )
         if mode is PackageMode.REQUIRED:
             failure = True
             messages.append(
-                f"failure: no .run package under {directory} and --package required (C8)"
+                f"failure {basis}: no .run package under {directory} and --package required (C8)"
             )
         elif not found.n_errors:
             messages.append("ok: no .run package and no error log; --package optional (C8)")
+    if verdict is None:
+        package = " --package required" if mode is PackageMode.REQUIRED else ""
+        messages.append(
+            f"to check against an attempt: skgate check-outputs {directory}{package} "
+            "--attempt <root>/attempts/NNNN (judged only after its natural return; exit 6 "
+            "while it is live, 4 interrupted, 5 unknown)"
+        )
     status = "failure" if failure else "ok"
     return done(status, STATUS_EXIT[status])

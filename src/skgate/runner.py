@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import queue
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,9 +37,9 @@ from typing import Any
 
 from skgate import __version__, ledger, preflight, seal
 from skgate import attempt as files
-from skgate.census import take_census
+from skgate.census import take_census, top_entries
 from skgate.classify import classify
-from skgate.errors import SkgateError, UsageError
+from skgate.errors import BlockedError, SkgateError, UsageError
 from skgate.evidence import load_evidence
 from skgate.model import (
     SCHEMA_CONTROL,
@@ -51,6 +54,7 @@ from skgate.summary import LogScanner, validate_patterns
 from skgate.supervise import Supervisor, become_subreaper, cpu_seconds
 
 Echo = Callable[[bytes], None]
+Notify = Callable[[str], None]
 
 OUTPUTS_DIRNAME = "static_kernel_compile_outputs"
 
@@ -59,14 +63,26 @@ def validate(request: RunRequest) -> None:
     """Bad input is refused before anything is recorded or run (exit 2)."""
     if not request.argv:
         raise UsageError("no command given; put it after '--', e.g. skgate run -- bash run.sh")
-    if not (request.timeout > 0 and request.timeout == request.timeout):
-        raise UsageError(f"--timeout must be a positive number of seconds, not {request.timeout}")
-    if not request.grace >= 0:
-        raise UsageError(f"--grace must be zero or more seconds, not {request.grace}")
-    if not request.scan_interval > 0:
-        raise UsageError("--scan-interval must be a positive number of seconds")
-    if not Path(request.cwd).is_dir():
+    # Finite values only: an infinite timeout is no frozen timeout at all (C4), and
+    # evidence files must stay valid JSON (no Infinity/NaN).
+    if not (math.isfinite(request.timeout) and request.timeout > 0):
+        raise UsageError(
+            f"timeout (--timeout) must be a finite, positive number of seconds, not "
+            f"{request.timeout}"
+        )
+    if not (math.isfinite(request.grace) and request.grace >= 0):
+        raise UsageError(
+            f"grace (--grace) must be a finite number of seconds >= 0, not {request.grace}"
+        )
+    if not (math.isfinite(request.scan_interval) and request.scan_interval > 0):
+        raise UsageError("scan interval must be a finite, positive number of seconds")
+    if not (math.isfinite(request.lease_timeout) and request.lease_timeout >= 0):
+        raise UsageError("lease timeout (--lease-timeout) must be a finite number >= 0")
+    cwd = Path(request.cwd)
+    if not cwd.exists():
         raise UsageError(f"working directory {request.cwd} does not exist; pass an existing one")
+    if not cwd.is_dir():
+        raise UsageError(f"working directory {request.cwd} is not a directory; pass a directory")
     validate_patterns(request.summary_patterns, request.completion_marker)
 
 
@@ -156,6 +172,19 @@ class _Attempt:
         ledger.record_end(self.root, self.dir, verdict)
         return verdict
 
+    def abandon(self, reason: str) -> None:
+        """Record a not-started attempt without the ledger (it is what failed)."""
+        with contextlib.suppress(OSError, SkgateError):
+            if not (self.dir / files.CONTROL).exists():
+                self.write_control({})
+            self.emit("blocked", reasons=[reason])
+            verdict = classify(load_evidence(self.dir, finishing=True))
+            files.write_json_new(
+                self.dir / files.VERDICT, verdict.with_attempt(str(self.dir)).to_dict()
+            )
+            self.emit("finished", state=verdict.state.value, cause=None)
+        self.journal.close()
+
     def not_started(self, reasons: tuple[str, ...], controls: dict[str, Any] | None) -> Verdict:
         if not (self.dir / files.CONTROL).exists():
             self.write_control(controls or {})
@@ -163,13 +192,26 @@ class _Attempt:
         return self.finish()
 
 
-def run_here(request: RunRequest, echo: Echo | None = None) -> Verdict:
-    """Run one attempt in this process and return its verdict (see the module doc)."""
+def run_here(
+    request: RunRequest, echo: Echo | None = None, notify: Notify | None = None
+) -> Verdict:
+    """Run one attempt in this process and return its verdict (see the module doc).
+
+    ``echo`` receives the command's output as it streams (from a thread; it may block
+    without stalling supervision); ``notify`` receives one-line notes for the person
+    running it (a forwarded stop signal, for example).
+    """
     validate(request)
     attempt_dir = ledger.allocate(Path(request.root))
     att = _Attempt(request, attempt_dir)
     att.emit("created", attempt=str(attempt_dir), argv=list(request.argv), cwd=request.cwd)
-    ledger.record_start(att.root, attempt_dir, request.retry_of)
+    try:
+        ledger.record_start(att.root, attempt_dir, request.retry_of)
+    except (OSError, SkgateError) as exc:
+        # Never run unrecorded: leave a readable not-started attempt and refuse (exit 3).
+        reason = f"the evidence root's ledger cannot be written ({exc}); nothing was started"
+        att.abandon(reason)
+        raise BlockedError(reason) from None
     env = preflight.base_env(request, os.environ)
     if resolve_command(request.argv[0], env, request.cwd) is None:
         # Nothing to scan or freeze for a command that cannot start: say so first.
@@ -190,10 +232,20 @@ def run_here(request: RunRequest, echo: Echo | None = None) -> Verdict:
         raise
     try:
         att.foreign = plan.foreign
-        att.write_control(plan.controls)
+        # C8: what the outputs directory already holds belongs to earlier runs; only new
+        # entries are counted, so a stale error log or .run cannot decide this verdict.
+        before = top_entries(outputs_dir(request))
+        controls = dict(plan.controls)
+        controls["outputs_before"] = {
+            "path": str(outputs_dir(request)),
+            "entries": len(before),
+            "names": sorted(name for name, _ in before)[:50],
+            "note": "entries present before launch are not counted in this attempt's census",
+        }
+        att.write_control(controls)
         if plan.blocked:
-            return att.not_started(plan.blocked, plan.controls)
-        return _supervise(att, plan.env, echo)
+            return att.not_started(plan.blocked, controls)
+        return _supervise(att, plan.env, echo, notify, before)
     finally:
         plan.release()
 
@@ -204,7 +256,9 @@ def run_here(request: RunRequest, echo: Echo | None = None) -> Verdict:
 OBSERVATION_EVERY = 15
 
 
-def _observer(att: _Attempt, outputs: Path, interval: float) -> Callable[[int], None]:
+def _observer(
+    att: _Attempt, outputs: Path, interval: float, before: frozenset[tuple[str, int]]
+) -> Callable[[int], None]:
     last = [time.monotonic()]
     seen = [-1]
 
@@ -215,7 +269,7 @@ def _observer(att: _Attempt, outputs: Path, interval: float) -> Callable[[int], 
         if now - last[0] < interval / 3:
             return  # a changing tree is still observed at most every few seconds
         last[0], seen[0] = now, owned_alive
-        census = take_census(outputs, live=True)
+        census = take_census(outputs, live=True, exclude=before)
         att.emit(
             "observation",
             owned_alive=owned_alive,
@@ -230,7 +284,59 @@ def _observer(att: _Attempt, outputs: Path, interval: float) -> Callable[[int], 
     return tick
 
 
-def _supervise(att: _Attempt, env: dict[str, str], echo: Echo | None) -> Verdict:
+class _Echo:
+    """Echo the command's output from a thread, never blocking the supervision loop.
+
+    The loop that enforces the frozen deadline (C4) must not wait on a terminal: a
+    paused pager or a full pipe on stdout would stall the timeout and the run log. The
+    loop hands chunks to a bounded queue; when the terminal does not keep up, chunks are
+    dropped from the echo (never from ``run.log``, the evidence) and counted.
+    """
+
+    MAX_CHUNKS = 256
+
+    def __init__(self, write: Echo) -> None:
+        self._write = write
+        self._queue: queue.Queue[bytes | None] = queue.Queue(self.MAX_CHUNKS)
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name="skgate-echo", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            data = self._queue.get()
+            if data is None:
+                return
+            with contextlib.suppress(OSError, ValueError):  # a closed terminal
+                self._write(data)
+
+    def __call__(self, data: bytes) -> None:
+        try:
+            self._queue.put_nowait(data)
+        except queue.Full:
+            self.dropped += len(data)
+
+    def close(self, timeout: float = 1.0) -> None:
+        """Let the thread flush what is queued, waiting at most ``timeout``; never blocks
+        the caller on the terminal itself (the thread is a daemon)."""
+        if self.dropped:
+            with contextlib.suppress(queue.Full):
+                self._queue.put_nowait(
+                    f"\n[skgate: {self.dropped} bytes of output were not echoed because the "
+                    "terminal did not keep up; run.log has all of it]\n".encode()
+                )
+        with contextlib.suppress(queue.Full):
+            self._queue.put(None, timeout=timeout)
+        self._thread.join(timeout)
+
+
+def _supervise(
+    att: _Attempt,
+    env: dict[str, str],
+    echo: Echo | None,
+    notify: Notify | None,
+    before: frozenset[tuple[str, int]],
+) -> Verdict:
     request = att.request
     scanner = LogScanner(request.summary_patterns, request.completion_marker)
     log_fd = os.open(
@@ -239,14 +345,15 @@ def _supervise(att: _Attempt, env: dict[str, str], echo: Echo | None) -> Verdict
         0o644,
     )
 
+    echoer = _Echo(echo) if echo is not None else None
+
     def sink(data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(log_fd, view) :]
         scanner.feed(data)
-        if echo is not None:
-            with contextlib.suppress(OSError):  # a closed terminal must not stop the evidence
-                echo(data)
+        if echoer is not None:
+            echoer(data)
 
     sup = Supervisor(
         request.argv,
@@ -258,7 +365,10 @@ def _supervise(att: _Attempt, env: dict[str, str], echo: Echo | None) -> Verdict
         sink=sink,
         on_manifest=att.write_ownership,
         scan_interval=request.scan_interval,
-        on_tick=_observer(att, outputs_dir(request), OBSERVATION_EVERY * request.scan_interval),
+        on_tick=_observer(
+            att, outputs_dir(request), OBSERVATION_EVERY * request.scan_interval, before
+        ),
+        notify=notify,
     )
     subreaper = become_subreaper()
     sup.install_handlers()
@@ -267,6 +377,8 @@ def _supervise(att: _Attempt, env: dict[str, str], echo: Echo | None) -> Verdict
             proc = sup.launch()
         except OSError as exc:
             os.close(log_fd)
+            if echoer is not None:
+                echoer.close()
             return att.not_started(
                 (f"the command could not be started: {exc.strerror or exc}",), None
             )
@@ -293,7 +405,7 @@ def _supervise(att: _Attempt, env: dict[str, str], echo: Echo | None) -> Verdict
     finally:
         sup.restore_handlers()
     scan = scanner.finish()
-    census = take_census(outputs_dir(request), live=outcome.escaped_alive > 0)
+    census = take_census(outputs_dir(request), live=outcome.escaped_alive > 0, exclude=before)
     own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     try:
         files.write_batch_new(
@@ -308,7 +420,12 @@ def _supervise(att: _Attempt, env: dict[str, str], echo: Echo | None) -> Verdict
     finally:
         os.close(log_fd)
         os.close(own_fd)
-    return att.finish()
+    try:
+        return att.finish()
+    finally:
+        # After the verdict is written: a terminal that does not read never delays it.
+        if echoer is not None:
+            echoer.close()
 
 
 # -- the child side of the API protocol -------------------------------------------------

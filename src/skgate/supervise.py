@@ -135,6 +135,7 @@ class Supervisor:
         on_manifest: Callable[[list[ProcessRecord], bool], None],
         scan_interval: float = 1.0,
         on_tick: Callable[[int], None] | None = None,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         self.argv = argv
         self.env = env
@@ -146,6 +147,7 @@ class Supervisor:
         self.on_manifest = on_manifest
         self.scan_interval = scan_interval
         self.on_tick = on_tick
+        self.notify: Callable[[str], None] = notify or (lambda _msg: None)
         self.tracked: dict[tuple[int, int], Tracked] = {}
         self._pending: list[int] = []
         self._proc: subprocess.Popen[bytes] | None = None
@@ -206,6 +208,7 @@ class Supervisor:
         kill_at: float | None = None  # when SIGKILL goes to the group, once stopping began
         give_up_at: float | None = None  # when escaped survivors stop being waited for
         leader_done = False
+        escalated = False
         pipe_fd = proc.stdout.fileno()
         os.set_blocking(pipe_fd, False)
 
@@ -230,20 +233,6 @@ class Supervisor:
                     next_scan = now + self.scan_interval
                     check_children = True
 
-                # The frozen top-level timeout (C4): SIGTERM the own group, once.
-                if not out.timeout_fired and now >= deadline:
-                    out.timeout_fired = True
-                    self.emit("timeout", timeout=self.timeout)
-                    self._signal_group(pid, signal.SIGTERM, "timeout")
-                    kill_at = now + self.grace
-                if kill_at is not None and now >= kill_at:
-                    kill_at = None
-                    if self._live_tree(pid, group_only=True):
-                        # Even with the leader gone: what ignored SIGTERM must not survive.
-                        self._signal_group(pid, signal.SIGKILL, "grace-expired")
-                    give_up_at = now + self.grace
-                    check_children = True
-
                 for signum in self._drain_pending():
                     if signum == signal.SIGCHLD:
                         check_children = True
@@ -251,13 +240,24 @@ class Supervisor:
                     out.external_signals.append(signum)
                     self.emit("signal_received", signal=signum, name=_name(signum))
                     if len(out.external_signals) == 1:
+                        # Forwarded to the own group only (C4), once. No automatic SIGKILL
+                        # follows: only the frozen timeout may end what ignores it.
                         self._signal_group(pid, signum, "forwarded")
-                        kill_at = now + self.grace
-                    elif kill_at is not None:
-                        # A second stop request means now: escalate at once.
+                        self.notify(
+                            f"skgate: forwarded {_name(signum)} to the command's process group "
+                            f"{pid}; send it again to SIGKILL that group"
+                        )
+                    elif not escalated:
+                        # A second stop request is an explicit "now".
+                        escalated = True
                         self._signal_group(pid, signal.SIGKILL, "escalated")
-                        kill_at = None
                         give_up_at = now + self.grace
+                        check_children = True
+
+                if not out.timeout_fired and now >= deadline:
+                    check_children = True  # an exit that raced the deadline counts first
+                if give_up_at is not None and now >= give_up_at:
+                    check_children = True
 
                 if check_children:
                     check_children = False
@@ -303,11 +303,24 @@ class Supervisor:
                             )
                             break
 
+                # The frozen top-level timeout (C4): SIGTERM the own group, once.
+                if not out.timeout_fired and now >= deadline:
+                    out.timeout_fired = True
+                    self.emit("timeout", timeout=self.timeout)
+                    self._signal_group(pid, signal.SIGTERM, "timeout")
+                    kill_at = now + self.grace
+                if kill_at is not None and now >= kill_at:
+                    kill_at = None
+                    # Even with the leader gone: what ignored SIGTERM must not survive.
+                    self._signal_group(pid, signal.SIGKILL, "grace-expired")
+                    give_up_at = now + self.grace
+                    check_children = True
+
                 wake = [next_scan, kill_at, give_up_at]
                 if not out.timeout_fired:
                     wake.append(deadline)
                 horizon = min(w for w in wake if w is not None)
-                wait_s = max(0.0, horizon - time.monotonic())
+                wait_s = 0.0 if check_children else max(0.0, horizon - time.monotonic())
                 for key, _ in sel.select(wait_s):
                     if key.data == "pipe":
                         self._read_pipe(pipe_fd, sel)
@@ -345,15 +358,25 @@ class Supervisor:
         return [t.record() for t in sorted(self.tracked.values(), key=lambda t: t.first_seen)]
 
     def _drain_pending(self) -> list[int]:
-        got, self._pending[:] = list(self._pending), []
+        # pop() is atomic against the handler (which only appends), so nothing is lost.
+        got: list[int] = []
+        while self._pending:
+            got.append(self._pending.pop(0))
         return got
 
     def _signal_group(self, pgid: int, signum: int, reason: str) -> None:
-        try:
-            os.killpg(pgid, signum)
-            delivered = True
-        except ProcessLookupError:
-            delivered = False  # nothing is left in the group
+        """Signal the own group, and only while it has a live member.
+
+        With only the leader's zombie left there is nobody to signal: the event says so
+        (``delivered: false``) instead of claiming a signal that reached no process.
+        """
+        delivered = False
+        if self._live_tree(pgid, group_only=True):
+            try:
+                os.killpg(pgid, signum)
+                delivered = True
+            except ProcessLookupError:
+                delivered = False
         self.emit(
             "signal_sent",
             signal=int(signum),

@@ -21,27 +21,38 @@ Log reading streams fixed-size blocks and only looks at lines that contain
 ``uninstall.sh`` (bounded memory for a multi-GB log; own reader, so this module does not
 depend on ``summary.LogScanner``).
 
-Schema history: ``skgate.uninstall/1``: first version (2026-11).
+The record is created exclusively *before* anything runs (``RecordWriter``): if it cannot
+be created, nothing runs. It is then filled as candidates are handled: just before a
+script runs its entry says ``running`` and the file is flushed, fsync'd and atomically
+renamed into place, and again when it returns, so a crash mid-way still leaves what ran.
+``complete`` says whether the run of ``skgate uninstall`` finished.
+
+Schema history: ``skgate.uninstall/1``: first version (2026-11), written once at the end.
+``skgate.uninstall/2``: created before anything runs and filled as it goes; adds
+``complete`` and the ``running`` action (a script started, no result recorded).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import re
 import stat
 import subprocess
+import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skgate import observe
-from skgate.attempt import write_json_new
+from skgate.attempt import _fsync_dir, dumps
 from skgate.errors import EvidenceError, UsageError
 
-SCHEMA_UNINSTALL = "skgate.uninstall/1"
+SCHEMA_UNINSTALL = "skgate.uninstall/2"
 MARKER = b"uninstall.sh"
 INSTALL_SUBDIR = ("opp", "static_kernel", "ai_core")
 SCRIPT = "uninstall.sh"
@@ -61,7 +72,9 @@ class Candidate:
 
     path: str
     source: str  # "log line N" or "record <package>"
-    action: str  # "run", "refused", "would-run" (dry run), "kept" (record of a live owner)
+    # "run", "refused", "would-run" (dry run), "kept" (record of a live owner), and in a
+    # partial record "running" (started, no result recorded: the run was cut short).
+    action: str
     reason: str
     exit_status: int | None = None
     output: str | None = None
@@ -349,6 +362,116 @@ def run_checked(
     return True, proc.returncode, text, None
 
 
+_RUNNING = "started; no result recorded (the uninstall run was cut short)"
+
+
+class RecordWriter:
+    """The uninstall record: created exclusively before anything runs, filled as it goes.
+
+    Every fill writes the whole document to a temp file in the record's directory,
+    flushes and fsyncs it and renames it over the record (then fsyncs the directory):
+    a reader or a crash sees the previous or the next complete state, never half a file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, path: Path) -> RecordWriter:
+        """Create ``path`` exclusively; any problem is a one-line ``EvidenceError``."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise EvidenceError(
+                f"{path.parent}: cannot create the record directory ({exc.strerror}); "
+                "nothing was run"
+            ) from None
+        head = {"schema": SCHEMA_UNINSTALL, "complete": False, "created_at": time.time()}
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except FileExistsError:
+            raise EvidenceError(
+                f"{path}: already exists; a record is never overwritten (nothing was run)"
+            ) from None
+        except OSError as exc:
+            raise EvidenceError(
+                f"{path}: cannot create the record ({exc.strerror}); nothing was run"
+            ) from None
+        try:
+            os.write(fd, dumps({**head, "candidates": [], "notes": []}).encode("utf-8"))
+            os.fsync(fd)
+        except OSError as exc:
+            raise EvidenceError(
+                f"{path}: cannot write the record ({exc.strerror}); nothing was run"
+            ) from None
+        finally:
+            os.close(fd)
+        _fsync_dir(path.parent)
+        return cls(path)
+
+    def fill(self, result: UninstallResult, *, complete: bool = False) -> None:
+        """Replace the record's content with ``result`` (durably, atomically)."""
+        data = {**result.to_dict(), "complete": complete}
+        tmp: str | None = None
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(dumps(data))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            raise EvidenceError(
+                f"{self.path}: cannot update the record ({exc.strerror}); stopped, "
+                "nothing further was run"
+            ) from None
+        _fsync_dir(self.path.parent)
+
+
+@dataclass
+class _Progress:
+    """Candidates so far, filled into the record around each script that runs."""
+
+    record: RecordWriter | None
+    mode: str
+    ascend_home: str | None
+    outputs: str | None
+    dry_run: bool
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    candidates: list[Candidate] = field(default_factory=list)
+
+    def result(
+        self, notes: tuple[str, ...] = (), pending: Candidate | None = None
+    ) -> UninstallResult:
+        cands = (*self.candidates, pending) if pending is not None else tuple(self.candidates)
+        return UninstallResult(
+            self.mode, self.ascend_home, self.outputs, self.dry_run, cands, notes, self.extra
+        )
+
+    def start(self) -> None:
+        if self.record is not None:
+            self.record.fill(self.result())
+
+    def running(self, pending: Candidate) -> None:
+        if self.record is not None:
+            self.record.fill(self.result(pending=pending))
+
+    def add(self, candidate: Candidate) -> None:
+        self.candidates.append(candidate)
+        if self.record is not None and candidate.action == "run":
+            self.record.fill(self.result())
+
+    def finish(self, notes: tuple[str, ...] = ()) -> UninstallResult:
+        result = self.result(notes)
+        if self.record is not None:
+            self.record.fill(result, complete=True)
+        return result
+
+
 def _handle(
     path: str,
     source: str,
@@ -358,6 +481,7 @@ def _handle(
     dry_run: bool,
     env: Mapping[str, str] | None,
     before_exec: Callable[[], None] | None,
+    before_run: Callable[[Candidate], None] | None = None,
 ) -> Candidate:
     try:
         checked = check_path(path, ascend_home, packages)
@@ -368,6 +492,8 @@ def _handle(
             return Candidate(
                 path, source, "would-run", "valid package uninstall script", package=checked.package
             )
+        if before_run is not None:
+            before_run(Candidate(path, source, "running", _RUNNING, package=checked.package))
         ran, status, output, refusal = run_checked(checked, env=env, before_exec=before_exec)
     finally:
         checked.close()
@@ -385,11 +511,17 @@ def uninstall_from_log(
     dry_run: bool = False,
     env: Mapping[str, str] | None = None,
     before_exec: Callable[[], None] | None = None,
+    record: RecordWriter | None = None,
 ) -> UninstallResult:
-    """Validate and run each distinct ``uninstall.sh`` path the log prints (C8)."""
+    """Validate and run each distinct ``uninstall.sh`` path the log prints (C8).
+
+    With ``record`` (already created, see ``RecordWriter.create``), each script is
+    recorded as ``running`` before it runs and with its result after.
+    """
+    progress = _Progress(record, "from-log", ascend_home, str(outputs), dry_run)
+    progress.start()
     packages = produced_packages(outputs)
     seen: set[str] = set()
-    candidates: list[Candidate] = []
     dropped = 0
     for offset, line in iter_marker_lines(log):
         for path in extract_paths(line):
@@ -400,7 +532,7 @@ def uninstall_from_log(
                 continue
             seen.add(path)
             source = f"log byte {offset}"
-            candidates.append(
+            progress.add(
                 _handle(
                     path,
                     source,
@@ -409,6 +541,7 @@ def uninstall_from_log(
                     dry_run=dry_run,
                     env=env,
                     before_exec=before_exec,
+                    before_run=progress.running,
                 )
             )
     notes = (
@@ -416,7 +549,7 @@ def uninstall_from_log(
         if dropped
         else ()
     )
-    return UninstallResult("from-log", ascend_home, str(outputs), dry_run, tuple(candidates), notes)
+    return progress.finish(notes)
 
 
 # ---------------------------------------------------------------------------
@@ -495,6 +628,7 @@ def uninstall_stale_records(
     outputs: Path | None = None,
     dry_run: bool = False,
     env: Mapping[str, str] | None = None,
+    record: RecordWriter | None = None,
 ) -> UninstallResult:
     """Uninstall packages whose recording process is gone or whose pid was recycled.
 
@@ -503,10 +637,14 @@ def uninstall_stale_records(
     itself is left as it is (it is part of the scene ``cleanup`` preserves).
     """
     outputs = outputs if outputs is not None else workdir / "static_kernel_compile_outputs"
-    packages = produced_packages(outputs)
     path = workdir / RECORDS
+    progress = _Progress(
+        record, "stale-records", ascend_home, str(outputs), dry_run, {"records": str(path)}
+    )
+    progress.start()
+    packages = produced_packages(outputs)
     records, notes = load_records(path)
-    candidates: list[Candidate] = []
+    candidates = progress.candidates
     for package, rec in records.items():
         source = f"record {package!r}"
         if not isinstance(rec, dict):
@@ -554,27 +692,16 @@ def uninstall_stale_records(
             dry_run=dry_run,
             env=env,
             before_exec=None,
+            before_run=progress.running,
         )
-        candidates.append(
+        progress.add(
             Candidate(
                 c.path, c.source, c.action, f"{why}; {c.reason}", c.exit_status, c.output, c.package
             )
         )
-    return UninstallResult(
-        "stale-records",
-        ascend_home,
-        str(outputs),
-        dry_run,
-        tuple(candidates),
-        tuple(notes),
-        {"records": str(path)},
-    )
+    return progress.finish(tuple(notes))
 
 
 def write_record(path: Path, result: UninstallResult) -> None:
-    """Write the result exclusively (never overwrites an earlier record)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise EvidenceError(f"{path.parent}: cannot create ({exc.strerror})") from None
-    write_json_new(path, result.to_dict())
+    """Write a finished result as a new record (never overwrites an earlier record)."""
+    RecordWriter.create(path).fill(result, complete=True)
