@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -95,6 +96,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # the last resort: a bug in skgate, never a traceback
+        if os.environ.get("SKGATE_DEBUG"):
+            raise
+        print(
+            f"skgate: internal error: {type(exc).__name__}: {exc} (a bug in skgate, not a "
+            "verdict; evidence already written is kept; rerun with SKGATE_DEBUG=1 for details)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     return code
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from skgate import demo as demo_mod
 from skgate.cli_args import add_run_options, positive_seconds, request_from_args
-from skgate.errors import UsageError
+from skgate.errors import SkgateError, UsageError
 from skgate.evidence import current_verdict, recompute
 from skgate.ledger import DEFAULT_ROOT, latest, resolve
-from skgate.model import Verdict
+from skgate.model import EXIT_USAGE, Verdict
 from skgate.runner import run_here
 from skgate.words import HEADLINE
 
@@ -103,13 +103,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     target = Path(args.target)
     if args.all:
-        verdicts = [current_verdict(a) for a in resolve(target)]
+        # One damaged attempt must not hide the others: each is read on its own.
+        rows: list[tuple[Path, Verdict | None, str | None]] = []
+        for attempt in resolve(target):
+            try:
+                rows.append((attempt, current_verdict(attempt), None))
+            except SkgateError as exc:
+                rows.append((attempt, None, str(exc)))
         if args.json:
-            print(json.dumps([v.to_dict() for v in verdicts], ensure_ascii=False, indent=2))
+            print(
+                json.dumps(
+                    [v.to_dict() if v else {"attempt": str(a), "error": err} for a, v, err in rows],
+                    ensure_ascii=False,
+                    indent=2,
+                )
+            )
         else:
-            for v in verdicts:
-                print(f"{v.attempt}: {HEADLINE[v.state]}")
-        return verdicts[-1].exit_code if verdicts else 0
+            for a, v, err in rows:
+                print(f"{a}: {HEADLINE[v.state]}" if v else f"{a}: damaged evidence: {err}")
+        if any(err for _, _, err in rows):
+            return EXIT_USAGE
+        last = rows[-1][1] if rows else None
+        return last.exit_code if last else 0
     attempt = target if (target / "control.json").is_file() else latest(target)
     if args.watch:
         if args.json:
