@@ -330,7 +330,8 @@ def test_unwritable_root_refuses_to_launch(tmp_path: Path) -> None:
     cmd = script(tmp_path, "touch.py", f"open({str(canary)!r}, 'w').close()\n")
     res = run_skgate("run", "--root", str(blocker), "--", *cmd, cwd=tmp_path)
     assert res.returncode == 3
-    assert "cannot be written" in res.stderr and "Traceback" not in res.stderr
+    assert "Not a directory" in res.stderr and "choose a writable --root" in res.stderr
+    assert "Traceback" not in res.stderr
     assert not canary.exists(), "nothing may run unrecorded"
 
 

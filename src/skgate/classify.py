@@ -163,8 +163,9 @@ def classify(ev: Evidence) -> Verdict:
                 None,
                 (
                     f"C2.1: {ev.owned_alive} owned process(es) alive and the frozen deadline "
-                    "has not passed (the runner itself is gone); observe read-only, "
-                    "kill nothing",
+                    "has not passed; observe read-only, kill nothing. The runner that owns "
+                    "this attempt is gone, so nobody will record the natural return: the "
+                    "attempt can only end unknown, and a clean retry will be needed",
                     *escapes,
                 ),
             )

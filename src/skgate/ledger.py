@@ -52,6 +52,13 @@ def allocate(root: Path) -> Path:
     base = root / ATTEMPTS
     try:
         base.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        # mkdir's "File exists" would mislead: something that is not a directory is there.
+        what = "a dangling symbolic link" if root.is_symlink() else "not a directory"
+        raise BlockedError(
+            f"evidence root {root} (or a part of it) is {what}; choose a writable --root "
+            "(skgate never runs unrecorded)"
+        ) from None
     except OSError as exc:
         raise BlockedError(
             f"evidence root {root} cannot be written ({exc.strerror}); "
