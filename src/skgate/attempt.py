@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -98,9 +98,23 @@ def write_batch_new(
             view = memoryview(payload)
             while view:
                 view = view[os.write(fd, view) :]
-        targets = [*fds, *also_sync]
-        with ThreadPoolExecutor(max_workers=max(1, min(8, len(targets)))) as pool:
-            list(pool.map(os.fsync, targets))
+        # Plain threads (not concurrent.futures): that import alone costs the start-up
+        # of every run more than this whole flush does.
+        errors: list[OSError] = []
+
+        def flush(fd: int) -> None:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=flush, args=(fd,)) for fd in (*fds, *also_sync)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
     finally:
         for fd in fds:
             os.close(fd)

@@ -168,8 +168,8 @@ class _Attempt:
         self.journal.close()
         # Seal first, so the ledger's end entry carries the seal's hash (C4: the scene
         # can be verified later, and a rebuilt seal.json breaks the chain).
-        seal.seal_attempt(self.dir)
-        ledger.record_end(self.root, self.dir, verdict)
+        seal.seal_attempt(self.dir, chain=False)
+        ledger.record_end(self.root, self.dir, verdict)  # chains the seal's hash
         return verdict
 
     def abandon(self, reason: str) -> None:

@@ -19,11 +19,11 @@ Schema history: ``skgate.seal/1``, ``skgate.scene/1``: first versions (2026-11).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import time
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,10 +118,26 @@ def _hash_one(base: Path, name: str) -> tuple[str, int] | None:
         os.close(fd)
 
 
+#: Below this many bytes in all, files are hashed one after another.
+PARALLEL_MIN_BYTES = 8 << 20
+
+
+def _total_size(base: Path, names: list[str]) -> int:
+    total = 0
+    for n in names:
+        with contextlib.suppress(OSError):
+            total += os.lstat(base / n).st_size
+    return total
+
+
 def hash_files(base: Path, names: list[str]) -> dict[str, tuple[str, int] | None]:
     """sha256 and size of each named file under ``base`` (None: unreadable), in parallel."""
-    if len(names) <= 1:
+    if len(names) <= 1 or _total_size(base, names) < PARALLEL_MIN_BYTES:
+        # An attempt's own evidence is small: threads would cost more than they save.
         return {n: _hash_one(base, n) for n in names}
+    # Imported here: only large scenes need it, and its import costs every run's start-up.
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
     with ThreadPoolExecutor(max_workers=_workers()) as pool:
         return dict(zip(names, pool.map(lambda n: _hash_one(base, n), names), strict=True))
 
@@ -139,8 +155,12 @@ def manifest_entries(base: Path, skip: Iterable[str] = ()) -> list[FileEntry]:
     return entries
 
 
-def seal_attempt(attempt: Path) -> Path:
-    """Write ``seal.json`` over every evidence file present; refuse if already sealed."""
+def seal_attempt(attempt: Path, *, chain: bool = True) -> Path:
+    """Write ``seal.json`` over every evidence file present; refuse if already sealed.
+
+    ``chain=False`` leaves chaining the seal's hash to the caller: the runner's ``end``
+    ledger entry, written right after, carries it (one ledger append instead of two).
+    """
     path = attempt / SEAL
     if path.exists():
         raise EvidenceError(f"{path}: already exists; a seal is never rewritten")
@@ -155,7 +175,7 @@ def seal_attempt(attempt: Path) -> Path:
         },
     )
     root = ledger.root_of(attempt)
-    if root is not None:
+    if root is not None and chain:
         ledger.record_seal(root, attempt)
     return path
 
