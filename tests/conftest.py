@@ -31,7 +31,7 @@ ENV = {
 REAL_COMPILER_NAMES = {"SKGATE_COMPILER_NAMES": "opc,op_compiler"}
 
 
-def wait_for(check: Callable[[], object], timeout: float = 20.0, what: str = "condition") -> Any:
+def wait_for(check: Callable[[], object], what: str = "condition", timeout: float = 20.0) -> Any:
     """Poll ``check`` until it returns something truthy; fail the test at the deadline."""
     deadline = time.monotonic() + timeout
     while True:
@@ -51,7 +51,7 @@ def wait_file(path: Path, timeout: float = 20.0) -> str:
             return None
         return text if text.endswith("\n") else None
 
-    result: str = wait_for(ready, timeout, f"marker {path}")
+    result: str = wait_for(ready, f"marker {path}", timeout)
     return result
 
 

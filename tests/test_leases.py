@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from conftest import wait_for
 from skgate import leases
 from skgate.model import RunRequest
 from skgate.preflight import prepare
@@ -39,11 +39,8 @@ plan.release()
 """
 
 
-def wait_for(path: Path, deadline: float = 30.0) -> None:
-    end = time.monotonic() + deadline
-    while not path.exists():
-        assert time.monotonic() < end, f"timed out waiting for {path}"
-        time.sleep(0.02)
+def wait_path(path: Path) -> None:
+    wait_for(path.exists, what=str(path), timeout=30)
 
 
 def test_two_runs_on_one_device_never_overlap(tmp_path: Path) -> None:
@@ -54,16 +51,16 @@ def test_two_runs_on_one_device_never_overlap(tmp_path: Path) -> None:
             [sys.executable, "-c", HOLDER, str(root), "a", str(tmp_path), str(tmp_path / "go-a")]
         )
         procs.append(a)
-        wait_for(tmp_path / "a.held")
+        wait_path(tmp_path / "a.held")
         b = subprocess.Popen(
             [sys.executable, "-c", HOLDER, str(root), "b", str(tmp_path), str(tmp_path / "go-b")]
         )
         procs.append(b)
-        wait_for(tmp_path / "b.waiting")  # b saw the device busy ...
+        wait_path(tmp_path / "b.waiting")  # b saw the device busy ...
         assert not (tmp_path / "b.held").exists()  # ... and did not take it
         assert str(a.pid) in (tmp_path / "b.waiting").read_text()  # it knows the holder
         (tmp_path / "go-a").write_text("")
-        wait_for(tmp_path / "b.held")
+        wait_path(tmp_path / "b.held")
         a_released = float((tmp_path / "a.released").read_text())
         b_held = float((tmp_path / "b.held").read_text())
         assert b_held >= a_released

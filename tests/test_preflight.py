@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from skgate import jobs, profiler
 from skgate.attempt import write_json_new
 from skgate.errors import UsageError
@@ -214,10 +214,7 @@ def start_compiler(tmp_path: Path, name: str) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [name, "-c", code, name, str(marker)], executable=sys.executable, stdin=subprocess.PIPE
     )
-    end = time.monotonic() + 30
-    while not marker.exists():
-        assert time.monotonic() < end
-        time.sleep(0.02)
+    wait_for(marker.exists, what=f"marker {marker}", timeout=30)
     return proc
 
 

@@ -13,30 +13,19 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from skgate.sim import faults
 
 LAUNCHER = [sys.executable, "-m", "skgate.sim.launcher"]
 SUMMARY_RE = re.compile(r"^\[summary\] stage=(\S+) inputs=(\d+) succeeded=(\d+) failed=(\d+)$")
 DEADLINE = 20.0
-
-
-def wait_for(check: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.01)
 
 
 def stat_fields(pid: int) -> tuple[str, list[str]] | None:
