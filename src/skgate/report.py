@@ -47,142 +47,13 @@ from skgate.model import (
     check_schema,
 )
 from skgate.regress import health_statement
+from skgate.words import C7, EVENT_WORDS, NEXT_STEP, WORDS, phrase
 
 SCHEMA_REPORT = "skgate.report/1"
 LANGS = ("en", "zh")
 FORMATS = ("md", "json")
 
 VerdictOf = Callable[[Path], Verdict]
-
-#: C7 phrases, exactly as contract.md gives them.
-C7 = {
-    "provisional": {"en": "provisional error-named files", "zh": "暂时性 error 命名文件"},
-    "final_failure": {
-        "en": "naturally returned final compiler failures",
-        "zh": "自然返回的最终编译失败",
-    },
-    "interruption": {
-        "en": "top-level timeout or external interruption",
-        "zh": "顶层超时/外部中断",
-    },
-    "clean_retry": {"en": "valid clean-retry result", "zh": "有效干净重试结果"},
-}
-
-#: How each state is named. failed and interrupted use the C7 phrases (C7).
-WORDS: Mapping[State, Mapping[str, str]] = {
-    State.IN_PROGRESS: {
-        "en": "in progress (compilation is live; observe read-only, kill nothing)",
-        "zh": "进行中（编译仍在运行；只读观察，不终止任何进程）",
-    },
-    State.SUCCEEDED: {"en": "succeeded", "zh": "成功"},
-    State.FAILED: {
-        "en": f"failed: {C7['final_failure']['en']}",
-        "zh": f"失败：{C7['final_failure']['zh']}",
-    },
-    State.INTERRUPTED: {
-        "en": f"interrupted: {C7['interruption']['en']}",
-        "zh": f"中断：{C7['interruption']['zh']}",
-    },
-    State.UNKNOWN: {
-        "en": "unknown (evidence missing or contradictory; no conclusion is drawn)",
-        "zh": "未知（证据缺失或自相矛盾；不下结论）",
-    },
-    State.NOT_STARTED: {
-        "en": "not started (nothing was launched; not a compile result)",
-        "zh": "未启动（没有启动任何进程；不是编译结果）",
-    },
-}
-
-_T: Mapping[str, Mapping[str, str]] = {
-    "title_attempt": {"en": "skgate report: attempt", "zh": "skgate 报告：尝试"},
-    "title_root": {"en": "skgate report: evidence root", "zh": "skgate 报告：证据根目录"},
-    "verdict": {"en": "Verdict", "zh": "结论"},
-    "state": {"en": "state", "zh": "状态"},
-    "cause": {"en": "cause", "zh": "原因类别"},
-    "exit_status": {"en": "exit status", "zh": "退出码"},
-    "exit_signal": {"en": "ended by signal", "zh": "结束信号"},
-    "natural": {"en": "natural return", "zh": "自然返回"},
-    "yes": {"en": "yes", "zh": "是"},
-    "no": {"en": "no", "zh": "否"},
-    "reasons": {"en": "Reasons", "zh": "依据（原文）"},
-    "next": {"en": "Next step", "zh": "下一步"},
-    "timeline": {"en": "Timeline", "zh": "时间线"},
-    "controls": {"en": "Frozen controls", "zh": "冻结的控制参数"},
-    "ownership": {"en": "Ownership", "zh": "进程归属"},
-    "census": {"en": "Artifact census", "zh": "产物统计"},
-    "summary": {"en": "Final summary lines (verbatim)", "zh": "最终汇总行（原文）"},
-    "missing": {"en": "Missing evidence", "zh": "缺失的证据"},
-    "attempts": {"en": "Attempts (oldest first)", "zh": "尝试列表（从旧到新）"},
-    "retry_of": {"en": "retry of", "zh": "重试自"},
-    "retried_by": {"en": "retried by", "zh": "重试为"},
-    "no_events": {"en": "no events recorded", "zh": "没有记录事件"},
-    "no_ownership": {
-        "en": "ownership manifest (ownership.json) is missing",
-        "zh": "进程归属清单（ownership.json）缺失",
-    },
-    "no_census": {"en": "no census recorded", "zh": "没有产物统计"},
-    "no_outputs": {"en": "outputs directory did not exist", "zh": "输出目录不存在"},
-    "no_summary": {
-        "en": "no [summary] or matched summary lines were archived",
-        "zh": "没有归档 [summary] 行或匹配的汇总行",
-    },
-    "none": {"en": "none", "zh": "无"},
-}
-
-_NEXT: Mapping[State, Mapping[str, str]] = {
-    State.IN_PROGRESS: {
-        "en": "Keep waiting for natural return. Observe read-only with `skgate status {a}`; "
-        "kill nothing: process age, quiet output and error-named files are not evidence (C1).",
-        "zh": "继续等待自然返回。用 `skgate status {a}` 只读观察；不要终止任何进程："
-        "进程运行时间、输出安静和暂时性 error 命名文件都不是失败证据（C1）。",
-    },
-    State.SUCCEEDED: {
-        "en": "None: every stage reports all inputs succeeded after natural return; "
-        "the result can be cited.",
-        "zh": "无需操作：自然返回后每个阶段的所有输入均成功；可以引用此结果。",
-    },
-    State.FAILED: {
-        "en": "Read the kept error logs: after natural return they are final compiler "
-        "evidence (C2.3).",
-        "zh": "查看保留的 error 日志：自然返回后它们是最终编译证据（C2.3）。",
-    },
-    State.INTERRUPTED: {
-        "en": "A clean retry is required before judging compiler support: use "
-        "`skgate retry {a}`. The interrupted scene is kept as it is (C4).",
-        "zh": "在判断编译器是否支持之前必须先做一次干净重试：使用 `skgate retry {a}`。"
-        "中断现场保持原样（C4）。",
-    },
-    State.UNKNOWN: {
-        "en": "Do not conclude. Recover the missing evidence listed below, or run a clean "
-        "retry with `skgate retry {a}`; failure is never inferred (C2.5).",
-        "zh": "不要下结论。补齐下面列出的缺失证据，或用 `skgate retry {a}` 做一次干净重试；"
-        "不推断失败（C2.5）。",
-    },
-    State.NOT_STARTED: {
-        "en": "Fix the blocker named in the reasons and run again; nothing was compiled.",
-        "zh": "修复依据中列出的阻塞原因后重新运行；本次没有进行任何编译。",
-    },
-}
-
-_EVENTS: Mapping[str, Mapping[str, str]] = {
-    "created": {"en": "attempt created", "zh": "创建尝试"},
-    "preflight": {"en": "preflight checked", "zh": "预检完成"},
-    "blocked": {"en": "blocked before launch", "zh": "启动前被阻止"},
-    "launched": {"en": "launched", "zh": "启动"},
-    "observation": {"en": "observed", "zh": "观察"},
-    "signal_received": {"en": "signal received from outside", "zh": "收到外部信号"},
-    "signal_sent": {"en": "signal sent to the own process group", "zh": "向自有进程组发送信号"},
-    "timeout": {"en": "frozen top-level timeout fired", "zh": "顶层冻结超时触发"},
-    "leader_exited": {"en": "top-level process exited", "zh": "顶层进程退出"},
-    "reaped": {"en": "owned processes reaped", "zh": "回收自有进程"},
-    "tree_ended": {"en": "owned process tree ended", "zh": "自有进程树结束"},
-    "finished": {"en": "runner finished", "zh": "运行器结束"},
-}
-
-
-def _t(key: str, lang: str) -> str:
-    return _T[key][lang]
-
 
 # ---------------------------------------------------------------------------
 # Reading an attempt
@@ -389,7 +260,7 @@ def timeline(events: Sequence[Mapping[str, Any]], lang: str) -> list[dict[str, A
                 if tv is not None and isinstance(t0, (int, float))
                 else None,
                 "event": name,
-                "label": _EVENTS.get(name, {}).get(lang, name),
+                "label": EVENT_WORDS.get(name, {}).get(lang, name),
                 "detail": detail,
             }
         )
@@ -432,7 +303,7 @@ def attempt_json(
         "retry_of_attempt": retry_of_attempt,
         "retried_by": list(retried_by),
         "verdict": v.to_dict(),
-        "next_step": _NEXT[v.state][lang].format(a=ev.path),
+        "next_step": NEXT_STEP[v.state][lang].format(a=ev.path),
         "timeline": timeline(ev.events, lang),
         "request": ev.request.to_dict() if ev.request else None,
         "controls": dict(ev.control.get("controls") or {}),
@@ -531,7 +402,7 @@ def _fence(lines: Sequence[str]) -> list[str]:
 
 
 def _bool(flag: bool, lang: str) -> str:
-    return _t("yes" if flag else "no", lang)
+    return phrase("yes" if flag else "no", lang)
 
 
 def _proc(p: ProcessRecord, lang: str) -> str:
@@ -549,23 +420,23 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
     hh = "#" * (level + 1)
     v = ev.verdict
     out: list[str] = []
-    title = f"{_t('title_attempt', lang)} {ev.attempt}"
+    title = f"{phrase('title_attempt', lang)} {ev.attempt}"
     out += [f"{h} {title}", ""]
-    out.append(f"**{_t('verdict', lang)}: {headline(ev, lang)}**")
+    out.append(f"**{phrase('verdict', lang)}: {headline(ev, lang)}**")
     out.append("")
     facts = [
-        f"{_t('state', lang)} `{v.state.value}`",
-        f"{_t('cause', lang)} `{v.cause.value if v.cause else '-'}`",
-        f"{_t('exit_status', lang)} {v.exit_status if v.exit_status is not None else '-'}",
+        f"{phrase('state', lang)} `{v.state.value}`",
+        f"{phrase('cause', lang)} `{v.cause.value if v.cause else '-'}`",
+        f"{phrase('exit_status', lang)} {v.exit_status if v.exit_status is not None else '-'}",
     ]
     if v.exit_signal is not None:
-        facts.append(f"{_t('exit_signal', lang)} {signal_name(v.exit_signal)}")
-    facts.append(f"{_t('natural', lang)}: {_bool(v.natural_return, lang)}")
+        facts.append(f"{phrase('exit_signal', lang)} {signal_name(v.exit_signal)}")
+    facts.append(f"{phrase('natural', lang)}: {_bool(v.natural_return, lang)}")
     out += ["- " + "; ".join(facts), f"- path: `{ev.path}`"]
     parent = report.retry_of.get(ev.attempt)
     if ev.request is not None and ev.request.retry_of:
         shown = parent or ev.request.retry_of
-        out.append(f"- {_t('retry_of', lang)}: {shown}")
+        out.append(f"- {phrase('retry_of', lang)}: {shown}")
     kids = report.retried_by.get(ev.attempt, ())
     if kids:
         by_id = {a.attempt: a for a in report.attempts}
@@ -573,24 +444,24 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
         for k in kids:
             child = by_id[k]
             parts.append(f"{k} ({headline(child, lang)})")
-        out.append(f"- {_t('retried_by', lang)}: " + "; ".join(parts))
+        out.append(f"- {phrase('retried_by', lang)}: " + "; ".join(parts))
     out.append("")
 
-    out += [f"{hh} {_t('reasons', lang)}", ""]
-    out += [f"- {r}" for r in v.reasons] or [f"- {_t('none', lang)}"]
+    out += [f"{hh} {phrase('reasons', lang)}", ""]
+    out += [f"- {r}" for r in v.reasons] or [f"- {phrase('none', lang)}"]
     out.append("")
 
     if v.state is State.UNKNOWN or v.missing:
-        out += [f"{hh} {_t('missing', lang)}", ""]
-        out += [f"- {m}" for m in v.missing] or [f"- {_t('none', lang)}"]
+        out += [f"{hh} {phrase('missing', lang)}", ""]
+        out += [f"- {m}" for m in v.missing] or [f"- {phrase('none', lang)}"]
         out.append("")
 
-    out += [f"{hh} {_t('next', lang)}", "", _NEXT[v.state][lang].format(a=ev.path), ""]
+    out += [f"{hh} {phrase('next', lang)}", "", NEXT_STEP[v.state][lang].format(a=ev.path), ""]
 
-    out += [f"{hh} {_t('timeline', lang)}", ""]
+    out += [f"{hh} {phrase('timeline', lang)}", ""]
     tl = timeline(ev.events, lang)
     if not tl:
-        out.append(f"- {_t('no_events', lang)}")
+        out.append(f"- {phrase('no_events', lang)}")
     for item in tl:
         off = item["offset"]
         rel = f" ({off:+.1f} s)" if isinstance(off, float) else ""
@@ -598,7 +469,7 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
         out.append(f"- {_fmt_time(item['t'])}{rel} {item['label']}{detail}")
     out.append("")
 
-    out += [f"{hh} {_t('controls', lang)}", ""]
+    out += [f"{hh} {phrase('controls', lang)}", ""]
     if ev.request is not None:
         r = ev.request
         out.append(f"- command: `{' '.join(r.argv)}`")
@@ -615,10 +486,10 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
             out.append(f"- {key}: `{text}`")
     out.append("")
 
-    out += [f"{hh} {_t('ownership', lang)}", ""]
+    out += [f"{hh} {phrase('ownership', lang)}", ""]
     own = ev.ownership
     if own is None:
-        out.append(f"- {_t('no_ownership', lang)}")
+        out.append(f"- {phrase('no_ownership', lang)}")
     else:
         if own.leader is not None:
             out.append(f"- leader: {_proc(own.leader, lang)}")
@@ -638,11 +509,11 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
 
     out += _md_census(ev, lang, hh)
 
-    out += [f"{hh} {_t('summary', lang)}", ""]
+    out += [f"{hh} {phrase('summary', lang)}", ""]
     if ev.summary_lines:
         out += _fence(ev.summary_lines)
     else:
-        out.append(f"- {_t('no_summary', lang)}")
+        out.append(f"- {phrase('no_summary', lang)}")
     out.append("")
     return out
 
@@ -655,11 +526,11 @@ def _md_census(ev: AttemptEvidence, lang: str, hh: str) -> list[str]:
         tag = {"provisional": "暂时性", "final": "最终", "none": ""}[label]
     else:
         tag = label if label != "none" else ""
-    out += [f"{hh} {_t('census', lang)}" + (f" ({tag})" if tag else ""), ""]
+    out += [f"{hh} {phrase('census', lang)}" + (f" ({tag})" if tag else ""), ""]
     if c is None:
-        return [*out, f"- {_t('no_census', lang)}", ""]
+        return [*out, f"- {phrase('no_census', lang)}", ""]
     if not c.exists:
-        return [*out, f"- `{c.outputs}`: {_t('no_outputs', lang)}", ""]
+        return [*out, f"- `{c.outputs}`: {phrase('no_outputs', lang)}", ""]
     if label == "final":
         err_words = (
             f"error 命名文件 {c.error_logs}：{C7['final_failure']['zh']}的最终证据"
@@ -703,19 +574,19 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     if report.kind == "attempt":
         out += _md_attempt(report, report.attempts[0], lang, 1)
         return "\n".join(out).rstrip() + "\n"
-    out += [f"# {_t('title_root', lang)} `{report.target}`", ""]
-    out += [f"## {_t('attempts', lang)}", ""]
+    out += [f"# {phrase('title_root', lang)} `{report.target}`", ""]
+    out += [f"## {phrase('attempts', lang)}", ""]
     if not report.attempts:
-        out.append(f"- {_t('none', lang)}")
+        out.append(f"- {phrase('none', lang)}")
     for a in report.attempts:
         line = f"- {a.attempt}: {headline(a, lang)}"
         parent = report.retry_of.get(a.attempt)
         if parent:
-            line += f"; {_t('retry_of', lang)} {parent}"
+            line += f"; {phrase('retry_of', lang)} {parent}"
         kids = report.retried_by.get(a.attempt, ())
         if kids:
             by_id = {x.attempt: x for x in report.attempts}
-            line += f"; {_t('retried_by', lang)} " + ", ".join(
+            line += f"; {phrase('retried_by', lang)} " + ", ".join(
                 f"{k} ({headline(by_id[k], lang)})" for k in kids
             )
         out.append(line)
