@@ -76,3 +76,30 @@ def test_status_watch_on_finished_attempt_exits_with_its_code(tmp_path: Path) ->
     res = run_skgate("status", "r", "--watch", cwd=tmp_path)
     assert res.returncode == 0
     assert "SUCCEEDED" in res.stdout
+
+
+def test_sampler_shows_cpu_only_from_the_second_reading(tmp_path: Path, reaper: Reaper) -> None:
+    import subprocess
+    import sys
+
+    from skgate.observe import read_stat
+    from skgate.watch import Sampler
+
+    marker = tmp_path / "spun"
+    code = (
+        "import sys, time\n"
+        "t = time.process_time()\n"
+        "while time.process_time() - t < 0.2: pass\n"  # burn CPU, then say so
+        "open(sys.argv[1], 'w').write('x\\n')\n"
+        "time.sleep(60)\n"
+    )
+    proc = reaper.popen(subprocess.Popen([sys.executable, "-c", code, str(marker)]))
+    st = read_stat(proc.pid)
+    assert st is not None
+    sampler = Sampler()
+    first_cpu, first_rss = sampler.stats(proc.pid, st.start_ticks)
+    assert first_cpu is None  # a rate needs two readings: never a false 0 %
+    assert first_rss is not None and first_rss > 0
+    wait_file(marker)
+    second_cpu, _ = sampler.stats(proc.pid, st.start_ticks)
+    assert second_cpu is not None and second_cpu > 0

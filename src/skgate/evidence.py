@@ -25,6 +25,7 @@ from skgate.model import (
     Census,
     Evidence,
     Ownership,
+    ProcessRecord,
     RunRequest,
     SignalSent,
     Summary,
@@ -62,6 +63,33 @@ def load_control(attempt_dir: Path) -> Control:
         controls=dict(data.get("controls") or {}),
         raw=dict(data),
     )
+
+
+def runner_is_alive(control: Control) -> bool:
+    """Is the runner that owns the attempt alive now (same boot, same pid and start time)?"""
+    same_boot = control.boot_id in ("", boot_id())
+    return same_boot and is_alive(control.runner_pid, control.runner_start_ticks)
+
+
+def live_owned(ownership: Ownership | None) -> list[ProcessRecord]:
+    """Owned processes (the leader included) alive now, identified by (pid, start time).
+
+    The one liveness check of an attempt's processes (status, the live view, cleanup): a
+    manifest from another boot has none alive, whatever pids exist now, and a process
+    the runner saw exit is never counted again.
+    """
+    if ownership is None or ownership.boot_id not in ("", boot_id()):
+        return []
+    seen: set[tuple[int, int]] = set()
+    alive: list[ProcessRecord] = []
+    for p in ([ownership.leader] if ownership.leader else []) + list(ownership.owned):
+        key = (p.pid, p.start_ticks)
+        if key in seen or p.exit_status is not None or p.exit_signal is not None:
+            continue
+        seen.add(key)
+        if is_alive(p.pid, p.start_ticks):
+            alive.append(p)
+    return alive
 
 
 def load_ownership(attempt_dir: Path) -> Ownership | None:
@@ -152,16 +180,8 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
     runner_alive = False
     deadline_passed = False
     if live and not finished:
-        same_boot = control.boot_id in ("", boot_id())
-        runner_alive = same_boot and is_alive(control.runner_pid, control.runner_start_ticks)
-        if ownership is not None and same_boot:
-            owned_alive = sum(
-                1
-                for p in ownership.owned
-                if p.exit_status is None
-                and p.exit_signal is None
-                and is_alive(p.pid, p.start_ticks)
-            )
+        runner_alive = runner_is_alive(control)
+        owned_alive = len(live_owned(ownership))
         deadline_passed = deadline_wall is not None and time.time() > deadline_wall
     return Evidence(
         launched=launched,

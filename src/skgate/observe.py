@@ -121,27 +121,6 @@ def scan() -> dict[int, ProcStat]:
     return table
 
 
-def descendants(table: dict[int, ProcStat], root: int) -> dict[int, ProcStat]:
-    """Every process in ``table`` whose parent chain leads to ``root``.
-
-    With the runner as a child subreaper, an orphaned descendant is re-parented to the
-    runner, so the chain never breaks and a process that existed before the launch can
-    never appear here (a process only ever changes parent to an ancestor subreaper).
-    """
-    children: dict[int, list[int]] = {}
-    for st in table.values():
-        children.setdefault(st.ppid, []).append(st.pid)
-    found: dict[int, ProcStat] = {}
-    stack = list(children.get(root, ()))
-    while stack:
-        pid = stack.pop()
-        if pid in found:
-            continue
-        found[pid] = table[pid]
-        stack.extend(children.get(pid, ()))
-    return found
-
-
 def direct_children(pid: int) -> list[int]:
     """Children of ``pid``, from ``/proc/<pid>/task/*/children`` when the kernel has it."""
     kids: list[int] = []

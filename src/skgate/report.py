@@ -22,19 +22,19 @@ Schema history: ``skgate.report/1``: first version (2026-11).
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from skgate import __version__
 from skgate.attempt import CENSUS, CONTROL, EVENTS, OWNERSHIP, SUMMARY, VERDICT, read_events
 from skgate.attempt import read_json as _read_json
 from skgate.classify import signal_name
 from skgate.errors import EvidenceError, UsageError
+from skgate.evidence import current_verdict
 from skgate.ledger import resolve
 from skgate.model import (
     SCHEMA_CONTROL,
@@ -60,29 +60,8 @@ VerdictOf = Callable[[Path], Verdict]
 
 
 def default_verdict_of(attempt_dir: Path) -> Verdict:
-    """The attempt's current verdict: ``skgate.evidence.current_verdict`` when present.
-
-    Fallback (that module not installed): the recorded ``verdict.json``, else ``unknown``
-    (C2.5: without a way to classify a live attempt nothing is concluded).
-    """
-    try:
-        module = importlib.import_module("skgate.evidence")
-    except ModuleNotFoundError as exc:
-        if exc.name != "skgate.evidence":
-            raise
-        module = None
-    fn = getattr(module, "current_verdict", None) if module is not None else None
-    if callable(fn):
-        return cast(Verdict, fn(attempt_dir))
-    path = attempt_dir / VERDICT
-    if path.exists():
-        return Verdict.from_dict(_read_json(path), str(path))
-    return Verdict(
-        state=State.UNKNOWN,
-        cause=None,
-        reasons=("C2.5: no verdict.json yet, and this skgate cannot classify a live attempt",),
-        missing=("verdict (verdict.json)",),
-    )
+    """The attempt's current verdict: recorded if the run finished, else a live look."""
+    return current_verdict(attempt_dir)
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,9 @@ class Supervisor:
         self.on_tick = on_tick
         self.notify: Callable[[str], None] = notify or (lambda _msg: None)
         self.tracked: dict[tuple[int, int], Tracked] = {}
+        self._by_pid: dict[int, tuple[int, int]] = {}  # the latest key of each pid
+        self._dirty = False
+        self._next_manifest = 0.0
         self._pending: list[int] = []
         self._proc: subprocess.Popen[bytes] | None = None
         self._old_handlers: dict[int, Any] = {}
@@ -227,7 +230,8 @@ class Supervisor:
                 now = time.monotonic()
                 if now >= next_scan:
                     if self._observe(time.time()):
-                        self.on_manifest(self.records(), False)
+                        self._dirty = True
+                    self._flush_manifest(now)
                     if self.on_tick is not None:
                         self.on_tick(sum(1 for t in self.tracked.values() if t.alive))
                     next_scan = now + self.scan_interval
@@ -268,7 +272,7 @@ class Supervisor:
                             out.leader_exit_status, out.leader_exit_signal = status
                             out.last_exit_mono = time.monotonic()
                             self._mark_exit(pid, status)
-                            self.on_manifest(self.records(), False)
+                            self._dirty = True
                             self.emit(
                                 "leader_exited",
                                 pid=pid,
@@ -280,11 +284,11 @@ class Supervisor:
                                 os.close(pidfd)
                                 pidfd = -1
                     if self._reap_orphans(pid):
-                        self.on_manifest(self.records(), False)
+                        self._dirty = True
                     if leader_done:
                         live = self._live_tree(pid)
                         if self._observe(time.time(), live):
-                            self.on_manifest(self.records(), False)
+                            self._dirty = True
                         if not live:
                             out.last_exit_mono = time.monotonic()
                             self.emit("tree_ended", escaped_alive=0, runner_cpu_s=cpu_seconds())
@@ -292,7 +296,6 @@ class Supervisor:
                         if give_up_at is not None and time.monotonic() >= give_up_at:
                             # Only escaped processes can be left: the group got SIGKILL.
                             # They are never signalled (C4); report them, stop waiting.
-                            self._observe(time.time())
                             out.escaped_alive = len(live)
                             self.emit(
                                 "tree_ended",
@@ -354,6 +357,22 @@ class Supervisor:
 
     # -- helpers --------------------------------------------------------------------
 
+    def _flush_manifest(self, now: float) -> None:
+        """Write the manifest snapshot when it changed, at a bounded rate.
+
+        The snapshot holds every process ever seen, so its cost grows with the tree; the
+        next write waits at least a scan interval and 100 times the last write's duration,
+        which keeps the manifest under 1 % of the runner's time on any tree. The final
+        write (``complete=True``) is always made.
+        """
+        if not self._dirty or now < self._next_manifest:
+            return
+        self._dirty = False
+        started = time.monotonic()
+        self.on_manifest(self.records(), False)
+        spent = time.monotonic() - started
+        self._next_manifest = now + max(self.scan_interval, 100 * spent)
+
     def records(self) -> list[ProcessRecord]:
         return [t.record() for t in sorted(self.tracked.values(), key=lambda t: t.first_seen)]
 
@@ -412,6 +431,7 @@ class Supervisor:
             return
         st = read_stat(proc.pid)
         if st is not None:
+            self._by_pid[proc.pid] = (proc.pid, st.start_ticks)
             self.tracked[(proc.pid, st.start_ticks)] = Tracked(
                 stat=st, argv=tuple(self.argv), first_seen=wall, last_seen=wall
             )
@@ -426,6 +446,7 @@ class Supervisor:
             key = (pid, st.start_ticks)
             tracked = self.tracked.get(key)
             if tracked is None:
+                self._by_pid[pid] = key
                 self.tracked[key] = Tracked(
                     stat=st,
                     argv=read_cmdline(pid),
@@ -453,11 +474,11 @@ class Supervisor:
         return changed
 
     def _mark_exit(self, pid: int, status: tuple[int | None, int | None]) -> None:
-        for key, tracked in self.tracked.items():
-            if key[0] == pid and tracked.exit_status is None and tracked.exit_signal is None:
-                tracked.alive = False
-                tracked.exit_status, tracked.exit_signal = status
-                tracked.last_seen = time.time()
+        tracked = self.tracked.get(self._by_pid.get(pid, (pid, -1)))
+        if tracked is not None and tracked.exit_status is None and tracked.exit_signal is None:
+            tracked.alive = False
+            tracked.exit_status, tracked.exit_signal = status
+            tracked.last_seen = time.time()
 
     def pid_or_zero(self) -> int:
         return self._proc.pid if self._proc is not None else 0
@@ -482,6 +503,7 @@ class Supervisor:
                 continue
             now = time.time()
             if st is not None and (child, st.start_ticks) not in self.tracked:
+                self._by_pid[child] = (child, st.start_ticks)
                 self.tracked[(child, st.start_ticks)] = Tracked(
                     stat=st,
                     argv=(),  # a zombie has no command line left

@@ -22,9 +22,8 @@ from rich.table import Table
 from rich.text import Text
 
 from skgate import attempt as files
-from skgate.evidence import current_verdict, load_ownership
+from skgate.evidence import current_verdict, live_owned, load_ownership
 from skgate.model import State, Verdict
-from skgate.observe import is_alive
 from skgate.words import HEADLINE
 
 STYLE = {
@@ -66,27 +65,39 @@ def _last_events(attempt: Path) -> tuple[float | None, dict[str, Any] | None]:
     return deadline, counts
 
 
-def _process_stats(pid: int) -> tuple[float | None, float | None]:
-    try:
-        proc = psutil.Process(pid)
-        with proc.oneshot():
-            return proc.cpu_percent(interval=None), proc.memory_info().rss / (1 << 20)
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return None, None
+class Sampler:
+    """psutil handles kept between refreshes: CPU % is a rate, so it needs two readings of
+    the same process (the first reading of a new handle is always 0 and is not shown)."""
+
+    def __init__(self) -> None:
+        self._procs: dict[tuple[int, int], psutil.Process] = {}
+
+    def stats(self, pid: int, start_ticks: int) -> tuple[float | None, float | None]:
+        key = (pid, start_ticks)
+        first = key not in self._procs
+        try:
+            proc = self._procs.get(key) or psutil.Process(pid)
+            self._procs[key] = proc
+            with proc.oneshot():
+                cpu = proc.cpu_percent(interval=None)
+                rss = proc.memory_info().rss / (1 << 20)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            self._procs.pop(key, None)
+            return None, None
+        return (None if first else cpu), rss
 
 
-def snapshot(attempt: Path) -> View:
+def snapshot(attempt: Path, sampler: Sampler | None = None) -> View:
     """What the gate knows about ``attempt`` now (read-only)."""
+    sampler = sampler or Sampler()
     verdict = current_verdict(attempt)
     deadline, counts = _last_events(attempt)
     live: list[LiveProcess] = []
     if verdict.state is State.IN_PROGRESS:
-        ownership = load_ownership(attempt)
-        for p in ownership.owned if ownership else ():
-            # Identity is (pid, start time): a recycled pid is never shown as owned.
-            if is_alive(p.pid, p.start_ticks):
-                cpu, rss = _process_stats(p.pid)
-                live.append(LiveProcess(p.pid, p.name, p.escaped, cpu, rss))
+        # Identity is (pid, start time), same boot only: a recycled pid is never shown.
+        for p in live_owned(load_ownership(attempt)):
+            cpu, rss = sampler.stats(p.pid, p.start_ticks)
+            live.append(LiveProcess(p.pid, p.name, p.escaped, cpu, rss))
     left = None if deadline is None else deadline - time.time()
     return View(attempt, verdict, left, tuple(live), counts)
 
@@ -135,10 +146,11 @@ def watch(
 ) -> Verdict:
     """Show the live view until the attempt is no longer in progress; return its verdict."""
     console = console or Console()
-    view = snapshot(attempt)
+    sampler = Sampler()
+    view = snapshot(attempt, sampler)
     with Live(render(view), console=console, auto_refresh=False) as live:
         while view.verdict.state is State.IN_PROGRESS:
             sleep(interval)
-            view = snapshot(attempt)
+            view = snapshot(attempt, sampler)
             live.update(render(view), refresh=True)
     return view.verdict
