@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skgate.census import is_result_root, take_census
+from skgate.census import FirstNames, count_tree, is_result_root, take_census
 from skgate.model import Census
 
 
@@ -130,3 +130,21 @@ def test_unreadable_directory_is_counted_not_ignored(
     assert c.unreadable == 1
     assert c.error_logs == 1
     assert c.to_dict()["unreadable"] == 1
+
+
+def test_count_tree_collects_the_first_names_when_asked(tmp_path: Path) -> None:
+    # check-outputs lists names through the census walker (one walker, one set of C8
+    # rules): the counts are the same with or without names, and the names are capped.
+    out = tmp_path / "out"
+    make_tree(out)
+    (out / "link.run").symlink_to(out / "static_kernel_cache" / "CANN-8.5_910B.json")
+    plain = count_tree(str(out))
+    names = FirstNames(limit=2)
+    assert count_tree(str(out), None, names) == plain == (4, 3, 2)
+    assert len(names.errors) == 2
+    assert all(n.endswith("_compile_error.log") and not n.startswith("/") for n in names.errors)
+    # With names, each directory is read in name order (subdirectories: last pushed first).
+    assert names.runs == [
+        "ts20261101120000000001_pid11_outputs/static_kernel_20261101120001_11.run",
+        "misc/old.run",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -14,10 +15,23 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
-from skgate import artifacts, ledger, observe, seal
+from skgate import artifacts, evidence, ledger, observe, seal
 from skgate.attempt import CONTROL, OWNERSHIP, VERDICT, write_json_new
 from skgate.errors import BlockedError, UsageError
 from skgate.model import Cause, Ownership, ProcessRecord, RunRequest, State, Verdict
+
+#: control.json always names its runner (written before launch); this one is of an earlier
+#: boot, so it is never alive now, whatever pids exist (C4 identity: boot, pid, start time).
+ENDED_RUNNER = {"pid": 1, "start_ticks": 1, "boot_id": "an-earlier-boot"}
+
+
+def control_of(request: RunRequest, **extra: object) -> dict[str, object]:
+    return {
+        "schema": "skgate.control/1",
+        "request": request.to_dict(),
+        "runner": ENDED_RUNNER,
+        **extra,
+    }
 
 
 @dataclass
@@ -46,7 +60,7 @@ def make_scene(tmp_path: Path) -> Scene:
     ledger.record_start(root, attempt, None)
     write_json_new(
         attempt / CONTROL,
-        {"schema": "skgate.control/1", "attempt": attempt.name, "request": request.to_dict()},
+        control_of(request, attempt=attempt.name),
     )
     verdict = Verdict(state=State.INTERRUPTED, cause=Cause.TIMEOUT, reasons=("timeout",))
     write_json_new(attempt / VERDICT, verdict.to_dict())
@@ -195,7 +209,7 @@ def test_refuses_while_an_owned_process_is_alive(
     )
     # An attempt being written is not sealed yet; use a fresh unsealed one.
     a2 = ledger.allocate(sc.root)
-    write_json_new(a2 / CONTROL, {"schema": "skgate.control/1", "request": sc.request.to_dict()})
+    write_json_new(a2 / CONTROL, control_of(sc.request))
     write_json_new(a2 / OWNERSHIP, own.to_dict())
     before = sorted(os.listdir(sc.work))
     with pytest.raises(BlockedError, match=f"still running \\(owned pid {proc.pid} \\(opc\\)\\)"):
@@ -352,7 +366,7 @@ def test_retry_refuses_while_the_attempt_runs(
     runner = {"pid": proc.pid, "start_ticks": st.start_ticks, "boot_id": observe.boot_id()}
     write_json_new(
         a2 / CONTROL,
-        {"schema": "skgate.control/1", "request": sc.request.to_dict(), "runner": runner},
+        control_of(sc.request, runner=runner),
     )
     for name in os.listdir(sc.work):  # even with nothing to preserve
         if name != "run.sh":
@@ -385,16 +399,12 @@ def test_cleanup_attempt_must_be_an_attempt_of_the_root_that_ran_in_workdir(
     (fake / CONTROL).write_text('{"schema": "other/1"}', encoding="utf-8")
     other_root = tmp_path / "other-runs"  # a real attempt, of another root
     foreign = ledger.allocate(other_root)
-    write_json_new(
-        foreign / CONTROL, {"schema": "skgate.control/1", "request": sc.request.to_dict()}
-    )
+    write_json_new(foreign / CONTROL, control_of(sc.request))
     elsewhere = tmp_path / "elsewhere"  # an attempt of this root, run in another cwd
     elsewhere.mkdir()
     wrong_cwd = ledger.allocate(sc.root)
     request = RunRequest.from_dict({**sc.request.to_dict(), "cwd": str(elsewhere)}, "test")
-    write_json_new(
-        wrong_cwd / CONTROL, {"schema": "skgate.control/1", "request": request.to_dict()}
-    )
+    write_json_new(wrong_cwd / CONTROL, control_of(request))
     not_schema = ledger.allocate(sc.root)  # in the root, wrong control schema
     (not_schema / CONTROL).write_text('{"schema": "skgate.control/0"}', encoding="utf-8")
     cases = [
@@ -455,3 +465,97 @@ def test_retry_into_another_root_preserves_the_scene_in_the_attempts_own_root(
     assert res.scene == str(sc.attempt / "scene" / "01")
     assert [e["event"] for e in ledger.read_ledger(sc.root)][-1] == "scene"
     assert seal.verify(sc.root) == []
+
+
+def test_retry_reads_control_once_and_checks_liveness_once(
+    sc: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Why (quality item 5): retry read control.json five times and checked liveness twice
+    # (request_of, owned_alive, attempt_for_cleanup, cleanup's owned_alive).
+    from skgate import attempt as files
+
+    reads: list[str] = []
+    real_read = files.read_json
+
+    def read_json(path: Path) -> object:
+        reads.append(path.name)
+        return real_read(path)
+
+    checks: list[int] = []
+    real_alive = evidence.runner_is_alive
+
+    def runner_is_alive(control: evidence.Control) -> bool:
+        checks.append(control.runner_pid)
+        return real_alive(control)
+
+    monkeypatch.setattr(files, "read_json", read_json)
+    monkeypatch.setattr(artifacts, "runner_is_alive", runner_is_alive)
+    _, res = artifacts.retry(sc.attempt, runner=lambda r: Verdict(State.SUCCEEDED, None, ()))
+    assert res.scene == str(sc.attempt / "scene" / "01")
+    assert reads.count(CONTROL) == 1
+    assert checks == [1]
+
+
+def test_liveness_uses_the_status_identity_rule(
+    sc: Scene, ended: list[subprocess.Popen[bytes]]
+) -> None:
+    # Why (quality item 4): cleanup had its own liveness check. It now uses the one of
+    # skgate status: a process the runner saw exit is not counted again, and a manifest
+    # of another boot has nothing alive, whatever pids exist now.
+    proc = _sleeper()
+    ended.append(proc)
+    st = observe.read_stat(proc.pid)
+    assert st is not None
+    rec = ProcessRecord(
+        pid=proc.pid,
+        start_ticks=st.start_ticks,
+        ppid=os.getpid(),
+        pgid=st.pgid,
+        sid=st.sid,
+        argv=("opc",),
+        name="opc",
+        first_seen=0.0,
+        last_seen=0.0,
+    )
+    control = evidence.load_control(sc.attempt)
+    a2 = ledger.allocate(sc.root)
+
+    def own(boot: str, *records: ProcessRecord) -> None:
+        (a2 / OWNERSHIP).unlink(missing_ok=True)
+        o = Ownership(
+            boot_id=boot,
+            runner_pid=1,
+            runner_start_ticks=1,
+            leader=None,
+            pgid=None,
+            sid=None,
+            owned=records,
+            foreign=(),
+            complete=False,
+            updated_at=0.0,
+            scan_interval=1.0,
+        )
+        write_json_new(a2 / OWNERSHIP, o.to_dict())
+
+    own(observe.boot_id(), rec, rec)
+    assert artifacts.owned_alive(a2, control) == [f"owned pid {proc.pid} (opc)"]  # once
+    own("an-earlier-boot", rec)
+    assert artifacts.owned_alive(a2, control) == []
+    own(observe.boot_id(), dataclasses.replace(rec, exit_status=0))
+    assert artifacts.owned_alive(a2, control) == []
+
+
+def test_control_without_runner_identity_is_refused(sc: Scene) -> None:
+    # control.json always names its runner; without it nothing shows the runner ended,
+    # so cleanup and retry refuse (exit 2) and move nothing.
+    from skgate.errors import EvidenceError
+
+    a2 = ledger.allocate(sc.root)
+    write_json_new(a2 / CONTROL, {"schema": "skgate.control/1", "request": sc.request.to_dict()})
+    before = sorted(os.listdir(sc.work))
+    with pytest.raises(UsageError, match="missing field 'runner'"):
+        artifacts.cleanup(sc.work, sc.root, attempt=a2)
+    with pytest.raises(EvidenceError, match="missing field 'runner'"):
+        artifacts.retry(a2, runner=lambda r: Verdict(State.SUCCEEDED, None, ()))
+    assert sorted(os.listdir(sc.work)) == before
+    assert not (a2 / "scene").exists()

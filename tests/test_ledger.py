@@ -131,3 +131,37 @@ def test_resolve_and_latest(tmp_path: Path) -> None:
     assert ledger.root_of(second) == tmp_path
     with pytest.raises(Exception, match="no such attempt"):
         ledger.resolve(tmp_path / "nope")
+
+
+def test_one_atomic_replace_helper_flushes_the_directory_when_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Why (quality item 6): the ownership snapshot was the one atomic replace that never
+    # fsync'd its directory (a crash could lose the rename). replace_json, the report's
+    # -o and the uninstall record now share attempt.replace_text.
+    from skgate import attempt as files
+
+    synced: list[Path] = []
+    real = files.fsync_dir
+
+    def fsync_dir(path: Path) -> None:
+        synced.append(path)
+        real(path)
+
+    monkeypatch.setattr(files, "fsync_dir", fsync_dir)
+    target = tmp_path / "ownership.json"
+    files.replace_json(target, {"schema": "x/1", "n": 1})
+    assert synced == [tmp_path]
+    files.replace_json(target, {"schema": "x/1", "n": 2}, sync=False)
+    assert synced == [tmp_path]  # the caller flushes (the runner's final batch)
+    assert json.loads(target.read_text(encoding="utf-8"))["n"] == 2
+    # only_new never replaces what is there, and no temp file is left either way.
+    with pytest.raises(FileExistsError):
+        files.replace_text(target, "other", only_new=True)
+    assert json.loads(target.read_text(encoding="utf-8"))["n"] == 2
+    files.replace_text(tmp_path / "new.txt", "fresh\n", only_new=True)
+    assert (tmp_path / "new.txt").read_text(encoding="utf-8") == "fresh\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.txt", "ownership.json"]
+    # Exclusive create refuses an existing file (evidence is never overwritten).
+    with pytest.raises(FileExistsError):
+        files.create_exclusive(target, "x")

@@ -129,3 +129,61 @@ def test_cli_check_outputs(
     args = parser.parse_args(["check-outputs", str(outdir), "--attempt", str(a)])
     assert args.handler(args) == 4
     assert "interrupted" in capsys.readouterr().out
+
+
+def test_unreadable_directory_blocks_a_missing_package_conclusion(
+    outdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Why (quality item 2): check-outputs had its own walker that silently skipped
+    # directories it could not read, so it said "failure: no .run package" where the run
+    # path (classify.census_inconclusive) says unknown: the unread directory may hold it.
+    import os
+
+    locked = outdir / "ts1_pid1_outputs" / "locked"
+    locked.mkdir()
+    touch(outdir / "ts1_pid1_outputs" / "x_compile_log" / "a_compile_error.log")
+    assert check_outputs(outdir, PackageMode.OPTIONAL, FAILED).exit_code == 1  # readable
+    real_scandir = os.scandir
+
+    def scandir(path: str) -> object:
+        # Root reads any directory, so permissions cannot make one unreadable here.
+        if os.fspath(path) == str(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    for mode in PackageMode:
+        for verdict in (None, FAILED):
+            r = check_outputs(outdir, mode, verdict)
+            assert (r.status, r.exit_code) == ("unknown", 5), (mode, verdict)
+            assert not any(m.startswith("failure") for m in r.messages)
+            msg = next(m for m in r.messages if m.startswith("unknown"))
+            assert "cannot conclude: 1 unreadable director(ies) (ts1_pid1_outputs/locked)" in msg
+            assert "ts1_pid1_outputs/x_compile_log/a_compile_error.log" in msg
+    # A required package with no error log is not concluded missing either.
+    (outdir / "ts1_pid1_outputs" / "x_compile_log" / "a_compile_error.log").unlink()
+    r = check_outputs(outdir, PackageMode.REQUIRED)
+    assert (r.status, r.exit_code) == ("unknown", 5)
+    # Optional and nothing to fail on: still ok, with the incomplete walk noted.
+    r = check_outputs(outdir, PackageMode.OPTIONAL)
+    assert (r.status, r.exit_code) == ("ok", 0)
+    assert any("1 director(ies) could not be read" in m for m in r.messages)
+    # A visible .run decides it whatever the unread directory holds.
+    touch(outdir / "ts1_pid1_outputs" / "static_kernel_1_1.run")
+    assert check_outputs(outdir, PackageMode.REQUIRED).exit_code == 0
+    (outdir / "ts1_pid1_outputs" / "static_kernel_1_1.run").unlink()
+    # The CLI exits 5 (unknown) and says why in one line per message.
+    parser = argparse.ArgumentParser()
+    cli_evidence.register(parser.add_subparsers())
+    args = parser.parse_args(["check-outputs", str(outdir), "--package", "required"])
+    assert args.handler(args) == 5
+    assert f"{outdir}: unknown: cannot conclude: 1 unreadable" in capsys.readouterr().out
+
+
+def test_messages_list_names_in_a_stable_order(outdir: Path) -> None:
+    for i in (3, 1, 2):
+        touch(outdir / "ts1_pid1_outputs" / "x_compile_log" / f"k{i}_compile_error.log")
+    r = check_outputs(outdir, PackageMode.OPTIONAL)
+    msg = next(m for m in r.messages if m.startswith("failure"))
+    logs = "ts1_pid1_outputs/x_compile_log/"
+    assert f"{logs}k1_compile_error.log, {logs}k2_compile_error.log, {logs}k3" in msg

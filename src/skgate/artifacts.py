@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from skgate import ledger, observe, seal
-from skgate.attempt import CONTROL, OWNERSHIP, read_json, write_json_new
+from skgate.attempt import CONTROL, write_json_new
 from skgate.errors import BlockedError, EvidenceError, UsageError
-from skgate.model import SCHEMA_CONTROL, Ownership, RunRequest, Verdict
+from skgate.evidence import Control, live_owned, load_control, load_ownership, runner_is_alive
+from skgate.model import SCHEMA_CONTROL, RunRequest, Verdict
 
 #: C8: the outputs upstream's cleanup clears, in the order it lists them.
 OUTPUTS = (
@@ -94,37 +95,33 @@ class CleanupResult:
 # Which attempt, and is anything still using the outputs?
 
 
-def request_of(attempt: Path) -> RunRequest:
-    control = read_json(attempt / CONTROL)
-    if not isinstance(control, dict) or not isinstance(control.get("request"), dict):
-        raise EvidenceError(f"{attempt / CONTROL}: has no 'request' object")
-    return RunRequest.from_dict(control["request"], f"{attempt / CONTROL} request")
-
-
-def producing_attempt(workdir: Path, root: Path) -> Path:
-    """The newest attempt of ``root`` whose request ran in ``workdir``."""
+def producing_attempt(workdir: Path, root: Path) -> tuple[Path, Control]:
+    """The newest attempt of ``root`` whose request ran in ``workdir``, and its control."""
     real = os.path.realpath(workdir)
     for attempt in reversed(ledger.list_attempts(root)):
         try:
-            cwd = request_of(attempt).cwd
+            control = load_control(attempt)
         except EvidenceError:
             continue
-        if os.path.realpath(cwd) == real:
-            return attempt
+        if os.path.realpath(control.request.cwd) == real:
+            return attempt, control
     raise UsageError(
         f"no attempt in {root} ran in {workdir}; pass --root of the run that produced "
         "these outputs (skgate preserves a scene only into the attempt that made it)"
     )
 
 
-def attempt_for_cleanup(attempt: Path, root: Path, workdir: Path) -> Path:
+def attempt_for_cleanup(
+    attempt: Path, root: Path, workdir: Path, control: Control | None = None
+) -> tuple[Path, Control]:
     """Check a named attempt before anything moves into it (C8); return it as ``root/attempts/N``.
 
     It must be an attempt directory (``control.json`` of schema ``skgate.control/1``)
     directly under ``root/attempts`` (also given as ``NNNN`` or ``attempts/NNNN`` of
     ``root``), so its scene is chained into that root's ledger, and its request must have
     run in ``workdir`` (real paths compared): a scene preserved into any other directory,
-    or into another workdir's attempt, would be evidence of the wrong run.
+    or into another workdir's attempt, would be evidence of the wrong run. ``control``
+    is the attempt's control already loaded by the caller (``retry``), read once.
     """
     tried = [attempt]
     if not attempt.is_absolute():
@@ -141,50 +138,33 @@ def attempt_for_cleanup(attempt: Path, root: Path, workdir: Path) -> Path:
             f"--attempt {attempt}: not an attempt of the evidence root {root} "
             f"(expected {root}/{ledger.ATTEMPTS}/NNNN); pass the --root it belongs to"
         )
-    try:
-        control = read_json(real / CONTROL)
-    except EvidenceError as exc:
-        raise UsageError(f"--attempt {attempt}: not an attempt directory ({exc})") from None
-    if not isinstance(control, dict) or control.get("schema") != SCHEMA_CONTROL:
-        raise UsageError(
-            f"--attempt {attempt}: not an attempt directory ({CONTROL} is not {SCHEMA_CONTROL})"
-        )
-    try:
-        cwd = request_of(real).cwd
-    except EvidenceError as exc:
-        raise UsageError(f"--attempt {attempt}: its request cannot be read ({exc})") from None
+    if control is None:
+        try:
+            control = load_control(real)
+        except EvidenceError as exc:
+            raise UsageError(
+                f"--attempt {attempt}: not an attempt directory ({CONTROL} is not "
+                f"{SCHEMA_CONTROL} evidence: {exc})"
+            ) from None
+    cwd = control.request.cwd
     if os.path.realpath(cwd) != os.path.realpath(workdir):
         raise UsageError(
             f"--attempt {attempt} ran in {cwd}, not in {workdir}; its scene holds only the "
             "outputs of its own working directory (C8)"
         )
-    return root / ledger.ATTEMPTS / real.name
+    return root / ledger.ATTEMPTS / real.name, control
 
 
-def owned_alive(attempt: Path) -> list[str]:
-    """The attempt's runner and owned processes still alive (pid + start time, C4)."""
+def owned_alive(attempt: Path, control: Control) -> list[str]:
+    """The attempt's runner and owned processes still alive (pid + start time, C4).
+
+    The identity rule is the one of ``skgate status`` (``evidence.runner_is_alive`` and
+    ``evidence.live_owned``): same boot, same pid and start time.
+    """
     alive: list[str] = []
-    this_boot = observe.boot_id()
-    try:
-        control = read_json(attempt / CONTROL)
-    except EvidenceError:
-        control = {}
-    runner = control.get("runner") if isinstance(control, dict) else None
-    if isinstance(runner, dict):
-        pid, ticks = runner.get("pid"), runner.get("start_ticks")
-        same_boot = runner.get("boot_id") in (None, this_boot)
-        known = isinstance(pid, int) and isinstance(ticks, int) and same_boot
-        if known and observe.is_alive(int(pid), int(ticks)):  # type: ignore[arg-type]
-            alive.append(f"runner pid {pid}")
-    if (attempt / OWNERSHIP).exists():
-        own = Ownership.from_dict(read_json(attempt / OWNERSHIP), str(attempt / OWNERSHIP))
-        if own.boot_id == this_boot:
-            procs = ([own.leader] if own.leader else []) + list(own.owned)
-            seen: set[int] = set()
-            for p in procs:
-                if p.pid not in seen and observe.is_alive(p.pid, p.start_ticks):
-                    seen.add(p.pid)
-                    alive.append(f"owned pid {p.pid} ({p.name})")
+    if runner_is_alive(control):
+        alive.append(f"runner pid {control.runner_pid}")
+    alive.extend(f"owned pid {p.pid} ({p.name})" for p in live_owned(load_ownership(attempt)))
     return alive
 
 
@@ -290,14 +270,28 @@ def cleanup(
     ``extra`` names further direct children of ``workdir`` to treat the same way (for
     example a custom outputs directory).
     """
+    return _cleanup(workdir, root, attempt=attempt, include_optional=include_optional, extra=extra)
+
+
+def _cleanup(
+    workdir: Path,
+    root: Path,
+    *,
+    attempt: Path | None,
+    include_optional: bool,
+    extra: Iterable[str],
+    checked: Control | None = None,
+) -> CleanupResult:
+    """:func:`cleanup`. ``checked`` is the named attempt's control when ``retry`` has just
+    read it and found its runner and processes ended: one read, one liveness pass."""
     started = time.monotonic()
     if not workdir.is_dir():
         raise UsageError(f"{workdir}: no such working directory")
     real_work = Path(os.path.realpath(workdir))
     if attempt is None:
-        attempt = producing_attempt(real_work, root)
+        attempt, control = producing_attempt(real_work, root)
     else:
-        attempt = attempt_for_cleanup(attempt, root, real_work)
+        attempt, control = attempt_for_cleanup(attempt, root, real_work, checked)
     names = [*OUTPUTS, *(OPTIONAL_OUTPUTS if include_optional else ()), *extra]
     present: list[tuple[str, os.stat_result]] = []
     refused: list[tuple[str, str]] = []
@@ -321,7 +315,7 @@ def cleanup(
     if not present:
         t = time.monotonic() - started
         return CleanupResult(str(real_work), str(attempt), None, (), tuple(refused), t, t)
-    alive = owned_alive(attempt)
+    alive = [] if checked is not None else owned_alive(attempt, control)
     if alive:
         raise BlockedError(
             f"attempt {attempt} is still running ({', '.join(alive[:3])}); cleanup waits "
@@ -399,8 +393,9 @@ def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, 
     """Preserve the attempt's scene and build the same frozen request with ``retry_of``."""
     if not (attempt / CONTROL).is_file():
         raise UsageError(f"{attempt}: not an attempt directory (no {CONTROL})")
-    request = request_of(attempt)
-    alive = owned_alive(attempt)
+    control = load_control(attempt)
+    request = control.request
+    alive = owned_alive(attempt, control)
     if alive:
         # C2.1: a live attempt is in progress; a retry now would race it for the same
         # working directory. Wait for its natural return (or its frozen timeout).
@@ -424,7 +419,9 @@ def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, 
         out = out if out.is_absolute() else workdir / out
         if out.parent.resolve() == workdir.resolve() and out.name not in OUTPUTS:
             extra.append(out.name)
-    result = cleanup(workdir, own_root, attempt=attempt, extra=extra)
+    result = _cleanup(
+        workdir, own_root, attempt=attempt, include_optional=False, extra=extra, checked=control
+    )
     retry = dataclasses.replace(
         request, retry_of=str(attempt.resolve()), root=str(target_root.resolve())
     )

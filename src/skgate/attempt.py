@@ -15,6 +15,8 @@ Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import threading
@@ -36,11 +38,9 @@ CENSUS = "census.json"
 VERDICT = "verdict.json"
 SEAL = "seal.json"
 
-#: Evidence files in the order a reader should trust them.
-EVIDENCE_FILES = (CONTROL, OWNERSHIP, EVENTS, RUN_LOG, SUMMARY, LOGSCAN, CENSUS, VERDICT)
 
-
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Flush a directory's entries (a create or rename in it survives a crash); best effort."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -55,22 +55,98 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
 
+def _payload(text: str | bytes) -> bytes:
+    return text.encode("utf-8") if isinstance(text, str) else text
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def create_exclusive(path: Path, text: str | bytes) -> int:
+    """Create ``path`` (``O_EXCL``, mode 0644) and write ``text``; return the open fd.
+
+    The one exclusive-create step of every evidence writer: ``FileExistsError`` if
+    anything is at ``path`` (never an overwrite), any other ``OSError`` as raised. The
+    caller fsyncs and closes the descriptor (alone or batched, see ``write_batch_new``).
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        _write_all(fd, _payload(text))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def replace_text(
+    path: Path, text: str | bytes, *, sync: bool = True, only_new: bool = False
+) -> None:
+    """Put ``text`` at ``path`` atomically: temp file in the same directory, then rename.
+
+    A reader or a crash sees the previous or the next complete file, never half of one.
+    ``sync=True`` fsyncs the temp file before the rename and the directory after it, so
+    the new content is durable when this returns; ``sync=False`` leaves both flushes to
+    the caller (see ``write_batch_new``). ``only_new=True`` refuses with
+    ``FileExistsError`` if anything is at ``path`` (a hard link, which cannot race a new
+    file; a checked rename on file systems without links). Other failures raise
+    ``OSError``; the temp file never stays behind.
+    """
+    parent = path.parent
+    for _ in range(100):
+        tmp = parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:
+            fd = create_exclusive(tmp, text)
+        except FileExistsError:
+            continue  # a leftover of the same name: draw another
+        break
+    else:
+        raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent))
+    try:
+        try:
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if only_new:
+            _link_new(tmp, path)
+        else:
+            os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    if sync:
+        fsync_dir(parent)
+
+
+def _link_new(tmp: Path, path: Path) -> None:
+    """Put ``tmp`` at ``path`` only if nothing is there (``FileExistsError`` otherwise)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        # A file system without hard links: fall back to a checked rename.
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+        os.replace(tmp, path)
+
+
 def write_new(path: Path, text: str | bytes) -> None:
     """Create ``path`` exclusively and durably; refuse if it exists (never overwrite)."""
-    payload = text.encode("utf-8") if isinstance(text, str) else text
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        fd = create_exclusive(path, text)
     except FileExistsError:
         raise EvidenceError(f"{path}: already exists; evidence is never overwritten") from None
     try:
-        view = memoryview(payload)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
         os.fsync(fd)
     finally:
         os.close(fd)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def write_batch_new(
@@ -87,17 +163,12 @@ def write_batch_new(
     try:
         for name, text in items.items():
             path = directory / name
-            payload = text.encode("utf-8") if isinstance(text, str) else text
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                fds.append(create_exclusive(path, text))
             except FileExistsError:
                 raise EvidenceError(
                     f"{path}: already exists; evidence is never overwritten"
                 ) from None
-            fds.append(fd)
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(fd, view) :]
         # Plain threads (not concurrent.futures): that import alone costs the start-up
         # of every run more than this whole flush does.
         errors: list[OSError] = []
@@ -118,7 +189,7 @@ def write_batch_new(
     finally:
         for fd in fds:
             os.close(fd)
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def write_json_new(path: Path, data: Any) -> None:
@@ -126,18 +197,8 @@ def write_json_new(path: Path, data: Any) -> None:
 
 
 def replace_json(path: Path, data: Any, *, sync: bool = True) -> None:
-    """Atomically replace a snapshot file (temp + fsync + rename).
-
-    ``sync=False`` leaves the flush to the caller (see ``write_batch_new``); the rename
-    is atomic either way, so a reader never sees half a file.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        fh.write(dumps(data))
-        fh.flush()
-        if sync:
-            os.fsync(fh.fileno())
-    tmp.replace(path)
+    """Atomically replace a snapshot file (see :func:`replace_text`)."""
+    replace_text(path, dumps(data), sync=sync)
 
 
 def read_json(path: Path) -> Any:

@@ -26,7 +26,8 @@ import os
 import re
 import stat
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from skgate.model import Census, RootCensus
@@ -44,10 +45,26 @@ def is_result_root(name: str) -> bool:
     return _RESULT_ROOT.match(name) is not None
 
 
-def count_tree(top: str, unreadable: list[str] | None = None) -> tuple[int, int, int]:
+@dataclass
+class FirstNames:
+    """The first ``limit`` error logs and ``.run`` packages a walk meets, for messages.
+
+    Paths are relative to the walked top. With names wanted, each directory is read in
+    name order, so the same tree always lists the same names.
+    """
+
+    limit: int
+    errors: list[str] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+
+
+def count_tree(
+    top: str, unreadable: list[str] | None = None, names: FirstNames | None = None
+) -> tuple[int, int, int]:
     """(error logs, success logs, .run packages) under ``top``, links not followed.
 
-    Directories that cannot be read are appended to ``unreadable`` when given.
+    Directories that cannot be read are appended to ``unreadable`` when given; ``names``
+    (when given) collects the first few matching paths (``check-outputs`` lists them).
     """
     errors = succ = runs = 0
     stack = [top]
@@ -63,7 +80,11 @@ def count_tree(top: str, unreadable: list[str] | None = None) -> tuple[int, int,
                 unreadable.append(path)
             continue
         with it:
-            for entry in it:
+            # Sorting costs only the caller that wants names; the census never does.
+            entries: Iterable[os.DirEntry[str]] = (
+                it if names is None else sorted(it, key=lambda e: e.name)
+            )
+            for entry in entries:
                 name = entry.name
                 try:
                     # is_dir/is_file with follow_symlinks=False use d_type: no stat call.
@@ -74,10 +95,14 @@ def count_tree(top: str, unreadable: list[str] | None = None) -> tuple[int, int,
                         if name.endswith(ERROR_SUFFIX):
                             if entry.is_file(follow_symlinks=False):
                                 errors += 1
+                                if names is not None and len(names.errors) < names.limit:
+                                    names.errors.append(os.path.relpath(entry.path, top))
                         elif name.endswith(SUCC_SUFFIX) and entry.is_file(follow_symlinks=False):
                             succ += 1
                     elif name.endswith(RUN_SUFFIX) and entry.is_file(follow_symlinks=False):
                         runs += 1
+                        if names is not None and len(names.runs) < names.limit:
+                            names.runs.append(os.path.relpath(entry.path, top))
                 except OSError:
                     continue
     return errors, succ, runs

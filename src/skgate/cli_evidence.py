@@ -6,16 +6,13 @@ Thin: parse, call the library, print, return an exit status. The library never p
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from skgate import lint, outputs, report
-from skgate.attempt import _fsync_dir, is_attempt_dir
+from skgate.attempt import is_attempt_dir, replace_text
 from skgate.errors import UsageError
 from skgate.ledger import ATTEMPTS, DEFAULT_ROOT, LEDGER
 from skgate.model import PackageMode, Verdict
@@ -63,7 +60,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "check-outputs",
         help="C8 output check, only after natural return",
         description="Upstream's sk_check_static_kernel_outputs, contract-aware: exit 0 ok, "
-        "1 failure, 6 in progress (with --attempt of a live attempt). Without --attempt the "
+        "1 failure, 5 unknown (unreadable directories may hide a .run), 6 in progress (with "
+        "--attempt of a live attempt). Without --attempt the "
         "judgement rests on file names alone and says so: natural return is not verified.",
     )
     p.add_argument("directory", metavar="DIR")
@@ -135,41 +133,12 @@ def write_atomic(path: Path, text: str, *, force: bool = False) -> None:
         raise UsageError(f"-o {path}: is a directory; give a file path for the report")
     if path.exists() and not force:
         raise UsageError(f"-o {path}: already exists; pass --force to replace it")
-    parent = path.parent if str(path.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        raise UsageError(f"-o {path}: cannot write there ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if force:
-            os.replace(tmp, path)
-        else:
-            _link_new(tmp, path)
-        _fsync_dir(parent)
-    except OSError as exc:
-        raise UsageError(f"-o {path}: cannot write there ({exc.strerror})") from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-def _link_new(tmp: str, path: Path) -> None:
-    """Put ``tmp`` at ``path`` only if nothing is there (no race with a new file)."""
-    try:
-        os.link(tmp, path)
+        replace_text(path, text, only_new=not force)
     except FileExistsError:
         raise UsageError(f"-o {path}: already exists; pass --force to replace it") from None
     except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
-            raise
-        # A file system without hard links: fall back to a checked rename.
-        if os.path.lexists(path):
-            raise UsageError(f"-o {path}: already exists; pass --force to replace it") from None
-        os.replace(tmp, path)
+        raise UsageError(f"-o {path}: cannot write there ({exc.strerror})") from None
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from skgate import artifacts, seal, uninstall
 from skgate.attempt import is_attempt_dir
 from skgate.cli_run import print_verdict
 from skgate.errors import EvidenceError, UsageError
+from skgate.evidence import load_control
 from skgate.ledger import DEFAULT_ROOT, resolve
 
 
@@ -125,7 +126,7 @@ def _default_outputs(log: Path) -> Path:
     attempt = log.parent
     if is_attempt_dir(attempt):
         try:
-            request = artifacts.request_of(attempt)
+            request = load_control(attempt).request
         except EvidenceError:
             request = None
         if request is not None:

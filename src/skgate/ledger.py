@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.attempt import SEAL, _fsync_dir, is_attempt_dir
+from skgate.attempt import SEAL, fsync_dir, is_attempt_dir
 from skgate.errors import BlockedError, EvidenceError
 from skgate.model import Verdict
 
@@ -251,7 +251,7 @@ def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, An
             view = view[n:]
         os.fsync(fd)
     if fresh:
-        _fsync_dir(root)
+        fsync_dir(root)
     return entry
 
 

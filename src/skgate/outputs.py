@@ -9,10 +9,13 @@ verify natural return, and how to check against an attempt:
 - a ``.run`` package anywhere under DIR: fine, even with error-named files (they are then
   provisional leftovers);
 - an error log and no ``.run``: failure;
-- ``required`` and no ``.run``: failure; ``optional`` and no ``.run``: fine.
+- ``required`` and no ``.run``: failure; ``optional`` and no ``.run``: fine;
+- but when a directory under DIR could not be read and no ``.run`` is visible, an error
+  log or a required package is not concluded: "unknown", exit 5 (C2.5: the unread
+  directory may hide the package, as in the classifier's census rule).
 
-Symbolic links are not followed and not counted (as in ``census.py``). Every message says
-which file and which rule.
+The walk is ``census.count_tree``: symbolic links are not followed and not counted.
+Every message says which file and which rule.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from skgate.census import ERROR_SUFFIX, RUN_SUFFIX, SUCC_SUFFIX
+from skgate.census import FirstNames, count_tree
 from skgate.errors import UsageError
 from skgate.model import EXIT_CODES, PackageMode, State, Verdict
 
@@ -37,7 +40,7 @@ class OutputCheck:
 
     directory: str
     mode: PackageMode
-    status: str  # "ok", "failure", or a verdict state that blocks judging
+    status: str  # "ok", "failure", "unknown" (unreadable directories), or a verdict state
     messages: tuple[str, ...]
     error_logs: int
     succ_logs: int
@@ -45,52 +48,13 @@ class OutputCheck:
     exit_code: int
 
 
-@dataclass
-class _Found:
-    errors: list[str]
-    runs: list[str]
-    n_errors: int = 0
-    n_succ: int = 0
-    n_runs: int = 0
-
-
-def _walk(top: Path) -> _Found:
-    found = _Found(errors=[], runs=[])
-    stack = [str(top)]
-    while stack:
-        path = stack.pop()
-        try:
-            it = os.scandir(path)
-        except OSError:
-            continue
-        with it:
-            for entry in sorted(it, key=lambda e: e.name):
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                        continue
-                    if not entry.is_file(follow_symlinks=False):
-                        continue
-                except OSError:
-                    continue
-                name = entry.name
-                rel = os.path.relpath(entry.path, top)
-                if name.endswith(ERROR_SUFFIX):
-                    found.n_errors += 1
-                    if len(found.errors) < SHOW:
-                        found.errors.append(rel)
-                elif name.endswith(SUCC_SUFFIX):
-                    found.n_succ += 1
-                elif name.endswith(RUN_SUFFIX):
-                    found.n_runs += 1
-                    if len(found.runs) < SHOW:
-                        found.runs.append(rel)
-    return found
-
-
 def _more(shown: list[str], total: int) -> str:
     extra = total - len(shown)
     return ", ".join(shown) + (f" and {extra} more" if extra > 0 else "")
+
+
+def _rel(paths: list[str], top: Path) -> list[str]:
+    return [os.path.relpath(p, top) for p in paths]
 
 
 def _whose(verdict: Verdict) -> str:
@@ -105,7 +69,9 @@ def check_outputs(
     """Apply C8 to ``directory``; with ``verdict`` only after natural return."""
     if not directory.is_dir() or directory.is_symlink():
         raise UsageError(f"{directory}: no such directory (pass the outputs directory to check)")
-    found = _walk(directory)
+    names = FirstNames(limit=SHOW)
+    unreadable: list[str] = []
+    n_errors, n_succ, n_runs = count_tree(str(directory), unreadable, names)
     messages: list[str] = []
 
     def done(status: str, code: int) -> OutputCheck:
@@ -114,9 +80,9 @@ def check_outputs(
             mode=mode,
             status=status,
             messages=tuple(messages),
-            error_logs=found.n_errors,
-            succ_logs=found.n_succ,
-            run_packages=found.n_runs,
+            error_logs=n_errors,
+            succ_logs=n_succ,
+            run_packages=n_runs,
             exit_code=code,
         )
 
@@ -125,8 +91,8 @@ def check_outputs(
         if verdict.state is State.IN_PROGRESS:
             messages.append(
                 f"in progress: {who} is live; outputs are not judged before natural return "
-                f"(C1, C8); {found.n_errors} provisional error-named file(s) so far, "
-                f"{found.n_runs} .run package(s)"
+                f"(C1, C8); {n_errors} provisional error-named file(s) so far, "
+                f"{n_runs} .run package(s)"
             )
         elif verdict.state is State.INTERRUPTED:
             messages.append(
@@ -157,21 +123,33 @@ def check_outputs(
             "verified (C1, C8)"
         )
     failure = False
-    if found.n_runs:
+    inconclusive = False
+    if n_runs:
         messages.append(
-            f"ok: .run package(s) {_more(found.runs, found.n_runs)} "
+            f"ok: .run package(s) {_more(names.runs, n_runs)} "
             "(C8: .run is the terminal success artifact)"
         )
-        if found.n_errors:
+        if n_errors:
             messages.append(
-                f"note: error-named file(s) {_more(found.errors, found.n_errors)} are "
+                f"note: error-named file(s) {_more(names.errors, n_errors)} are "
                 "provisional leftovers: a .run package exists (C1, C8)"
             )
+    elif unreadable and (n_errors or mode is PackageMode.REQUIRED):
+        # As the classifier (classify.census_inconclusive): a directory that could not
+        # be read may hide the .run, so a missing package or an error log is not final.
+        inconclusive = True
+        logs = f"error log(s) {_more(names.errors, n_errors)}" if n_errors else "no error log"
+        messages.append(
+            f"unknown: cannot conclude: {len(unreadable)} unreadable director(ies) "
+            f"({_more(_rel(unreadable[:SHOW], directory), len(unreadable))}) may hide a .run "
+            f"package; {logs} and no .run package visible; failure is not inferred from an "
+            "incomplete walk (C2.5, C8)"
+        )
     else:
-        if found.n_errors:
+        if n_errors:
             failure = True
             messages.append(
-                f"failure {basis}: error log(s) {_more(found.errors, found.n_errors)} and no "
+                f"failure {basis}: error log(s) {_more(names.errors, n_errors)} and no "
                 ".run package (C8: an error log without .run is a failure)"
             )
         if mode is PackageMode.REQUIRED:
@@ -179,8 +157,14 @@ def check_outputs(
             messages.append(
                 f"failure {basis}: no .run package under {directory} and --package required (C8)"
             )
-        elif not found.n_errors:
+        elif not n_errors:
             messages.append("ok: no .run package and no error log; --package optional (C8)")
+    if unreadable and not inconclusive:
+        messages.append(
+            f"note: {len(unreadable)} director(ies) could not be read "
+            f"({_more(_rel(unreadable[:SHOW], directory), len(unreadable))}); the counts "
+            "are a lower bound"
+        )
     if verdict is None:
         package = " --package required" if mode is PackageMode.REQUIRED else ""
         messages.append(
@@ -188,5 +172,7 @@ def check_outputs(
             "--attempt <root>/attempts/NNNN (judged only after its natural return; exit 6 "
             "while it is live, 4 interrupted, 5 unknown)"
         )
+    if inconclusive:
+        return done(State.UNKNOWN.value, EXIT_CODES[State.UNKNOWN])
     status = "failure" if failure else "ok"
     return done(status, STATUS_EXIT[status])

@@ -34,14 +34,12 @@ Schema history: ``skgate.uninstall/1``: first version (2026-11), written once at
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import json
 import os
 import re
 import stat
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -49,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate import observe
-from skgate.attempt import _fsync_dir, dumps
+from skgate.attempt import create_exclusive, dumps, fsync_dir, replace_text
 from skgate.errors import EvidenceError, UsageError
 
 SCHEMA_UNINSTALL = "skgate.uninstall/2"
@@ -388,7 +386,11 @@ class RecordWriter:
             ) from None
         head = {"schema": SCHEMA_UNINSTALL, "complete": False, "created_at": time.time()}
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            fd = create_exclusive(path, dumps({**head, "candidates": [], "notes": []}))
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         except FileExistsError:
             raise EvidenceError(
                 f"{path}: already exists; a record is never overwritten (nothing was run)"
@@ -397,39 +399,19 @@ class RecordWriter:
             raise EvidenceError(
                 f"{path}: cannot create the record ({exc.strerror}); nothing was run"
             ) from None
-        try:
-            os.write(fd, dumps({**head, "candidates": [], "notes": []}).encode("utf-8"))
-            os.fsync(fd)
-        except OSError as exc:
-            raise EvidenceError(
-                f"{path}: cannot write the record ({exc.strerror}); nothing was run"
-            ) from None
-        finally:
-            os.close(fd)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
         return cls(path)
 
     def fill(self, result: UninstallResult, *, complete: bool = False) -> None:
         """Replace the record's content with ``result`` (durably, atomically)."""
         data = {**result.to_dict(), "complete": complete}
-        tmp: str | None = None
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(dumps(data))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, self.path)
+            replace_text(self.path, dumps(data))
         except OSError as exc:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
             raise EvidenceError(
                 f"{self.path}: cannot update the record ({exc.strerror}); stopped, "
                 "nothing further was run"
             ) from None
-        _fsync_dir(self.path.parent)
 
 
 @dataclass
