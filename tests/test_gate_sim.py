@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -271,3 +272,50 @@ def test_leader_exits_early_runner_waits_for_orphaned_opc(tmp_path: Path, reaper
     leader_exit = next(e["t"] for e in events(att) if e["event"] == "leader_exited")
     op_done = (tmp_path / "markers").glob("op_compiler.*.finished")
     assert all(p.stat().st_mtime >= leader_exit - 0.01 for p in op_done)
+
+
+def gate(tmp_path: Path, faults: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    res = run_skgate(
+        "run",
+        "--root",
+        "r",
+        "--quiet",
+        "--jobs",
+        "2",
+        *extra,
+        "--",
+        *LAUNCHER,
+        "--inputs",
+        "3",
+        cwd=tmp_path,
+        env=sim_env(tmp_path, faults),
+    )
+    verdict: dict[str, Any] = read_json(attempt(tmp_path) / "verdict.json")
+    return res.returncode, verdict
+
+
+def test_launcher_killed_by_a_signal_is_interrupted_and_its_tree_waited_for(
+    tmp_path: Path,
+) -> None:
+    code, verdict = gate(tmp_path, "die_signal=KILL")
+    assert code == 4
+    assert (verdict["state"], verdict["cause"]) == ("interrupted", "external")
+    assert any("not sent by this runner" in str(r) for r in verdict["reasons"])
+    # The orphaned compiler tree was waited for, not abandoned or killed (C4).
+    assert marked(tmp_path, "op_compiler", "finished")
+    assert nothing_owned_alive(attempt(tmp_path))
+    assert not any(e["event"] == "signal_sent" for e in events(attempt(tmp_path)))
+
+
+def test_exit_zero_without_summary_is_unknown_never_succeeded(tmp_path: Path) -> None:
+    code, verdict = gate(tmp_path, "no_summary")
+    assert code == 5
+    assert verdict["state"] == "unknown"
+    assert any("summary" in str(m) for m in verdict["missing"])
+
+
+def test_self_contradicting_summary_is_unknown_never_failed(tmp_path: Path) -> None:
+    code, verdict = gate(tmp_path, "contradict_summary,fail=0")
+    assert code == 5
+    assert verdict["state"] == "unknown"
+    assert any("contradicts itself" in str(r) for r in verdict["reasons"])
