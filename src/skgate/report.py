@@ -47,7 +47,7 @@ from skgate.model import (
     check_schema,
 )
 from skgate.regress import health_statement
-from skgate.words import C7, EVENT_WORDS, NEXT_STEP, WORDS, phrase
+from skgate.words import C7, EVENT_WORDS, NEXT_STEP, WORDS, in_language, phrase
 
 SCHEMA_REPORT = "skgate.report/1"
 LANGS = ("en", "zh")
@@ -427,12 +427,14 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
     out.append("")
 
     out += [f"{hh} {phrase('reasons', lang)}", ""]
-    out += [f"- {r}" for r in v.reasons] or [f"- {phrase('none', lang)}"]
+    out += [f"- {in_language(r, lang)}" for r in v.reasons] or [f"- {phrase('none', lang)}"]
     out.append("")
 
     if v.state is State.UNKNOWN or v.missing:
         out += [f"{hh} {phrase('missing', lang)}", ""]
-        out += [f"- {m}" for m in v.missing] or [f"- {phrase('none', lang)}"]
+        out += [f"- {in_language(m, lang, 'missing')}" for m in v.missing] or [
+            f"- {phrase('none', lang)}"
+        ]
         out.append("")
 
     out += [f"{hh} {phrase('next', lang)}", "", NEXT_STEP[v.state][lang].format(a=ev.path), ""]

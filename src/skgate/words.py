@@ -8,6 +8,7 @@ are exactly those of the contract.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from skgate.model import State
@@ -73,7 +74,7 @@ TEXT: Mapping[str, Mapping[str, str]] = {
     "natural": {"en": "natural return", "zh": "自然返回"},
     "yes": {"en": "yes", "zh": "是"},
     "no": {"en": "no", "zh": "否"},
-    "reasons": {"en": "Reasons", "zh": "依据（原文）"},
+    "reasons": {"en": "Reasons", "zh": "依据"},
     "next": {"en": "Next step", "zh": "下一步"},
     "timeline": {"en": "Timeline", "zh": "时间线"},
     "controls": {"en": "Frozen controls", "zh": "冻结的控制参数"},
@@ -151,3 +152,185 @@ EVENT_WORDS: Mapping[str, Mapping[str, str]] = {
 
 def phrase(key: str, lang: str) -> str:
     return TEXT[key][lang]
+
+
+# ---------------------------------------------------------------------------
+# The classifier's reasons in Chinese
+#
+# The classifier (classify.py) writes its reasons in English, one template each; a
+# Chinese report shows them in Chinese through this table. tests/test_words.py checks
+# that every reason the classifier can produce has a translation, so the two cannot drift.
+
+_REASONS_ZH: tuple[tuple[str, str], ...] = (
+    (
+        r"C2\.1: the runner that owns this attempt is alive and its frozen timeout has not "
+        r"fired; keep waiting, observe read-only, kill nothing",
+        "C2.1：拥有本次尝试的运行器仍在运行，冻结的顶层超时尚未触发；"
+        "继续等待，只读观察，不终止任何进程",
+    ),
+    (
+        r"C2\.1: (\d+) owned process\(es\) alive and the frozen deadline has not passed; "
+        r"observe read-only, kill nothing\. The runner that owns this attempt is gone, so "
+        r"nobody will record the natural return: the attempt can only end unknown, and a "
+        r"clean retry will be needed",
+        r"C2.1：\1 个自有进程仍存活且冻结的截止时间未到；只读观察，不终止任何进程。"
+        "拥有本次尝试的运行器已不在，无人会记录自然返回：本次尝试只能以“未知”结束，之后需要一次干净重试",
+    ),
+    (
+        r"C2\.2: the compiler stack returned naturally with exit status 0",
+        "C2.2：编译栈自然返回，退出码为 0",
+    ),
+    (
+        r"C2\.2: the final summary reports every input of all (\d+) stage\(s\) succeeded",
+        r"C2.2：最终汇总显示全部 \1 个阶段的所有输入均成功",
+    ),
+    (
+        r"C2\.3: the compiler stack returned naturally with exit status (-?\d+)",
+        r"C2.3：编译栈自然返回，退出码为 \1",
+    ),
+    (
+        r"C2\.3: the final summary reports failures: (.+)",
+        r"C2.3：最终汇总报告了失败的输入：\1",
+    ),
+    (
+        r"C2\.3: kept error logs are now final compiler evidence",
+        "C2.3：保留的 error 日志现在是最终编译证据",
+    ),
+    (
+        r"C2\.4: the frozen top-level timeout fired; the runner signalled only its own "
+        r"process group: (.+)",
+        r"C2.4：冻结的顶层超时已触发；运行器只向它自己创建的进程组发送了信号：\1",
+    ),
+    (
+        r"C2\.4: compile evidence is interrupted/invalid, not an operator failure; a clean "
+        r"retry is required before judging compiler support",
+        "C2.4：编译证据已中断、无效，不能当作算子问题；"
+        "判断编译器是否支持之前，必须先做一次干净重试",
+    ),
+    (
+        r"C2\.4: the runner received (.+) from outside and forwarded it",
+        r"C2.4：运行器从外部收到 \1，并转发给了自己的进程组",
+    ),
+    (
+        r"C2\.4: the top-level process was ended by (\S+) \(not sent by this runner: a kill "
+        r"from outside, or a crash; either way the compile did not return naturally\)",
+        r"C2.4：顶层进程被 \1 结束（不是本运行器发送的：可能是外部终止，也可能是崩溃；"
+        "无论哪种，编译都没有自然返回）",
+    ),
+    (
+        r"C2\.4: the top-level process was ended by (\S+)",
+        r"C2.4：顶层进程被 \1 结束",
+    ),
+    (
+        r"C2\.4: the runner signalled its own process group: (.+)",
+        r"C2.4：运行器向自己的进程组发送了信号：\1",
+    ),
+    (
+        r"C2\.5: the event journal \(events\.jsonl\) is missing; launch, exits and signals "
+        r"cannot be established, so no conclusion is drawn",
+        "C2.5：事件日志 events.jsonl 缺失；无法确定启动、退出和信号，因此不下结论",
+    ),
+    (
+        r"C2\.5: the runner is gone without a verdict, its deadline has passed and (\d+) "
+        r"owned process\(es\) still live; nobody enforces the timeout now\. Do not kill by "
+        r"name or age; inspect the ownership manifest",
+        r"C2.5：运行器已不在且没有留下结论，截止时间已过，仍有 \1 个自有进程存活；"
+        "现在没有人执行超时。不要按名称或进程年龄终止进程；请查看进程归属清单",
+    ),
+    (
+        r"C2\.5: the runner ended without recording the terminal status",
+        "C2.5：运行器结束时没有记录终止状态",
+    ),
+    (
+        r"C2\.5: (\d+) escaped owned process\(es\) still lived when the runner finished, so "
+        r"the tree did not return completely",
+        r"C2.5：运行器结束时仍有 \1 个脱离进程组的自有进程存活，进程树没有完整返回",
+    ),
+    (
+        r"C2\.5: the final summary contradicts itself: (.+)",
+        r"C2.5：最终汇总自相矛盾：\1",
+    ),
+    (
+        r"C2\.5: the artifact census could not read (\d+) director\(ies\) under the "
+        r"outputs; a \.run package may be hidden there, so the C8 output check cannot "
+        r"conclude",
+        r"C2.5：产物统计有 \1 个输出目录无法读取；那里可能有 .run 包，"
+        "因此 C8 输出检查无法下结论",
+    ),
+    (
+        r"C2\.5: exit status, summary and outputs disagree",
+        "C2.5：退出码、最终汇总与输出产物互相不一致",
+    ),
+    (
+        r"C2\.5: evidence is missing; the verdict is blocked, failure is not inferred",
+        "C2.5：证据缺失；结论被阻止，不推断为失败",
+    ),
+    (
+        r"C4: (\d+) owned process\(es\) left the process group \(setsid\); they were watched, "
+        r"never signalled, and (\d+) still lived when the runner finished",
+        r"C4：\1 个自有进程离开了进程组（setsid）；它们被观察，从未被发送信号；"
+        r"运行器结束时仍有 \2 个存活",
+    ),
+    (
+        r"C4: (\d+) owned process\(es\) left the process group \(setsid\); they were watched, "
+        r"never signalled",
+        r"C4：\1 个自有进程离开了进程组（setsid）；它们被观察，从未被发送信号",
+    ),
+    (
+        r"C8: (\d+) error-named log\(s\) and no \.run package after natural return",
+        r"C8：自然返回后有 \1 个 error 命名日志且没有 .run 包",
+    ),
+    (
+        r"C8: package mode 'required' and no \.run package after natural return",
+        "C8：包模式为 required，自然返回后没有 .run 包",
+    ),
+    (
+        r"C8: (\d+) entr\(ies\) already in the outputs directory before launch were not "
+        r"counted: they are earlier runs' artifacts, not this attempt's \(skgate cleanup "
+        r"preserves and clears them\)",
+        r"C8：启动前输出目录里已有的 \1 项未计入：它们是之前运行的产物，不属于本次尝试"
+        "（skgate cleanup 会先保存再清理）",
+    ),
+    (
+        r"nothing was launched; this is not a compile result",
+        "没有启动任何进程；这不是编译结果",
+    ),
+)
+
+_MISSING_ZH: Mapping[str, str] = {
+    "ownership manifest (ownership.json)": "进程归属清单（ownership.json）",
+    "terminal status (the runner's final record)": "终止状态（运行器的最终记录）",
+    "natural return of escaped processes": "脱离进程组的进程的自然返回",
+    "exit status of the top-level process": "顶层进程的退出码",
+    "final aggregate summary ([summary] lines or a --summary-pattern match)": (
+        "最终聚合汇总（[summary] 行或 --summary-pattern 匹配）"
+    ),
+    "a complete artifact census (unreadable directories under the outputs)": (
+        "完整的产物统计（输出目录下有无法读取的目录）"
+    ),
+    "event journal (events.jsonl)": "事件日志（events.jsonl）",
+}
+
+_REASON_PATTERNS = tuple((re.compile(rf"\A{p}\Z", re.DOTALL), zh) for p, zh in _REASONS_ZH)
+
+
+def reason_zh(reason: str) -> str | None:
+    """The Chinese form of one classifier reason, or None when it has no template."""
+    for pattern, zh in _REASON_PATTERNS:
+        match = pattern.match(reason)
+        if match:
+            return match.expand(zh)
+    return None
+
+
+def missing_zh(item: str) -> str | None:
+    return _MISSING_ZH.get(item)
+
+
+def in_language(text: str, lang: str, kind: str = "reason") -> str:
+    """A reason (or missing item) in the report's language; the original when no
+    translation exists (preflight's free-form reasons), marked as such in Chinese."""
+    if lang != "zh":
+        return text
+    zh = reason_zh(text) if kind == "reason" else missing_zh(text)
+    return zh if zh is not None else f"{text}（原文）"
