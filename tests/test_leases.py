@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_for
+from conftest import Reaper, wait_for
 from skgate import leases
 from skgate.model import RunRequest
 from skgate.preflight import prepare
@@ -150,3 +150,47 @@ def test_prepare_exports_markers_and_release(tmp_path: Path) -> None:
     plan.release()
     plan.release()
     assert not leases.is_locked(tmp_path / "l", 3)
+
+
+def test_lease_is_held_by_the_workload_even_if_the_runner_dies(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    """C4: the lease covers the whole owned tree, not just the runner's lifetime."""
+    from conftest import events, script, start_skgate, wait_file
+
+    lease_root = tmp_path / "leases"
+    body = (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "m = Path(sys.argv[1])\n"
+        "(m / 'w.tmp').write_text(f'{os.getpid()}\\n'); (m / 'w.tmp').rename(m / 'w.pid')\n"
+        "while not (m / 'go').exists():\n"
+        "    time.sleep(0.01)\n"
+    )
+    cmd = script(tmp_path, "work.py", body)
+    runner = reaper.popen(
+        start_skgate(
+            "run",
+            "--root",
+            "r",
+            "--quiet",
+            "--devices",
+            "0",
+            "--env",
+            f"SKGATE_LEASE_ROOT={lease_root}",
+            "--",
+            *cmd,
+            str(tmp_path),
+            cwd=tmp_path,
+        )
+    )
+    workload = reaper.add(int(wait_file(tmp_path / "w.pid")))
+    att = tmp_path / "r" / "attempts" / "0001"
+    wait_for(lambda: any(e["event"] == "launched" for e in events(att)), what="launch")
+    assert leases.is_locked(lease_root, 0)
+    runner.kill()  # the runner dies (we started it; by pid)
+    runner.wait()
+    assert leases.is_locked(lease_root, 0), "the lease ended with the runner, not the tree"
+    (tmp_path / "go").write_text("")
+    wait_for(lambda: not leases.is_locked(lease_root, 0), what="the lease to end with the tree")
+    assert workload

@@ -82,6 +82,13 @@ class LaunchPlan:
     foreign: tuple[ProcessRecord, ...]
     _lease: leases.LeaseSet | None = field(default=None, repr=False)
 
+    @property
+    def lease_fds(self) -> tuple[int, ...]:
+        """The lock descriptors of the held device leases, for the launched command to
+        inherit: a flock lives while any holder of its open description lives, so the
+        lease outlasts the runner itself if the runner dies before its tree (C4)."""
+        return tuple(self._lease.fds.values()) if self._lease is not None else ()
+
     def release(self) -> None:
         """Release device leases (idempotent). Call only after the whole owned tree is
         gone (C4), not when the leader exits."""

@@ -245,7 +245,7 @@ def run_here(
         att.write_control(controls)
         if plan.blocked:
             return att.not_started(plan.blocked, controls)
-        return _supervise(att, plan.env, echo, notify, before)
+        return _supervise(att, plan, echo, notify, before)
     finally:
         plan.release()
 
@@ -332,7 +332,7 @@ class _Echo:
 
 def _supervise(
     att: _Attempt,
-    env: dict[str, str],
+    plan: preflight.LaunchPlan,
     echo: Echo | None,
     notify: Notify | None,
     before: frozenset[tuple[str, int]],
@@ -357,7 +357,7 @@ def _supervise(
 
     sup = Supervisor(
         request.argv,
-        env=env,
+        env=plan.env,
         cwd=request.cwd,
         timeout=request.timeout,
         grace=request.grace,
@@ -374,7 +374,7 @@ def _supervise(
     sup.install_handlers()
     try:
         try:
-            proc = sup.launch()
+            proc = sup.launch(plan.lease_fds)
         except OSError as exc:
             os.close(log_fd)
             if echoer is not None:

@@ -184,8 +184,11 @@ class Supervisor:
 
     # -- launch ---------------------------------------------------------------------
 
-    def launch(self) -> subprocess.Popen[bytes]:
-        """Start the command in its own session. Raises OSError if it cannot start."""
+    def launch(self, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+        """Start the command in its own session. Raises OSError if it cannot start.
+
+        ``pass_fds`` are inherited by the command (the device lease locks).
+        """
         self._proc = subprocess.Popen(
             list(self.argv),
             cwd=self.cwd,
@@ -197,6 +200,7 @@ class Supervisor:
             # whose id is its own pid: the only group this runner may ever signal.
             start_new_session=True,
             close_fds=True,
+            pass_fds=pass_fds,
         )
         return self._proc
 
