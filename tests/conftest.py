@@ -31,6 +31,11 @@ ENV = {
 REAL_COMPILER_NAMES = {"SKGATE_COMPILER_NAMES": "opc,op_compiler"}
 
 
+#: How often a wait re-checks its condition: a polling interval, not a wait for a state
+#: (every wait has its condition and a deadline).
+POLL_INTERVAL = 0.01
+
+
 def wait_for(check: Callable[[], object], what: str = "condition", timeout: float = 20.0) -> Any:
     """Poll ``check`` until it returns something truthy; fail the test at the deadline."""
     deadline = time.monotonic() + timeout
@@ -40,7 +45,7 @@ def wait_for(check: Callable[[], object], what: str = "condition", timeout: floa
             return got
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.01)
+        time.sleep(POLL_INTERVAL)
 
 
 def wait_file(path: Path, timeout: float = 20.0) -> str:

@@ -188,7 +188,7 @@ def test_foreign_opc_is_never_touched_by_a_timeout(tmp_path: Path, reaper: Reape
     # A foreign opc: same name, not in the attempt's tree (its own session, our child).
     foreign = reaper.popen(
         subprocess.Popen(
-            ["opc", "-c", "import time; time.sleep(120)"],
+            ["opc", "-c", "import signal; signal.pause()"],
             executable=sys.executable,
             start_new_session=True,
         )
@@ -202,7 +202,7 @@ def test_foreign_opc_is_never_touched_by_a_timeout(tmp_path: Path, reaper: Reape
 def test_foreign_opc_before_launch_refused_and_untouched(tmp_path: Path, reaper: Reaper) -> None:
     foreign = reaper.popen(
         subprocess.Popen(
-            ["opc", "-c", "import time; time.sleep(120)"],
+            ["opc", "-c", "import signal; signal.pause()"],
             executable=sys.executable,
             start_new_session=True,
         )

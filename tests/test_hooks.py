@@ -266,10 +266,10 @@ def test_hanging_probe_is_bounded_and_blocks(venv: tuple[Path, Path], tmp_path: 
     python, site = venv
     pidfile = tmp_path / "hook.pid"
     (site / "sitecustomize.py").write_text(
-        "import os, sys, time\n"
+        "import os, signal, sys\n"
         "if not sys.flags.no_site:\n"
         f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
-        "    time.sleep(120)\n"
+        "    signal.pause()  # a start-up hook that hangs\n"
     )
     t0 = time.monotonic()
     result = hooks.scan(str(python), clean_env(), timeout=1.5)

@@ -111,7 +111,7 @@ def test_timeout_kills_only_own_group_even_what_ignores_sigterm(
     # A foreign process that existed before the launch: it must survive the timeout (C4).
     foreign = reaper.popen(
         subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True
+            [sys.executable, "-c", "import signal; signal.pause()"], start_new_session=True
         )
     )
     body = PRELUDE + (

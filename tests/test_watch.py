@@ -91,7 +91,7 @@ def test_sampler_shows_cpu_only_from_the_second_reading(tmp_path: Path, reaper: 
         "t = time.process_time()\n"
         "while time.process_time() - t < 0.2: pass\n"  # burn CPU, then say so
         "open(sys.argv[1], 'w').write('x\\n')\n"
-        "time.sleep(60)\n"
+        "import signal; signal.pause()\n"
     )
     proc = reaper.popen(subprocess.Popen([sys.executable, "-c", code, str(marker)]))
     st = read_stat(proc.pid)
