@@ -54,3 +54,25 @@ def test_reasons_of_rare_evidence_have_a_chinese_form() -> None:
             assert reason_zh(reason) is not None, reason
         for item in verdict.missing:
             assert missing_zh(item) is not None, item
+
+
+def test_health_statements_have_a_chinese_form() -> None:
+    from skgate.regress import Check, HealthResult
+
+    def result(kind: str) -> HealthResult:
+        return HealthResult(
+            result=kind,
+            reference="r/attempts/0001",
+            attempt=None,
+            root="h",
+            declared=(),
+            checks=(Check("exit status 0", kind == "pass", ""),),
+            differences=(),
+            state=None,
+            reasons=("undeclared difference in env.X",),
+        )
+
+    for kind in ("pass", "fail", "blocked"):
+        zh = reason_zh(result(kind).statement())
+        assert zh is not None, kind
+        assert ("可以接受" in zh) == (kind == "pass")

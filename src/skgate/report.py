@@ -574,7 +574,7 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     out.append("")
     health = _health(report)
     if health is not None:
-        out += ["## Compile-health gate (C6)", "", f"- {health}", ""]
+        out += [f"## {phrase('health', lang)}", "", f"- {in_language(health, lang)}", ""]
     for a in report.attempts:
         out += _md_attempt(report, a, lang, 2)
     return "\n".join(out).rstrip() + "\n"

@@ -75,6 +75,7 @@ TEXT: Mapping[str, Mapping[str, str]] = {
     "yes": {"en": "yes", "zh": "是"},
     "no": {"en": "no", "zh": "否"},
     "reasons": {"en": "Reasons", "zh": "依据"},
+    "health": {"en": "Compile-health gate (C6)", "zh": "编译健康检查（C6）"},
     "next": {"en": "Next step", "zh": "下一步"},
     "timeline": {"en": "Timeline", "zh": "时间线"},
     "controls": {"en": "Frozen controls", "zh": "冻结的控制参数"},
@@ -294,6 +295,23 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
     (
         r"nothing was launched; this is not a compile result",
         "没有启动任何进程；这不是编译结果",
+    ),
+    # The compile-health gate's one sentence (skgate regress --health, C6).
+    (
+        r"later profiling may be accepted: the fresh-root compile-health run returned "
+        r"naturally, every stage reported all inputs successful, exit status 0, and "
+        r"inference reached its completion marker \(C6\)",
+        "可以接受之后的性能分析：全新根目录下的编译健康检查自然返回，每个阶段的所有输入均成功，"
+        "退出码为 0，推理到达了正常完成点（C6）",
+    ),
+    (
+        r"later profiling may NOT be accepted: the compile-health run is not attributable "
+        r"\((.+)\)",
+        r"不能接受之后的性能分析：编译健康检查无法归因（\1）",
+    ),
+    (
+        r"later profiling may NOT be accepted: failed checks: (.+)",
+        r"不能接受之后的性能分析：未通过的检查：\1",
     ),
 )
 
