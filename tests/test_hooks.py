@@ -22,7 +22,16 @@ from skgate.model import RunRequest
 from skgate.observe import read_stat
 from skgate.preflight import prepare
 
-BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
+# The interpreter the test venv was made from (user site enabled there). Python 3.10's
+# sys._base_executable names the venv's own python, so build the path from base_prefix.
+_BASE_CANDIDATE = os.path.join(
+    sys.base_prefix, "bin", f"python{sys.version_info.major}.{sys.version_info.minor}"
+)
+BASE_PYTHON = (
+    _BASE_CANDIDATE
+    if os.path.exists(_BASE_CANDIDATE)
+    else getattr(sys, "_base_executable", sys.executable)
+)
 DISTUTILS_PTH = (
     "import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, 'local') "
     "== 'local'; enabled and __import__('_distutils_hack').add_shim(); \n"
