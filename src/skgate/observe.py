@@ -121,8 +121,15 @@ def scan() -> dict[int, ProcStat]:
     return table
 
 
-def direct_children(pid: int) -> list[int]:
-    """Children of ``pid``, from ``/proc/<pid>/task/*/children`` when the kernel has it."""
+class _NoChildrenFiles(Exception):
+    """The kernel has no ``/proc/<pid>/task/<tid>/children`` (CONFIG_PROC_CHILDREN off)."""
+
+
+#: Learned on first use: None unknown, False when the kernel lacks the children files.
+_children_files: bool | None = None
+
+
+def _children_of(pid: int) -> list[int]:
     kids: list[int] = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -133,11 +140,64 @@ def direct_children(pid: int) -> list[int]:
             with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
                 kids.extend(int(x) for x in fh.read().split())
         except FileNotFoundError:
-            # CONFIG_PROC_CHILDREN is off: fall back to a full scan.
-            return [st.pid for st in scan().values() if st.ppid == pid]
+            if os.path.isdir(f"/proc/{pid}/task/{tid}"):
+                raise _NoChildrenFiles from None
         except OSError:
             continue
     return kids
+
+
+def tree(root: int) -> dict[int, ProcStat]:
+    """Every descendant of ``root`` now (zombies included), with its stat record.
+
+    Walks ``/proc/<pid>/task/*/children`` from ``root`` down, which costs in proportion to
+    the tree, not to the machine. On a kernel without those files it builds the tree from
+    one scan of the whole table (never one scan per process).
+    """
+    global _children_files
+    if _children_files is not False:
+        try:
+            found: dict[int, ProcStat] = {}
+            stack = _children_of(root)
+            while stack:
+                pid = stack.pop()
+                if pid in found:
+                    continue
+                st = read_stat(pid)
+                if st is None:
+                    continue
+                found[pid] = st
+                if not st.zombie:
+                    stack.extend(_children_of(pid))
+            _children_files = True
+            return found
+        except _NoChildrenFiles:
+            _children_files = False
+    table = scan()
+    kids: dict[int, list[int]] = {}
+    for st in table.values():
+        kids.setdefault(st.ppid, []).append(st.pid)
+    found = {}
+    stack = list(kids.get(root, ()))
+    while stack:
+        pid = stack.pop()
+        if pid in found or pid not in table:
+            continue
+        found[pid] = table[pid]
+        stack.extend(kids.get(pid, ()))
+    return found
+
+
+def direct_children(pid: int) -> list[int]:
+    """Children of ``pid`` (zombies included), from the children files when the kernel
+    has them, else from one scan of the table."""
+    global _children_files
+    if _children_files is not False:
+        try:
+            return _children_of(pid)
+        except _NoChildrenFiles:
+            _children_files = False
+    return [st.pid for st in scan().values() if st.ppid == pid]
 
 
 def is_compiler(name: str, argv: Iterable[str], names: Iterable[str] = COMPILER_NAMES) -> bool:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model import ProcessRecord
-from skgate.observe import ProcStat, direct_children, read_cmdline, read_stat
+from skgate.observe import ProcStat, direct_children, read_cmdline, read_stat, tree
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -411,22 +411,11 @@ class Supervisor:
 
     def _live_tree(self, leader: int, group_only: bool = False) -> dict[int, ProcStat]:
         """Live (non-zombie) descendants of the runner, excluding the leader's zombie."""
-        found: dict[int, ProcStat] = {}
-        stack = direct_children(os.getpid())
-        seen: set[int] = set()
-        while stack:
-            child = stack.pop()
-            if child in seen:
-                continue
-            seen.add(child)
-            st = read_stat(child)
-            if st is None:
-                continue
-            if not st.zombie:
-                if not group_only or st.pgid == leader:
-                    found[child] = st
-                stack.extend(direct_children(child))
-        return found
+        return {
+            pid: st
+            for pid, st in tree(os.getpid()).items()
+            if not st.zombie and (not group_only or st.pgid == leader)
+        }
 
     def track_leader(self, wall: float) -> None:
         """Record the leader at once: it may exit before the first scan."""
