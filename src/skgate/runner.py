@@ -113,7 +113,6 @@ class _Attempt:
         self.runner_pid = me.pid
         self.runner_start_ticks = me.start_ticks
         self.boot_id = boot_id()
-        self.runner = {"pid": me.pid, "start_ticks": me.start_ticks, "boot_id": self.boot_id}
         self.foreign: tuple[ProcessRecord, ...] = ()
         self.pgid: int | None = None
         self.leader: ProcessRecord | None = None
@@ -130,7 +129,11 @@ class _Attempt:
                 "created_at": time.time(),
                 "skgate_version": __version__,
                 "request": self.request.to_dict(),
-                "runner": self.runner,
+                "runner": {
+                    "pid": self.runner_pid,
+                    "start_ticks": self.runner_start_ticks,
+                    "boot_id": self.boot_id,
+                },
                 "controls": controls,
             },
         )
@@ -154,8 +157,11 @@ class _Attempt:
         # is flushed together with the other final files (see _supervise).
         files.replace_json(self.dir / files.OWNERSHIP, own.to_dict(), sync=not complete)
 
-    def finish(self) -> Verdict:
-        """Classify from the files, exactly as ``skgate classify`` will later (C2)."""
+    def finish(self, *, indexed: bool = True) -> Verdict:
+        """Classify from the files, exactly as ``skgate classify`` will later (C2).
+
+        ``indexed=False`` skips the ledger (when the ledger is what cannot be written).
+        """
         verdict = classify(load_evidence(self.dir, finishing=True)).with_attempt(str(self.dir))
         files.write_json_new(self.dir / files.VERDICT, verdict.to_dict())
         self.emit(
@@ -169,27 +175,23 @@ class _Attempt:
         # Seal first, so the ledger's end entry carries the seal's hash (C4: the scene
         # can be verified later, and a rebuilt seal.json breaks the chain).
         seal.seal_attempt(self.dir, chain=False)
-        ledger.record_end(self.root, self.dir, verdict)  # chains the seal's hash
+        if indexed:
+            ledger.record_end(self.root, self.dir, verdict)  # chains the seal's hash
         return verdict
 
     def abandon(self, reason: str) -> None:
         """Record a not-started attempt without the ledger (it is what failed)."""
         with contextlib.suppress(OSError, SkgateError):
-            if not (self.dir / files.CONTROL).exists():
-                self.write_control({})
-            self.emit("blocked", reasons=[reason])
-            verdict = classify(load_evidence(self.dir, finishing=True))
-            files.write_json_new(
-                self.dir / files.VERDICT, verdict.with_attempt(str(self.dir)).to_dict()
-            )
-            self.emit("finished", state=verdict.state.value, cause=None)
+            self.not_started((reason,), None, indexed=False)
         self.journal.close()
 
-    def not_started(self, reasons: tuple[str, ...], controls: dict[str, Any] | None) -> Verdict:
+    def not_started(
+        self, reasons: tuple[str, ...], controls: dict[str, Any] | None, *, indexed: bool = True
+    ) -> Verdict:
         if not (self.dir / files.CONTROL).exists():
             self.write_control(controls or {})
         self.emit("blocked", reasons=list(reasons))
-        return self.finish()
+        return self.finish(indexed=indexed)
 
 
 def run_here(
