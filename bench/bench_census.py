@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from skgate.census import take_census
+from skgate.evidence.census import take_census
 
 
 def generate(top: Path, files: int) -> None:

@@ -22,9 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from skgate import artifacts, ledger, seal
-from skgate.attempt import CONTROL, write_json_new
-from skgate.model import RunRequest
+from skgate.evidence import ledger, seal
+from skgate.evidence.files import CONTROL, write_json_new
+from skgate.model.records import RunRequest
+from skgate.workdir import cleanup as artifacts
 
 
 def make_evidence(attempt: Path, total: int, files: int) -> list[Path]:

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from skgate import hooks
-from skgate.model import RunRequest
-from skgate.preflight import prepare
+from skgate.model.records import RunRequest
+from skgate.preflight.hooks import scan as hooks
+from skgate.preflight.prepare import prepare
 
 BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from skgate.observe import is_alive, read_stat
+from skgate.proc.observe import is_alive, read_stat
 
 SKGATE = [sys.executable, "-m", "skgate"]
 # The interpreter running the tests comes first on PATH, so a workload's "python3" is

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from skgate.model import (
+from skgate.model.records import (
     Cause,
     Census,
     Ownership,

@@ -30,7 +30,7 @@ from conftest import (
     start_skgate,
     wait_for,
 )
-from skgate.observe import is_alive
+from skgate.proc.observe import is_alive
 
 LAUNCHER = [sys.executable, "-m", "skgate.sim.launcher"]
 

@@ -53,7 +53,7 @@ def owned_pids(attempt: Path) -> list[tuple[int, int]]:
 
 
 def same_process_alive(pid: int, start_ticks: int) -> bool:
-    from skgate.observe import is_alive
+    from skgate.proc.observe import is_alive
 
     return is_alive(pid, start_ticks)
 
@@ -337,7 +337,7 @@ def test_unwritable_root_refuses_to_launch(tmp_path: Path) -> None:
 
 def test_python_api_returns_the_verdict(tmp_path: Path) -> None:
     from skgate.api import run
-    from skgate.model import State
+    from skgate.model.records import State
 
     cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
     verdict = run(cmd, root=tmp_path / "r", cwd=tmp_path, timeout=30)
@@ -515,7 +515,7 @@ def test_forwarded_stop_is_not_escalated_until_asked_again(tmp_path: Path, reape
 
 def test_api_refuses_infinite_controls(tmp_path: Path) -> None:
     from skgate.api import run
-    from skgate.errors import UsageError
+    from skgate.model.errors import UsageError
 
     for kw in ({"timeout": float("inf")}, {"grace": float("nan")}):
         with pytest.raises(UsageError):

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from skgate.classify import classify
-from skgate.errors import BlockedError, EvidenceError, SkgateError, UsageError
-from skgate.model import Cause, Evidence, PackageMode, RunRequest, State, Verdict
+from skgate.model.errors import BlockedError, EvidenceError, SkgateError, UsageError
+from skgate.model.records import Cause, Evidence, PackageMode, RunRequest, State, Verdict
+from skgate.verdict.classify import classify
 
 if TYPE_CHECKING:
     from skgate.api import run, run_attempt, status
-    from skgate.artifacts import retry
-    from skgate.preflight import LaunchPlan, prepare
-    from skgate.profiler import ProfilerSchedule
-    from skgate.seal import verify
+    from skgate.evidence.seal import verify
+    from skgate.preflight.prepare import LaunchPlan, prepare
+    from skgate.preflight.profiler import ProfilerSchedule
+    from skgate.workdir.cleanup import retry
 
 __version__ = "0.1.0"
 
@@ -25,11 +25,11 @@ _LAZY = {
     "run": "skgate.api",
     "run_attempt": "skgate.api",
     "status": "skgate.api",
-    "retry": "skgate.artifacts",
-    "prepare": "skgate.preflight",
-    "LaunchPlan": "skgate.preflight",
-    "ProfilerSchedule": "skgate.profiler",
-    "verify": "skgate.seal",
+    "retry": "skgate.workdir.cleanup",
+    "prepare": "skgate.preflight.prepare",
+    "LaunchPlan": "skgate.preflight.prepare",
+    "ProfilerSchedule": "skgate.preflight.profiler",
+    "verify": "skgate.evidence.seal",
 }
 
 

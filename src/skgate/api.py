@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skgate.errors import BlockedError, SkgateError, UsageError
-from skgate.evidence import current_verdict
-from skgate.ledger import DEFAULT_ROOT, latest
-from skgate.model import RunRequest, Verdict
+from skgate.evidence.ledger import DEFAULT_ROOT, latest
+from skgate.evidence.load import current_verdict
+from skgate.model.errors import BlockedError, SkgateError, UsageError
+from skgate.model.records import RunRequest, Verdict
 
 
 def run_attempt(request: RunRequest) -> Verdict:

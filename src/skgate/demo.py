@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from skgate.model import RunRequest, State, Verdict
+from skgate.model.records import RunRequest, State, Verdict
 from skgate.runner import run_here
 
 
@@ -73,7 +73,7 @@ def scenario_names() -> list[str]:
 
 def _diagnose(where: Path, out: TextIO) -> int:
     # Imported here: the regression matrix is only needed by this scenario.
-    from skgate.matrix import demo_diagnose  # noqa: PLC0415
+    from skgate.regress.matrix.core import demo_diagnose  # noqa: PLC0415
 
     print(
         "skgate demo: scenario diagnose: a baseline and one arm per factor, each changing "
@@ -149,7 +149,7 @@ def _print_report(verdict: Verdict, lang: str) -> None:
     if verdict.attempt is None:
         return
     # Imported here: the report is only needed once the demo has a verdict to show.
-    from skgate import report  # noqa: PLC0415
+    from skgate.report import markdown as report  # noqa: PLC0415
 
     print()
     print(report.render_attempt_markdown(Path(verdict.attempt), lang=lang))

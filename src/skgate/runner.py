@@ -9,13 +9,13 @@ the next one starts, so an attempt cut off at any point still says how far it go
 2. preflight (hooks, foreign compilers, leases, jobs, environment; C4-C6) and write the
    frozen ``control.json``; a blocked attempt is recorded ``not_started``, never a
    compile result;
-3. supervise (see :mod:`skgate.supervise`), streaming output to ``run.log``;
+3. supervise (see :mod:`skgate.proc.supervise`), streaming output to ``run.log``;
 4. after the tree is gone: release the leases, write ``summary.txt``, ``logscan.json``,
    ``census.json``, the final ``ownership.json``; classify from the files (C2);
    ``verdict.json``; ``finished``; ledger entry; ``seal.json``.
 
 Protocol when run as ``python -m skgate.runner`` (used by :mod:`skgate.api`): a
-:class:`~skgate.model.RunRequest` as JSON on stdin; the workload's output echoed on
+:class:`~skgate.model.records.RunRequest` as JSON on stdin; the workload's output echoed on
 stderr unless the request is quiet; one JSON object on stdout at the end, either the
 verdict (``Verdict.to_dict()``) or ``{"error": MESSAGE, "exit_code": N}``.
 """
@@ -35,13 +35,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from skgate import __version__, ledger, preflight, seal
-from skgate import attempt as files
-from skgate.census import take_census, top_entries
-from skgate.classify import classify
-from skgate.errors import BlockedError, SkgateError, UsageError
-from skgate.evidence import load_evidence
-from skgate.model import (
+from skgate import __version__
+from skgate.evidence import files, ledger, seal
+from skgate.evidence.census import take_census, top_entries
+from skgate.evidence.load import load_evidence
+from skgate.evidence.logscan import LogScanner, validate_patterns
+from skgate.model.errors import BlockedError, SkgateError, UsageError
+from skgate.model.records import (
     SCHEMA_CONTROL,
     Ownership,
     ProcessRecord,
@@ -49,9 +49,10 @@ from skgate.model import (
     State,
     Verdict,
 )
-from skgate.observe import boot_id, self_stat
-from skgate.summary import LogScanner, validate_patterns
-from skgate.supervise import Supervisor, become_subreaper, cpu_seconds
+from skgate.preflight import prepare as preflight
+from skgate.proc.observe import boot_id, self_stat
+from skgate.proc.supervise import Supervisor, become_subreaper, cpu_seconds
+from skgate.verdict.classify import classify
 
 Echo = Callable[[bytes], None]
 Notify = Callable[[str], None]

@@ -9,7 +9,7 @@ It behaves like torchair's ``compile_static_kernel`` path (see
 1. "CANN env setup": the Ascend home is ``$ASCEND_HOME_PATH`` or the sandbox
    ``<workdir>/sim_ascend_home`` (never a real system directory).
 2. At that normal initialization point it reads ``SKGATE_PROFILER_SCHEDULE`` through the
-   ``skgate.profiler`` helper, as a real launcher would (C6: the schedule goes through the
+   ``skgate.preflight.profiler`` helper, as a real launcher would (C6: the schedule goes through the
    launcher's own path, not an interpreter start-up hook). This is the one place the
    simulator uses skgate code: the helper is meant for launchers.
 3. Dumps N operator JSONs into ``static_kernel_compile_outputs/ts<ts>_pid<pid>_outputs/
@@ -44,8 +44,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from skgate.errors import UsageError
-from skgate.profiler import (
+from skgate.model.errors import UsageError
+from skgate.preflight.profiler import (
     ProfilerSchedule,
     build_schedule,
     find_framework_schedule,
@@ -71,7 +71,7 @@ def recorded_steps(sched: ProfilerSchedule | None, steps: int) -> list[int]:
     """Steps (0-based) the profiler records, with torch's schedule semantics.
 
     The simulator stands in for the framework here: with torch installed the launcher
-    also builds the real schedule object through ``skgate.profiler.build_schedule``.
+    also builds the real schedule object through ``skgate.preflight.profiler.build_schedule``.
     """
     s = sched or DEFAULT_SCHEDULE
     out: list[int] = []
@@ -201,7 +201,7 @@ def run(ns: argparse.Namespace, f: faults.Faults, fault_env: str) -> int:
     profile = os.environ.get(common.ENV_PROFILE) == "1"
     sched: ProfilerSchedule | None = None
     if sched_text is not None:
-        # The skgate.profiler helper, exactly as a real launcher would use it (C6).
+        # The skgate.preflight.profiler helper, exactly as a real launcher would use it (C6).
         try:
             sched = schedule_from_env()
         except UsageError as exc:

@@ -1,0 +1,148 @@
+"""Options and argument types shared by the commands that take run controls.
+
+``skgate run`` and ``skgate preflight`` take the same control options, so a command line
+can be checked with ``preflight`` before it is run.
+
+Each turns bad input into argparse's one-line usage error (exit 2), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+from skgate.evidence.ledger import DEFAULT_ROOT
+from skgate.model.records import DEFAULT_GRACE, DEFAULT_TIMEOUT, PackageMode, RunRequest
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite, non-negative number")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    value = seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
+
+
+def jobs_value(text: str) -> str:
+    if text == "auto" or (text.isdigit() and int(text) > 0):
+        return text
+    raise argparse.ArgumentTypeError(f"--jobs {text}: use a positive integer or 'auto'")
+
+
+def env_item(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: use NAME=VALUE")
+    return name, value
+
+
+def devices(text: str) -> tuple[int, ...]:
+    try:
+        ids = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: use device ids like 0,1") from None
+    if not ids or min(ids) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: use device ids like 0,1")
+    return ids
+
+
+def positive_int(text: str) -> int:
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text!r}: use a positive integer")
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """Options that freeze an attempt's controls (shared by run and regress)."""
+    p.add_argument("--root", default=str(DEFAULT_ROOT), help="evidence root (default %(default)s)")
+    p.add_argument("--cwd", default=None, help="working directory of the command (default: .)")
+    p.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=DEFAULT_TIMEOUT,
+        help="frozen top-level timeout in seconds (default %(default)s)",
+    )
+    p.add_argument(
+        "--grace",
+        type=seconds,
+        default=DEFAULT_GRACE,
+        help="seconds between SIGTERM and SIGKILL to the own group (default %(default)s)",
+    )
+    p.add_argument(
+        "--jobs", type=jobs_value, default=None, help="compile concurrency: N or auto (C5)"
+    )
+    p.add_argument("--outputs", default=None, help="outputs dir to count (C3)")
+    p.add_argument(
+        "--package",
+        choices=[m.value for m in PackageMode],
+        default=PackageMode.OPTIONAL.value,
+        help="whether a .run package is required (C8)",
+    )
+    p.add_argument("--summary-pattern", action="append", default=[], metavar="REGEX")
+    p.add_argument("--completion-marker", default=None, metavar="REGEX")
+    p.add_argument("--approve-hook", action="append", default=[], metavar="FINGERPRINT")
+    p.add_argument("--hook-baseline", default=None, metavar="FILE")
+    p.add_argument("--python", default=None, metavar="PATH", help="interpreter to scan (C6)")
+    p.add_argument("--foreign", choices=["wait", "refuse"], default="wait")
+    p.add_argument("--lease-timeout", type=seconds, default=600.0)
+    p.add_argument("--devices", type=devices, default=())
+    p.add_argument("--profiler-schedule", default=None, metavar="SPEC")
+    p.add_argument("--vary", action="append", default=[], choices=["jobs"])
+    p.add_argument("--env", action="append", type=env_item, default=[], metavar="NAME=VALUE")
+    p.add_argument("--unset-env", action="append", default=[], metavar="NAME")
+    p.add_argument(
+        "--compiler-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a compiler process name for the foreign-compiler check (repeatable; "
+        "default opc, op_compiler)",
+    )
+    p.add_argument(
+        "--job-memory-mb",
+        type=positive_int,
+        default=None,
+        metavar="MIB",
+        help="memory budget per compile job for --jobs auto (C5)",
+    )
+    p.add_argument("--scan-interval", type=positive_seconds, default=1.0, help=argparse.SUPPRESS)
+
+
+def request_from_args(args: argparse.Namespace, command: list[str]) -> RunRequest:
+    return RunRequest(
+        argv=tuple(command),
+        cwd=str(Path(args.cwd or os.getcwd()).absolute()),
+        root=str(Path(args.root).absolute()),
+        timeout=args.timeout,
+        grace=args.grace,
+        outputs=args.outputs,
+        package_mode=PackageMode(args.package),
+        summary_patterns=tuple(args.summary_pattern),
+        completion_marker=args.completion_marker,
+        jobs=args.jobs,
+        env=dict(args.env),
+        unset_env=tuple(args.unset_env),
+        python=args.python,
+        approved_hooks=tuple(args.approve_hook),
+        hook_baseline=args.hook_baseline,
+        foreign_policy=args.foreign,
+        lease_timeout=args.lease_timeout,
+        devices=tuple(args.devices),
+        profiler_schedule=args.profiler_schedule,
+        vary=tuple(args.vary),
+        quiet=bool(getattr(args, "quiet", False)),
+        scan_interval=args.scan_interval,
+        compiler_names=tuple(args.compiler_name),
+        job_memory_mb=args.job_memory_mb,
+    )

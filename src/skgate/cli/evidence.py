@@ -1,0 +1,171 @@
+"""Command-line glue for evidence and reports: ``report``, ``lint-report``, ``check-outputs``.
+
+Thin: parse, call the library, print, return an exit status. The library never prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence.files import is_attempt_dir, replace_text
+from skgate.evidence.ledger import ATTEMPTS, DEFAULT_ROOT, LEDGER
+from skgate.model.errors import UsageError
+from skgate.model.records import PackageMode, Verdict
+from skgate.report import markdown as report
+from skgate.verdict import lint
+from skgate.workdir import outputs_check as outputs
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add this area's subcommands (each sets ``handler=fn(args) -> int``)."""
+    p = sub.add_parser(
+        "report",
+        help="render an attempt or every attempt of a root in the C7 language",
+        description="Render the verdict, reasons, timeline, controls, ownership, census and "
+        "verbatim [summary] lines of an attempt (or of every attempt in an evidence root, "
+        "oldest first) in the contract's words (C7).",
+    )
+    p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), metavar="ATTEMPT|ROOT")
+    p.add_argument("--lang", choices=report.LANGS, default="en")
+    p.add_argument("--format", choices=report.FORMATS, default="md", dest="fmt")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the report to FILE (atomically: temp file, fsync, rename); refuses an "
+        "existing FILE unless --force, and never writes inside an attempt directory or an "
+        "evidence root's attempts/ (evidence is append-only)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with -o: replace FILE if it exists (never evidence: attempt directories and "
+        "attempts/ stay refused)",
+    )
+    p.set_defaults(handler=cmd_report)
+
+    p = sub.add_parser(
+        "lint-report",
+        help="check a report against the contract's language (C1, C2, C7)",
+        description="Print FILE:LINE: RULE message for each claim that breaks C7; "
+        "exit 1 if any, 0 if clean.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--attempt", metavar="ATTEMPT", help="the attempt the reports are about")
+    p.set_defaults(handler=cmd_lint)
+
+    p = sub.add_parser(
+        "check-outputs",
+        help="C8 output check, only after natural return",
+        description="Upstream's sk_check_static_kernel_outputs, contract-aware: exit 0 ok, "
+        "1 failure, 5 unknown (unreadable directories may hide a .run), 6 in progress (with "
+        "--attempt of a live attempt). Without --attempt the "
+        "judgement rests on file names alone and says so: natural return is not verified.",
+    )
+    p.add_argument("directory", metavar="DIR")
+    p.add_argument(
+        "--package", choices=[m.value for m in PackageMode], default=PackageMode.OPTIONAL.value
+    )
+    p.add_argument(
+        "--attempt",
+        metavar="ATTEMPT",
+        help="the attempt that produced DIR: judge only after its natural return",
+    )
+    p.set_defaults(handler=cmd_check_outputs)
+
+
+def _attempt_verdict(target: str | None) -> Verdict | None:
+    if target is None:
+        return None
+    path = Path(target)
+    if not is_attempt_dir(path):
+        raise UsageError(f"--attempt {target}: not an attempt directory (no control.json)")
+    verdict = report.default_verdict_of(path)
+    return verdict if verdict.attempt else verdict.with_attempt(path.name)
+
+
+def _is_evidence_root(path: Path) -> bool:
+    """``path`` holds a ledger or attempt directories (``<root>/attempts/NNNN``)."""
+    if (path / LEDGER).exists():
+        return True
+    try:
+        with os.scandir(path / ATTEMPTS) as it:
+            return any(e.name.isdigit() and is_attempt_dir(Path(e.path)) for e in it)
+    except OSError:
+        return False
+
+
+def evidence_owner(path: Path) -> Path | None:
+    """The attempt directory, ``attempts/`` tree or ledger that ``path`` lies in, if any.
+
+    Checked on the real path of the parent (links resolved) and on the real path of
+    ``path`` itself, so neither ``..`` nor a symbolic link reaches sealed evidence.
+    """
+    parent = path.parent if str(path.parent) else Path(".")
+    places = {Path(os.path.realpath(parent)) / path.name, Path(os.path.realpath(path))}
+    for place in places:
+        for d in (place, *place.parents):
+            if is_attempt_dir(d):
+                return d
+            if d.name == ATTEMPTS and _is_evidence_root(d.parent):
+                return d
+        if place.name == LEDGER and _is_evidence_root(place.parent):
+            return place  # the root's hash-chained ledger is evidence too
+    return None
+
+
+def write_atomic(path: Path, text: str, *, force: bool = False) -> None:
+    """Write ``text`` to ``path``: temp file, fsync, then rename in the target's directory.
+
+    Never a half-written file. Refuses (``UsageError``, nothing written) a target inside
+    an attempt directory or an evidence root's ``attempts/`` (evidence is append-only and
+    sealed), a directory, and an existing file unless ``force``.
+    """
+    owner = evidence_owner(path)
+    if owner is not None:
+        raise UsageError(
+            f"-o {path}: inside the evidence tree {owner}; evidence is append-only and "
+            "never overwritten, write the report elsewhere"
+        )
+    if path.is_dir():
+        raise UsageError(f"-o {path}: is a directory; give a file path for the report")
+    if path.exists() and not force:
+        raise UsageError(f"-o {path}: already exists; pass --force to replace it")
+    try:
+        replace_text(path, text, only_new=not force)
+    except FileExistsError:
+        raise UsageError(f"-o {path}: already exists; pass --force to replace it") from None
+    except OSError as exc:
+        raise UsageError(f"-o {path}: cannot write there ({exc.strerror})") from None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    rep = report.build_report(Path(args.target))
+    text = report.render(rep, args.lang, args.fmt)
+    if args.output:
+        write_atomic(Path(args.output), text, force=args.force)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    verdict = _attempt_verdict(args.attempt)
+    findings: list[lint.Finding] = []
+    for name in args.files:
+        findings.extend(lint.lint_file(Path(name), verdict))
+    for f in findings:
+        print(f.format())
+    return 1 if findings else 0
+
+
+def cmd_check_outputs(args: argparse.Namespace) -> int:
+    verdict = _attempt_verdict(args.attempt)
+    result = outputs.check_outputs(Path(args.directory), PackageMode(args.package), verdict)
+    for message in result.messages:
+        print(f"{result.directory}: {message}")
+    return result.exit_code

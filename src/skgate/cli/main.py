@@ -1,0 +1,112 @@
+"""The command line: parse, call, print, exit. No logic lives here.
+
+Each area registers its own subcommands (``cli_*.py``); every handler returns an exit
+status. This module is the one place that turns skgate's own errors into a one-line
+message and an exit status: no traceback reaches a user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from skgate import __version__
+from skgate.model.errors import SkgateError
+from skgate.model.records import EXIT_USAGE
+
+#: Which area module registers each command. Only the area of the command being run is
+#: imported: ``skgate run`` must not pay for the report, cleanup or regress code on every
+#: launch (start-up overhead is a benchmark target). tests/cli/test_main.py checks the map
+#: against what the areas really register.
+AREAS = ("run", "preflight", "evidence", "workdir", "regress")
+COMMAND_AREA = {
+    "run": "run",
+    "status": "run",
+    "classify": "run",
+    "demo": "run",
+    "preflight": "preflight",
+    "report": "evidence",
+    "lint-report": "evidence",
+    "check-outputs": "evidence",
+    "verify": "workdir",
+    "retry": "workdir",
+    "cleanup": "workdir",
+    "uninstall": "workdir",
+    "regress": "regress",
+}
+
+EXIT_CODES_HELP = """\
+exit status (run, status, classify):
+  0 succeeded   1 failed   2 usage or bad input   3 blocked before launch
+  4 interrupted (timeout or external)   5 unknown   6 in progress (status only)
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit 2, never a traceback."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"skgate: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command``, only the area that owns it is imported."""
+    parser = _Parser(
+        prog="skgate",
+        description="Process-safety gate for Ascend SuperKernel static compilation.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"skgate {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    area_of = COMMAND_AREA.get(command or "")
+    for name in (area_of,) if area_of else AREAS:
+        importlib.import_module(f"skgate.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    # Everything after the first '--' is the workload's command, verbatim: argparse never
+    # sees it, so the command's own options can never be taken for skgate's.
+    command: list[str] | None = None
+    if "--" in args_list:
+        cut = args_list.index("--")
+        args_list, command = args_list[:cut], args_list[cut + 1 :]
+    first = next((a for a in args_list if not a.startswith("-")), None)
+    parser = build_parser(first)
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:
+        # --help, --version and usage errors: argparse has printed; main() still returns.
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+    args.command_argv = command
+    try:
+        code: int = args.handler(args)
+    except SkgateError as exc:
+        print(f"skgate: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("skgate: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the last resort: a bug in skgate, never a traceback
+        if os.environ.get("SKGATE_DEBUG"):
+            raise
+        print(
+            f"skgate: internal error: {type(exc).__name__}: {exc} (a bug in skgate, not a "
+            "verdict; evidence already written is kept; rerun with SKGATE_DEBUG=1 for details)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    return code
+
+
+def entry() -> NoReturn:
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Command-line glue for ``skgate preflight`` (C4, C5, C6): check, print, exit.
+
+``skgate preflight [options] [-- COMMAND...]`` runs the same checks as ``skgate run``
+before launch, but launches nothing, waits for nothing and takes no lease. It prints
+the start-up hook findings with their fingerprints and what to do, and exits 0 when a
+run would start, 3 when it would be blocked, 2 on bad input.
+
+``--freeze-baseline FILE`` writes every current finding into a ``skgate.hook-baseline/1``
+file, once (an existing file is never overwritten); runs then approve them with
+``--hook-baseline FILE``. Each approval stays bound to the content of the hook: a change
+to the file changes its fingerprint and blocks again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from skgate.cli.args import add_run_options, request_from_args
+from skgate.model.errors import UsageError
+from skgate.model.records import EXIT_BLOCKED
+from skgate.preflight.hooks import scan as hooks
+from skgate.preflight.prepare import prepare, render_lines
+
+SCHEMA_PREFLIGHT = "skgate.preflight/1"
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add ``preflight`` (handler returns the exit status)."""
+    p = sub.add_parser(
+        "preflight",
+        help="check start-up hooks, jobs, foreign compilers and leases: skgate preflight "
+        "[options] [-- COMMAND...]",
+        description=(
+            "Run the pre-launch checks of 'skgate run' without launching anything. "
+            "Exit 0: a run would start; 3: it would be blocked; 2: bad input."
+        ),
+    )
+    # The same control options as 'skgate run': a run's command line can be checked as is.
+    add_run_options(p)
+    p.add_argument(
+        "--freeze-baseline",
+        default=None,
+        metavar="FILE",
+        help="write every current finding to FILE as an approval baseline (once, never "
+        "overwritten)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(handler=cmd_preflight)
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    request = request_from_args(args, list(getattr(args, "command_argv", None) or []))
+    if args.freeze_baseline and Path(args.freeze_baseline).exists():
+        raise UsageError(
+            f"baseline {args.freeze_baseline} already exists; a baseline is frozen once: "
+            "pick a new file name"
+        )
+    plan = prepare(request, Path(request.root), None, take_leases=False)
+    hooks_record = plan.controls.get("hooks", {})
+    blocked = list(plan.blocked)
+    baseline: dict[str, Any] | None = None
+    if args.freeze_baseline:
+        if hooks_record.get("problems") or hooks_record.get("skipped"):
+            raise UsageError(
+                "the start-up hook scan did not complete, so no baseline was written; "
+                "fix the problems shown by 'skgate preflight' first"
+            )
+        findings = hooks_record.get("findings", [])
+        baseline = hooks.write_baseline(
+            Path(args.freeze_baseline), findings, hooks_record.get("interpreter", {})
+        )
+        # The findings are approved from now on: only other reasons still block.
+        blocked = [r for r in blocked if "unapproved start-up hook" not in r]
+    if args.json:
+        out = {
+            "schema": SCHEMA_PREFLIGHT,
+            "would_block": bool(blocked),
+            "blocked": blocked,
+            "controls": plan.controls,
+            "baseline": args.freeze_baseline if baseline is not None else None,
+        }
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        for line in render_lines(plan):
+            print(line)
+        if baseline is not None:
+            print(
+                f"baseline written: {args.freeze_baseline} approves "
+                f"{len(baseline['fingerprints'])} finding(s); run with "
+                f"--hook-baseline {args.freeze_baseline}"
+            )
+            if not blocked:
+                print("with this baseline, the run may launch")
+    return EXIT_BLOCKED if blocked else 0

@@ -1,0 +1,154 @@
+"""Command-line glue for running and judging: ``run``, ``status``, ``classify``, ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from skgate import demo as demo_mod
+from skgate.cli.args import add_run_options, positive_seconds, request_from_args
+from skgate.evidence.ledger import DEFAULT_ROOT, latest, resolve
+from skgate.evidence.load import current_verdict, recompute
+from skgate.model.errors import SkgateError, UsageError
+from skgate.model.records import EXIT_USAGE, Verdict
+from skgate.runner import run_here
+from skgate.verdict.words import HEADLINE
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a command under the gate: skgate run [options] -- COMMAND...",
+        description="Run COMMAND in its own session under the gate and print its verdict.",
+    )
+    add_run_options(p)
+    p.add_argument("--quiet", action="store_true", help="do not echo the command's output")
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
+    # Catches a command given without '--', to say exactly that instead of a vague error.
+    p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
+    p.set_defaults(handler=cmd_run)
+
+    p = sub.add_parser("status", help="read-only state of an attempt or the latest of a root")
+    p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), metavar="ATTEMPT|ROOT")
+    p.add_argument("--all", action="store_true", help="every attempt of a root")
+    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="live read-only view until the attempt is no longer in progress",
+    )
+    p.add_argument("--interval", type=positive_seconds, default=2.0, help=argparse.SUPPRESS)
+    p.set_defaults(handler=cmd_status)
+
+    p = sub.add_parser("classify", help="recompute a verdict from the archived evidence alone")
+    p.add_argument("target", metavar="ATTEMPT")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_classify)
+
+    p = sub.add_parser("demo", help="run the CANN simulator under the gate")
+    p.add_argument(
+        "--scenario",
+        choices=demo_mod.scenario_names(),
+        default="success",
+        help="what to show (default %(default)s)",
+    )
+    p.add_argument("--workdir", default=None, help="where to run (default: a new temp dir)")
+    p.add_argument("--lang", choices=["en", "zh"], default="en")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_demo)
+
+
+def command_after_dashes(args: argparse.Namespace, verb: str) -> list[str]:
+    command: list[str] | None = getattr(args, "command_argv", None)
+    if command is None or getattr(args, "stray", None):
+        raise UsageError(f"missing '--' before the command: skgate {verb} [options] -- COMMAND...")
+    if not command:
+        raise UsageError(f"no command after '--': skgate {verb} [options] -- COMMAND...")
+    return command
+
+
+def print_verdict(verdict: Verdict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2))
+        return
+    print(HEADLINE[verdict.state] + (f" (cause: {verdict.cause.value})" if verdict.cause else ""))
+    for reason in verdict.reasons:
+        print(f"  - {reason}")
+    if verdict.missing:
+        print("  missing evidence: " + "; ".join(verdict.missing))
+    if verdict.attempt:
+        print(f"  evidence: {verdict.attempt}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    command = command_after_dashes(args, "run")
+    request = request_from_args(args, command)
+    out = sys.stderr if args.json else sys.stdout
+
+    def echo(data: bytes) -> None:
+        out.buffer.write(data)
+        out.buffer.flush()
+
+    def notify(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    verdict = run_here(request, None if args.quiet else echo, notify)
+    print_verdict(verdict, args.json)
+    return verdict.exit_code
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    target = Path(args.target)
+    if args.all:
+        # One damaged attempt must not hide the others: each is read on its own.
+        rows: list[tuple[Path, Verdict | None, str | None]] = []
+        for attempt in resolve(target):
+            try:
+                rows.append((attempt, current_verdict(attempt), None))
+            except SkgateError as exc:
+                rows.append((attempt, None, str(exc)))
+        if args.json:
+            print(
+                json.dumps(
+                    [v.to_dict() if v else {"attempt": str(a), "error": err} for a, v, err in rows],
+                    ensure_ascii=False,
+                    indent=2,
+                )
+            )
+        else:
+            for a, v, err in rows:
+                print(f"{a}: {HEADLINE[v.state]}" if v else f"{a}: damaged evidence: {err}")
+        if any(err for _, _, err in rows):
+            return EXIT_USAGE
+        last = rows[-1][1] if rows else None
+        return last.exit_code if last else 0
+    attempt = target if (target / "control.json").is_file() else latest(target)
+    if args.watch:
+        if args.json:
+            raise UsageError("--watch is a view for people; use --json without --watch to poll")
+        # Imported here: rich and psutil are only needed for the live view.
+        from skgate.cli.watch import watch  # noqa: PLC0415
+
+        return watch(attempt, interval=args.interval).exit_code
+    verdict = current_verdict(attempt)
+    print_verdict(verdict, args.json)
+    return verdict.exit_code
+
+
+def cmd_classify(args: argparse.Namespace) -> int:
+    target = Path(args.target)
+    attempts = resolve(target)
+    if len(attempts) != 1:
+        raise UsageError(f"{target}: classify takes one attempt directory, not a root")
+    verdict = recompute(attempts[0])
+    print_verdict(verdict, args.json)
+    return verdict.exit_code
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    return demo_mod.run_demo(
+        args.scenario, workdir=args.workdir, lang=args.lang, as_json=args.json, show=print_verdict
+    )

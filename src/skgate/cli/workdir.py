@@ -1,0 +1,185 @@
+"""Command-line glue for the ledger area: ``verify``, ``retry``, ``cleanup``, ``uninstall``.
+
+Thin: parse, call the library, print, return an exit status. ``verify``, ``cleanup`` and
+``uninstall`` exit 1 when anything changed, was refused or failed; a refusal because a
+process is still alive is ``BlockedError`` (exit 3, nothing touched).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from skgate.cli.run import print_verdict
+from skgate.evidence import seal
+from skgate.evidence.files import is_attempt_dir
+from skgate.evidence.ledger import DEFAULT_ROOT, resolve
+from skgate.evidence.load import load_control
+from skgate.model.errors import EvidenceError, UsageError
+from skgate.workdir import cleanup as artifacts
+from skgate.workdir.uninstall import core as uninstall
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add this area's subcommands (each sets ``handler=fn(args) -> int``)."""
+    p = sub.add_parser(
+        "verify",
+        help="check seals and the ledger's hash chain; exit 1 naming what changed",
+    )
+    p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), help="ATTEMPT or ROOT")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_verify)
+
+    p = sub.add_parser(
+        "retry",
+        help="clean retry: preserve the attempt's scene, rerun the same frozen controls",
+    )
+    p.add_argument("attempt", help="the attempt directory to retry")
+    p.add_argument("--root", default=None, help="evidence root (default: the attempt's own)")
+    p.add_argument("--json", action="store_true", help="print the new verdict as JSON")
+    p.set_defaults(handler=cmd_retry)
+
+    p = sub.add_parser(
+        "cleanup",
+        help="preserve the working-directory outputs into their attempt's scene, then clear",
+    )
+    p.add_argument("--workdir", default=".", help="working directory (default: .)")
+    p.add_argument("--root", default=str(DEFAULT_ROOT), help="evidence root (default %(default)s)")
+    p.add_argument("--attempt", default=None, help="attempt that produced the outputs")
+    p.add_argument(
+        "--all", action="store_true", help="also preserve and clear log/, tmp/, profiling/"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_cleanup)
+
+    p = sub.add_parser(
+        "uninstall",
+        help="run only validated package uninstall.sh scripts (from a log or stale records)",
+    )
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--from-log", metavar="LOG", default=None, help="run log to scan")
+    mode.add_argument(
+        "--stale-records",
+        action="store_true",
+        help="act on .static_kernel_records.json entries whose process is gone",
+    )
+    p.add_argument("--outputs", default=None, help="outputs dir whose .run files are allowed")
+    p.add_argument("--ascend-home", default=None, help="install root (default: $ASCEND_HOME_PATH)")
+    p.add_argument("--workdir", default=".", help="working directory (--stale-records)")
+    p.add_argument("--dry-run", action="store_true", help="validate only; run nothing")
+    p.add_argument("--root", default=str(DEFAULT_ROOT), help="evidence root for the record")
+    p.add_argument("--record", default=None, help="record file (default: ROOT/uninstall/...)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_uninstall)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    target = Path(args.target)
+    problems = seal.verify(target)
+    count = len(resolve(target))
+    if args.json:
+        print(json.dumps({"target": str(target), "ok": not problems, "problems": problems}))
+    elif problems:
+        for problem in problems:
+            print(f"CHANGED: {problem}")
+        print(f"verify: {len(problems)} problem(s) in {target}", file=sys.stderr)
+    else:
+        print(f"OK: {count} attempt(s) in {target}: seals match, ledger chain intact")
+    return 1 if problems else 0
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    attempt = Path(args.attempt)
+    root = Path(args.root) if args.root else None
+    verdict, result = artifacts.retry(attempt, root)
+    if result.scene:
+        print(f"scene of {attempt} preserved in {result.scene}", file=sys.stderr)
+    for name, reason in result.refused:
+        print(f"left in place: {name}: {reason}", file=sys.stderr)
+    print_verdict(verdict, args.json)
+    return verdict.exit_code
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    result = artifacts.cleanup(
+        Path(args.workdir),
+        Path(args.root),
+        attempt=Path(args.attempt) if args.attempt else None,
+        include_optional=args.all,
+    )
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        for m in result.moved:
+            print(f"preserved {m.source} -> {result.scene}/{m.name} ({m.method})")
+        for name, reason in result.refused:
+            print(f"REFUSED {name}: {reason}")
+        if not result.moved and not result.refused:
+            print(f"nothing to clean in {result.workdir}")
+    return 0 if result.ok else 1
+
+
+def _default_outputs(log: Path) -> Path:
+    attempt = log.parent
+    if is_attempt_dir(attempt):
+        try:
+            request = load_control(attempt).request
+        except EvidenceError:
+            request = None
+        if request is not None:
+            if request.outputs:
+                out = Path(request.outputs)
+                return out if out.is_absolute() else Path(request.cwd) / out
+            return Path(request.cwd) / artifacts.OUTPUTS[0]
+    return Path(artifacts.OUTPUTS[0])
+
+
+def cmd_uninstall(args: argparse.Namespace) -> int:
+    home = args.ascend_home if args.ascend_home is not None else os.environ.get("ASCEND_HOME_PATH")
+    log: Path | None = None
+    workdir = Path(args.workdir)
+    if args.from_log is not None:
+        log = Path(args.from_log)
+        if not log.is_file():
+            raise UsageError(f"{log}: no such log file")
+    elif not workdir.is_dir():
+        raise UsageError(f"{workdir}: no such working directory")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    record = (
+        Path(args.record)
+        if args.record
+        else Path(args.root) / "uninstall" / f"{stamp}-{os.getpid()}.json"
+    )
+    # The record exists before anything runs: if it cannot be created, nothing runs (exit
+    # 2); each script is filled in as it runs, so a crash mid-way still shows what ran.
+    writer = uninstall.RecordWriter.create(record)
+    if log is not None:
+        outputs = Path(args.outputs) if args.outputs else _default_outputs(log)
+        result = uninstall.uninstall_from_log(
+            log, outputs, home, dry_run=args.dry_run, record=writer
+        )
+    else:
+        outputs_arg = Path(args.outputs) if args.outputs else None
+        result = uninstall.uninstall_stale_records(
+            workdir, home, outputs=outputs_arg, dry_run=args.dry_run, record=writer
+        )
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        for c in result.candidates:
+            status = "" if c.exit_status is None else f" (exit {c.exit_status})"
+            print(f"{c.action.upper()}{status}: {c.path!r} [{c.source}]: {c.reason}")
+        for note in result.notes:
+            print(f"REFUSED: {note}")
+        if not result.candidates and not result.notes:
+            print("no uninstall candidates found")
+        print(f"record: {record}", file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+__all__ = ["register"]

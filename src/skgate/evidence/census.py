@@ -1,0 +1,191 @@
+"""Artifact census: counts of error-named logs, success logs and ``.run`` packages (C3).
+
+The census counts names, nothing more. What the counts mean depends on when they were
+taken (C1): error-named files counted while the attempt is live are provisional, and
+after natural return they are final compiler evidence only if the verdict is ``failed``.
+``Census.live`` records which case this is; the report labels it.
+
+Walking rules:
+
+- ``os.scandir`` with an explicit stack (no recursion limit), and the ``d_type`` the
+  kernel already returned, so a tree of hundreds of thousands of files costs about what
+  ``find`` costs;
+- symbolic links are never followed and never counted: a link named ``x.run`` is not a
+  package this attempt produced, and a link to a directory could lead anywhere;
+- a directory that vanishes or cannot be read while the compiler is still renaming files
+  is skipped: a live census is provisional anyway.
+
+Roots: each ``ts*_pid*_outputs`` directory directly under the outputs directory is one
+result root; artifacts anywhere else under outputs are counted under the root ``"."``,
+which is listed only when it holds any.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skgate.model.records import Census, RootCensus
+
+ERROR_SUFFIX = "_compile_error.log"
+SUCC_SUFFIX = "_compile_succ.log"
+RUN_SUFFIX = ".run"
+OTHER_ROOT = "."
+
+_RESULT_ROOT = re.compile(r"ts.*_pid.*_outputs\Z", re.DOTALL)
+
+
+def is_result_root(name: str) -> bool:
+    """Does a directory name look like a CANN result root (``ts<time>_pid<pid>_outputs``)?"""
+    return _RESULT_ROOT.match(name) is not None
+
+
+@dataclass
+class FirstNames:
+    """The first ``limit`` error logs and ``.run`` packages a walk meets, for messages.
+
+    Paths are relative to the walked top. With names wanted, each directory is read in
+    name order, so the same tree always lists the same names.
+    """
+
+    limit: int
+    errors: list[str] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+
+
+def count_tree(
+    top: str, unreadable: list[str] | None = None, names: FirstNames | None = None
+) -> tuple[int, int, int]:
+    """(error logs, success logs, .run packages) under ``top``, links not followed.
+
+    Directories that cannot be read are appended to ``unreadable`` when given; ``names``
+    (when given) collects the first few matching paths (``check-outputs`` lists them).
+    """
+    errors = succ = runs = 0
+    stack = [top]
+    pop, push = stack.pop, stack.append
+    while stack:
+        path = pop()
+        try:
+            it = os.scandir(path)
+        except FileNotFoundError:
+            continue  # vanished while the compiler renamed things (see the module docstring)
+        except OSError:
+            if unreadable is not None:
+                unreadable.append(path)
+            continue
+        with it:
+            # Sorting costs only the caller that wants names; the census never does.
+            entries: Iterable[os.DirEntry[str]] = (
+                it if names is None else sorted(it, key=lambda e: e.name)
+            )
+            for entry in entries:
+                name = entry.name
+                try:
+                    # is_dir/is_file with follow_symlinks=False use d_type: no stat call.
+                    if entry.is_dir(follow_symlinks=False):
+                        push(entry.path)
+                        continue
+                    if name.endswith(".log"):
+                        if name.endswith(ERROR_SUFFIX):
+                            if entry.is_file(follow_symlinks=False):
+                                errors += 1
+                                if names is not None and len(names.errors) < names.limit:
+                                    names.errors.append(os.path.relpath(entry.path, top))
+                        elif name.endswith(SUCC_SUFFIX) and entry.is_file(follow_symlinks=False):
+                            succ += 1
+                    elif name.endswith(RUN_SUFFIX) and entry.is_file(follow_symlinks=False):
+                        runs += 1
+                        if names is not None and len(names.runs) < names.limit:
+                            names.runs.append(os.path.relpath(entry.path, top))
+                except OSError:
+                    continue
+    return errors, succ, runs
+
+
+def top_entries(outputs: Path) -> frozenset[tuple[str, int]]:
+    """(name, inode) of every entry directly under ``outputs`` now (empty if none).
+
+    Taken before launch: CANN makes a new ``ts<time>_pid<pid>_outputs`` root for each
+    compile, so what is already there belongs to earlier runs.
+    """
+    try:
+        with os.scandir(outputs) as it:
+            return frozenset((e.name, e.inode()) for e in it)
+    except OSError:
+        return frozenset()
+
+
+def take_census(outputs: Path, *, live: bool, exclude: Collection[tuple[str, int]] = ()) -> Census:
+    """Count artifacts under ``outputs`` (the ``static_kernel_compile_outputs`` dir).
+
+    Top-level entries in ``exclude`` (see :func:`top_entries`) are skipped and counted as
+    ``preexisting``: an earlier run's error log or ``.run`` is not this attempt's (C8).
+    """
+    taken_at = time.time()
+    skip = frozenset(exclude)
+    preexisting = 0
+    try:
+        st = os.lstat(outputs)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        # Missing, or a symlink/file in its place: nothing this attempt produced is there.
+        return Census(outputs=str(outputs), exists=False, roots=(), live=live, taken_at=taken_at)
+
+    roots: list[RootCensus] = []
+    other = [0, 0, 0]
+    skipped: list[str] = []
+    try:
+        it = os.scandir(outputs)
+    except OSError:
+        return Census(
+            outputs=str(outputs), exists=True, roots=(), live=live, taken_at=taken_at, unreadable=1
+        )
+    with it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        name = entry.name
+        if skip and (name, entry.inode()) in skip:
+            preexisting += 1
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = not is_dir and entry.is_file(follow_symlinks=False)
+        except OSError:
+            continue
+        if is_dir and is_result_root(name):
+            e, s, r = count_tree(entry.path, skipped)
+            roots.append(RootCensus(root=name, error_logs=e, succ_logs=s, run_packages=r))
+        elif is_dir:
+            e, s, r = count_tree(entry.path, skipped)
+            other[0] += e
+            other[1] += s
+            other[2] += r
+        elif is_file:
+            if name.endswith(ERROR_SUFFIX):
+                other[0] += 1
+            elif name.endswith(SUCC_SUFFIX):
+                other[1] += 1
+            elif name.endswith(RUN_SUFFIX):
+                other[2] += 1
+    if any(other):
+        roots.append(
+            RootCensus(
+                root=OTHER_ROOT, error_logs=other[0], succ_logs=other[1], run_packages=other[2]
+            )
+        )
+    return Census(
+        outputs=str(outputs),
+        exists=True,
+        roots=tuple(roots),
+        live=live,
+        taken_at=taken_at,
+        unreadable=len(skipped),
+        preexisting=preexisting,
+    )

@@ -1,0 +1,276 @@
+"""The attempt directory: file names, durable writes and the event journal.
+
+Every box of the pipeline reads and writes the attempt directory; nothing passes hidden
+state, so ``status``, ``classify`` and ``report`` can run later, from another process.
+
+Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
+
+- final evidence files are created exclusively (``O_EXCL``) and fsync'd: a second write
+  of the same file is refused, never a silent overwrite;
+- the ownership manifest is a snapshot while the attempt runs, replaced atomically
+  (temp file + rename), so a reader never sees half a file;
+- ``events.jsonl`` is append-only, one JSON object per line, flushed and fsync'd as each
+  event happens, so a runner that is killed leaves its journal up to that moment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from skgate.model.errors import EvidenceError
+from skgate.model.records import SCHEMA_EVENT
+
+CONTROL = "control.json"
+OWNERSHIP = "ownership.json"
+EVENTS = "events.jsonl"
+RUN_LOG = "run.log"
+SUMMARY = "summary.txt"
+LOGSCAN = "logscan.json"
+CENSUS = "census.json"
+VERDICT = "verdict.json"
+SEAL = "seal.json"
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a directory's entries (a create or rename in it survives a crash); best effort."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def _payload(text: str | bytes) -> bytes:
+    return text.encode("utf-8") if isinstance(text, str) else text
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def create_exclusive(path: Path, text: str | bytes) -> int:
+    """Create ``path`` (``O_EXCL``, mode 0644) and write ``text``; return the open fd.
+
+    The one exclusive-create step of every evidence writer: ``FileExistsError`` if
+    anything is at ``path`` (never an overwrite), any other ``OSError`` as raised. The
+    caller fsyncs and closes the descriptor (alone or batched, see ``write_batch_new``).
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        _write_all(fd, _payload(text))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def replace_text(
+    path: Path, text: str | bytes, *, sync: bool = True, only_new: bool = False
+) -> None:
+    """Put ``text`` at ``path`` atomically: temp file in the same directory, then rename.
+
+    A reader or a crash sees the previous or the next complete file, never half of one.
+    ``sync=True`` fsyncs the temp file before the rename and the directory after it, so
+    the new content is durable when this returns; ``sync=False`` leaves both flushes to
+    the caller (see ``write_batch_new``). ``only_new=True`` refuses with
+    ``FileExistsError`` if anything is at ``path`` (a hard link, which cannot race a new
+    file; a checked rename on file systems without links). Other failures raise
+    ``OSError``; the temp file never stays behind.
+    """
+    parent = path.parent
+    for _ in range(100):
+        tmp = parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        try:
+            fd = create_exclusive(tmp, text)
+        except FileExistsError:
+            continue  # a leftover of the same name: draw another
+        break
+    else:
+        raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent))
+    try:
+        try:
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if only_new:
+            _link_new(tmp, path)
+        else:
+            os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    if sync:
+        fsync_dir(parent)
+
+
+def _link_new(tmp: Path, path: Path) -> None:
+    """Put ``tmp`` at ``path`` only if nothing is there (``FileExistsError`` otherwise)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        # A file system without hard links: fall back to a checked rename.
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from None
+        os.replace(tmp, path)
+
+
+def write_new(path: Path, text: str | bytes) -> None:
+    """Create ``path`` exclusively and durably; refuse if it exists (never overwrite)."""
+    try:
+        fd = create_exclusive(path, text)
+    except FileExistsError:
+        raise EvidenceError(f"{path}: already exists; evidence is never overwritten") from None
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(path.parent)
+
+
+def write_batch_new(
+    directory: Path, items: Mapping[str, str | bytes], also_sync: Iterable[int] = ()
+) -> None:
+    """Create several evidence files exclusively, then make them all durable at once.
+
+    The files are written first and fsync'd together from a few threads, plus the
+    directory once: concurrent fsyncs share one journal commit on ext4/xfs, so four files
+    cost about one flush instead of eight (the runner's last-exit-to-verdict latency).
+    ``also_sync`` adds already open descriptors (the run log) to the same flush.
+    """
+    fds: list[int] = []
+    try:
+        for name, text in items.items():
+            path = directory / name
+            try:
+                fds.append(create_exclusive(path, text))
+            except FileExistsError:
+                raise EvidenceError(
+                    f"{path}: already exists; evidence is never overwritten"
+                ) from None
+        # Plain threads (not concurrent.futures): that import alone costs the start-up
+        # of every run more than this whole flush does.
+        errors: list[OSError] = []
+
+        def flush(fd: int) -> None:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=flush, args=(fd,)) for fd in (*fds, *also_sync)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+    finally:
+        for fd in fds:
+            os.close(fd)
+    fsync_dir(directory)
+
+
+def write_json_new(path: Path, data: Any) -> None:
+    write_new(path, dumps(data))
+
+
+def replace_json(path: Path, data: Any, *, sync: bool = True) -> None:
+    """Atomically replace a snapshot file (see :func:`replace_text`)."""
+    replace_text(path, dumps(data), sync=sync)
+
+
+def read_json(path: Path) -> Any:
+    """Read an evidence JSON file; any problem is a one-line EvidenceError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise EvidenceError(f"{path}: missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvidenceError(f"{path}: unreadable ({exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvidenceError(
+            f"{path}: not valid JSON (truncated or damaged at line {exc.lineno})"
+        ) from None
+
+
+class Journal:
+    """The append-only, fsync'd event journal of one attempt (``events.jsonl``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+
+    def emit(self, event: str, **fields: Any) -> dict[str, Any]:
+        record = {"schema": SCHEMA_EVENT, "t": time.time(), "event": event, **fields}
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        os.write(self._fd, line.encode("utf-8"))
+        # fsync per event: a runner killed a moment later still leaves this record (C3).
+        os.fsync(self._fd)
+        return record
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """Read the journal. A torn last line (runner killed mid-write) is skipped."""
+    return list(iter_events(path))
+
+
+def iter_events(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise EvidenceError(f"{path}: unreadable ({exc})") from None
+    with fh:
+        lines = fh.read().split(b"\n")
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            if i == len(lines) - 1:
+                continue  # torn final write
+            raise EvidenceError(f"{path}: line {i + 1} is not a JSON event") from None
+        if not isinstance(record, dict) or record.get("schema") != SCHEMA_EVENT:
+            raise EvidenceError(f"{path}: line {i + 1} is not a {SCHEMA_EVENT!r} event")
+        yield record
+
+
+def is_attempt_dir(path: Path) -> bool:
+    return (path / CONTROL).is_file()

@@ -1,0 +1,372 @@
+"""Attempt roots: atomic allocation of attempt directories, lookup, and the ledger.
+
+Layout: ``<root>/attempts/<NNNN>/`` holds one attempt's evidence (see ``attempt.py``).
+An id is taken with an exclusive ``mkdir``: two runs started at the same moment in the
+same root get distinct ids, and an existing attempt is never reused or overwritten (C4).
+
+The ledger ``<root>/ledger.jsonl`` is the append-only index of the root: one JSON object
+per line (schema ``skgate.ledger/1``) for each attempt start, end and preserved scene.
+Each entry carries ``prev``, the sha256 of the exact bytes of the previous line (64 zeros
+for the first), so rewriting, removing or reordering any earlier entry breaks the chain
+and ``skgate verify`` names the line (C4 last bullet: the interrupted scene is never
+rewritten; a later attempt is appended).
+
+Why a JSONL file and not SQLite: SQLite rewrites pages in place, so "append-only" would
+be a promise of the code, not a property of the file. A JSONL file opened ``O_APPEND``
+only grows, can be checked with ``sha256sum`` and read by a person with ``less``, and
+survives a crash with at most one torn last line (which the chain still covers: ``prev``
+hashes the raw bytes, whatever they are). Writers serialise with ``flock`` on the ledger
+file itself, read the last line, append one line with a single ``write`` and ``fsync``.
+
+Schema history: ``skgate.ledger/1``: first version (2026-11).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence.files import SEAL, fsync_dir, is_attempt_dir
+from skgate.model.errors import BlockedError, EvidenceError
+from skgate.model.records import Verdict
+
+ATTEMPTS = "attempts"
+DEFAULT_ROOT = Path("skgate-runs")
+LEDGER = "ledger.jsonl"
+SCHEMA_LEDGER = "skgate.ledger/1"
+GENESIS = "0" * 64
+#: Entry kinds: an attempt started, ended, was sealed, or had a scene preserved.
+EVENTS = ("start", "end", "seal", "scene")
+
+
+def allocate(root: Path) -> Path:
+    """Create and return a new, empty attempt directory under ``root``."""
+    base = root / ATTEMPTS
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        # mkdir's "File exists" would mislead: something that is not a directory is there.
+        what = "a dangling symbolic link" if root.is_symlink() else "not a directory"
+        raise BlockedError(
+            f"evidence root {root} (or a part of it) is {what}; choose a writable --root "
+            "(skgate never runs unrecorded)"
+        ) from None
+    except OSError as exc:
+        raise BlockedError(
+            f"evidence root {root} cannot be written ({exc.strerror}); "
+            "choose a writable --root (skgate never runs unrecorded)"
+        ) from None
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise BlockedError(
+            f"evidence root {root} cannot be written; choose a writable --root "
+            "(skgate never runs unrecorded)"
+        )
+    existing = [int(p.name) for p in _children(base) if p.name.isdigit()]
+    n = max(existing, default=0) + 1
+    while True:
+        candidate = base / f"{n:04d}"
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            n += 1  # another run took this id a moment ago: take the next
+            continue
+        except OSError as exc:
+            raise BlockedError(
+                f"cannot create an attempt directory in {base} ({exc.strerror}); "
+                "choose a writable --root"
+            ) from None
+        return candidate
+
+
+def _children(path: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(path) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def list_attempts(root: Path) -> list[Path]:
+    """Attempt directories of ``root``, oldest first."""
+    found = [p for p in _children(root / ATTEMPTS) if p.name.isdigit() and is_attempt_dir(p)]
+    return sorted(found, key=lambda p: int(p.name))
+
+
+def resolve(target: Path) -> list[Path]:
+    """An attempt directory, or every attempt of a root, oldest first."""
+    if is_attempt_dir(target):
+        return [target]
+    if (target / ATTEMPTS).is_dir():
+        return list_attempts(target)
+    if not target.exists():
+        raise EvidenceError(f"{target}: no such attempt directory or evidence root")
+    raise EvidenceError(
+        f"{target}: not an attempt directory (no control.json) nor an evidence root "
+        f"(no {ATTEMPTS}/); pass one of those"
+    )
+
+
+def latest(root: Path) -> Path:
+    attempts = resolve(root)
+    if not attempts:
+        raise EvidenceError(f"{root}: the evidence root has no attempts yet")
+    return attempts[-1]
+
+
+def root_of(attempt: Path) -> Path | None:
+    """The evidence root that holds ``attempt`` (``<root>/attempts/<id>``), if it is one."""
+    parent = attempt.parent
+    if parent.name == ATTEMPTS:
+        return parent.parent
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The append-only, hash-chained ledger
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def hash_fd(fd: int, block: int = 1 << 20) -> tuple[str, int]:
+    """sha256 and byte count of an open file, read in fixed blocks (bounded memory).
+
+    ``hashlib`` releases the GIL on large updates, so several of these run in parallel
+    threads (the seal uses that to keep up with ``sha256sum``).
+    """
+    digest = hashlib.sha256()
+    buf = bytearray(block)
+    view = memoryview(buf)
+    size = 0
+    while True:
+        n = os.readv(fd, [buf])
+        if n == 0:
+            break
+        digest.update(view[:n])
+        size += n
+    return digest.hexdigest(), size
+
+
+def sha256_file(path: Path) -> str | None:
+    """sha256 of a regular file's bytes (not following a symlink), or None if unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return hash_fd(fd)[0]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _attempt_ref(root: Path, attempt: Path) -> str:
+    """The attempt's path relative to the root when it lives there, else absolute."""
+    try:
+        return str(attempt.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(attempt.resolve())
+
+
+def _last_line(fd: int) -> bytes | None:
+    """The raw bytes of the last line (without its newline), reading back from the end."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return None
+    chunk = 8192
+    end = size
+    buf = b""
+    while True:
+        start = max(0, end - chunk)
+        buf = os.pread(fd, end - start, start) + buf
+        body = buf[:-1] if buf.endswith(b"\n") and start + len(buf) == size else buf
+        cut = body.rfind(b"\n")
+        if cut >= 0:
+            return body[cut + 1 :]
+        if start == 0:
+            return body
+        end = start
+        chunk = min(chunk * 2, 1 << 24)
+
+
+@contextlib.contextmanager
+def _locked_ledger(root: Path) -> Iterator[int]:
+    path = root / LEDGER
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise EvidenceError(
+            f"{path}: cannot open the ledger ({exc.strerror}); check the --root permissions"
+        ) from None
+    try:
+        # flock serialises writers in any process: the tail read and the append below
+        # must be one step, or two writers would chain to the same previous entry.
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """Append one chained entry to ``<root>/ledger.jsonl`` and return it (fsync'd)."""
+    if event not in EVENTS:
+        raise ValueError(f"unknown ledger event {event!r}")
+    with _locked_ledger(root) as fd:
+        fresh = os.fstat(fd).st_size == 0
+        last = _last_line(fd)
+        prev = GENESIS if last is None else sha256_bytes(last)
+        seq = 1
+        if last is not None:
+            try:
+                seq = int(json.loads(last)["seq"]) + 1
+            except (ValueError, KeyError, TypeError):
+                seq = -1  # torn or damaged previous line: verify reports it; chain still holds
+        entry: dict[str, Any] = {
+            "schema": SCHEMA_LEDGER,
+            "seq": seq,
+            "event": event,
+            **fields,
+            "t": time.time(),
+            "prev": prev,
+        }
+        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        # A torn last line (writer killed mid-write) gets its own line end, so the new
+        # entry is never glued to it; the torn bytes stay as they were (append-only).
+        size = os.fstat(fd).st_size
+        lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+        payload = lead + line + b"\n"
+        view = memoryview(payload)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    if fresh:
+        fsync_dir(root)
+    return entry
+
+
+def record_start(root: Path, attempt: Path, parent: str | None) -> None:
+    """Index an attempt that is starting; ``parent`` is the attempt it retries, if any."""
+    append_entry(
+        root,
+        "start",
+        {"attempt": attempt.name, "path": _attempt_ref(root, attempt), "parent": parent},
+    )
+
+
+def record_end(root: Path, attempt: Path, verdict: Verdict) -> None:
+    """Index an attempt's end: its state, cause and the hash of its seal when present.
+
+    Putting the seal's hash in the chain means a rewritten ``seal.json`` (one re-made to
+    match edited evidence) no longer matches the ledger.
+    """
+    seal = attempt / SEAL
+    append_entry(
+        root,
+        "end",
+        {
+            "attempt": attempt.name,
+            "path": _attempt_ref(root, attempt),
+            "state": verdict.state.value,
+            "cause": verdict.cause.value if verdict.cause else None,
+            "seal_sha256": sha256_file(seal) if seal.is_file() else None,
+        },
+    )
+
+
+def record_seal(root: Path, attempt: Path) -> None:
+    """Chain the hash of the attempt's ``seal.json`` (called by ``seal.seal_attempt``).
+
+    With the seal's hash in the chain, a ``seal.json`` re-made to match edited evidence
+    no longer matches the ledger, whatever order the runner ends an attempt in.
+    """
+    append_entry(
+        root,
+        "seal",
+        {
+            "attempt": attempt.name,
+            "path": _attempt_ref(root, attempt),
+            "seal_sha256": sha256_file(attempt / SEAL),
+        },
+    )
+
+
+def record_scene(root: Path, attempt: Path, manifest: Path) -> None:
+    """Index a working-directory scene preserved into ``attempt`` (cleanup, retry)."""
+    append_entry(
+        root,
+        "scene",
+        {
+            "attempt": attempt.name,
+            "path": _attempt_ref(root, attempt),
+            "manifest": str(manifest.relative_to(attempt)),
+            "manifest_sha256": sha256_file(manifest),
+        },
+    )
+
+
+@dataclass(frozen=True)
+class LedgerLine:
+    """One line of the ledger as read back: its number, raw bytes, parsed entry (or None)."""
+
+    number: int
+    raw: bytes
+    entry: dict[str, Any] | None
+
+
+def iter_ledger(root: Path) -> Iterator[LedgerLine]:
+    """Stream the ledger line by line (bounded memory); a missing ledger yields nothing."""
+    path = root / LEDGER
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise EvidenceError(f"{path}: unreadable ({exc.strerror})") from None
+    with fh:
+        for number, raw_line in enumerate(fh, start=1):
+            raw = raw_line[:-1] if raw_line.endswith(b"\n") else raw_line
+            entry: dict[str, Any] | None
+            try:
+                parsed = json.loads(raw)
+                entry = parsed if isinstance(parsed, dict) else None
+            except (ValueError, UnicodeDecodeError):
+                entry = None
+            yield LedgerLine(number, raw, entry)
+
+
+def read_ledger(root: Path) -> list[dict[str, Any]]:
+    """Every well-formed ledger entry, in order (damaged lines are skipped; see verify)."""
+    return [ln.entry for ln in iter_ledger(root) if ln.entry is not None]
+
+
+def check_chain(root: Path) -> list[str]:
+    """Problems in the ledger's hash chain and entry shapes (empty: intact)."""
+    problems: list[str] = []
+    where = root / LEDGER
+    prev_raw: bytes | None = None
+    for ln in iter_ledger(root):
+        expected = GENESIS if prev_raw is None else sha256_bytes(prev_raw)
+        prev_raw = ln.raw
+        if ln.entry is None:
+            problems.append(f"{where}: line {ln.number} is not a JSON entry (torn or edited)")
+            continue
+        if ln.entry.get("schema") != SCHEMA_LEDGER:
+            problems.append(f"{where}: line {ln.number} is not a {SCHEMA_LEDGER!r} entry")
+            continue
+        if ln.entry.get("prev") != expected:
+            problems.append(
+                f"{where}: line {ln.number} breaks the hash chain (the line before it was "
+                "changed, removed or reordered)"
+            )
+    return problems

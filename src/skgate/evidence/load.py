@@ -1,0 +1,228 @@
+"""Evidence of one attempt, read back from its directory alone.
+
+The classifier is a pure function of archived evidence (C2): this module is the one
+place that turns the files of an attempt directory into :class:`~skgate.model.records.Evidence`.
+The runner itself classifies through it, so the verdict it writes is exactly the one
+``skgate classify`` recomputes later from the same files.
+
+``live=True`` (``skgate status``) adds facts about now, read-only: whether the runner that
+owns the attempt is still alive, how many owned processes live, whether the frozen
+deadline has passed. Nothing here sends a signal or writes a file (C2.1).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence import files
+from skgate.evidence.logscan import LogScan
+from skgate.model.errors import EvidenceError
+from skgate.model.records import (
+    SCHEMA_CONTROL,
+    Census,
+    Evidence,
+    Ownership,
+    ProcessRecord,
+    RunRequest,
+    SignalSent,
+    Summary,
+    Verdict,
+    check_schema,
+    require,
+)
+from skgate.proc.observe import boot_id, is_alive
+from skgate.verdict.classify import classify
+
+
+@dataclass(frozen=True)
+class Control:
+    """The parts of ``control.json`` the gate itself reads back."""
+
+    attempt: str
+    request: RunRequest
+    runner_pid: int
+    runner_start_ticks: int
+    boot_id: str
+    controls: dict[str, Any]
+    raw: dict[str, Any]
+
+
+def load_control(attempt_dir: Path) -> Control:
+    path = attempt_dir / files.CONTROL
+    data = check_schema(files.read_json(path), SCHEMA_CONTROL, str(path))
+    runner = require(data, "runner", dict, str(path))
+    return Control(
+        attempt=str(data.get("attempt", attempt_dir.name)),
+        request=RunRequest.from_dict(require(data, "request", dict, str(path)), str(path)),
+        runner_pid=require(runner, "pid", int, str(path)),
+        runner_start_ticks=require(runner, "start_ticks", int, str(path)),
+        boot_id=str(runner.get("boot_id", "")),
+        controls=dict(data.get("controls") or {}),
+        raw=dict(data),
+    )
+
+
+def runner_is_alive(control: Control) -> bool:
+    """Is the runner that owns the attempt alive now (same boot, same pid and start time)?"""
+    same_boot = control.boot_id in ("", boot_id())
+    return same_boot and is_alive(control.runner_pid, control.runner_start_ticks)
+
+
+def live_owned(ownership: Ownership | None) -> list[ProcessRecord]:
+    """Owned processes (the leader included) alive now, identified by (pid, start time).
+
+    The one liveness check of an attempt's processes (status, the live view, cleanup): a
+    manifest from another boot has none alive, whatever pids exist now, and a process
+    the runner saw exit is never counted again.
+    """
+    if ownership is None or ownership.boot_id not in ("", boot_id()):
+        return []
+    seen: set[tuple[int, int]] = set()
+    alive: list[ProcessRecord] = []
+    for p in ([ownership.leader] if ownership.leader else []) + list(ownership.owned):
+        key = (p.pid, p.start_ticks)
+        if key in seen or p.exit_status is not None or p.exit_signal is not None:
+            continue
+        seen.add(key)
+        if is_alive(p.pid, p.start_ticks):
+            alive.append(p)
+    return alive
+
+
+def load_ownership(attempt_dir: Path) -> Ownership | None:
+    path = attempt_dir / files.OWNERSHIP
+    if not path.exists():
+        return None
+    return Ownership.from_dict(files.read_json(path), str(path))
+
+
+def load_summary(attempt_dir: Path) -> Summary | None:
+    path = attempt_dir / files.LOGSCAN
+    if not path.exists():
+        return None
+    return LogScan.from_dict(files.read_json(path), str(path)).summary
+
+
+def load_census(attempt_dir: Path) -> Census | None:
+    path = attempt_dir / files.CENSUS
+    if not path.exists():
+        return None
+    return Census.from_dict(files.read_json(path), str(path))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _event_int(ev: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
+    """An integer field of a journal event; a damaged one is a one-line EvidenceError."""
+    value = ev.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise EvidenceError(
+            f"{where}: event {ev.get('event')!r} has a damaged {key!r} field ({value!r}); "
+            "the journal was altered or truncated"
+        )
+    return value
+
+
+def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = False) -> Evidence:
+    """Build the classifier's input from the attempt directory (and, if ``live``, now).
+
+    ``finishing`` is for the runner's own final classification, made just before it
+    journals ``finished``: the files are then complete, exactly as a later reader sees them.
+    """
+    control = load_control(attempt_dir)
+    journal = attempt_dir / files.EVENTS
+    journal_missing = not journal.exists()
+    events = files.read_events(journal)
+    where = str(journal)
+    launched = False
+    blocked: list[str] = []
+    leader_ended = False
+    exit_status: int | None = None
+    exit_signal: int | None = None
+    tree_ended = False
+    escaped_alive = 0
+    timeout_fired = False
+    signals: list[SignalSent] = []
+    external: list[int] = []
+    finished = False
+    deadline_wall: float | None = None
+    for ev in events:
+        name = ev.get("event")
+        if name == "launched":
+            launched = True
+            if isinstance(ev.get("deadline_wall"), (int, float)):
+                deadline_wall = float(ev["deadline_wall"])
+        elif name == "blocked":
+            blocked.extend(str(r) for r in ev.get("reasons", []))
+        elif name == "leader_exited":
+            leader_ended = True
+            exit_status = ev["exit_status"] if _is_int(ev.get("exit_status")) else None
+            exit_signal = ev["exit_signal"] if _is_int(ev.get("exit_signal")) else None
+        elif name == "tree_ended":
+            tree_ended = True
+            escaped_alive = _event_int(ev, "escaped_alive", where, default=0)
+        elif name == "timeout":
+            timeout_fired = True
+        elif name == "signal_sent" and ev.get("delivered", True) is not False:
+            signals.append(SignalSent(_event_int(ev, "signal", where), str(ev.get("reason", ""))))
+        elif name == "signal_received":
+            external.append(_event_int(ev, "signal", where))
+        elif name == "finished":
+            finished = True
+
+    ownership = load_ownership(attempt_dir)
+    owned_alive = 0
+    runner_alive = False
+    deadline_passed = False
+    if live and not finished:
+        runner_alive = runner_is_alive(control)
+        owned_alive = len(live_owned(ownership))
+        deadline_passed = deadline_wall is not None and time.time() > deadline_wall
+    return Evidence(
+        launched=launched,
+        not_started_reasons=tuple(blocked),
+        ownership_recorded=ownership is not None,
+        leader_ended=leader_ended,
+        leader_exit_status=exit_status,
+        leader_exit_signal=exit_signal,
+        tree_ended=tree_ended,
+        owned_alive=owned_alive,
+        escaped_alive=escaped_alive,
+        escaped_total=len(ownership.escaped) if ownership else 0,
+        timeout_fired=timeout_fired,
+        signals_sent=tuple(signals),
+        external_signals=tuple(external),
+        runner_finished=finished or finishing,
+        runner_alive=runner_alive,
+        deadline_passed=deadline_passed,
+        summary=load_summary(attempt_dir),
+        census=load_census(attempt_dir),
+        package_mode=control.request.package_mode,
+        journal_missing=journal_missing,
+    )
+
+
+def recompute(attempt_dir: Path) -> Verdict:
+    """``skgate classify``: the verdict from the archived files alone (no liveness)."""
+    return classify(load_evidence(attempt_dir)).with_attempt(str(attempt_dir))
+
+
+def current_verdict(attempt_dir: Path) -> Verdict:
+    """``skgate status``: the recorded verdict if the run finished, else a read-only look.
+
+    A live attempt of another runner reads ``in_progress``; an attempt whose runner died
+    without a verdict reads ``in_progress`` while its owned processes live and its
+    deadline has not passed, else ``unknown``.
+    """
+    verdict_path = attempt_dir / files.VERDICT
+    if verdict_path.exists():
+        try:
+            return Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
+        except EvidenceError:
+            pass  # damaged: fall back to recomputing from the rest of the evidence
+    return classify(load_evidence(attempt_dir, live=True)).with_attempt(str(attempt_dir))

@@ -1,0 +1,603 @@
+"""Streaming run-log evidence: one pass, bounded memory, whatever the log's size (C3).
+
+CANN documents no format for the final aggregate summary, so the contract (C3) says:
+archive every line that starts with ``[summary]`` verbatim, plus whatever a configured
+``--summary-pattern`` matches. Besides the summary this pass collects, for later steps:
+
+- the completion marker of the inference run (``--completion-marker``);
+- result roots (``Starting static kernel compilation, the build directory is ...``);
+- ``generate run package <name> success`` lines (the package names);
+- ``execute op_compiler error, msg: ...`` lines;
+- printed ``.../uninstall.sh`` paths (C8: only these may ever be run, after validation).
+
+How it stays fast and small:
+
+- bytes are fed in any chunking; only complete lines are scanned, a partial last line is
+  carried (at most ``max_line`` bytes of it are kept; a longer line is counted in
+  ``truncated_lines`` and never loaded whole);
+- fixed literals are found with ``bytes.find`` over a whole block, and only the lines that
+  hold a hit are decoded (``errors="backslashreplace"``, trailing CR stripped);
+- user regexes run over the decoded block with ``re.MULTILINE`` to find candidates, and
+  each candidate line is then checked on its own, so a pattern means the same thing as
+  if it were applied line by line (lookarounds that peek across a newline are the only
+  exception);
+- every kept list is capped; what is left off is counted in ``omitted``.
+
+``scan_file`` on a finished log (no user regexes) may take the grep/wc fast path of
+:mod:`skgate.evidence.logscan_fast`, which feeds its candidate lines through the same line
+handler (``LogScanner._on_line``) and gives the same result; when it cannot be trusted
+the pure-Python scan below answers. The live ``LogScanner.feed`` (the runner's use while
+a compile streams) is always pure Python.
+
+A literal counts only when it lies wholly inside a line's kept part (its first
+``max_line`` bytes), whether the line arrived whole or in pieces.
+
+A summary that contradicts itself (succeeded + failed != inputs, one stage reported twice
+with different numbers, a negative count, a summary line cut short) gets ``problems``,
+which makes the classifier say ``unknown`` (C2.5), never ``failed`` or ``succeeded``.
+
+Schema history: ``skgate.logscan/1``: first version (2026-11).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.records import Stage, Summary, check_schema, require
+
+SCHEMA_LOGSCAN = "skgate.logscan/1"
+
+#: Named groups a ``--summary-pattern`` must define.
+SUMMARY_GROUPS = ("stage", "inputs", "succeeded", "failed")
+
+#: Caps on what is kept (the rest is counted in ``LogScan.omitted``).
+MAX_SUMMARY_LINES = 20_000
+MAX_SUMMARY_BYTES = 8 << 20
+MAX_STAGES = 10_000
+MAX_LIST = 5_000
+MAX_COMPLETION_LINES = 100
+MAX_PROBLEMS = 200
+#: Stored length (characters) of a kept non-summary line.
+MAX_KEPT_LINE = 4096
+
+_SUMMARY = b"[summary]"
+_ROOT = b"Starting static kernel compilation, the build directory is "
+_PACKAGE = b"generate run package "
+_COMPILER_ERROR = b"execute op_compiler error"
+_UNINSTALL = b"uninstall.sh"
+_LITERALS = (_SUMMARY, _ROOT, _PACKAGE, _COMPILER_ERROR, _UNINSTALL)
+
+_KV = re.compile(r"\b(stage|inputs|succeeded|failed)=(\S+)")
+_PACKAGE_RE = re.compile(r"generate run package (\S+) success")
+_UNINSTALL_RE = re.compile(r"[^\s'\"=,;:()<>\[\]]*/uninstall\.sh(?![\w.])")
+
+
+def _compile(pattern: str, what: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(
+            f"{what} {pattern!r} is not a valid regular expression ({exc}); fix the pattern"
+        ) from None
+
+
+def validate_patterns(summary_patterns: Sequence[str], completion_marker: str | None) -> None:
+    """Refuse (UsageError, one line) a bad regex or a summary pattern missing a group."""
+    for pattern in summary_patterns:
+        compiled = _compile(pattern, "--summary-pattern")
+        absent = [g for g in SUMMARY_GROUPS if g not in compiled.groupindex]
+        if absent:
+            raise UsageError(
+                f"--summary-pattern {pattern!r} lacks the named group(s) "
+                + ", ".join(f"(?P<{g}>...)" for g in absent)
+                + "; it needs stage, inputs, succeeded and failed"
+            )
+    if completion_marker is not None:
+        if completion_marker == "":
+            raise UsageError("--completion-marker is empty; give a regex that marks completion")
+        _compile(completion_marker, "--completion-marker")
+
+
+@dataclass(frozen=True)
+class LogScan:
+    """What one pass over a run log found (written as ``logscan.json``)."""
+
+    summary: Summary
+    completion_seen: bool
+    completion_lines: tuple[str, ...]
+    result_roots: tuple[str, ...]
+    packages: tuple[str, ...]
+    compiler_errors: tuple[str, ...]
+    uninstall_paths: tuple[str, ...]
+    lines: int
+    bytes: int
+    truncated_lines: int
+    #: How many items each capped list left off (only non-zero entries).
+    omitted: Mapping[str, int] = field(default_factory=dict)
+
+    def summary_text(self) -> str:
+        """The content of ``summary.txt``: summary and matched lines, one per line."""
+        return "".join(f"{line}\n" for line in self.summary.lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_LOGSCAN,
+            "summary": self.summary.to_dict(),
+            "completion_seen": self.completion_seen,
+            "completion_lines": list(self.completion_lines),
+            "result_roots": list(self.result_roots),
+            "packages": list(self.packages),
+            "compiler_errors": list(self.compiler_errors),
+            "uninstall_paths": list(self.uninstall_paths),
+            "lines": self.lines,
+            "bytes": self.bytes,
+            "truncated_lines": self.truncated_lines,
+            "omitted": dict(self.omitted),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "logscan.json") -> LogScan:
+        d = check_schema(data, "skgate.logscan/1", where)
+        s = require(d, "summary", dict, where)
+
+        def strs(obj: Mapping[str, Any], key: str) -> tuple[str, ...]:
+            items = require(obj, key, list, where)
+            if not all(isinstance(x, str) for x in items):
+                raise EvidenceError(f"{where}: field {key!r} must be a list of strings")
+            return tuple(items)
+
+        stages: list[Stage] = []
+        for st in require(s, "stages", list, where):
+            if not isinstance(st, dict):
+                raise EvidenceError(f"{where}: field 'stages' has the wrong type")
+            stages.append(
+                Stage(
+                    name=require(st, "name", str, where),
+                    inputs=require(st, "inputs", int, where),
+                    succeeded=require(st, "succeeded", int, where),
+                    failed=require(st, "failed", int, where),
+                )
+            )
+        omitted = d.get("omitted", {})
+        if not isinstance(omitted, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in omitted.values()
+        ):
+            raise EvidenceError(f"{where}: field 'omitted' has the wrong type")
+        return cls(
+            summary=Summary(
+                lines=strs(s, "lines"), stages=tuple(stages), problems=strs(s, "problems")
+            ),
+            completion_seen=require(d, "completion_seen", bool, where),
+            completion_lines=strs(d, "completion_lines"),
+            result_roots=strs(d, "result_roots"),
+            packages=strs(d, "packages"),
+            compiler_errors=strs(d, "compiler_errors"),
+            uninstall_paths=strs(d, "uninstall_paths"),
+            lines=require(d, "lines", int, where),
+            bytes=require(d, "bytes", int, where),
+            truncated_lines=require(d, "truncated_lines", int, where),
+            omitted=dict(omitted),
+        )
+
+
+def _decode(raw: bytes | bytearray) -> str:
+    text = raw.decode("utf-8", "backslashreplace")
+    return text.rstrip("\r")
+
+
+class _Capped:
+    """An ordered, de-duplicated list that keeps at most ``limit`` items."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.items: list[str] = []
+        self._seen: set[str] = set()
+        self.omitted = 0
+
+    def add(self, item: str, dedupe: bool = True) -> None:
+        if dedupe and item in self._seen:
+            return
+        if len(self.items) >= self.limit:
+            self.omitted += 1
+            return
+        self.items.append(item)
+        if dedupe:
+            self._seen.add(item)
+
+
+class LogScanner:
+    """Incremental scanner: ``feed`` bytes in any chunking, then ``finish``."""
+
+    def __init__(
+        self,
+        summary_patterns: Sequence[str] = (),
+        completion_marker: str | None = None,
+        max_line: int = 64 * 1024,
+    ) -> None:
+        validate_patterns(summary_patterns, completion_marker)
+        if max_line < 256:
+            raise UsageError(f"max_line {max_line} is too small; use at least 256 bytes")
+        self._max = max_line
+        # (per-line pattern, block pattern with MULTILINE) pairs: see the module docstring.
+        self._patterns = [(re.compile(p), re.compile(p, re.MULTILINE)) for p in summary_patterns]
+        self._marker = (
+            (re.compile(completion_marker), re.compile(completion_marker, re.MULTILINE))
+            if completion_marker is not None
+            else None
+        )
+        self._carry = bytearray()
+        self._carry_total = 0  # full length of the partial line, kept or not
+        self._lines = 0
+        self._bytes = 0
+        self._truncated = 0
+        self._summary_lines = _Capped(MAX_SUMMARY_LINES)
+        self._summary_bytes = 0
+        self._stages: dict[str, Stage] = {}
+        self._stages_omitted = 0
+        self._problems = _Capped(MAX_PROBLEMS)
+        self._completion = _Capped(MAX_COMPLETION_LINES)
+        self._completion_seen = False
+        self._roots = _Capped(MAX_LIST)
+        self._packages = _Capped(MAX_LIST)
+        self._errors = _Capped(MAX_LIST)
+        self._uninstall = _Capped(MAX_LIST)
+        self._result: LogScan | None = None
+        self._handlers: tuple[tuple[bytes, Callable[[str], None]], ...] = (
+            (_ROOT, self._on_root),
+            (_PACKAGE, self._on_package),
+            (_COMPILER_ERROR, self._on_compiler_error),
+            (_UNINSTALL, self._on_uninstall),
+        )
+
+    # -- input -------------------------------------------------------------------------
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Scan ``data``; a partial last line waits for the next call (or ``finish``)."""
+        if self._result is not None:
+            raise RuntimeError("LogScanner.feed() after finish()")
+        if not data:
+            return
+        if isinstance(data, memoryview):
+            data = data.tobytes()
+        self._bytes += len(data)
+        start = 0
+        if self._carry_total:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._keep_partial(data, 0)
+                return
+            self._keep_partial(data[:nl], 0)
+            self._flush_carry()
+            start = nl + 1
+        last = data.rfind(b"\n", start)
+        if last >= 0:
+            self._block(data, start, last + 1)
+            start = last + 1
+        if start < len(data):
+            self._keep_partial(data, start)
+
+    def finish(self) -> LogScan:
+        """Scan a partial last line (a log still being written may end in one)."""
+        if self._result is None:
+            if self._carry_total:
+                self._flush_carry()
+            self._result = self._build()
+        return self._result
+
+    # -- line handling -------------------------------------------------------------------
+
+    def _keep_partial(self, data: bytes | bytearray, start: int) -> None:
+        room = self._max - len(self._carry)
+        if room > 0:
+            self._carry += data[start : start + room]
+        self._carry_total += len(data) - start
+
+    def _flush_carry(self) -> None:
+        truncated = self._carry_total > self._max
+        if truncated:
+            self._truncated += 1
+        line = bytes(self._carry) + b"\n"
+        self._carry = bytearray()
+        self._carry_total = 0
+        # The kept head is at most max_line bytes, so the block scan will not count it
+        # as long again; ``truncated`` carries that fact to the line handlers.
+        self._block(line, 0, len(line), first_truncated=truncated)
+
+    def _count_long(self, data: bytes | bytearray, s: int, e: int) -> None:
+        """Count lines longer than max_line in data[s:e] without visiting every line."""
+        m = self._max
+        p = s
+        while p < e:
+            window_end = min(p + m + 1, e)
+            q = data.rfind(b"\n", p, window_end)
+            if q < 0:
+                # No newline within max_line + 1 bytes of a line start: a long line.
+                self._truncated += 1
+                nl = data.find(b"\n", window_end, e)
+                p = nl + 1 if nl >= 0 else e
+            else:
+                p = q + 1
+
+    def _block(
+        self, data: bytes | bytearray, s: int, e: int, first_truncated: bool = False
+    ) -> None:
+        """Scan data[s:e], which holds whole lines only (it ends with a newline)."""
+        base = self._lines
+        if e - s > self._max:
+            self._count_long(data, s, e)
+        m = self._max
+
+        # Lines holding a fixed literal wholly inside their kept part (the first max_line
+        # bytes): one C-level find pass per literal, Python work only at hits.
+        starts: set[int] = set()
+        for literal in _LITERALS:
+            size = len(literal)
+            i = data.find(literal, s, e)
+            while i >= 0:
+                r = data.rfind(b"\n", s, i)
+                ls = r + 1 if r >= 0 else s
+                if i + size <= ls + m:
+                    starts.add(ls)
+                i = data.find(literal, data.find(b"\n", i, e) + 1, e)
+
+        # Summary candidates: (line number, text, parsed numbers or None, truncated).
+        found: dict[int, tuple[str, tuple[str, ...] | None, bool]] = {}
+        counted_to, counted = s, base
+        for ls in sorted(starts):
+            counted += data.count(b"\n", counted_to, ls)
+            counted_to = ls
+            le = data.find(b"\n", ls, e)
+            long = le - ls > m or (first_truncated and ls == s)
+            summary = self._on_line(data[ls : min(le, ls + m)])
+            if summary is not None:
+                found[counted] = (summary, None, long)
+        # One newline count over the block in total (the hits above counted a prefix).
+        self._lines = counted + data.count(b"\n", counted_to, e)
+
+        if self._patterns or self._marker is not None:
+            text = data[s:e].decode("utf-8", "backslashreplace")
+            for line_re, block_re in self._patterns:
+                for n, line, match, long in self._regex_lines(text, base, line_re, block_re):
+                    groups = tuple(match.group(g) or "" for g in SUMMARY_GROUPS)
+                    found[n] = (line, groups, long or (first_truncated and n == base))
+            if self._marker is not None:
+                for _, line, _, _ in self._regex_lines(text, base, *self._marker):
+                    self._completion_seen = True
+                    self._completion.add(line[:MAX_KEPT_LINE], dedupe=False)
+
+        for n in sorted(found):
+            kept, parsed, cut = found[n]
+            self._on_summary(n + 1, kept, parsed, cut)
+
+    def _on_line(self, kept: bytes | bytearray) -> str | None:
+        """The per-line handler shared by both scan paths (``feed`` and grep's candidates).
+
+        ``kept`` is the kept part of one line (its first max_line bytes, no newline). Runs
+        the fixed-literal handlers whose literal lies wholly inside it and returns the
+        decoded line when it is a ``[summary]`` line (only whitespace before the tag), for
+        the caller to pass to ``_on_summary`` with its line number.
+        """
+        text: str | None = None
+        for literal, handler in self._handlers:
+            if literal in kept:
+                if text is None:
+                    text = _decode(kept)
+                handler(text)
+        if kept.lstrip().startswith(_SUMMARY):
+            return text if text is not None else _decode(kept)
+        return None
+
+    def _regex_lines(
+        self, text: str, base: int, line_re: re.Pattern[str], block_re: re.Pattern[str]
+    ) -> list[tuple[int, str, re.Match[str], bool]]:
+        """Lines of ``text`` that ``line_re`` matches: (line number, line, match, long)."""
+        out: list[tuple[int, str, re.Match[str], bool]] = []
+        pos, counted_to, counted = 0, 0, base
+        end = len(text)
+        while pos < end:
+            cand = block_re.search(text, pos)
+            if cand is None:
+                break
+            r = text.rfind("\n", 0, cand.start())
+            ls = r + 1 if r >= 0 else 0
+            ls = max(ls, pos)
+            le = text.find("\n", cand.start())
+            if le < 0:
+                le = end
+            long = le - ls > self._max
+            line = text[ls : min(le, ls + self._max)].rstrip("\r")
+            match = line_re.search(line)
+            if match is not None:
+                counted += text.count("\n", counted_to, ls)
+                counted_to = ls
+                out.append((counted, line, match, long))
+            pos = le + 1
+        return out
+
+    def _problem(self, message: Callable[[], str]) -> None:
+        """Add a problem whose text names a line number (so it is never a duplicate).
+
+        The text is only built when it will be kept (a contradictory log may hold
+        millions of such lines).
+        """
+        if len(self._problems.items) >= self._problems.limit:
+            self._problems.omitted += 1
+        else:
+            self._problems.add(message())
+
+    def _on_summary(
+        self,
+        lineno: int,
+        line: str,
+        groups: tuple[str, ...] | None,
+        truncated: bool,
+    ) -> None:
+        size = len(line)
+        if self._summary_bytes + size > MAX_SUMMARY_BYTES:
+            self._summary_lines.omitted += 1
+        else:
+            self._summary_bytes += size
+            self._summary_lines.add(line, dedupe=False)
+        if truncated:
+            self._problem(
+                lambda: f"summary line {lineno} is longer than {self._max} bytes and was cut short"
+            )
+        if groups is None:
+            values = dict(_KV.findall(line))
+            if not values:
+                return  # a [summary] line in another shape: archived verbatim only
+            groups = tuple(values.get(g, "") for g in SUMMARY_GROUPS)
+        name, *numbers = groups
+        try:
+            inputs, succeeded, failed = (int(x) for x in numbers)
+        except ValueError:
+            self._problem(
+                lambda: (
+                    f"summary line {lineno} names stage {name!r} but its counts are missing "
+                    f"or not integers: {line[:200]!r}"
+                )
+            )
+            return
+        if not name:
+            self._problem(lambda: f"summary line {lineno} reports counts without a stage name")
+            return
+        stage = Stage(name=name, inputs=inputs, succeeded=succeeded, failed=failed)
+        if min(inputs, succeeded, failed) < 0:
+            self._problem(lambda: f"stage {name!r} has a negative count (line {lineno})")
+        elif succeeded + failed != inputs:
+            self._problem(
+                lambda: (
+                    f"stage {name!r}: succeeded {succeeded} + failed {failed} != inputs "
+                    f"{inputs} (line {lineno})"
+                )
+            )
+        before = self._stages.get(name)
+        if before is None:
+            if len(self._stages) >= MAX_STAGES:
+                self._stages_omitted += 1
+                self._problems.add(f"more than {MAX_STAGES} stages; the summary is not usable")
+                return
+            self._stages[name] = stage
+        elif before != stage:
+            first = before
+            self._problem(
+                lambda: (
+                    f"stage {name!r} is reported twice with different numbers "
+                    f"({first.inputs}/{first.succeeded}/{first.failed} then "
+                    f"{inputs}/{succeeded}/{failed}, line {lineno})"
+                )
+            )
+
+    def _on_root(self, line: str) -> None:
+        root = line.split(_ROOT.decode(), 1)[1].strip()
+        if root:
+            self._roots.add(root[:MAX_KEPT_LINE])
+
+    def _on_package(self, line: str) -> None:
+        for name in _PACKAGE_RE.findall(line):
+            self._packages.add(name[:MAX_KEPT_LINE])
+
+    def _on_compiler_error(self, line: str) -> None:
+        self._errors.add(line[:MAX_KEPT_LINE], dedupe=False)
+
+    def _on_uninstall(self, line: str) -> None:
+        for path in _UNINSTALL_RE.findall(line):
+            self._uninstall.add(path[:MAX_KEPT_LINE])
+
+    def _build(self) -> LogScan:
+        omitted = {
+            "summary_lines": self._summary_lines.omitted,
+            "stages": self._stages_omitted,
+            "problems": self._problems.omitted,
+            "completion_lines": self._completion.omitted,
+            "result_roots": self._roots.omitted,
+            "packages": self._packages.omitted,
+            "compiler_errors": self._errors.omitted,
+            "uninstall_paths": self._uninstall.omitted,
+        }
+        problems = list(self._problems.items)
+        if self._problems.omitted:
+            problems.append(f"... and {self._problems.omitted} more problem(s)")
+        return LogScan(
+            summary=Summary(
+                lines=tuple(self._summary_lines.items),
+                stages=tuple(self._stages.values()),
+                problems=tuple(problems),
+            ),
+            completion_seen=self._completion_seen,
+            completion_lines=tuple(self._completion.items),
+            result_roots=tuple(self._roots.items),
+            packages=tuple(self._packages.items),
+            compiler_errors=tuple(self._errors.items),
+            uninstall_paths=tuple(self._uninstall.items),
+            lines=self._lines,
+            bytes=self._bytes,
+            truncated_lines=self._truncated,
+            omitted={k: v for k, v in omitted.items() if v},
+        )
+
+
+#: Files at least this big take the grep path by default (below it, starting two
+#: processes costs more than the pure-Python scan).
+GREP_MIN_BYTES = 4 << 20
+#: Set to ``1`` to never use the grep path (e.g. to compare both paths).
+NO_GREP_ENV = "SKGATE_NO_GREP"
+
+
+def scan_file(
+    path: Path,
+    summary_patterns: Sequence[str] = (),
+    completion_marker: str | None = None,
+    chunk: int = 1 << 20,
+    *,
+    max_line: int = 64 * 1024,
+    use_grep: bool | None = None,
+) -> LogScan:
+    """Scan a run log from start to its current end (it may still be growing).
+
+    ``use_grep`` None (default): the grep path (``scan_file_fast``) for a log of at least
+    ``GREP_MIN_BYTES``; True: whatever the size; False: never. The grep path is also
+    skipped when ``SKGATE_NO_GREP=1`` or when user regexes are given (summary patterns,
+    completion marker): those are Python regexes, which grep's ERE cannot reproduce
+    exactly (backslashreplace decoding, Unicode classes, lookarounds), so they keep the
+    pure-Python scan. When the grep path fails for any reason the result comes from the
+    pure-Python scan, so the answer never depends on the path (C3).
+    """
+    validate_patterns(summary_patterns, completion_marker)
+    if (
+        use_grep is not False
+        and not summary_patterns
+        and completion_marker is None
+        and os.environ.get(NO_GREP_ENV) != "1"
+    ):
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0  # the Python path below reports a missing or unreadable log
+        if use_grep or size >= GREP_MIN_BYTES:
+            # Imported here: logscan_fast builds on this module (LogScanner, LogScan).
+            from skgate.evidence.logscan_fast import scan_file_fast  # noqa: PLC0415
+
+            fast = scan_file_fast(path, max_line)
+            if fast is not None:
+                return fast
+    scanner = LogScanner(summary_patterns, completion_marker, max_line)
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise EvidenceError(f"{path}: run log missing") from None
+    except OSError as exc:
+        raise EvidenceError(f"{path}: run log unreadable ({exc.strerror})") from None
+    with fh:
+        while True:
+            data = fh.read(chunk)
+            if not data:
+                break
+            scanner.feed(data)
+    return scanner.finish()

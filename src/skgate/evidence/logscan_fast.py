@@ -1,0 +1,244 @@
+"""The grep/wc fast path of :func:`skgate.evidence.logscan.scan_file` for a finished run log (C3).
+
+``scan_file`` on a finished log (no user regexes) takes a faster path with the same
+result: the system ``grep -a -n -E`` (C locale) lists the lines that hold one of the fixed
+literals, ``wc -l`` counts lines on the other core, long lines are counted with a few
+small reads, and each candidate line goes through the same line handler
+(``LogScanner._on_line``) as the streaming scan. User regexes keep the pure-Python scan
+(Python regex semantics over decoded text cannot be reproduced exactly by grep's ERE).
+Any doubt (grep or wc missing or failing, unexpected output, the file changing while it
+is read) falls back to the pure-Python scan; ``SKGATE_NO_GREP=1`` forces it. The live
+``LogScanner.feed`` (the runner's use while a compile streams) is always pure Python.
+
+This module only finds candidate lines and counts; what a line means is decided by
+:class:`skgate.evidence.logscan.LogScanner` alone, so both paths give the same ``LogScan``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from skgate.evidence.logscan import _LITERALS, LogScan, LogScanner
+from skgate.model.errors import EvidenceError
+
+#: Address-space cap of the grep and wc children (see ``_spawn``).
+CHILD_AS_LIMIT = 256 << 20
+
+#: ERE alternation of the fixed literals; grep finds candidate lines, the shared Python
+#: line handler (``LogScanner._on_line``) decides, so grep only has to over-approximate.
+_GREP_PATTERN = "|".join(re.sub(r"([][.*^$+?(){}|\\])", r"\\\1", x.decode()) for x in _LITERALS)
+
+
+class _FastPathUnusable(Exception):
+    """The grep path cannot give a trustworthy result; scan_file falls back to Python."""
+
+
+def _open_log(path: Path) -> int:
+    try:
+        return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise EvidenceError(f"{path}: run log missing") from None
+    except OSError as exc:
+        raise EvidenceError(f"{path}: run log unreadable ({exc.strerror})") from None
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _count_long_lines(fd: int, size: int, max_line: int) -> int:
+    """Lines of fd[0:size] longer than max_line bytes (newline excluded), few reads.
+
+    Same rule as ``LogScanner._count_long``: from a line start p, a newline within the
+    next max_line + 1 bytes means the line at p is short, and the last such newline is
+    the next place to look. Only the tail of each window is read (4 KiB, doubling when it
+    holds no newline), so a log of short lines costs about 1/16 of its size in reads.
+    """
+    count, p = 0, 0
+    while p + max_line + 1 <= size:
+        end = p + max_line + 1
+        hi, tail, q = end, 4096, -1
+        while hi > p:
+            lo = max(p, hi - tail)
+            buf = os.pread(fd, hi - lo, lo)
+            if len(buf) != hi - lo:
+                raise _FastPathUnusable("the log shrank while it was scanned")
+            r = buf.rfind(b"\n")
+            if r >= 0:
+                q = lo + r
+                break
+            hi, tail = lo, tail * 2
+        if q >= 0:
+            p = q + 1
+            continue
+        count += 1  # no newline within max_line + 1 bytes of a line start: a long line
+        pos = end
+        p = size
+        while pos < size:
+            buf = os.pread(fd, min(1 << 20, size - pos), pos)
+            if not buf:
+                raise _FastPathUnusable("the log shrank while it was scanned")
+            r = buf.find(b"\n")
+            if r >= 0:
+                p = pos + r + 1
+                break
+            pos += len(buf)
+    return count
+
+
+def _spawn(argv: list[str], path: Path, inode: tuple[int, int]) -> subprocess.Popen[bytes]:
+    # argv list, never a shell; the log is the child's stdin (opened here, read-only, and
+    # checked to be the file we scan), so no file name is ever parsed as an option, and
+    # each child has its own file offset. C locale: bytes, not characters.
+    env = {**os.environ, "LC_ALL": "C"}
+    with path.open("rb") as stdin:
+        st = os.fstat(stdin.fileno())
+        if (st.st_dev, st.st_ino) != inode:
+            raise _FastPathUnusable("the log was replaced while it was scanned")
+        proc = subprocess.Popen(  # fixed argv of a tool found with which()
+            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
+    with contextlib.suppress(OSError, ValueError):
+        # The child may already have ended (its exit status tells) or the limit be refused.
+        # Bounded memory: grep holds a whole line in its buffer, so a log with a line of
+        # hundreds of MB would make it grow; capped, grep fails ("memory exhausted") and
+        # scan_file falls back to the Python scan, which keeps max_line bytes of a line.
+        # Set right after the start (best effort: a line that big takes far longer to
+        # read than this takes to run).
+        resource.prlimit(proc.pid, resource.RLIMIT_AS, (CHILD_AS_LIMIT, CHILD_AS_LIMIT))
+    return proc
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a child we started (by its own pid) and reap it."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _grep_candidates(scanner: LogScanner, stdout: int, max_line: int) -> None:
+    """Stream grep's ``LINENO:LINE`` output through the shared line handler.
+
+    Reads 64 KiB at a time; of each line only max_line bytes are kept, however long
+    grep's output line is (a multi-MB line is never held whole by this process).
+    """
+    header = bytearray()
+    kept = bytearray()
+    length = 0
+    lineno = 0
+    in_line = False
+    while True:
+        chunk = os.read(stdout, 1 << 16)
+        if not chunk:
+            break
+        pos, n = 0, len(chunk)
+        while pos < n:
+            if not in_line:
+                colon = chunk.find(b":", pos)
+                header += chunk[pos : colon if colon >= 0 else n]
+                if len(header) > 20 or (colon >= 0 and not header.isdigit()):
+                    raise _FastPathUnusable("unexpected grep output")
+                if colon < 0:
+                    break
+                previous, lineno = lineno, int(header)
+                if lineno <= previous:
+                    raise _FastPathUnusable("grep reported line numbers out of order")
+                header.clear()
+                in_line = True
+                pos = colon + 1
+                continue
+            nl = chunk.find(b"\n", pos)
+            stop = nl if nl >= 0 else n
+            room = max_line - len(kept)
+            if room > 0:
+                kept += chunk[pos : min(stop, pos + room)]
+            length += stop - pos
+            if nl < 0:
+                break
+            summary = scanner._on_line(kept)
+            if summary is not None:
+                scanner._on_summary(lineno, summary, None, length > max_line)
+            kept.clear()
+            length = 0
+            in_line = False
+            pos = nl + 1
+    if in_line or header:
+        raise _FastPathUnusable("grep output ended in the middle of a line")
+
+
+def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
+    """The grep path of ``scan_file`` for a finished log without user regexes.
+
+    ``grep -a -b -E`` (the system grep, C locale) lists the lines holding one of the
+    fixed literals with their byte offsets, ``wc -l`` counts newlines on the other core,
+    and this process counts long lines with a few small reads; each candidate line goes
+    through the same handler as the pure-Python scan, so the result is identical. Returns
+    None when this path cannot be trusted (grep or wc missing or failing, unexpected
+    output, the file changed while it was read): the caller then scans in Python.
+    """
+    scanner = LogScanner(max_line=max_line)
+    grep, wc = shutil.which("grep"), shutil.which("wc")
+    if grep is None or wc is None:
+        return None
+    fd = _open_log(path)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        before = os.fstat(fd)
+        size = before.st_size
+        try:
+            inode = (before.st_dev, before.st_ino)
+            # grep first: it is the longest of the three jobs (C-speed, one core each).
+            procs.append(_spawn([grep, "-a", "-n", "-E", "-e", _GREP_PATTERN], path, inode))
+            procs.append(_spawn([wc, "-l"], path, inode))
+        except OSError:
+            return None
+        counted: list[int] = []
+        failed: list[BaseException] = []
+
+        def long_lines() -> None:
+            try:
+                counted.append(_count_long_lines(fd, size, max_line))
+            except BaseException as exc:  # reported below, in this thread
+                failed.append(exc)
+
+        # Long lines are counted in a thread (pread releases the GIL) while this thread
+        # reads grep's output, so grep never waits on a full pipe.
+        worker = threading.Thread(target=long_lines, name="skgate-long-lines", daemon=True)
+        worker.start()
+        grep_proc, wc_proc = procs
+        assert grep_proc.stdout is not None and wc_proc.stdout is not None
+        try:
+            _grep_candidates(scanner, grep_proc.stdout.fileno(), max_line)
+        finally:
+            worker.join()
+        wc_out = wc_proc.stdout.read(64)
+        if grep_proc.wait() not in (0, 1) or wc_proc.wait() != 0 or failed:
+            return None  # grep exits 1 when no line matches; 2 is an error
+        try:
+            newlines = int(wc_out.split()[0])
+        except (ValueError, IndexError):
+            return None
+        after = os.fstat(fd)
+        same = path.stat()
+        if _identity(before) != _identity(after) or _identity(after) != _identity(same):
+            return None  # written to or replaced while grep read it: not a finished log
+        last = os.pread(fd, 1, size - 1) if size else b"\n"
+        scanner._lines = newlines + (last != b"\n")  # an unterminated last line counts
+        scanner._bytes = size
+        scanner._truncated = counted[0]
+        return scanner.finish()
+    except (_FastPathUnusable, OSError):
+        return None
+    finally:
+        for proc in procs:
+            _end(proc)
+        os.close(fd)

@@ -1,0 +1,362 @@
+"""Seals: a sha256 manifest over an attempt's evidence, and ``verify``.
+
+``seal.json`` (schema ``skgate.seal/1``) is written last, exclusively, when an attempt
+ends: ``{"schema", "attempt", "files": [{"name", "sha256", "size"}], "sealed_at"}`` over
+every regular file in the attempt directory (the evidence files of ``attempt.py`` and any
+extra file or directory present, such as a preserved scene). Names are POSIX paths
+relative to the attempt directory.
+
+A working-directory scene preserved *after* the seal (``skgate cleanup`` / ``retry`` move
+it into ``<attempt>/scene/<k>/``) carries its own manifest (schema ``skgate.scene/1``),
+whose hash is chained into the ledger; ``verify`` checks those files against it. Nothing
+else may appear in a sealed attempt (C4 last bullet: the scene is never rewritten).
+
+``verify`` re-hashes everything and names each file that changed, vanished or appeared,
+and checks the ledger's hash chain and its cross-references to seals and scenes.
+
+Schema history: ``skgate.seal/1``, ``skgate.scene/1``: first versions (2026-11).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence import ledger
+from skgate.evidence.files import SEAL, is_attempt_dir, read_json, write_json_new
+from skgate.model.errors import EvidenceError
+from skgate.model.records import check_schema, require
+
+SCHEMA_SEAL = "skgate.seal/1"
+SCHEMA_SCENE = "skgate.scene/1"
+SCENE_DIR = "scene"
+SCENE_MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One sealed file: POSIX path relative to its base directory, sha256, size."""
+
+    name: str
+    sha256: str
+    size: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "sha256": self.sha256, "size": self.size}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> FileEntry:
+        if not isinstance(data, dict):
+            raise EvidenceError(f"{where}: a file entry is not an object")
+        name = require(data, "name", str, where)
+        digest = require(data, "sha256", str, where)
+        size = require(data, "size", int, where)
+        parts = name.split("/")
+        # A name that climbs out of the base (or is absolute) would make verify read
+        # outside the attempt: refuse the whole manifest as hostile.
+        if not name or name.startswith("/") or ".." in parts or "" in parts:
+            raise EvidenceError(f"{where}: file name {name!r} is not a plain relative path")
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise EvidenceError(f"{where}: sha256 of {name!r} is not 64 hex digits")
+        return cls(name, digest, size)
+
+
+def _workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def walk_files(base: Path, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+    """Regular files under ``base`` (relative POSIX names, sorted) and other entries.
+
+    Never follows a symbolic link: a link inside evidence is reported, not entered.
+    """
+    skipped = set(skip)
+    files: list[str] = []
+    others: list[str] = []
+    stack: list[tuple[str, str]] = [(str(base), "")]
+    while stack:
+        path, rel = stack.pop()
+        try:
+            it = os.scandir(path)
+        except OSError:
+            others.append(rel or ".")
+            continue
+        with it:
+            for e in it:
+                name = f"{rel}/{e.name}" if rel else e.name
+                if name in skipped:
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    stack.append((e.path, name))
+                elif e.is_file(follow_symlinks=False):
+                    files.append(name)
+                else:
+                    others.append(name)
+    files.sort()
+    others.sort()
+    return files, others
+
+
+def _hash_one(base: Path, name: str) -> tuple[str, int] | None:
+    try:
+        fd = os.open(base / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return ledger.hash_fd(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+#: Below this many bytes in all, files are hashed one after another.
+PARALLEL_MIN_BYTES = 8 << 20
+
+
+def _total_size(base: Path, names: list[str]) -> int:
+    total = 0
+    for n in names:
+        with contextlib.suppress(OSError):
+            total += os.lstat(base / n).st_size
+    return total
+
+
+def hash_files(base: Path, names: list[str]) -> dict[str, tuple[str, int] | None]:
+    """sha256 and size of each named file under ``base`` (None: unreadable), in parallel."""
+    if len(names) <= 1 or _total_size(base, names) < PARALLEL_MIN_BYTES:
+        # An attempt's own evidence is small: threads would cost more than they save.
+        return {n: _hash_one(base, n) for n in names}
+    # Imported here: only large scenes need it, and its import costs every run's start-up.
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    with ThreadPoolExecutor(max_workers=_workers()) as pool:
+        return dict(zip(names, pool.map(lambda n: _hash_one(base, n), names), strict=True))
+
+
+def manifest_entries(base: Path, skip: Iterable[str] = ()) -> list[FileEntry]:
+    """Hash every regular file under ``base`` into sorted manifest entries."""
+    names, _ = walk_files(base, skip)
+    hashed = hash_files(base, names)
+    entries: list[FileEntry] = []
+    for name in names:
+        got = hashed[name]
+        if got is None:
+            raise EvidenceError(f"{base / name}: unreadable while sealing; fix its permissions")
+        entries.append(FileEntry(name, got[0], got[1]))
+    return entries
+
+
+def seal_attempt(attempt: Path, *, chain: bool = True) -> Path:
+    """Write ``seal.json`` over every evidence file present; refuse if already sealed.
+
+    ``chain=False`` leaves chaining the seal's hash to the caller: the runner's ``end``
+    ledger entry, written right after, carries it (one ledger append instead of two).
+    """
+    path = attempt / SEAL
+    if path.exists():
+        raise EvidenceError(f"{path}: already exists; a seal is never rewritten")
+    entries = manifest_entries(attempt, skip=(SEAL,))
+    write_json_new(
+        path,
+        {
+            "schema": SCHEMA_SEAL,
+            "attempt": attempt.name,
+            "files": [e.to_dict() for e in entries],
+            "sealed_at": time.time(),
+        },
+    )
+    root = ledger.root_of(attempt)
+    if root is not None and chain:
+        ledger.record_seal(root, attempt)
+    return path
+
+
+def load_manifest(path: Path, schema: str) -> tuple[Mapping[str, Any], list[FileEntry]]:
+    """Read a seal or scene manifest; hostile or damaged content is an EvidenceError."""
+    data = check_schema(read_json(path), schema, str(path))
+    raw = require(data, "files", list, str(path))
+    entries = [FileEntry.from_dict(item, str(path)) for item in raw]
+    return data, entries
+
+
+def _compare(base: Path, label: str, entries: list[FileEntry], what: str) -> list[str]:
+    problems: list[str] = []
+    present: list[FileEntry] = []
+    for e in entries:
+        try:
+            st = os.lstat(base / e.name)
+        except FileNotFoundError:
+            problems.append(f"{label}/{e.name}: removed after {what}")
+            continue
+        except OSError as exc:
+            problems.append(f"{label}/{e.name}: unreadable ({exc.strerror})")
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            problems.append(f"{label}/{e.name}: replaced by a non-regular file after {what}")
+            continue
+        present.append(e)
+    hashed = hash_files(base, [e.name for e in present])
+    for e in present:
+        got = hashed[e.name]
+        if got is None:
+            problems.append(f"{label}/{e.name}: unreadable")
+        elif got[1] != e.size:
+            problems.append(
+                f"{label}/{e.name}: changed after {what} (size {got[1]}, sealed {e.size})"
+            )
+        elif got[0] != e.sha256:
+            problems.append(f"{label}/{e.name}: changed after {what} (sha256 differs)")
+    return problems
+
+
+def scene_dirs(attempt: Path) -> list[Path]:
+    base = attempt / SCENE_DIR
+    try:
+        return sorted(Path(e.path) for e in os.scandir(base) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def verify_attempt(attempt: Path) -> list[str]:
+    """Problems in one attempt: its seal, its scene manifests, files added after sealing."""
+    label = attempt.name
+    problems: list[str] = []
+    seal_path = attempt / SEAL
+    sealed: set[str] = set()
+    if seal_path.is_file() and not seal_path.is_symlink():
+        try:
+            data, entries = load_manifest(seal_path, SCHEMA_SEAL)
+        except EvidenceError as exc:
+            return [f"{label}: {exc}"]
+        if data.get("attempt") != attempt.name:
+            problems.append(
+                f"{label}/{SEAL}: names attempt {data.get('attempt')!r} (copied from elsewhere?)"
+            )
+        problems += _compare(attempt, label, entries, "sealing")
+        sealed = {e.name for e in entries}
+    elif os.path.lexists(seal_path):
+        return [f"{label}/{SEAL}: not a regular file"]
+    elif (attempt / "verdict.json").exists():
+        problems.append(f"{label}: has a verdict but no {SEAL} (sealing interrupted or removed)")
+        return problems
+    else:
+        return problems  # in progress: nothing sealed yet, nothing to check
+    covered: set[str] = set(sealed)
+    linked: set[str] = set()
+    for scene in scene_dirs(attempt):
+        rel = f"{SCENE_DIR}/{scene.name}"
+        manifest = scene / SCENE_MANIFEST
+        if not manifest.is_file():
+            if any(n.startswith(rel + "/") for n in sealed):
+                continue  # the scene was present at sealing and is covered by the seal
+            problems.append(f"{label}/{rel}: scene added after sealing has no {SCENE_MANIFEST}")
+            continue
+        try:
+            data, entries = load_manifest(manifest, SCHEMA_SCENE)
+        except EvidenceError as exc:
+            problems.append(f"{label}: {exc}")
+            continue
+        problems += _compare(scene, f"{label}/{rel}", entries, "preserving")
+        covered.add(f"{rel}/{SCENE_MANIFEST}")
+        covered.update(f"{rel}/{e.name}" for e in entries)
+        links = data.get("links", [])
+        for link in links if isinstance(links, list) else []:
+            # Links preserved as links (cleanup never follows them): unchanged target only.
+            if not isinstance(link, dict) or not isinstance(link.get("name"), str):
+                continue
+            name = link["name"]
+            try:
+                same = os.readlink(scene / name) == link.get("target")
+            except OSError:
+                same = False
+            if same and ".." not in name.split("/"):
+                linked.add(f"{rel}/{name}")
+            else:
+                problems.append(f"{label}/{rel}/{name}: preserved link changed or removed")
+    files, others = walk_files(attempt, skip=(SEAL,))
+    for name in files:
+        if name not in covered:
+            problems.append(f"{label}/{name}: added after sealing")
+    for name in others:
+        if name not in linked:
+            problems.append(f"{label}/{name}: not a regular file (evidence never holds links)")
+    return problems
+
+
+def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
+    """Cross-check ledger entries against the attempts: seals, scenes, presence."""
+    problems = ledger.check_chain(root)
+    where = root / ledger.LEDGER
+    started: set[str] = set()
+    scenes: set[tuple[str, str]] = set()
+    seals: set[str] = set()
+    for entry in ledger.read_ledger(root):
+        name = entry.get("attempt")
+        rel = entry.get("path")
+        if not isinstance(name, str) or not isinstance(rel, str):
+            continue
+        if only is not None and name != only:
+            if entry.get("event") == "start":
+                started.add(name)
+            continue
+        attempt = Path(rel) if os.path.isabs(rel) else root / rel
+        event = entry.get("event")
+        if event == "start":
+            started.add(name)
+            if not attempt.is_dir():
+                problems.append(f"{where}: attempt {name} is indexed but its directory is gone")
+        elif event in ("end", "seal"):
+            want = entry.get("seal_sha256")
+            if isinstance(want, str):
+                seals.add(name)
+                got = ledger.sha256_file(attempt / SEAL)
+                if got is None:
+                    problems.append(f"{name}/{SEAL}: removed (the ledger recorded it)")
+                elif got != want:
+                    problems.append(f"{name}/{SEAL}: differs from the one the ledger recorded")
+        elif event == "scene":
+            manifest = entry.get("manifest")
+            want = entry.get("manifest_sha256")
+            if isinstance(manifest, str) and isinstance(want, str):
+                scenes.add((name, manifest))
+                got = ledger.sha256_file(attempt / manifest)
+                if got != want:
+                    problems.append(f"{name}/{manifest}: differs from the one the ledger recorded")
+    if (root / ledger.LEDGER).exists():
+        for attempt in ledger.list_attempts(root):
+            if only is not None and attempt.name != only:
+                continue
+            if attempt.name not in started:
+                problems.append(f"{attempt.name}: not in the ledger (added by hand?)")
+            elif (attempt / SEAL).exists() and attempt.name not in seals:
+                problems.append(f"{attempt.name}/{SEAL}: not recorded in the ledger (re-made?)")
+            for scene in scene_dirs(attempt):
+                rel = f"{SCENE_DIR}/{scene.name}/{SCENE_MANIFEST}"
+                if (scene / SCENE_MANIFEST).is_file() and (attempt.name, rel) not in scenes:
+                    problems.append(f"{attempt.name}/{rel}: not in the ledger (added by hand?)")
+    return problems
+
+
+def verify(target: Path) -> list[str]:
+    """Problems found in an attempt or a whole evidence root (empty list: all intact)."""
+    if is_attempt_dir(target):
+        problems = verify_attempt(target)
+        root = ledger.root_of(target)
+        if root is not None and (root / ledger.LEDGER).exists():
+            problems += _ledger_problems(root, only=target.name)
+        return list(dict.fromkeys(problems))
+    attempts = ledger.resolve(target)  # raises a one-line EvidenceError for a bad target
+    problems = []
+    for attempt in attempts:
+        problems += verify_attempt(attempt)
+    problems += _ledger_problems(target)
+    return list(dict.fromkeys(problems))  # several ledger entries may name one change

@@ -1,0 +1,630 @@
+"""Typed records shared by every part of skgate.
+
+Nothing here does I/O. Every record that is written to an attempt directory has a
+``to_dict``/``from_dict`` pair and every file carries a ``schema`` name and version.
+
+Schema history (bump the number beside the name when a file's shape changes):
+
+- ``skgate.control/1``, ``skgate.ownership/1``, ``skgate.verdict/1``,
+  ``skgate.census/1``, ``skgate.event/1``: first versions (2026-11).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from skgate.model.errors import EvidenceError
+
+SCHEMA_CONTROL = "skgate.control/1"
+SCHEMA_OWNERSHIP = "skgate.ownership/1"
+SCHEMA_VERDICT = "skgate.verdict/1"
+SCHEMA_CENSUS = "skgate.census/1"
+SCHEMA_EVENT = "skgate.event/1"
+
+
+class State(str, enum.Enum):
+    """The five compile states of contract C2, plus ``not_started``.
+
+    ``not_started`` is not a compile result: an attempt that was blocked before launch
+    is recorded with it and never counts as a failure.
+    """
+
+    IN_PROGRESS = "in_progress"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    UNKNOWN = "unknown"
+    NOT_STARTED = "not_started"
+
+
+class Cause(str, enum.Enum):
+    """Why an attempt is ``interrupted`` (C2.4)."""
+
+    TIMEOUT = "timeout"
+    EXTERNAL = "external"
+
+
+class PackageMode(str, enum.Enum):
+    """C8 output check: must a ``.run`` package exist after natural return?"""
+
+    REQUIRED = "required"
+    OPTIONAL = "optional"
+
+
+#: Exit status of ``run``, ``status`` and ``classify`` for each state (design.md).
+EXIT_CODES: Mapping[State, int] = {
+    State.SUCCEEDED: 0,
+    State.FAILED: 1,
+    State.NOT_STARTED: 3,
+    State.INTERRUPTED: 4,
+    State.UNKNOWN: 5,
+    State.IN_PROGRESS: 6,
+}
+EXIT_USAGE = 2
+EXIT_BLOCKED = 3
+
+
+def require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """Return ``data[key]`` if it has the expected type, else raise EvidenceError."""
+    if key not in data:
+        raise EvidenceError(f"{where}: missing field {key!r}")
+    value = data[key]
+    # bool is an int subclass; a flag where a number belongs is the wrong shape.
+    if isinstance(value, bool) and kind in (int, float, (int, float)):
+        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
+    if not isinstance(value, kind):
+        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
+    return value
+
+
+def check_schema(data: Any, expected: str, where: str) -> Mapping[str, Any]:
+    """Check that ``data`` is an object that names ``expected`` as its schema."""
+    if not isinstance(data, dict):
+        raise EvidenceError(f"{where}: expected a JSON object")
+    schema = data.get("schema")
+    if schema != expected:
+        name = expected.split("/", maxsplit=1)[0]
+        if isinstance(schema, str) and schema.split("/")[0] == name:
+            raise EvidenceError(
+                f"{where}: unsupported schema version {schema!r} (this skgate reads {expected!r})"
+            )
+        raise EvidenceError(f"{where}: not a {expected!r} file (schema={schema!r})")
+    return data
+
+
+def _opt_int(data: Mapping[str, Any], key: str, where: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
+    return value
+
+
+# ---------------------------------------------------------------------------
+# Processes and ownership (C4)
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    """One process, identified by (pid, start_ticks) so a recycled pid never matches."""
+
+    pid: int
+    start_ticks: int
+    ppid: int
+    pgid: int
+    sid: int
+    argv: tuple[str, ...]
+    name: str
+    first_seen: float
+    last_seen: float
+    exit_status: int | None = None
+    exit_signal: int | None = None
+    escaped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "start_ticks": self.start_ticks,
+            "ppid": self.ppid,
+            "pgid": self.pgid,
+            "sid": self.sid,
+            "argv": list(self.argv),
+            "name": self.name,
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+            "exit_status": self.exit_status,
+            "exit_signal": self.exit_signal,
+            "escaped": self.escaped,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "process") -> ProcessRecord:
+        argv = require(data, "argv", list, where)
+        return cls(
+            pid=require(data, "pid", int, where),
+            start_ticks=require(data, "start_ticks", int, where),
+            ppid=require(data, "ppid", int, where),
+            pgid=require(data, "pgid", int, where),
+            sid=require(data, "sid", int, where),
+            argv=tuple(str(a) for a in argv),
+            name=require(data, "name", str, where),
+            first_seen=float(require(data, "first_seen", (int, float), where)),
+            last_seen=float(require(data, "last_seen", (int, float), where)),
+            exit_status=_opt_int(data, "exit_status", where),
+            exit_signal=_opt_int(data, "exit_signal", where),
+            escaped=bool(data.get("escaped", False)),
+        )
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """What the attempt owns: the leader, every observed descendant, and foreign compilers.
+
+    ``complete`` is true only in the runner's final write, after the whole owned tree was
+    gone (or the runner gave up on escaped processes it may not signal).
+    """
+
+    boot_id: str
+    runner_pid: int
+    runner_start_ticks: int
+    leader: ProcessRecord | None
+    pgid: int | None
+    sid: int | None
+    owned: tuple[ProcessRecord, ...]
+    foreign: tuple[ProcessRecord, ...]
+    complete: bool
+    updated_at: float
+    scan_interval: float
+
+    @property
+    def escaped(self) -> tuple[ProcessRecord, ...]:
+        return tuple(p for p in self.owned if p.escaped)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_OWNERSHIP,
+            "boot_id": self.boot_id,
+            "runner": {"pid": self.runner_pid, "start_ticks": self.runner_start_ticks},
+            "leader": self.leader.to_dict() if self.leader else None,
+            "pgid": self.pgid,
+            "sid": self.sid,
+            "owned": [p.to_dict() for p in self.owned],
+            "escaped": [p.pid for p in self.owned if p.escaped],
+            "foreign": [p.to_dict() for p in self.foreign],
+            "complete": self.complete,
+            "updated_at": self.updated_at,
+            "scan_interval": self.scan_interval,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "ownership.json") -> Ownership:
+        d = check_schema(data, SCHEMA_OWNERSHIP, where)
+        runner = require(d, "runner", dict, where)
+        leader = d.get("leader")
+        if leader is not None and not isinstance(leader, dict):
+            raise EvidenceError(f"{where}: field 'leader' has the wrong type")
+        return cls(
+            boot_id=require(d, "boot_id", str, where),
+            runner_pid=require(runner, "pid", int, where),
+            runner_start_ticks=require(runner, "start_ticks", int, where),
+            leader=ProcessRecord.from_dict(leader, where) if leader else None,
+            pgid=_opt_int(d, "pgid", where),
+            sid=_opt_int(d, "sid", where),
+            owned=tuple(
+                ProcessRecord.from_dict(p, where) for p in require(d, "owned", list, where)
+            ),
+            foreign=tuple(
+                ProcessRecord.from_dict(p, where) for p in require(d, "foreign", list, where)
+            ),
+            complete=require(d, "complete", bool, where),
+            updated_at=float(require(d, "updated_at", (int, float), where)),
+            scan_interval=float(require(d, "scan_interval", (int, float), where)),
+        )
+
+
+# ---------------------------------------------------------------------------
+# Summary and census (C3)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One aggregate compile stage as a final summary reports it."""
+
+    name: str
+    inputs: int
+    succeeded: int
+    failed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "inputs": self.inputs,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+        }
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The final aggregate summary: verbatim lines, parsed stages, contradictions found."""
+
+    lines: tuple[str, ...]
+    stages: tuple[Stage, ...]
+    problems: tuple[str, ...] = ()
+
+    @property
+    def present(self) -> bool:
+        return bool(self.stages)
+
+    @property
+    def consistent(self) -> bool:
+        return not self.problems
+
+    @property
+    def total_failed(self) -> int:
+        return sum(s.failed for s in self.stages)
+
+    @property
+    def all_succeeded(self) -> bool:
+        return self.present and all(s.failed == 0 and s.succeeded == s.inputs for s in self.stages)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lines": list(self.lines),
+            "stages": [s.to_dict() for s in self.stages],
+            "problems": list(self.problems),
+        }
+
+
+@dataclass(frozen=True)
+class RootCensus:
+    """Artifact counts under one result root (``ts..._pid..._outputs``) or other folder."""
+
+    root: str
+    error_logs: int
+    succ_logs: int
+    run_packages: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "error_logs": self.error_logs,
+            "succ_logs": self.succ_logs,
+            "run_packages": self.run_packages,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "census") -> RootCensus:
+        return cls(
+            root=require(data, "root", str, where),
+            error_logs=require(data, "error_logs", int, where),
+            succ_logs=require(data, "succ_logs", int, where),
+            run_packages=require(data, "run_packages", int, where),
+        )
+
+
+@dataclass(frozen=True)
+class Census:
+    """Counts of final success and error artifacts (C3) under the outputs directory.
+
+    ``live`` is true when the census was taken while owned processes could still be
+    running: error-named files are then provisional (C1).
+    """
+
+    outputs: str
+    exists: bool
+    roots: tuple[RootCensus, ...]
+    live: bool
+    taken_at: float
+    #: Directories under outputs that could not be read: the counts are then a lower
+    #: bound, and a missing ``.run`` may only be hidden (the C8 check cannot conclude).
+    unreadable: int = 0
+    #: Top-level entries of outputs that existed before launch: not counted, they are not
+    #: this attempt's artifacts (C8: a stale error log or .run must not decide a verdict).
+    preexisting: int = 0
+
+    @property
+    def error_logs(self) -> int:
+        return sum(r.error_logs for r in self.roots)
+
+    @property
+    def succ_logs(self) -> int:
+        return sum(r.succ_logs for r in self.roots)
+
+    @property
+    def run_packages(self) -> int:
+        return sum(r.run_packages for r in self.roots)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_CENSUS,
+            "outputs": self.outputs,
+            "exists": self.exists,
+            "live": self.live,
+            "taken_at": self.taken_at,
+            "unreadable": self.unreadable,
+            "preexisting": self.preexisting,
+            "totals": {
+                "error_logs": self.error_logs,
+                "succ_logs": self.succ_logs,
+                "run_packages": self.run_packages,
+            },
+            "roots": [r.to_dict() for r in self.roots],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "census.json") -> Census:
+        d = check_schema(data, SCHEMA_CENSUS, where)
+        return cls(
+            outputs=require(d, "outputs", str, where),
+            exists=require(d, "exists", bool, where),
+            roots=tuple(RootCensus.from_dict(r, where) for r in require(d, "roots", list, where)),
+            live=require(d, "live", bool, where),
+            taken_at=float(require(d, "taken_at", (int, float), where)),
+            unreadable=int(d.get("unreadable", 0)),
+            preexisting=int(d.get("preexisting", 0)),
+        )
+
+
+# ---------------------------------------------------------------------------
+# Classifier input and output (C2)
+
+
+@dataclass(frozen=True)
+class SignalSent:
+    """A signal the runner sent to its own process group, and why."""
+
+    signal: int
+    reason: str  # "timeout", "grace-expired", "forwarded", "escalated"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"signal": self.signal, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything the classifier may look at. Built from an attempt directory.
+
+    Fields are facts as recorded, never interpretations: the classifier decides.
+    """
+
+    launched: bool
+    not_started_reasons: tuple[str, ...] = ()
+    ownership_recorded: bool = False
+    leader_ended: bool = False
+    leader_exit_status: int | None = None
+    leader_exit_signal: int | None = None
+    #: The runner saw the whole owned tree end (or gave up on escaped processes).
+    tree_ended: bool = False
+    #: Owned processes alive right now (only meaningful for a live status check).
+    owned_alive: int = 0
+    #: Escaped owned processes still alive when the runner finished.
+    escaped_alive: int = 0
+    escaped_total: int = 0
+    timeout_fired: bool = False
+    signals_sent: tuple[SignalSent, ...] = ()
+    external_signals: tuple[int, ...] = ()
+    runner_finished: bool = False
+    runner_alive: bool = False
+    deadline_passed: bool = False
+    summary: Summary | None = None
+    census: Census | None = None
+    package_mode: PackageMode = PackageMode.OPTIONAL
+    #: The attempt's journal (events.jsonl) is gone: launch and exits are unknowable.
+    journal_missing: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The classifier's answer: a state, its cause, and the reasons, citing rules."""
+
+    state: State
+    cause: Cause | None
+    reasons: tuple[str, ...]
+    missing: tuple[str, ...] = ()
+    natural_return: bool = False
+    exit_status: int | None = None
+    exit_signal: int | None = None
+    timeout_fired: bool = False
+    escaped: int = 0
+    attempt: str | None = None
+    census: Census | None = None
+    summary: Summary | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.state]
+
+    def with_attempt(self, attempt: str) -> Verdict:
+        return Verdict(
+            state=self.state,
+            cause=self.cause,
+            reasons=self.reasons,
+            missing=self.missing,
+            natural_return=self.natural_return,
+            exit_status=self.exit_status,
+            exit_signal=self.exit_signal,
+            timeout_fired=self.timeout_fired,
+            escaped=self.escaped,
+            attempt=attempt,
+            census=self.census,
+            summary=self.summary,
+            extra=self.extra,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERDICT,
+            "state": self.state.value,
+            "cause": self.cause.value if self.cause else None,
+            "attempt": self.attempt,
+            "exit_status": self.exit_status,
+            "exit_signal": self.exit_signal,
+            "timeout_fired": self.timeout_fired,
+            "natural_return": self.natural_return,
+            "escaped": self.escaped,
+            "reasons": list(self.reasons),
+            "missing": list(self.missing),
+            "census": self.census.to_dict() if self.census else None,
+            "summary": self.summary.to_dict() if self.summary else None,
+            **({"extra": dict(self.extra)} if self.extra else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "verdict.json") -> Verdict:
+        d = check_schema(data, SCHEMA_VERDICT, where)
+        try:
+            state = State(require(d, "state", str, where))
+            cause_raw = d.get("cause")
+            cause = Cause(cause_raw) if cause_raw is not None else None
+        except ValueError as exc:
+            raise EvidenceError(f"{where}: {exc}") from None
+        census_raw = d.get("census")
+        summary_raw = d.get("summary")
+        summary = None
+        if isinstance(summary_raw, dict):
+            summary = Summary(
+                lines=tuple(str(x) for x in summary_raw.get("lines", [])),
+                stages=tuple(
+                    Stage(
+                        name=require(s, "name", str, where),
+                        inputs=require(s, "inputs", int, where),
+                        succeeded=require(s, "succeeded", int, where),
+                        failed=require(s, "failed", int, where),
+                    )
+                    for s in summary_raw.get("stages", [])
+                ),
+                problems=tuple(str(x) for x in summary_raw.get("problems", [])),
+            )
+        extra = d.get("extra", {})
+        return cls(
+            state=state,
+            cause=cause,
+            reasons=tuple(str(r) for r in require(d, "reasons", list, where)),
+            missing=tuple(str(r) for r in d.get("missing", [])),
+            natural_return=bool(d.get("natural_return", False)),
+            exit_status=_opt_int(d, "exit_status", where),
+            exit_signal=_opt_int(d, "exit_signal", where),
+            timeout_fired=bool(d.get("timeout_fired", False)),
+            escaped=int(d.get("escaped", 0)),
+            attempt=d.get("attempt") if isinstance(d.get("attempt"), str) else None,
+            census=Census.from_dict(census_raw, where) if census_raw else None,
+            summary=summary,
+            extra=extra if isinstance(extra, dict) else {},
+        )
+
+
+# ---------------------------------------------------------------------------
+# What a caller asks the runner to do
+
+
+DEFAULT_TIMEOUT = 3 * 3600.0
+DEFAULT_GRACE = 30.0
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One attempt to run, as the CLI or a controller asks for it.
+
+    Everything here is frozen into ``control.json`` before launch (C5, C6), so that
+    ``skgate retry`` can run exactly the same controls again.
+    """
+
+    argv: tuple[str, ...]
+    cwd: str
+    root: str
+    timeout: float = DEFAULT_TIMEOUT
+    grace: float = DEFAULT_GRACE
+    outputs: str | None = None  # default: <cwd>/static_kernel_compile_outputs
+    package_mode: PackageMode = PackageMode.OPTIONAL
+    summary_patterns: tuple[str, ...] = ()
+    completion_marker: str | None = None
+    jobs: str | None = None  # "auto", a positive integer as text, or None (not frozen)
+    env: Mapping[str, str] = field(default_factory=dict)  # set on top of the runner's env
+    unset_env: tuple[str, ...] = ()
+    python: str | None = None
+    approved_hooks: tuple[str, ...] = ()
+    hook_baseline: str | None = None
+    foreign_policy: str = "wait"  # "wait" or "refuse"
+    lease_timeout: float = 600.0
+    devices: tuple[int, ...] = ()
+    profiler_schedule: str | None = None
+    vary: tuple[str, ...] = ()
+    retry_of: str | None = None
+    quiet: bool = False
+    scan_interval: float = 1.0
+    #: Names of compiler processes (C4 foreign check); empty: $SKGATE_COMPILER_NAMES or
+    #: ("opc", "op_compiler").
+    compiler_names: tuple[str, ...] = ()
+    #: Memory budget per compile job for ``--jobs auto`` (C5); None: $SKGATE_JOB_MEMORY_MB
+    #: or the built-in default.
+    job_memory_mb: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "argv": list(self.argv),
+            "cwd": self.cwd,
+            "root": self.root,
+            "timeout": self.timeout,
+            "grace": self.grace,
+            "outputs": self.outputs,
+            "package_mode": self.package_mode.value,
+            "summary_patterns": list(self.summary_patterns),
+            "completion_marker": self.completion_marker,
+            "jobs": self.jobs,
+            "env": dict(self.env),
+            "unset_env": list(self.unset_env),
+            "python": self.python,
+            "approved_hooks": list(self.approved_hooks),
+            "hook_baseline": self.hook_baseline,
+            "foreign_policy": self.foreign_policy,
+            "lease_timeout": self.lease_timeout,
+            "devices": list(self.devices),
+            "profiler_schedule": self.profiler_schedule,
+            "vary": list(self.vary),
+            "retry_of": self.retry_of,
+            "quiet": self.quiet,
+            "scan_interval": self.scan_interval,
+            "compiler_names": list(self.compiler_names),
+            "job_memory_mb": self.job_memory_mb,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "request") -> RunRequest:
+        try:
+            return cls(
+                argv=tuple(str(a) for a in require(data, "argv", list, where)),
+                cwd=require(data, "cwd", str, where),
+                root=require(data, "root", str, where),
+                timeout=float(require(data, "timeout", (int, float), where)),
+                grace=float(require(data, "grace", (int, float), where)),
+                outputs=data.get("outputs"),
+                package_mode=PackageMode(data.get("package_mode", "optional")),
+                summary_patterns=tuple(data.get("summary_patterns", ())),
+                completion_marker=data.get("completion_marker"),
+                jobs=data.get("jobs"),
+                env=dict(data.get("env", {})),
+                unset_env=tuple(data.get("unset_env", ())),
+                python=data.get("python"),
+                approved_hooks=tuple(data.get("approved_hooks", ())),
+                hook_baseline=data.get("hook_baseline"),
+                foreign_policy=str(data.get("foreign_policy", "wait")),
+                lease_timeout=float(data.get("lease_timeout", 600.0)),
+                devices=tuple(int(d) for d in data.get("devices", ())),
+                profiler_schedule=data.get("profiler_schedule"),
+                vary=tuple(data.get("vary", ())),
+                retry_of=data.get("retry_of"),
+                quiet=bool(data.get("quiet", False)),
+                scan_interval=float(data.get("scan_interval", 1.0)),
+                compiler_names=tuple(str(n) for n in data.get("compiler_names", ())),
+                job_memory_mb=(
+                    int(data["job_memory_mb"]) if data.get("job_memory_mb") is not None else None
+                ),
+            )
+        except (TypeError, ValueError) as exc:
+            raise EvidenceError(f"{where}: {exc}") from None

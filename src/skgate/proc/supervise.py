@@ -1,0 +1,561 @@
+"""The supervised runner: launch, own, wait for natural return, and stop only at the deadline.
+
+One :class:`Supervisor` runs one command in a dedicated process (the ``skgate run`` CLI,
+or the child that :mod:`skgate.api` starts). It must own that process: it becomes a child
+subreaper, installs signal handlers and reaps children, none of which a library may do
+inside a caller's process.
+
+How the rules become code:
+
+* C4, ownership: the command starts in a new session, so its process group id is its pid.
+  The runner is a child subreaper (``PR_SET_CHILD_SUBREAPER``): a descendant whose parent
+  dies is re-parented to the runner, not to init, so the owned tree never loses a member
+  and nothing that existed before the launch can ever join it. The manifest is the walk of
+  ``/proc/<pid>/task/*/children`` from the runner down, identified by (pid, start time).
+* C4, termination: the only signals sent go to the process group the runner created, by
+  ``killpg``, at the frozen deadline (SIGTERM, then SIGKILL after the grace) or when the
+  runner itself is told to stop (forwarded). The leader is left a zombie, unreaped, until
+  signalling is over: while it exists its pid, and so the group id, cannot be recycled,
+  and ``killpg`` can never reach a stranger's group.
+* C2.1, natural return: waiting is event-driven. SIGCHLD and the leader's pidfd wake the
+  loop through ``signal.set_wakeup_fd``; the last process of a tree to die always has the
+  runner as its parent (every ancestor died first, so it was re-parented here), so
+  SIGCHLD is enough to see the end of the whole tree, not just of the leader.
+* Escaped processes (an owned descendant that moved to another process group with
+  ``setsid``) are owned, watched and waited for, but never signalled: the group signal
+  cannot reach them and nothing else is allowed to. They are reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from skgate.model.records import ProcessRecord
+from skgate.proc.observe import ProcStat, direct_children, read_cmdline, read_stat, tree
+
+PR_SET_CHILD_SUBREAPER = 36
+
+#: Signals that, sent to the runner, are forwarded to its own group (C2.4: external).
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+Emit = Callable[..., object]
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper; False when the kernel refuses."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def cpu_seconds() -> float:
+    """This process's own CPU time (user + system, children excluded): its overhead."""
+    t = os.times()
+    return round(t.user + t.system, 4)
+
+
+def decode_wait_status(status: int) -> tuple[int | None, int | None]:
+    """(exit status, terminating signal) from a ``waitpid`` status."""
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status), None
+    return None, None
+
+
+@dataclass
+class Tracked:
+    """What the runner knows of one owned process while it runs."""
+
+    stat: ProcStat
+    argv: tuple[str, ...]
+    first_seen: float
+    last_seen: float
+    alive: bool = True
+    exit_status: int | None = None
+    exit_signal: int | None = None
+    escaped: bool = False
+
+    def record(self) -> ProcessRecord:
+        return ProcessRecord(
+            pid=self.stat.pid,
+            start_ticks=self.stat.start_ticks,
+            ppid=self.stat.ppid,
+            pgid=self.stat.pgid,
+            sid=self.stat.sid,
+            argv=self.argv,
+            name=self.stat.name,
+            first_seen=self.first_seen,
+            last_seen=self.last_seen,
+            exit_status=self.exit_status,
+            exit_signal=self.exit_signal,
+            escaped=self.escaped,
+        )
+
+
+@dataclass
+class Outcome:
+    """Facts of one supervised run, as the journal also recorded them."""
+
+    pid: int
+    pgid: int
+    leader_exit_status: int | None = None
+    leader_exit_signal: int | None = None
+    timeout_fired: bool = False
+    external_signals: list[int] = field(default_factory=list)
+    escaped_alive: int = 0
+    last_exit_mono: float | None = None
+
+
+class Supervisor:
+    """Run one command under the gate. Use :meth:`launch`, then :meth:`wait`."""
+
+    def __init__(
+        self,
+        argv: tuple[str, ...],
+        *,
+        env: dict[str, str],
+        cwd: str,
+        timeout: float,
+        grace: float,
+        emit: Emit,
+        sink: Callable[[bytes], None],
+        on_manifest: Callable[[list[ProcessRecord], bool], None],
+        scan_interval: float = 1.0,
+        on_tick: Callable[[int], None] | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
+        self.argv = argv
+        self.env = env
+        self.cwd = cwd
+        self.timeout = timeout
+        self.grace = grace
+        self.emit = emit
+        self.sink = sink
+        self.on_manifest = on_manifest
+        self.scan_interval = scan_interval
+        self.on_tick = on_tick
+        self.notify: Callable[[str], None] = notify or (lambda _msg: None)
+        self.tracked: dict[tuple[int, int], Tracked] = {}
+        self._by_pid: dict[int, tuple[int, int]] = {}  # the latest key of each pid
+        self._dirty = False
+        self._next_manifest = 0.0
+        self._pending: list[int] = []
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._old_handlers: dict[int, Any] = {}
+        self._wake_r = -1
+        self._wake_w = -1
+        self._old_wakeup = -1
+
+    # -- signal plumbing ------------------------------------------------------------
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        # Handlers only note the signal; the loop acts on it (no work in handler context).
+        self._pending.append(signum)
+
+    def install_handlers(self) -> None:
+        """Catch SIGCHLD and the stop signals before launch, so none is lost."""
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._old_wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        for sig in (signal.SIGCHLD, *FORWARDED):
+            self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+
+    def restore_handlers(self) -> None:
+        for sig, handler in self._old_handlers.items():
+            signal.signal(sig, handler)
+        self._old_handlers.clear()
+        if self._wake_r >= 0:
+            signal.set_wakeup_fd(self._old_wakeup)
+            os.close(self._wake_r)
+            os.close(self._wake_w)
+            self._wake_r = self._wake_w = -1
+
+    # -- launch ---------------------------------------------------------------------
+
+    def launch(self, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+        """Start the command in its own session. Raises OSError if it cannot start.
+
+        ``pass_fds`` are inherited by the command (the device lease locks).
+        """
+        self._proc = subprocess.Popen(
+            list(self.argv),
+            cwd=self.cwd,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            # C4: a new session makes the command the leader of a fresh process group
+            # whose id is its own pid: the only group this runner may ever signal.
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=pass_fds,
+        )
+        return self._proc
+
+    # -- the wait loop --------------------------------------------------------------
+
+    def wait(self, launched_mono: float) -> Outcome:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        pid = proc.pid
+        out = Outcome(pid=pid, pgid=pid)
+        deadline = launched_mono + self.timeout
+        kill_at: float | None = None  # when SIGKILL goes to the group, once stopping began
+        give_up_at: float | None = None  # when escaped survivors stop being waited for
+        leader_done = False
+        escalated = False
+        pipe_fd = proc.stdout.fileno()
+        os.set_blocking(pipe_fd, False)
+
+        sel = selectors.DefaultSelector()
+        sel.register(pipe_fd, selectors.EVENT_READ, "pipe")
+        sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        pidfd = -1
+        with contextlib.suppress(OSError, AttributeError):
+            pidfd = os.pidfd_open(pid)
+            sel.register(pidfd, selectors.EVENT_READ, "pidfd")
+
+        next_scan = time.monotonic()
+        check_children = True
+        try:
+            while True:
+                now = time.monotonic()
+                if now >= next_scan:
+                    if self._observe(time.time()):
+                        self._dirty = True
+                    self._flush_manifest(now)
+                    if self.on_tick is not None:
+                        self.on_tick(sum(1 for t in self.tracked.values() if t.alive))
+                    next_scan = now + self.scan_interval
+                    check_children = True
+
+                for signum in self._drain_pending():
+                    if signum == signal.SIGCHLD:
+                        check_children = True
+                        continue
+                    out.external_signals.append(signum)
+                    self.emit("signal_received", signal=signum, name=_name(signum))
+                    if len(out.external_signals) == 1:
+                        # Forwarded to the own group only (C4), once. No automatic SIGKILL
+                        # follows: only the frozen timeout may end what ignores it.
+                        self._signal_group(pid, signum, "forwarded")
+                        self.notify(
+                            f"skgate: forwarded {_name(signum)} to the command's process group "
+                            f"{pid}; send it again to SIGKILL that group"
+                        )
+                    elif not escalated:
+                        # A second stop request is an explicit "now".
+                        escalated = True
+                        self._signal_group(pid, signal.SIGKILL, "escalated")
+                        give_up_at = now + self.grace
+                        check_children = True
+
+                if not out.timeout_fired and now >= deadline:
+                    check_children = True  # an exit that raced the deadline counts first
+                if give_up_at is not None and now >= give_up_at:
+                    check_children = True
+
+                if check_children:
+                    check_children = False
+                    if not leader_done:
+                        status = _peek_exit(pid)
+                        if status is not None:
+                            leader_done = True
+                            out.leader_exit_status, out.leader_exit_signal = status
+                            out.last_exit_mono = time.monotonic()
+                            self._mark_exit(pid, status)
+                            self._dirty = True
+                            self.emit(
+                                "leader_exited",
+                                pid=pid,
+                                exit_status=status[0],
+                                exit_signal=status[1],
+                            )
+                            if pidfd >= 0:
+                                sel.unregister(pidfd)
+                                os.close(pidfd)
+                                pidfd = -1
+                    if self._reap_orphans(pid):
+                        self._dirty = True
+                    if leader_done:
+                        live = self._live_tree(pid)
+                        if self._observe(time.time(), live):
+                            self._dirty = True
+                        if not live:
+                            out.last_exit_mono = time.monotonic()
+                            self.emit("tree_ended", escaped_alive=0, runner_cpu_s=cpu_seconds())
+                            break
+                        if give_up_at is not None and time.monotonic() >= give_up_at:
+                            # Only escaped processes can be left: the group got SIGKILL.
+                            # They are never signalled (C4); report them, stop waiting.
+                            out.escaped_alive = len(live)
+                            self.emit(
+                                "tree_ended",
+                                escaped_alive=len(live),
+                                gave_up=True,
+                                pids=sorted(live),
+                                runner_cpu_s=cpu_seconds(),
+                            )
+                            break
+
+                # The frozen top-level timeout (C4): SIGTERM the own group, once.
+                if not out.timeout_fired and now >= deadline:
+                    out.timeout_fired = True
+                    self.emit("timeout", timeout=self.timeout)
+                    self._signal_group(pid, signal.SIGTERM, "timeout")
+                    kill_at = now + self.grace
+                if kill_at is not None and now >= kill_at:
+                    kill_at = None
+                    # Even with the leader gone: what ignored SIGTERM must not survive.
+                    self._signal_group(pid, signal.SIGKILL, "grace-expired")
+                    give_up_at = now + self.grace
+                    check_children = True
+
+                wake = [next_scan, kill_at, give_up_at]
+                if not out.timeout_fired:
+                    wake.append(deadline)
+                horizon = min(w for w in wake if w is not None)
+                wait_s = 0.0 if check_children else max(0.0, horizon - time.monotonic())
+                for key, _ in sel.select(wait_s):
+                    if key.data == "pipe":
+                        self._read_pipe(pipe_fd, sel)
+                    elif key.data == "wake":
+                        _drain_fd(self._wake_r)
+                    elif key.data == "pidfd":
+                        check_children = True
+        finally:
+            self._drain_pipe(pipe_fd)
+            with contextlib.suppress(KeyError, ValueError):
+                sel.unregister(pipe_fd)
+            sel.close()
+            if pidfd >= 0:
+                os.close(pidfd)
+            proc.stdout.close()
+        self.on_manifest(self.records(), True)
+        return out
+
+    def reap_leader(self) -> None:
+        """Reap the leader zombie, only once no group signal can follow (see module doc)."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            _, status = os.waitpid(proc.pid, 0)
+        except ChildProcessError:
+            proc.returncode = 0
+            return
+        code, sig = decode_wait_status(status)
+        proc.returncode = -sig if sig is not None else (code or 0)
+
+    # -- helpers --------------------------------------------------------------------
+
+    def _flush_manifest(self, now: float) -> None:
+        """Write the manifest snapshot when it changed, at a bounded rate.
+
+        The snapshot holds every process ever seen, so its cost grows with the tree; the
+        next write waits at least a scan interval and 100 times the last write's duration,
+        which keeps the manifest under 1 % of the runner's time on any tree. The final
+        write (``complete=True``) is always made.
+        """
+        if not self._dirty or now < self._next_manifest:
+            return
+        self._dirty = False
+        started = time.monotonic()
+        self.on_manifest(self.records(), False)
+        spent = time.monotonic() - started
+        self._next_manifest = now + max(self.scan_interval, 100 * spent)
+
+    def records(self) -> list[ProcessRecord]:
+        return [t.record() for t in sorted(self.tracked.values(), key=lambda t: t.first_seen)]
+
+    def _drain_pending(self) -> list[int]:
+        # pop() is atomic against the handler (which only appends), so nothing is lost.
+        got: list[int] = []
+        while self._pending:
+            got.append(self._pending.pop(0))
+        return got
+
+    def _signal_group(self, pgid: int, signum: int, reason: str) -> None:
+        """Signal the own group, and only while it has a live member.
+
+        With only the leader's zombie left there is nobody to signal: the event says so
+        (``delivered: false``) instead of claiming a signal that reached no process.
+        """
+        delivered = False
+        if self._live_tree(pgid, group_only=True):
+            try:
+                os.killpg(pgid, signum)
+                delivered = True
+            except ProcessLookupError:
+                delivered = False
+        self.emit(
+            "signal_sent",
+            signal=int(signum),
+            name=_name(signum),
+            target=f"process group {pgid}",
+            reason=reason,
+            delivered=delivered,
+        )
+
+    def _live_tree(self, leader: int, group_only: bool = False) -> dict[int, ProcStat]:
+        """Live (non-zombie) descendants of the runner, excluding the leader's zombie."""
+        return {
+            pid: st
+            for pid, st in tree(os.getpid()).items()
+            if not st.zombie and (not group_only or st.pgid == leader)
+        }
+
+    def track_leader(self, wall: float) -> None:
+        """Record the leader at once: it may exit before the first scan."""
+        proc = self._proc
+        if proc is None:
+            return
+        st = read_stat(proc.pid)
+        if st is not None:
+            self._by_pid[proc.pid] = (proc.pid, st.start_ticks)
+            self.tracked[(proc.pid, st.start_ticks)] = Tracked(
+                stat=st, argv=tuple(self.argv), first_seen=wall, last_seen=wall
+            )
+
+    def _observe(self, wall: float, live: dict[int, ProcStat] | None = None) -> bool:
+        """One read-only pass over the owned tree; True when the manifest changed."""
+        leader = self.pid_or_zero()
+        if live is None:
+            live = self._live_tree(leader)
+        changed = False
+        for pid, st in live.items():
+            key = (pid, st.start_ticks)
+            tracked = self.tracked.get(key)
+            if tracked is None:
+                self._by_pid[pid] = key
+                self.tracked[key] = Tracked(
+                    stat=st,
+                    argv=read_cmdline(pid),
+                    first_seen=wall,
+                    last_seen=wall,
+                    escaped=st.pgid != leader,
+                )
+                changed = True
+                continue
+            tracked.last_seen = wall
+            if st.name != tracked.stat.name:
+                # An exec (python -> opc) or a PR_SET_NAME: keep what it became.
+                tracked.argv = read_cmdline(pid) or tracked.argv
+                tracked.stat = st
+                changed = True
+            if st.pgid != tracked.stat.pgid or st.ppid != tracked.stat.ppid:
+                tracked.escaped = tracked.escaped or st.pgid != leader
+                tracked.stat = st
+                changed = True
+        for (pid, ticks), tracked in self.tracked.items():
+            current = live.get(pid)
+            if tracked.alive and (current is None or current.start_ticks != ticks):
+                tracked.alive = False
+                changed = True
+        return changed
+
+    def _mark_exit(self, pid: int, status: tuple[int | None, int | None]) -> None:
+        tracked = self.tracked.get(self._by_pid.get(pid, (pid, -1)))
+        if tracked is not None and tracked.exit_status is None and tracked.exit_signal is None:
+            tracked.alive = False
+            tracked.exit_status, tracked.exit_signal = status
+            tracked.last_seen = time.time()
+
+    def pid_or_zero(self) -> int:
+        return self._proc.pid if self._proc is not None else 0
+
+    def _reap_orphans(self, leader: int) -> bool:
+        """Reap re-parented descendants by pid (never the leader: see module doc).
+
+        True when the manifest changed (a reaped process it had not seen yet, or an exit).
+        """
+        changed = False
+        for child in direct_children(os.getpid()):
+            if child == leader:
+                continue
+            # Read its identity before reaping: a zombie still has its stat record, so a
+            # descendant that lived between two scans still enters the manifest.
+            st = read_stat(child)
+            try:
+                got, status = os.waitpid(child, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if got == 0:
+                continue
+            now = time.time()
+            if st is not None and (child, st.start_ticks) not in self.tracked:
+                self._by_pid[child] = (child, st.start_ticks)
+                self.tracked[(child, st.start_ticks)] = Tracked(
+                    stat=st,
+                    argv=(),  # a zombie has no command line left
+                    first_seen=now,
+                    last_seen=now,
+                    escaped=st.pgid != leader,
+                )
+            code, sig = decode_wait_status(status)
+            self._mark_exit(child, (code, sig))
+            self.emit("reaped", pid=child, exit_status=code, exit_signal=sig)
+            changed = True
+        return changed
+
+    def _read_pipe(self, fd: int, sel: selectors.BaseSelector) -> None:
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.EINTR:
+                sel.unregister(fd)
+            return
+        if not data:
+            sel.unregister(fd)  # every writer closed the pipe; keep waiting for the tree
+            return
+        self.sink(data)
+
+    def _drain_pipe(self, fd: int) -> None:
+        while True:
+            try:
+                data = os.read(fd, 1 << 16)
+            except OSError:
+                return
+            if not data:
+                return
+            self.sink(data)
+
+
+def _peek_exit(pid: int) -> tuple[int | None, int | None] | None:
+    """The leader's exit, seen without reaping it (WNOWAIT keeps the zombie)."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return None
+    if info is None:
+        return None
+    if info.si_code == os.CLD_EXITED:
+        return info.si_status, None
+    return None, info.si_status
+
+
+def _drain_fd(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        while os.read(fd, 512):
+            pass
+
+
+def _name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

@@ -1,0 +1,300 @@
+"""The C2 classifier: a pure function from archived evidence to a verdict.
+
+The order is fixed by the contract and never changes: in_progress, succeeded, failed,
+interrupted, unknown. Each reason names the rule it rests on, so a reader can check it.
+Nothing here reads files, the clock or the process table: the same evidence always
+gives the same verdict, and it can be recomputed later (``skgate classify``).
+"""
+
+from __future__ import annotations
+
+import signal
+
+from skgate.model.records import Cause, Evidence, PackageMode, State, Verdict
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def natural_return(ev: Evidence) -> bool:
+    """C2: the process tree ended on its own, with no signal from the runner or outside."""
+    return (
+        ev.launched
+        and ev.ownership_recorded
+        and ev.tree_ended
+        and ev.leader_ended
+        and ev.leader_exit_status is not None
+        and ev.leader_exit_signal is None
+        and not ev.timeout_fired
+        and not ev.signals_sent
+        and not ev.external_signals
+        and ev.escaped_alive == 0
+    )
+
+
+def output_check_failures(ev: Evidence) -> list[str]:
+    """C8 output check, valid only after natural return (the caller ensures that)."""
+    census = ev.census
+    if census is None or census.unreadable:
+        return []  # an incomplete census cannot prove a package missing (see classify)
+    problems: list[str] = []
+    if census.run_packages == 0 and census.error_logs > 0:
+        problems.append(
+            f"C8: {census.error_logs} error-named log(s) and no .run package after natural return"
+        )
+    if ev.package_mode is PackageMode.REQUIRED and census.run_packages == 0:
+        problems.append("C8: package mode 'required' and no .run package after natural return")
+    return problems
+
+
+def census_inconclusive(ev: Evidence) -> str | None:
+    """C8 on an incomplete census: the verdict the counts would give cannot be trusted.
+
+    Directories that could not be read may hide a ``.run``; when the visible counts would
+    decide the output check (error logs and no package, or a required package missing),
+    the check has no answer and the conclusion is blocked.
+    """
+    census = ev.census
+    if census is None or not census.unreadable or census.run_packages:
+        return None
+    if census.error_logs or ev.package_mode is PackageMode.REQUIRED:
+        return (
+            f"C2.5: the artifact census could not read {census.unreadable} director(ies) "
+            "under the outputs; a .run package may be hidden there, so the C8 output "
+            "check cannot conclude"
+        )
+    return None
+
+
+def _verdict(
+    ev: Evidence,
+    state: State,
+    cause: Cause | None,
+    reasons: tuple[str, ...],
+    missing: tuple[str, ...] = (),
+) -> Verdict:
+    return Verdict(
+        state=state,
+        cause=cause,
+        reasons=reasons,
+        missing=missing,
+        natural_return=natural_return(ev),
+        exit_status=ev.leader_exit_status,
+        exit_signal=ev.leader_exit_signal,
+        timeout_fired=ev.timeout_fired,
+        escaped=ev.escaped_total,
+        census=ev.census,
+        summary=ev.summary,
+    )
+
+
+def _escape_note(ev: Evidence) -> list[str]:
+    if not ev.escaped_total:
+        return []
+    note = (
+        f"C4: {ev.escaped_total} owned process(es) left the process group (setsid); "
+        "they were watched, never signalled"
+    )
+    if ev.escaped_alive:
+        note += f", and {ev.escaped_alive} still lived when the runner finished"
+    return [note]
+
+
+def _preexisting_note(ev: Evidence) -> list[str]:
+    if ev.census is None or not ev.census.preexisting:
+        return []
+    return [
+        f"C8: {ev.census.preexisting} entr(ies) already in the outputs directory before launch "
+        "were not counted: they are earlier runs' artifacts, not this attempt's "
+        "(skgate cleanup preserves and clears them)"
+    ]
+
+
+def classify(ev: Evidence) -> Verdict:
+    """Classify one attempt in the fixed C2 order."""
+    if ev.journal_missing:
+        # Without the journal nothing says whether, when or how the command ran: never
+        # read that as "not started" (the run log or manifest may show it did run).
+        return _verdict(
+            ev,
+            State.UNKNOWN,
+            None,
+            (
+                "C2.5: the event journal (events.jsonl) is missing; launch, exits and signals "
+                "cannot be established, so no conclusion is drawn",
+            ),
+            ("event journal (events.jsonl)",),
+        )
+    if not ev.launched:
+        return Verdict(
+            state=State.NOT_STARTED,
+            cause=None,
+            reasons=(
+                "nothing was launched; this is not a compile result",
+                *ev.not_started_reasons,
+            ),
+        )
+
+    natural = natural_return(ev)
+    escapes = _escape_note(ev) + _preexisting_note(ev)
+    termination_begun = ev.timeout_fired or bool(ev.signals_sent) or bool(ev.external_signals)
+
+    # 1. in_progress: an owned process lives and the frozen timeout has not fired.
+    if not ev.runner_finished and not termination_begun:
+        if ev.runner_alive:
+            return _verdict(
+                ev,
+                State.IN_PROGRESS,
+                None,
+                (
+                    "C2.1: the runner that owns this attempt is alive and its frozen "
+                    "timeout has not fired; keep waiting, observe read-only, kill nothing",
+                    *escapes,
+                ),
+            )
+        if ev.owned_alive and not ev.deadline_passed:
+            return _verdict(
+                ev,
+                State.IN_PROGRESS,
+                None,
+                (
+                    f"C2.1: {ev.owned_alive} owned process(es) alive and the frozen deadline "
+                    "has not passed; observe read-only, kill nothing. The runner that owns "
+                    "this attempt is gone, so nobody will record the natural return: the "
+                    "attempt can only end unknown, and a clean retry will be needed",
+                    *escapes,
+                ),
+            )
+
+    summary = ev.summary
+    summary_ok = summary is not None and summary.present and summary.consistent
+
+    inconclusive = census_inconclusive(ev)
+
+    # 2. succeeded
+    if natural and ev.leader_exit_status == 0 and summary_ok and summary is not None:
+        outputs = output_check_failures(ev)
+        if summary.all_succeeded and not outputs and inconclusive is None:
+            return _verdict(
+                ev,
+                State.SUCCEEDED,
+                None,
+                (
+                    "C2.2: the compiler stack returned naturally with exit status 0",
+                    f"C2.2: the final summary reports every input of all "
+                    f"{len(summary.stages)} stage(s) succeeded",
+                    *escapes,
+                ),
+            )
+
+    # 3. failed: only after natural return, and never on a contradictory summary.
+    if natural and (summary is None or summary.consistent):
+        why: list[str] = []
+        if ev.leader_exit_status:
+            why.append(
+                f"C2.3: the compiler stack returned naturally with exit status "
+                f"{ev.leader_exit_status}"
+            )
+        if summary is not None and summary.present and not summary.all_succeeded:
+            bad = [s for s in summary.stages if s.failed or s.succeeded != s.inputs]
+            why.append(
+                "C2.3: the final summary reports failures: "
+                + "; ".join(f"stage {s.name}: {s.failed} of {s.inputs} failed" for s in bad)
+            )
+        if summary_ok:
+            why.extend(output_check_failures(ev))
+        if why:
+            return _verdict(
+                ev,
+                State.FAILED,
+                None,
+                (*why, "C2.3: kept error logs are now final compiler evidence", *escapes),
+            )
+
+    # 4. interrupted
+    if ev.timeout_fired:
+        sent = ", ".join(f"{signal_name(s.signal)} ({s.reason})" for s in ev.signals_sent)
+        return _verdict(
+            ev,
+            State.INTERRUPTED,
+            Cause.TIMEOUT,
+            (
+                "C2.4: the frozen top-level timeout fired; the runner signalled only its own "
+                f"process group: {sent or 'no signal was needed'}",
+                "C2.4: compile evidence is interrupted/invalid, not an operator failure; "
+                "a clean retry is required before judging compiler support",
+                *escapes,
+            ),
+        )
+    if ev.external_signals or ev.signals_sent or ev.leader_exit_signal is not None:
+        why = []
+        if ev.external_signals:
+            names = ", ".join(signal_name(s) for s in ev.external_signals)
+            why.append(f"C2.4: the runner received {names} from outside and forwarded it")
+        if ev.leader_exit_signal is not None:
+            sent_by_runner = ev.leader_exit_signal in {s.signal for s in ev.signals_sent}
+            why.append(
+                f"C2.4: the top-level process was ended by {signal_name(ev.leader_exit_signal)}"
+                + (
+                    ""
+                    if sent_by_runner or ev.external_signals
+                    else " (not sent by this runner: a kill from outside, or a crash; either "
+                    "way the compile did not return naturally)"
+                )
+            )
+        if ev.signals_sent:
+            names = ", ".join(signal_name(s.signal) for s in ev.signals_sent)
+            why.append(f"C2.4: the runner signalled its own process group: {names}")
+        return _verdict(
+            ev,
+            State.INTERRUPTED,
+            Cause.EXTERNAL,
+            (
+                *why,
+                "C2.4: compile evidence is interrupted/invalid, not an operator failure; "
+                "a clean retry is required before judging compiler support",
+                *escapes,
+            ),
+        )
+
+    # 5. unknown: say exactly what is missing or contradictory; never infer failure.
+    missing: list[str] = []
+    reasons: list[str] = []
+    if not ev.ownership_recorded:
+        missing.append("ownership manifest (ownership.json)")
+    if not ev.runner_finished:
+        if ev.owned_alive and ev.deadline_passed:
+            reasons.append(
+                f"C2.5: the runner is gone without a verdict, its deadline has passed and "
+                f"{ev.owned_alive} owned process(es) still live; nobody enforces the timeout "
+                "now. Do not kill by name or age; inspect the ownership manifest"
+            )
+        else:
+            reasons.append("C2.5: the runner ended without recording the terminal status")
+        missing.append("terminal status (the runner's final record)")
+    elif ev.escaped_alive:
+        reasons.append(
+            f"C2.5: {ev.escaped_alive} escaped owned process(es) still lived when the runner "
+            "finished, so the tree did not return completely"
+        )
+        missing.append("natural return of escaped processes")
+    if ev.runner_finished and not ev.leader_ended:
+        missing.append("exit status of the top-level process")
+    if ev.runner_finished and (summary is None or not summary.present):
+        missing.append("final aggregate summary ([summary] lines or a --summary-pattern match)")
+    if summary is not None and summary.problems:
+        reasons.extend(f"C2.5: the final summary contradicts itself: {p}" for p in summary.problems)
+    if inconclusive is not None:
+        reasons.append(inconclusive)
+        missing.append("a complete artifact census (unreadable directories under the outputs)")
+    if natural and summary_ok and ev.leader_exit_status == 0 and not missing and not reasons:
+        # Natural exit 0 and a consistent summary that still did not make "succeeded":
+        # only the C8 output check can do that, and it was reported as failed above.
+        reasons.append("C2.5: exit status, summary and outputs disagree")
+    if not reasons:
+        reasons.append("C2.5: evidence is missing; the verdict is blocked, failure is not inferred")
+    return _verdict(ev, State.UNKNOWN, None, (*reasons, *escapes), tuple(missing))

@@ -1,0 +1,354 @@
+"""Words skgate uses for people, in English and Chinese (C7).
+
+The one-line headline of each state (``skgate run/status/classify`` and the live view)
+and the phrase tables of the reports live here, so the same state is always said the
+same way, and never in words that can be mistaken for a compile failure. The C7 phrases
+are exactly those of the contract.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from skgate.model.records import State
+
+HEADLINE = {
+    State.IN_PROGRESS: "IN PROGRESS: the compile is still running; keep waiting, kill nothing",
+    State.SUCCEEDED: "SUCCEEDED: the compiler returned naturally and every input succeeded",
+    State.FAILED: "FAILED: naturally returned final compiler failures",
+    State.INTERRUPTED: "INTERRUPTED: top-level timeout or external interruption; "
+    "not a compile result, a clean retry is required",
+    State.UNKNOWN: "UNKNOWN: evidence is missing or contradictory; no conclusion, "
+    "failure is not inferred",
+    State.NOT_STARTED: "NOT STARTED: blocked before launch; nothing ran, not a compile result",
+}
+
+#: C7 phrases, exactly as contract.md gives them.
+C7 = {
+    "provisional": {"en": "provisional error-named files", "zh": "暂时性 error 命名文件"},
+    "final_failure": {
+        "en": "naturally returned final compiler failures",
+        "zh": "自然返回的最终编译失败",
+    },
+    "interruption": {
+        "en": "top-level timeout or external interruption",
+        "zh": "顶层超时/外部中断",
+    },
+    "clean_retry": {"en": "valid clean-retry result", "zh": "有效干净重试结果"},
+}
+
+#: How each state is named. failed and interrupted use the C7 phrases (C7).
+WORDS: Mapping[State, Mapping[str, str]] = {
+    State.IN_PROGRESS: {
+        "en": "in progress (compilation is live; observe read-only, kill nothing)",
+        "zh": "进行中（编译仍在运行；只读观察，不终止任何进程）",
+    },
+    State.SUCCEEDED: {"en": "succeeded", "zh": "成功"},
+    State.FAILED: {
+        "en": f"failed: {C7['final_failure']['en']}",
+        "zh": f"失败：{C7['final_failure']['zh']}",
+    },
+    State.INTERRUPTED: {
+        "en": f"interrupted: {C7['interruption']['en']}",
+        "zh": f"中断：{C7['interruption']['zh']}",
+    },
+    State.UNKNOWN: {
+        "en": "unknown (evidence missing or contradictory; no conclusion is drawn)",
+        "zh": "未知（证据缺失或自相矛盾；不下结论）",
+    },
+    State.NOT_STARTED: {
+        "en": "not started (nothing was launched; not a compile result)",
+        "zh": "未启动（没有启动任何进程；不是编译结果）",
+    },
+}
+
+TEXT: Mapping[str, Mapping[str, str]] = {
+    "title_attempt": {"en": "skgate report: attempt", "zh": "skgate 报告：尝试"},
+    "title_root": {"en": "skgate report: evidence root", "zh": "skgate 报告：证据根目录"},
+    "verdict": {"en": "Verdict", "zh": "结论"},
+    "state": {"en": "state", "zh": "状态"},
+    "cause": {"en": "cause", "zh": "原因类别"},
+    "exit_status": {"en": "exit status", "zh": "退出码"},
+    "exit_signal": {"en": "ended by signal", "zh": "结束信号"},
+    "natural": {"en": "natural return", "zh": "自然返回"},
+    "yes": {"en": "yes", "zh": "是"},
+    "no": {"en": "no", "zh": "否"},
+    "reasons": {"en": "Reasons", "zh": "依据"},
+    "health": {"en": "Compile-health gate (C6)", "zh": "编译健康检查（C6）"},
+    "next": {"en": "Next step", "zh": "下一步"},
+    "timeline": {"en": "Timeline", "zh": "时间线"},
+    "controls": {"en": "Frozen controls", "zh": "冻结的控制参数"},
+    "ownership": {"en": "Ownership", "zh": "进程归属"},
+    "census": {"en": "Artifact census", "zh": "产物统计"},
+    "summary": {"en": "Final summary lines (verbatim)", "zh": "最终汇总行（原文）"},
+    "missing": {"en": "Missing evidence", "zh": "缺失的证据"},
+    "attempts": {"en": "Attempts (oldest first)", "zh": "尝试列表（从旧到新）"},
+    "retry_of": {"en": "retry of", "zh": "重试自"},
+    "retried_by": {"en": "retried by", "zh": "重试为"},
+    "no_events": {"en": "no events recorded", "zh": "没有记录事件"},
+    "no_ownership": {
+        "en": "ownership manifest (ownership.json) is missing",
+        "zh": "进程归属清单（ownership.json）缺失",
+    },
+    "no_census": {"en": "no census recorded", "zh": "没有产物统计"},
+    "no_outputs": {"en": "outputs directory did not exist", "zh": "输出目录不存在"},
+    "no_summary": {
+        "en": "no [summary] or matched summary lines were archived",
+        "zh": "没有归档 [summary] 行或匹配的汇总行",
+    },
+    "none": {"en": "none", "zh": "无"},
+}
+
+NEXT_STEP: Mapping[State, Mapping[str, str]] = {
+    State.IN_PROGRESS: {
+        "en": "Keep waiting for natural return. Observe read-only with `skgate status {a}`; "
+        "kill nothing: process age, quiet output and error-named files are not evidence (C1).",
+        "zh": "继续等待自然返回。用 `skgate status {a}` 只读观察；不要终止任何进程："
+        "进程运行时间、输出安静和暂时性 error 命名文件都不是失败证据（C1）。",
+    },
+    State.SUCCEEDED: {
+        "en": "None: every stage reports all inputs succeeded after natural return; "
+        "the result can be cited.",
+        "zh": "无需操作：自然返回后每个阶段的所有输入均成功；可以引用此结果。",
+    },
+    State.FAILED: {
+        "en": "Read the kept error logs: after natural return they are final compiler "
+        "evidence (C2.3).",
+        "zh": "查看保留的 error 日志：自然返回后它们是最终编译证据（C2.3）。",
+    },
+    State.INTERRUPTED: {
+        "en": "A clean retry is required before judging compiler support: use "
+        "`skgate retry {a}`. The interrupted scene is kept as it is (C4).",
+        "zh": "在判断编译器是否支持之前必须先做一次干净重试：使用 `skgate retry {a}`。"
+        "中断现场保持原样（C4）。",
+    },
+    State.UNKNOWN: {
+        "en": "Do not conclude. Recover the missing evidence listed below, or run a clean "
+        "retry with `skgate retry {a}`; failure is never inferred (C2.5).",
+        "zh": "不要下结论。补齐下面列出的缺失证据，或用 `skgate retry {a}` 做一次干净重试；"
+        "不推断失败（C2.5）。",
+    },
+    State.NOT_STARTED: {
+        "en": "Fix the blocker named in the reasons and run again; nothing was compiled.",
+        "zh": "修复依据中列出的阻塞原因后重新运行；本次没有进行任何编译。",
+    },
+}
+
+EVENT_WORDS: Mapping[str, Mapping[str, str]] = {
+    "created": {"en": "attempt created", "zh": "创建尝试"},
+    "preflight": {"en": "preflight checked", "zh": "预检完成"},
+    "blocked": {"en": "blocked before launch", "zh": "启动前被阻止"},
+    "launched": {"en": "launched", "zh": "启动"},
+    "observation": {"en": "observed", "zh": "观察"},
+    "signal_received": {"en": "signal received from outside", "zh": "收到外部信号"},
+    "signal_sent": {"en": "signal sent to the own process group", "zh": "向自有进程组发送信号"},
+    "timeout": {"en": "frozen top-level timeout fired", "zh": "顶层冻结超时触发"},
+    "leader_exited": {"en": "top-level process exited", "zh": "顶层进程退出"},
+    "reaped": {"en": "owned processes reaped", "zh": "回收自有进程"},
+    "tree_ended": {"en": "owned process tree ended", "zh": "自有进程树结束"},
+    "finished": {"en": "runner finished", "zh": "运行器结束"},
+}
+
+
+def phrase(key: str, lang: str) -> str:
+    return TEXT[key][lang]
+
+
+# ---------------------------------------------------------------------------
+# The classifier's reasons in Chinese
+#
+# The classifier (classify.py) writes its reasons in English, one template each; a
+# Chinese report shows them in Chinese through this table. tests/test_words.py checks
+# that every reason the classifier can produce has a translation, so the two cannot drift.
+
+_REASONS_ZH: tuple[tuple[str, str], ...] = (
+    (
+        r"C2\.1: the runner that owns this attempt is alive and its frozen timeout has not "
+        r"fired; keep waiting, observe read-only, kill nothing",
+        "C2.1：拥有本次尝试的运行器仍在运行，冻结的顶层超时尚未触发；"
+        "继续等待，只读观察，不终止任何进程",
+    ),
+    (
+        r"C2\.1: (\d+) owned process\(es\) alive and the frozen deadline has not passed; "
+        r"observe read-only, kill nothing\. The runner that owns this attempt is gone, so "
+        r"nobody will record the natural return: the attempt can only end unknown, and a "
+        r"clean retry will be needed",
+        r"C2.1：\1 个自有进程仍存活且冻结的截止时间未到；只读观察，不终止任何进程。"
+        "拥有本次尝试的运行器已不在，无人会记录自然返回：本次尝试只能以“未知”结束，之后需要一次干净重试",
+    ),
+    (
+        r"C2\.2: the compiler stack returned naturally with exit status 0",
+        "C2.2：编译栈自然返回，退出码为 0",
+    ),
+    (
+        r"C2\.2: the final summary reports every input of all (\d+) stage\(s\) succeeded",
+        r"C2.2：最终汇总显示全部 \1 个阶段的所有输入均成功",
+    ),
+    (
+        r"C2\.3: the compiler stack returned naturally with exit status (-?\d+)",
+        r"C2.3：编译栈自然返回，退出码为 \1",
+    ),
+    (
+        r"C2\.3: the final summary reports failures: (.+)",
+        r"C2.3：最终汇总报告了失败的输入：\1",
+    ),
+    (
+        r"C2\.3: kept error logs are now final compiler evidence",
+        "C2.3：保留的 error 日志现在是最终编译证据",
+    ),
+    (
+        r"C2\.4: the frozen top-level timeout fired; the runner signalled only its own "
+        r"process group: (.+)",
+        r"C2.4：冻结的顶层超时已触发；运行器只向它自己创建的进程组发送了信号：\1",
+    ),
+    (
+        r"C2\.4: compile evidence is interrupted/invalid, not an operator failure; a clean "
+        r"retry is required before judging compiler support",
+        "C2.4：编译证据已中断、无效，不能当作算子问题；"
+        "判断编译器是否支持之前，必须先做一次干净重试",
+    ),
+    (
+        r"C2\.4: the runner received (.+) from outside and forwarded it",
+        r"C2.4：运行器从外部收到 \1，并转发给了自己的进程组",
+    ),
+    (
+        r"C2\.4: the top-level process was ended by (\S+) \(not sent by this runner: a kill "
+        r"from outside, or a crash; either way the compile did not return naturally\)",
+        r"C2.4：顶层进程被 \1 结束（不是本运行器发送的：可能是外部终止，也可能是崩溃；"
+        "无论哪种，编译都没有自然返回）",
+    ),
+    (
+        r"C2\.4: the top-level process was ended by (\S+)",
+        r"C2.4：顶层进程被 \1 结束",
+    ),
+    (
+        r"C2\.4: the runner signalled its own process group: (.+)",
+        r"C2.4：运行器向自己的进程组发送了信号：\1",
+    ),
+    (
+        r"C2\.5: the event journal \(events\.jsonl\) is missing; launch, exits and signals "
+        r"cannot be established, so no conclusion is drawn",
+        "C2.5：事件日志 events.jsonl 缺失；无法确定启动、退出和信号，因此不下结论",
+    ),
+    (
+        r"C2\.5: the runner is gone without a verdict, its deadline has passed and (\d+) "
+        r"owned process\(es\) still live; nobody enforces the timeout now\. Do not kill by "
+        r"name or age; inspect the ownership manifest",
+        r"C2.5：运行器已不在且没有留下结论，截止时间已过，仍有 \1 个自有进程存活；"
+        "现在没有人执行超时。不要按名称或进程年龄终止进程；请查看进程归属清单",
+    ),
+    (
+        r"C2\.5: the runner ended without recording the terminal status",
+        "C2.5：运行器结束时没有记录终止状态",
+    ),
+    (
+        r"C2\.5: (\d+) escaped owned process\(es\) still lived when the runner finished, so "
+        r"the tree did not return completely",
+        r"C2.5：运行器结束时仍有 \1 个脱离进程组的自有进程存活，进程树没有完整返回",
+    ),
+    (
+        r"C2\.5: the final summary contradicts itself: (.+)",
+        r"C2.5：最终汇总自相矛盾：\1",
+    ),
+    (
+        r"C2\.5: the artifact census could not read (\d+) director\(ies\) under the "
+        r"outputs; a \.run package may be hidden there, so the C8 output check cannot "
+        r"conclude",
+        r"C2.5：产物统计有 \1 个输出目录无法读取；那里可能有 .run 包，"
+        "因此 C8 输出检查无法下结论",
+    ),
+    (
+        r"C2\.5: exit status, summary and outputs disagree",
+        "C2.5：退出码、最终汇总与输出产物互相不一致",
+    ),
+    (
+        r"C2\.5: evidence is missing; the verdict is blocked, failure is not inferred",
+        "C2.5：证据缺失；结论被阻止，不推断为失败",
+    ),
+    (
+        r"C4: (\d+) owned process\(es\) left the process group \(setsid\); they were watched, "
+        r"never signalled, and (\d+) still lived when the runner finished",
+        r"C4：\1 个自有进程离开了进程组（setsid）；它们被观察，从未被发送信号；"
+        r"运行器结束时仍有 \2 个存活",
+    ),
+    (
+        r"C4: (\d+) owned process\(es\) left the process group \(setsid\); they were watched, "
+        r"never signalled",
+        r"C4：\1 个自有进程离开了进程组（setsid）；它们被观察，从未被发送信号",
+    ),
+    (
+        r"C8: (\d+) error-named log\(s\) and no \.run package after natural return",
+        r"C8：自然返回后有 \1 个 error 命名日志且没有 .run 包",
+    ),
+    (
+        r"C8: package mode 'required' and no \.run package after natural return",
+        "C8：包模式为 required，自然返回后没有 .run 包",
+    ),
+    (
+        r"C8: (\d+) entr\(ies\) already in the outputs directory before launch were not "
+        r"counted: they are earlier runs' artifacts, not this attempt's \(skgate cleanup "
+        r"preserves and clears them\)",
+        r"C8：启动前输出目录里已有的 \1 项未计入：它们是之前运行的产物，不属于本次尝试"
+        "（skgate cleanup 会先保存再清理）",
+    ),
+    (
+        r"nothing was launched; this is not a compile result",
+        "没有启动任何进程；这不是编译结果",
+    ),
+    # The compile-health gate's one sentence (skgate regress --health, C6).
+    (
+        r"later profiling may be accepted: the fresh-root compile-health run returned "
+        r"naturally, every stage reported all inputs successful, exit status 0, and "
+        r"inference reached its completion marker \(C6\)",
+        "可以接受之后的性能分析：全新根目录下的编译健康检查自然返回，每个阶段的所有输入均成功，"
+        "退出码为 0，推理到达了正常完成点（C6）",
+    ),
+    (
+        r"later profiling may NOT be accepted: the compile-health run is not attributable "
+        r"\((.+)\)",
+        r"不能接受之后的性能分析：编译健康检查无法归因（\1）",
+    ),
+    (
+        r"later profiling may NOT be accepted: failed checks: (.+)",
+        r"不能接受之后的性能分析：未通过的检查：\1",
+    ),
+)
+
+_MISSING_ZH: Mapping[str, str] = {
+    "ownership manifest (ownership.json)": "进程归属清单（ownership.json）",
+    "terminal status (the runner's final record)": "终止状态（运行器的最终记录）",
+    "natural return of escaped processes": "脱离进程组的进程的自然返回",
+    "exit status of the top-level process": "顶层进程的退出码",
+    "final aggregate summary ([summary] lines or a --summary-pattern match)": (
+        "最终聚合汇总（[summary] 行或 --summary-pattern 匹配）"
+    ),
+    "a complete artifact census (unreadable directories under the outputs)": (
+        "完整的产物统计（输出目录下有无法读取的目录）"
+    ),
+    "event journal (events.jsonl)": "事件日志（events.jsonl）",
+}
+
+_REASON_PATTERNS = tuple((re.compile(rf"\A{p}\Z", re.DOTALL), zh) for p, zh in _REASONS_ZH)
+
+
+def reason_zh(reason: str) -> str | None:
+    """The Chinese form of one classifier reason, or None when it has no template."""
+    for pattern, zh in _REASON_PATTERNS:
+        match = pattern.match(reason)
+        if match:
+            return match.expand(zh)
+    return None
+
+
+def missing_zh(item: str) -> str | None:
+    return _MISSING_ZH.get(item)
+
+
+def in_language(text: str, lang: str, kind: str = "reason") -> str:
+    """A reason (or missing item) in the report's language; the original when no
+    translation exists (preflight's free-form reasons), marked as such in Chinese."""
+    if lang != "zh":
+        return text
+    zh = reason_zh(text) if kind == "reason" else missing_zh(text)
+    return zh if zh is not None else f"{text}（原文）"

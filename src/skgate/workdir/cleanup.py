@@ -1,0 +1,438 @@
+"""Working-directory outputs: preserve-then-clear cleanup (C8) and clean retry (C2.4, C4).
+
+Upstream's ``sk_cleanup_local`` runs ``rm -rf`` over the outputs of a compile. skgate
+never deletes what it has not preserved: ``cleanup`` *moves* each output into the scene
+of the attempt that produced them, ``<attempt>/scene/<k>/``, and writes a manifest of
+paths, sizes and hashes (schema ``skgate.scene/1``) whose own hash is chained into the
+ledger. On one file system a move is a ``rename`` of each top-level entry, so clearing
+the working directory costs the same for ten files or a million; across file systems it
+is copy, verify every hash, then remove the source.
+
+It refuses (``BlockedError``, nothing moved) while the attempt's runner or any process it
+owns is alive (by pid *and* start time), or while any other process has its working
+directory or an open file under those paths (read from ``/proc``, read-only). It never
+follows a symbolic link: a link in place of an output is refused and left alone; a link
+inside an output directory is moved as a link. Running it twice moves nothing the second
+time.
+
+``retry`` preserves the interrupted attempt's scene this way, then runs the same frozen
+request again as a new attempt with ``retry_of`` set, appended to the same evidence root:
+the interrupted attempt stays exactly as it was (C4 last bullet).
+
+Schema history: ``skgate.scene/1``: first version (2026-11).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import importlib
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence import ledger, seal
+from skgate.evidence.files import CONTROL, write_json_new
+from skgate.evidence.load import Control, live_owned, load_control, load_ownership, runner_is_alive
+from skgate.model.errors import BlockedError, EvidenceError, UsageError
+from skgate.model.records import SCHEMA_CONTROL, RunRequest, Verdict
+from skgate.proc import observe
+
+#: C8: the outputs upstream's cleanup clears, in the order it lists them.
+OUTPUTS = (
+    "static_kernel_compile_outputs",
+    "aclnn_static_shape_kernel_outputs",
+    ".static_kernel_records.json",
+    "sk_meta",
+    "kernel_meta",
+)
+#: Also cleared by upstream; optional here (they may hold the user's own files).
+OPTIONAL_OUTPUTS = ("log", "tmp", "profiling")
+
+
+@dataclass(frozen=True)
+class Moved:
+    name: str
+    kind: str  # "dir" or "file"
+    method: str  # "rename" or "copy"
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    workdir: str
+    attempt: str
+    scene: str | None
+    moved: tuple[Moved, ...]
+    refused: tuple[tuple[str, str], ...]  # (name, reason)
+    clear_seconds: float
+    total_seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.refused
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workdir": self.workdir,
+            "attempt": self.attempt,
+            "scene": self.scene,
+            "moved": [m.to_dict() for m in self.moved],
+            "refused": [{"name": n, "reason": r} for n, r in self.refused],
+            "clear_seconds": self.clear_seconds,
+            "total_seconds": self.total_seconds,
+        }
+
+
+# ---------------------------------------------------------------------------
+# Which attempt, and is anything still using the outputs?
+
+
+def producing_attempt(workdir: Path, root: Path) -> tuple[Path, Control]:
+    """The newest attempt of ``root`` whose request ran in ``workdir``, and its control."""
+    real = os.path.realpath(workdir)
+    for attempt in reversed(ledger.list_attempts(root)):
+        try:
+            control = load_control(attempt)
+        except EvidenceError:
+            continue
+        if os.path.realpath(control.request.cwd) == real:
+            return attempt, control
+    raise UsageError(
+        f"no attempt in {root} ran in {workdir}; pass --root of the run that produced "
+        "these outputs (skgate preserves a scene only into the attempt that made it)"
+    )
+
+
+def attempt_for_cleanup(
+    attempt: Path, root: Path, workdir: Path, control: Control | None = None
+) -> tuple[Path, Control]:
+    """Check a named attempt before anything moves into it (C8); return it as ``root/attempts/N``.
+
+    It must be an attempt directory (``control.json`` of schema ``skgate.control/1``)
+    directly under ``root/attempts`` (also given as ``NNNN`` or ``attempts/NNNN`` of
+    ``root``), so its scene is chained into that root's ledger, and its request must have
+    run in ``workdir`` (real paths compared): a scene preserved into any other directory,
+    or into another workdir's attempt, would be evidence of the wrong run. ``control``
+    is the attempt's control already loaded by the caller (``retry``), read once.
+    """
+    tried = [attempt]
+    if not attempt.is_absolute():
+        tried += [root / ledger.ATTEMPTS / attempt, root / attempt]
+    found = next((p for p in tried if p.is_dir()), None)
+    if found is None:
+        raise UsageError(
+            f"--attempt {attempt}: no such attempt directory (give {root}/{ledger.ATTEMPTS}/NNNN)"
+        )
+    real = Path(os.path.realpath(found))
+    base = Path(os.path.realpath(root / ledger.ATTEMPTS))
+    if real.parent != base or not real.name.isdigit():
+        raise UsageError(
+            f"--attempt {attempt}: not an attempt of the evidence root {root} "
+            f"(expected {root}/{ledger.ATTEMPTS}/NNNN); pass the --root it belongs to"
+        )
+    if control is None:
+        try:
+            control = load_control(real)
+        except EvidenceError as exc:
+            raise UsageError(
+                f"--attempt {attempt}: not an attempt directory ({CONTROL} is not "
+                f"{SCHEMA_CONTROL} evidence: {exc})"
+            ) from None
+    cwd = control.request.cwd
+    if os.path.realpath(cwd) != os.path.realpath(workdir):
+        raise UsageError(
+            f"--attempt {attempt} ran in {cwd}, not in {workdir}; its scene holds only the "
+            "outputs of its own working directory (C8)"
+        )
+    return root / ledger.ATTEMPTS / real.name, control
+
+
+def owned_alive(attempt: Path, control: Control) -> list[str]:
+    """The attempt's runner and owned processes still alive (pid + start time, C4).
+
+    The identity rule is the one of ``skgate status`` (``evidence.runner_is_alive`` and
+    ``evidence.live_owned``): same boot, same pid and start time.
+    """
+    alive: list[str] = []
+    if runner_is_alive(control):
+        alive.append(f"runner pid {control.runner_pid}")
+    alive.extend(f"owned pid {p.pid} ({p.name})" for p in live_owned(load_ownership(attempt)))
+    return alive
+
+
+def users_of(paths: Iterable[str]) -> list[str]:
+    """Other processes whose cwd or an open file is under ``paths`` (read-only /proc)."""
+    prefixes = [p.rstrip("/") for p in paths]
+    me = os.getpid()
+
+    def under(target: str) -> bool:
+        return any(target == p or target.startswith(p + "/") for p in prefixes)
+
+    found: list[str] = []
+    for pid in observe.iter_pids():
+        if pid == me:
+            continue
+        try:
+            if under(os.readlink(f"/proc/{pid}/cwd")):
+                found.append(f"pid {pid} has its working directory there")
+                continue
+        except OSError:
+            pass
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # gone, or another user's process we may not inspect
+        for fd in fds:
+            try:
+                if under(os.readlink(f"/proc/{pid}/fd/{fd}")):
+                    found.append(f"pid {pid} has a file open there")
+                    break
+            except OSError:
+                continue
+    return found
+
+
+# ---------------------------------------------------------------------------
+# Moving
+
+
+def _new_scene(attempt: Path) -> Path:
+    base = attempt / seal.SCENE_DIR
+    base.mkdir(exist_ok=True)
+    n = len(seal.scene_dirs(attempt)) + 1
+    while True:
+        scene = base / f"{n:02d}"
+        try:
+            scene.mkdir()
+        except FileExistsError:
+            n += 1
+            continue
+        return scene
+
+
+def _copy_verify_remove(src: Path, dst: Path, is_dir: bool) -> None:
+    """Across file systems: copy (links as links), compare every hash, then remove."""
+    if is_dir:
+        shutil.copytree(src, dst, symlinks=True)
+        want = seal.manifest_entries(src)
+        got = seal.manifest_entries(dst)
+    else:
+        shutil.copy2(src, dst, follow_symlinks=False)
+        want = [seal.FileEntry(src.name, *_hash(src))]
+        got = [seal.FileEntry(src.name, *_hash(dst))]
+    if want != got:
+        raise EvidenceError(
+            f"{src}: the copy into {dst} does not match the original; nothing was removed"
+        )
+    if is_dir:
+        shutil.rmtree(src)
+    else:
+        src.unlink()
+
+
+def _hash(path: Path) -> tuple[str, int]:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        return ledger.hash_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _links(base: Path) -> list[dict[str, str]]:
+    _, others = seal.walk_files(base)
+    out = []
+    for name in others:
+        try:
+            out.append({"name": name, "target": os.readlink(base / name)})
+        except OSError:
+            continue
+    return out
+
+
+def cleanup(
+    workdir: Path,
+    root: Path,
+    *,
+    attempt: Path | None = None,
+    include_optional: bool = False,
+    extra: Iterable[str] = (),
+) -> CleanupResult:
+    """Preserve the C8 outputs of ``workdir`` into their attempt's scene, then clear them.
+
+    ``extra`` names further direct children of ``workdir`` to treat the same way (for
+    example a custom outputs directory).
+    """
+    return _cleanup(workdir, root, attempt=attempt, include_optional=include_optional, extra=extra)
+
+
+def _cleanup(
+    workdir: Path,
+    root: Path,
+    *,
+    attempt: Path | None,
+    include_optional: bool,
+    extra: Iterable[str],
+    checked: Control | None = None,
+) -> CleanupResult:
+    """:func:`cleanup`. ``checked`` is the named attempt's control when ``retry`` has just
+    read it and found its runner and processes ended: one read, one liveness pass."""
+    started = time.monotonic()
+    if not workdir.is_dir():
+        raise UsageError(f"{workdir}: no such working directory")
+    real_work = Path(os.path.realpath(workdir))
+    if attempt is None:
+        attempt, control = producing_attempt(real_work, root)
+    else:
+        attempt, control = attempt_for_cleanup(attempt, root, real_work, checked)
+    names = [*OUTPUTS, *(OPTIONAL_OUTPUTS if include_optional else ()), *extra]
+    present: list[tuple[str, os.stat_result]] = []
+    refused: list[tuple[str, str]] = []
+    for name in dict.fromkeys(names):
+        if "/" in name or name in ("", ".", ".."):
+            refused.append((name, "not a plain entry name of the working directory"))
+            continue
+        try:
+            st = os.lstat(real_work / name)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            # Never follow a link out of the working directory; leave it for a person.
+            target = os.readlink(real_work / name)
+            refused.append((name, f"a symbolic link (to {target}); not followed, left in place"))
+            continue
+        if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            refused.append((name, "neither a directory nor a regular file; left in place"))
+            continue
+        present.append((name, st))
+    if not present:
+        t = time.monotonic() - started
+        return CleanupResult(str(real_work), str(attempt), None, (), tuple(refused), t, t)
+    alive = [] if checked is not None else owned_alive(attempt, control)
+    if alive:
+        raise BlockedError(
+            f"attempt {attempt} is still running ({', '.join(alive[:3])}); cleanup waits "
+            "for natural return and never kills (C4, C8)"
+        )
+    users = users_of(str(real_work / n) for n, _ in present)
+    if users:
+        raise BlockedError(
+            f"outputs in {real_work} are in use ({'; '.join(users[:3])}); "
+            "cleanup refuses while another process uses them"
+        )
+    scene = _new_scene(attempt)
+    moved: list[Moved] = []
+    wfd = os.open(real_work, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    sfd = os.open(scene, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name, st in present:
+            kind = "dir" if stat.S_ISDIR(st.st_mode) else "file"
+            try:
+                # Relative to held directory fds: a directory swapped for a link after
+                # the check above cannot redirect the move elsewhere.
+                os.rename(name, name, src_dir_fd=wfd, dst_dir_fd=sfd)
+                method = "rename"
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise EvidenceError(
+                        f"{real_work / name}: cannot move into {scene} ({exc.strerror})"
+                    ) from None
+                _copy_verify_remove(real_work / name, scene / name, kind == "dir")
+                method = "copy"
+            moved.append(Moved(name, kind, method, str(real_work / name)))
+        os.fsync(wfd)
+        os.fsync(sfd)
+    finally:
+        os.close(wfd)
+        os.close(sfd)
+    clear = time.monotonic() - started
+    entries = seal.manifest_entries(scene)
+    manifest = scene / seal.SCENE_MANIFEST
+    write_json_new(
+        manifest,
+        {
+            "schema": seal.SCHEMA_SCENE,
+            "attempt": attempt.name,
+            "workdir": str(real_work),
+            "created_at": time.time(),
+            "moved": [m.to_dict() for m in moved],
+            "files": [e.to_dict() for e in entries],
+            "links": _links(scene),
+        },
+    )
+    attempt_root = ledger.root_of(attempt)
+    if attempt_root is not None:
+        ledger.record_scene(attempt_root, attempt, manifest)
+    total = time.monotonic() - started
+    return CleanupResult(
+        str(real_work), str(attempt), str(scene), tuple(moved), tuple(refused), clear, total
+    )
+
+
+# ---------------------------------------------------------------------------
+# Clean retry
+
+
+Runner = Callable[[RunRequest], Verdict]
+
+
+def _default_runner() -> Runner:
+    api = importlib.import_module("skgate.api")
+    run: Runner = api.run_attempt
+    return run
+
+
+def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, CleanupResult]:
+    """Preserve the attempt's scene and build the same frozen request with ``retry_of``."""
+    if not (attempt / CONTROL).is_file():
+        raise UsageError(f"{attempt}: not an attempt directory (no {CONTROL})")
+    control = load_control(attempt)
+    request = control.request
+    alive = owned_alive(attempt, control)
+    if alive:
+        # C2.1: a live attempt is in progress; a retry now would race it for the same
+        # working directory. Wait for its natural return (or its frozen timeout).
+        raise BlockedError(
+            f"attempt {attempt} is still running ({', '.join(alive[:3])}); "
+            "retry after it ends (skgate never kills it for you)"
+        )
+    target_root = root if root is not None else Path(request.root)
+    # The scene goes into the attempt's own root (chained in its ledger), even when the
+    # retry is appended to another --root.
+    own_root = ledger.root_of(attempt) or ledger.root_of(Path(os.path.realpath(attempt)))
+    if own_root is None:
+        raise UsageError(
+            f"{attempt}: not inside an evidence root (<root>/{ledger.ATTEMPTS}/NNNN); "
+            "its scene could not be chained into a ledger"
+        )
+    workdir = Path(request.cwd)
+    extra: list[str] = []
+    if request.outputs:
+        out = Path(request.outputs)
+        out = out if out.is_absolute() else workdir / out
+        if out.parent.resolve() == workdir.resolve() and out.name not in OUTPUTS:
+            extra.append(out.name)
+    result = _cleanup(
+        workdir, own_root, attempt=attempt, include_optional=False, extra=extra, checked=control
+    )
+    retry = dataclasses.replace(
+        request, retry_of=str(attempt.resolve()), root=str(target_root.resolve())
+    )
+    return retry, result
+
+
+def retry(
+    attempt: Path, root: Path | None = None, runner: Runner | None = None
+) -> tuple[Verdict, CleanupResult]:
+    """Clean retry: preserve the scene, then run the same controls as a new attempt."""
+    request, result = prepare_retry(attempt, root)
+    run = runner if runner is not None else _default_runner()
+    return run(request), result

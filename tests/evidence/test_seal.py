@@ -1,0 +1,191 @@
+"""Seals and verify: every evidence file hashed; any change named; chain cross-checks."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from skgate.evidence import ledger, seal
+from skgate.evidence.files import CONTROL, EVENTS, RUN_LOG, SEAL, VERDICT, write_json_new
+from skgate.model.errors import EvidenceError
+from skgate.model.records import State, Verdict
+
+
+def ended_attempt(root: Path, *, record: bool = True) -> Path:
+    a = ledger.allocate(root)
+    write_json_new(a / CONTROL, {"schema": "skgate.control/1", "attempt": a.name})
+    if record:
+        ledger.record_start(root, a, None)
+    (a / EVENTS).write_text('{"schema":"skgate.event/1","event":"created"}\n', encoding="utf-8")
+    (a / RUN_LOG).write_bytes(b"[summary] stage=a inputs=1 succeeded=1 failed=0\n" * 100)
+    (a / "extra").mkdir()
+    (a / "extra" / "sk_fused_nodes.log").write_text("SK Function: f\n", encoding="utf-8")
+    v = Verdict(state=State.SUCCEEDED, cause=None, reasons=("ok",))
+    write_json_new(a / VERDICT, v.to_dict())
+    seal.seal_attempt(a)
+    if record:
+        ledger.record_end(root, a, v)
+    return a
+
+
+def test_seal_lists_every_file_with_hash_and_size(tmp_path: Path) -> None:
+    a = ended_attempt(tmp_path)
+    data = json.loads((a / SEAL).read_text(encoding="utf-8"))
+    assert data["schema"] == "skgate.seal/1"
+    assert data["attempt"] == "0001"
+    assert isinstance(data["sealed_at"], float)
+    names = [f["name"] for f in data["files"]]
+    assert names == sorted([CONTROL, EVENTS, RUN_LOG, VERDICT, "extra/sk_fused_nodes.log"])
+    log = next(f for f in data["files"] if f["name"] == RUN_LOG)
+    assert log["size"] == (a / RUN_LOG).stat().st_size
+    assert log["sha256"] == ledger.sha256_file(a / RUN_LOG)
+    assert seal.verify(a) == []
+    assert seal.verify(tmp_path) == []
+
+
+def test_seal_is_never_rewritten(tmp_path: Path) -> None:
+    a = ended_attempt(tmp_path)
+    before = (a / SEAL).read_bytes()
+    with pytest.raises(EvidenceError, match="never rewritten"):
+        seal.seal_attempt(a)
+    assert (a / SEAL).read_bytes() == before
+
+
+def test_verify_names_changed_removed_added_and_linked_files(tmp_path: Path) -> None:
+    a = ended_attempt(tmp_path)
+    with (a / RUN_LOG).open("r+b") as fh:
+        fh.write(b"X")  # same size, different content
+    (a / EVENTS).unlink()
+    (a / "note.txt").write_text("added", encoding="utf-8")
+    (a / "extra" / "sk_fused_nodes.log").unlink()
+    os.symlink("/etc/passwd", a / "extra" / "sk_fused_nodes.log")
+    problems = "\n".join(seal.verify(a))
+    assert f"0001/{RUN_LOG}: changed after sealing (sha256 differs)" in problems
+    assert f"0001/{EVENTS}: removed after sealing" in problems
+    assert "0001/note.txt: added after sealing" in problems
+    assert "0001/extra/sk_fused_nodes.log: replaced by a non-regular file" in problems
+
+
+def test_verify_reports_a_resized_file(tmp_path: Path) -> None:
+    a = ended_attempt(tmp_path)
+    with (a / RUN_LOG).open("ab") as fh:
+        fh.write(b"more\n")
+    assert any("changed after sealing (size" in p for p in seal.verify(tmp_path))
+
+
+def test_hostile_seal_is_reported_not_followed(tmp_path: Path) -> None:
+    a = ended_attempt(tmp_path)
+    (a / SEAL).unlink()
+    (a / SEAL).write_text(
+        json.dumps(
+            {
+                "schema": "skgate.seal/1",
+                "attempt": "0001",
+                "files": [{"name": "../../etc/passwd", "sha256": "0" * 64, "size": 1}],
+                "sealed_at": 1.0,
+            }
+        ),
+        encoding="utf-8",
+    )
+    problems = seal.verify(a)
+    assert "not a plain relative path" in problems[0]
+    assert problems[1:] == [f"0001/{SEAL}: differs from the one the ledger recorded"]
+    (a / SEAL).unlink()
+    (a / SEAL).write_text('{"schema": "skgate.seal/1", "files": [', encoding="utf-8")
+    assert "not valid JSON" in seal.verify(a)[0]
+
+
+def test_rewritten_seal_is_caught_by_the_ledger(tmp_path: Path) -> None:
+    # Someone edits run.log and re-makes seal.json to match: the seal alone looks fine,
+    # but the ledger recorded the hash of the original seal.
+    a = ended_attempt(tmp_path)
+    (a / RUN_LOG).write_bytes(b"edited\n")
+    (a / SEAL).unlink()
+    seal.seal_attempt(a)
+    problems = seal.verify(tmp_path)
+    assert problems == [f"0001/{SEAL}: differs from the one the ledger recorded"]
+    assert seal.verify(a) == problems
+
+
+def test_unindexed_attempt_and_missing_seal_are_reported(tmp_path: Path) -> None:
+    ended_attempt(tmp_path)
+    b = ended_attempt(tmp_path, record=False)
+    (b / SEAL).unlink()
+    problems = seal.verify(tmp_path)
+    assert "0002: has a verdict but no seal.json (sealing interrupted or removed)" in problems
+    assert "0002: not in the ledger (added by hand?)" in problems
+
+
+def test_in_progress_attempt_has_nothing_to_verify(tmp_path: Path) -> None:
+    a = ledger.allocate(tmp_path)
+    write_json_new(a / CONTROL, {"schema": "skgate.control/1"})
+    ledger.record_start(tmp_path, a, None)
+    assert seal.verify(tmp_path) == []
+
+
+def test_scene_after_sealing_is_checked_against_its_manifest(tmp_path: Path) -> None:
+    a = ended_attempt(tmp_path)
+    scene = a / seal.SCENE_DIR / "01"
+    (scene / "kernel_meta").mkdir(parents=True)
+    (scene / "kernel_meta" / "k.o").write_bytes(b"\x7fELF")
+    entries = seal.manifest_entries(scene)
+    write_json_new(
+        scene / seal.SCENE_MANIFEST,
+        {"schema": seal.SCHEMA_SCENE, "files": [e.to_dict() for e in entries]},
+    )
+    ledger.record_scene(tmp_path, a, scene / seal.SCENE_MANIFEST)
+    assert seal.verify(tmp_path) == []
+    forged = a / seal.SCENE_DIR / "02"
+    forged.mkdir()
+    write_json_new(forged / seal.SCENE_MANIFEST, {"schema": seal.SCHEMA_SCENE, "files": []})
+    assert seal.verify(tmp_path) == [
+        "0001/scene/02/manifest.json: not in the ledger (added by hand?)"
+    ]
+    (forged / seal.SCENE_MANIFEST).unlink()
+    forged.rmdir()
+    (scene / "kernel_meta" / "k.o").write_bytes(b"other")
+    assert seal.verify(tmp_path) == [
+        "0001/scene/01/kernel_meta/k.o: changed after preserving (size 5, sealed 4)"
+    ]
+
+
+def test_scene_without_manifest_is_added_after_sealing(tmp_path: Path) -> None:
+    a = ended_attempt(tmp_path)
+    (a / seal.SCENE_DIR / "01").mkdir(parents=True)
+    (a / seal.SCENE_DIR / "01" / "x").write_text("x", encoding="utf-8")
+    problems = seal.verify(a)
+    assert "0001/scene/01: scene added after sealing has no manifest.json" in problems
+    assert "0001/scene/01/x: added after sealing" in problems
+
+
+def test_verify_bad_target_is_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(EvidenceError, match="no such attempt"):
+        seal.verify(tmp_path / "missing")
+
+
+def test_seal_is_chained_in_the_ledger(tmp_path: Path) -> None:
+    ended_attempt(tmp_path)
+    events = [e["event"] for e in ledger.read_ledger(tmp_path)]
+    assert events == ["start", "seal", "end"]
+
+
+def test_cli_verify_exit_status_names_the_change(tmp_path: Path) -> None:
+    from conftest import run_skgate
+
+    a = ended_attempt(tmp_path / "runs")
+    ok = run_skgate("verify", "runs", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("OK: 1 attempt(s)")
+    (a / RUN_LOG).write_bytes(b"rewritten\n")
+    bad = run_skgate("verify", str(a), "--json", cwd=tmp_path)
+    assert bad.returncode == 1
+    assert json.loads(bad.stdout)["problems"] == [
+        f"0001/{RUN_LOG}: changed after sealing (size 10, sealed 4800)"
+    ]
+    missing = run_skgate("verify", "nowhere", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "no such attempt directory or evidence root" in missing.stderr
+    assert "Traceback" not in missing.stderr

@@ -1,0 +1,37 @@
+"""Read-only process observation: the owned tree, with and without children files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import Reaper, wait_file
+from skgate.proc import observe
+
+# A child that starts a grandchild, says its pid, and waits to be ended by pid.
+PARENT = """
+import os, signal, subprocess, sys
+from pathlib import Path
+kid = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
+m = Path(sys.argv[1]); (m / "t").write_text(f"{kid.pid}\\n"); (m / "t").rename(m / "kid")
+signal.pause()
+"""
+
+
+@pytest.mark.parametrize("children_files", [True, False])
+def test_tree_finds_children_and_grandchildren(
+    tmp_path: Path, reaper: Reaper, monkeypatch: pytest.MonkeyPatch, children_files: bool
+) -> None:
+    parent = reaper.popen(subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path)]))
+    kid = reaper.add(int(wait_file(tmp_path / "kid")))
+    reaper.add(parent.pid)
+    # False: the path a kernel without CONFIG_PROC_CHILDREN takes (one full scan).
+    monkeypatch.setattr(observe, "_children_files", None if children_files else False)
+    found = observe.tree(observe.self_stat().pid)
+    assert parent.pid in found
+    assert kid in found
+    assert found[kid].ppid == parent.pid
+    assert observe.direct_children(parent.pid) == [kid]

@@ -1,0 +1,78 @@
+"""The words people read: every classifier reason and missing item exists in Chinese."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from test_classify import evidence
+
+from skgate.model.records import Evidence
+from skgate.verdict.classify import classify
+from skgate.verdict.lint import lint_text
+from skgate.verdict.words import in_language, missing_zh, reason_zh
+
+
+@settings(max_examples=300)
+@given(evidence)
+def test_every_reason_the_classifier_gives_has_a_chinese_form(ev: Evidence) -> None:
+    verdict = classify(ev)
+    for reason in verdict.reasons:
+        zh = reason_zh(reason)
+        assert zh is not None, reason
+        assert zh.startswith(reason.split(":", 1)[0])  # the rule id stays first
+    for item in verdict.missing:
+        assert missing_zh(item) is not None, item
+
+
+@settings(max_examples=200)
+@given(evidence)
+def test_chinese_reasons_pass_the_report_linter_for_their_verdict(ev: Evidence) -> None:
+    verdict = classify(ev)
+    text = "\n".join(f"- {in_language(r, 'zh')}" for r in verdict.reasons)
+    assert lint_text(text, "r.md", verdict) == []
+
+
+def test_untranslated_text_is_shown_as_the_original() -> None:
+    assert in_language("hook found at /x", "zh") == "hook found at /x（原文）"
+    assert in_language("hook found at /x", "en") == "hook found at /x"
+
+
+def test_reasons_of_rare_evidence_have_a_chinese_form() -> None:
+    from dataclasses import replace
+
+    from test_classify import census, natural
+
+    cases = [
+        natural(census=replace(census(error=1, run=0), unreadable=2)),
+        natural(census=replace(census(), preexisting=3)),
+        natural(escaped_total=2, escaped_alive=1),
+        Evidence(launched=True, journal_missing=True),
+        Evidence(launched=False),
+    ]
+    for ev in cases:
+        verdict = classify(ev)
+        for reason in verdict.reasons:
+            assert reason_zh(reason) is not None, reason
+        for item in verdict.missing:
+            assert missing_zh(item) is not None, item
+
+
+def test_health_statements_have_a_chinese_form() -> None:
+    from skgate.regress.health import Check, HealthResult
+
+    def result(kind: str) -> HealthResult:
+        return HealthResult(
+            result=kind,
+            reference="r/attempts/0001",
+            attempt=None,
+            root="h",
+            declared=(),
+            checks=(Check("exit status 0", kind == "pass", ""),),
+            differences=(),
+            state=None,
+            reasons=("undeclared difference in env.X",),
+        )
+
+    for kind in ("pass", "fail", "blocked"):
+        zh = reason_zh(result(kind).statement())
+        assert zh is not None, kind
+        assert ("可以接受" in zh) == (kind == "pass")

@@ -1,0 +1,156 @@
+"""uninstall --stale-records: only records of gone or recycled processes are acted on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skgate.proc import observe
+from skgate.workdir.uninstall import core as uninstall
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    """(workdir, ascend_home, marks, canary) with packages P1..P4 produced and installed."""
+    work = tmp_path / "work"
+    home = tmp_path / "Ascend"
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    canary = tmp_path / "CANARY"
+    out = work / "static_kernel_compile_outputs" / "ts1_pid1_outputs"
+    out.mkdir(parents=True)
+    for pkg in ("P1", "P2", "P3", "P4"):
+        (out / f"{pkg}.run").write_bytes(b"")
+        script = home / "opp/static_kernel/ai_core" / pkg / "uninstall.sh"
+        script.parent.mkdir(parents=True)
+        script.write_text(f"#!/bin/sh\ntouch '{marks}/{pkg}'\n", encoding="utf-8")
+    full = home / "opp/static_kernel/ai_core/uninstall.sh"
+    full.write_text(f"#!/bin/sh\ntouch '{canary}'\n", encoding="utf-8")
+    return work, home, marks, canary
+
+
+def rec(home: Path, pkg: str, pid: object, start: object) -> dict[str, object]:
+    return {
+        "uninstall_path": f"{home}/opp/static_kernel/ai_core/{pkg}/uninstall.sh",
+        "filename": f"{pkg}.run",
+        "pid": pid,
+        "process_start_time": start,
+        "record_create_time": "2026-01-01T00:00:00",
+    }
+
+
+def gone_pid() -> tuple[int, int]:
+    """A pid whose process has ended (and been reaped), with its start ticks."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    st = observe.read_stat(proc.pid)
+    assert st is not None
+    assert proc.stdin is not None
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    return proc.pid, st.start_ticks
+
+
+def test_gone_recycled_kept(setup: tuple[Path, Path, Path, Path]) -> None:
+    work, home, marks, canary = setup
+    me = observe.self_stat()
+    dead_pid, dead_ticks = gone_pid()
+    boot = uninstall._boot_time()
+    records = {
+        "P1": rec(home, "P1", dead_pid, dead_ticks),  # gone
+        "P2": rec(home, "P2", me.pid, me.start_ticks),  # alive, same start: keep
+        "P3": rec(home, "P3", me.pid, 1),  # pid recycled: start differs
+        "P4": rec(home, "P4", me.pid, boot + me.start_ticks / observe.clock_ticks()),  # epoch
+    }
+    (work / uninstall.RECORDS).write_text(json.dumps(records), encoding="utf-8")
+    res = uninstall.uninstall_stale_records(work, str(home))
+    actions = {c.source: c.action for c in res.candidates}
+    assert actions == {
+        "record 'P1'": "run",
+        "record 'P2'": "kept",
+        "record 'P3'": "run",
+        "record 'P4'": "kept",
+    }
+    assert sorted(os.listdir(marks)) == ["P1", "P3"]
+    assert not canary.exists()
+    assert res.ok
+    # The records file is evidence of the scene: left as it was.
+    assert json.loads((work / uninstall.RECORDS).read_text(encoding="utf-8")) == records
+
+
+def test_hostile_records_are_refused(setup: tuple[Path, Path, Path, Path]) -> None:
+    work, home, marks, canary = setup
+    dead_pid, dead_ticks = gone_pid()
+    records = {
+        "full": {
+            **rec(home, "P1", dead_pid, dead_ticks),
+            "uninstall_path": f"{home}/opp/static_kernel/ai_core/uninstall.sh",
+        },
+        "P2": rec(home, "P2", "12", 1),
+        "P3": "not an object",
+        "P4": {
+            **rec(home, "P4", dead_pid, dead_ticks),
+            "uninstall_path": f"{home}/opp/static_kernel/ai_core/P3/../P4/uninstall.sh",
+        },
+        "P1": {
+            **rec(home, "P1", dead_pid, dead_ticks),
+            "uninstall_path": f"{home}/opp/static_kernel/ai_core/P2/uninstall.sh",
+        },
+    }
+    (work / uninstall.RECORDS).write_text(json.dumps(records), encoding="utf-8")
+    res = uninstall.uninstall_stale_records(work, str(home))
+    assert all(c.action == "refused" for c in res.candidates)
+    reasons = " | ".join(c.reason for c in res.candidates)
+    assert "full-uninstall script" in reasons
+    assert "pid missing or invalid" in reasons
+    assert "record is not an object" in reasons
+    assert "'..'" in reasons
+    assert "record key 'P1' names another package" in reasons
+    assert not canary.exists()
+    assert not os.listdir(marks)
+    assert not res.ok
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b'{"P1": {"uninstall_path": "/x", "pid"', "not valid JSON"),
+        (b"[1, 2, 3]", "not a JSON object"),
+        (b"[" * 100_000, "not valid JSON"),
+        (b"\xff\xfe garbage", "not valid JSON"),
+    ],
+)
+def test_truncated_or_hostile_file_never_crashes(
+    setup: tuple[Path, Path, Path, Path], content: bytes, why: str
+) -> None:
+    work, home, marks, _ = setup
+    (work / uninstall.RECORDS).write_bytes(content)
+    res = uninstall.uninstall_stale_records(work, str(home))
+    assert res.candidates == ()
+    assert why in res.notes[0]
+    assert not res.ok
+    assert not os.listdir(marks)
+
+
+def test_symlinked_records_file_is_refused(
+    setup: tuple[Path, Path, Path, Path], tmp_path: Path
+) -> None:
+    work, home, _, _ = setup
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text("{}", encoding="utf-8")
+    os.symlink(elsewhere, work / uninstall.RECORDS)
+    res = uninstall.uninstall_stale_records(work, str(home))
+    assert "not a regular file" in res.notes[0]
+
+
+def test_missing_records_file_is_nothing_to_do(setup: tuple[Path, Path, Path, Path]) -> None:
+    work, home, _, _ = setup
+    res = uninstall.uninstall_stale_records(work, str(home))
+    assert res.candidates == ()
+    assert res.ok
