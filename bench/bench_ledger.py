@@ -24,7 +24,7 @@ from pathlib import Path
 
 from skgate.evidence import ledger, seal
 from skgate.evidence.files import CONTROL, write_json_new
-from skgate.model.records import RunRequest
+from skgate.model.request import RunRequest
 from skgate.workdir import cleanup as artifacts
 
 

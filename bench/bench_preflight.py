@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from skgate.model.records import RunRequest
+from skgate.model.request import RunRequest
 from skgate.preflight.hooks import scan as hooks
 from skgate.preflight.prepare import prepare
 

@@ -13,12 +13,12 @@ from skgate.model.records import (
     PackageMode,
     ProcessRecord,
     RootCensus,
-    RunRequest,
     Stage,
     State,
     Summary,
     Verdict,
 )
+from skgate.model.request import RunRequest
 
 T0 = 1_790_000_000.0
 

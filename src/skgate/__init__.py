@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from skgate.model.errors import BlockedError, EvidenceError, SkgateError, UsageError
-from skgate.model.records import Cause, Evidence, PackageMode, RunRequest, State, Verdict
+from skgate.model.records import Cause, Evidence, PackageMode, State, Verdict
+from skgate.model.request import RunRequest
 from skgate.verdict.classify import classify
 
 if TYPE_CHECKING:

@@ -27,7 +27,8 @@ from typing import Any
 from skgate.evidence.ledger import DEFAULT_ROOT, latest
 from skgate.evidence.load import current_verdict
 from skgate.model.errors import BlockedError, SkgateError, UsageError
-from skgate.model.records import RunRequest, Verdict
+from skgate.model.records import Verdict
+from skgate.model.request import RunRequest
 
 
 def run_attempt(request: RunRequest) -> Verdict:

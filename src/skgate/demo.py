@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from skgate.model.records import RunRequest, State, Verdict
+from skgate.model.records import State, Verdict
+from skgate.model.request import RunRequest
 from skgate.runner import run_here
 
 

@@ -41,14 +41,9 @@ from skgate.evidence.census import take_census, top_entries
 from skgate.evidence.load import load_evidence
 from skgate.evidence.logscan import LogScanner, validate_patterns
 from skgate.model.errors import BlockedError, SkgateError, UsageError
-from skgate.model.records import (
-    SCHEMA_CONTROL,
-    Ownership,
-    ProcessRecord,
-    RunRequest,
-    State,
-    Verdict,
-)
+from skgate.model.records import Ownership, ProcessRecord, State, Verdict
+from skgate.model.request import RunRequest
+from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight import prepare as preflight
 from skgate.proc.observe import boot_id, self_stat
 from skgate.proc.supervise import Supervisor, become_subreaper, cpu_seconds

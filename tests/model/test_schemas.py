@@ -16,7 +16,8 @@ from evidence_fixtures import census, live_verdict_of, make_attempt, ownership, 
 from skgate.evidence.census import take_census
 from skgate.evidence.logscan import LogScanner
 from skgate.model.errors import BlockedError
-from skgate.model.records import Census, Ownership, RunRequest, State, Verdict
+from skgate.model.records import Census, Ownership, State, Verdict
+from skgate.model.request import RunRequest
 from skgate.report import markdown as report
 
 NAMES = ("control", "ownership", "verdict", "census", "event", "logscan", "seal", "report")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from skgate.model.errors import UsageError
-from skgate.model.records import RunRequest
+from skgate.model.request import RunRequest
 from skgate.preflight.hooks import scan as hooks
 from skgate.preflight.prepare import prepare
 from skgate.proc.observe import read_stat

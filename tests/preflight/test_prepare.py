@@ -16,7 +16,7 @@ import pytest
 from conftest import wait_for
 from skgate.evidence.files import write_json_new
 from skgate.model.errors import UsageError
-from skgate.model.records import RunRequest
+from skgate.model.request import RunRequest
 from skgate.preflight import jobs, profiler
 from skgate.preflight.prepare import env_delta, find_interpreter, prepare, render_lines
 from skgate.proc.observe import is_alive, read_stat

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Reaper, wait_for
-from skgate.model.records import RunRequest
+from skgate.model.request import RunRequest
 from skgate.preflight.prepare import prepare
 from skgate.proc import leases
 

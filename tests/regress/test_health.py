@@ -18,7 +18,8 @@ import pytest
 from conftest import ENV, read_json, run_skgate
 from skgate.api import run_attempt
 from skgate.model.errors import UsageError
-from skgate.model.records import RunRequest, State, Verdict
+from skgate.model.records import State, Verdict
+from skgate.model.request import RunRequest
 from skgate.regress import health as regress
 from skgate.regress.matrix import core as matrix
 

@@ -19,7 +19,8 @@ from skgate.evidence import ledger, seal
 from skgate.evidence import load as evidence
 from skgate.evidence.files import CONTROL, OWNERSHIP, VERDICT, write_json_new
 from skgate.model.errors import BlockedError, UsageError
-from skgate.model.records import Cause, Ownership, ProcessRecord, RunRequest, State, Verdict
+from skgate.model.records import Cause, Ownership, ProcessRecord, State, Verdict
+from skgate.model.request import RunRequest
 from skgate.proc import observe
 from skgate.workdir import cleanup as artifacts
 

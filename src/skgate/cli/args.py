@@ -14,7 +14,8 @@ import os
 from pathlib import Path
 
 from skgate.evidence.ledger import DEFAULT_ROOT
-from skgate.model.records import DEFAULT_GRACE, DEFAULT_TIMEOUT, PackageMode, RunRequest
+from skgate.model.records import PackageMode
+from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
 
 
 def seconds(text: str) -> float:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.model.errors import EvidenceError
-from skgate.model.records import SCHEMA_EVENT
+from skgate.model.schema import SCHEMA_EVENT
 
 CONTROL = "control.json"
 OWNERSHIP = "ownership.json"

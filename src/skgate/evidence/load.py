@@ -21,18 +21,16 @@ from skgate.evidence import files
 from skgate.evidence.logscan import LogScan
 from skgate.model.errors import EvidenceError
 from skgate.model.records import (
-    SCHEMA_CONTROL,
     Census,
     Evidence,
     Ownership,
     ProcessRecord,
-    RunRequest,
     SignalSent,
     Summary,
     Verdict,
-    check_schema,
-    require,
 )
+from skgate.model.request import RunRequest
+from skgate.model.schema import SCHEMA_CONTROL, check_schema, require
 from skgate.proc.observe import boot_id, is_alive
 from skgate.verdict.classify import classify
 

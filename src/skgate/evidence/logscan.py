@@ -49,7 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.records import Stage, Summary, check_schema, require
+from skgate.model.records import Stage, Summary
+from skgate.model.schema import check_schema, require
 
 SCHEMA_LOGSCAN = "skgate.logscan/1"
 

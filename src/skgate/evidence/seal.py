@@ -31,7 +31,7 @@ from typing import Any
 from skgate.evidence import ledger
 from skgate.evidence.files import SEAL, is_attempt_dir, read_json, write_json_new
 from skgate.model.errors import EvidenceError
-from skgate.model.records import check_schema, require
+from skgate.model.schema import check_schema, require
 
 SCHEMA_SEAL = "skgate.seal/1"
 SCHEMA_SCENE = "skgate.scene/1"

@@ -3,10 +3,8 @@
 Nothing here does I/O. Every record that is written to an attempt directory has a
 ``to_dict``/``from_dict`` pair and every file carries a ``schema`` name and version.
 
-Schema history (bump the number beside the name when a file's shape changes):
-
-- ``skgate.control/1``, ``skgate.ownership/1``, ``skgate.verdict/1``,
-  ``skgate.census/1``, ``skgate.event/1``: first versions (2026-11).
+The schema names and the checks every ``from_dict`` uses live in :mod:`skgate.model.schema`;
+the run request in :mod:`skgate.model.request`.
 """
 
 from __future__ import annotations
@@ -17,12 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.errors import EvidenceError
-
-SCHEMA_CONTROL = "skgate.control/1"
-SCHEMA_OWNERSHIP = "skgate.ownership/1"
-SCHEMA_VERDICT = "skgate.verdict/1"
-SCHEMA_CENSUS = "skgate.census/1"
-SCHEMA_EVENT = "skgate.event/1"
+from skgate.model.schema import (
+    SCHEMA_CENSUS,
+    SCHEMA_OWNERSHIP,
+    SCHEMA_VERDICT,
+    _opt_int,
+    check_schema,
+    require,
+)
 
 
 class State(str, enum.Enum):
@@ -65,43 +65,6 @@ EXIT_CODES: Mapping[State, int] = {
 }
 EXIT_USAGE = 2
 EXIT_BLOCKED = 3
-
-
-def require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    """Return ``data[key]`` if it has the expected type, else raise EvidenceError."""
-    if key not in data:
-        raise EvidenceError(f"{where}: missing field {key!r}")
-    value = data[key]
-    # bool is an int subclass; a flag where a number belongs is the wrong shape.
-    if isinstance(value, bool) and kind in (int, float, (int, float)):
-        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
-    if not isinstance(value, kind):
-        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
-    return value
-
-
-def check_schema(data: Any, expected: str, where: str) -> Mapping[str, Any]:
-    """Check that ``data`` is an object that names ``expected`` as its schema."""
-    if not isinstance(data, dict):
-        raise EvidenceError(f"{where}: expected a JSON object")
-    schema = data.get("schema")
-    if schema != expected:
-        name = expected.split("/", maxsplit=1)[0]
-        if isinstance(schema, str) and schema.split("/")[0] == name:
-            raise EvidenceError(
-                f"{where}: unsupported schema version {schema!r} (this skgate reads {expected!r})"
-            )
-        raise EvidenceError(f"{where}: not a {expected!r} file (schema={schema!r})")
-    return data
-
-
-def _opt_int(data: Mapping[str, Any], key: str, where: str) -> int | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
-    return value
 
 
 # ---------------------------------------------------------------------------
@@ -521,110 +484,3 @@ class Verdict:
 
 # ---------------------------------------------------------------------------
 # What a caller asks the runner to do
-
-
-DEFAULT_TIMEOUT = 3 * 3600.0
-DEFAULT_GRACE = 30.0
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """One attempt to run, as the CLI or a controller asks for it.
-
-    Everything here is frozen into ``control.json`` before launch (C5, C6), so that
-    ``skgate retry`` can run exactly the same controls again.
-    """
-
-    argv: tuple[str, ...]
-    cwd: str
-    root: str
-    timeout: float = DEFAULT_TIMEOUT
-    grace: float = DEFAULT_GRACE
-    outputs: str | None = None  # default: <cwd>/static_kernel_compile_outputs
-    package_mode: PackageMode = PackageMode.OPTIONAL
-    summary_patterns: tuple[str, ...] = ()
-    completion_marker: str | None = None
-    jobs: str | None = None  # "auto", a positive integer as text, or None (not frozen)
-    env: Mapping[str, str] = field(default_factory=dict)  # set on top of the runner's env
-    unset_env: tuple[str, ...] = ()
-    python: str | None = None
-    approved_hooks: tuple[str, ...] = ()
-    hook_baseline: str | None = None
-    foreign_policy: str = "wait"  # "wait" or "refuse"
-    lease_timeout: float = 600.0
-    devices: tuple[int, ...] = ()
-    profiler_schedule: str | None = None
-    vary: tuple[str, ...] = ()
-    retry_of: str | None = None
-    quiet: bool = False
-    scan_interval: float = 1.0
-    #: Names of compiler processes (C4 foreign check); empty: $SKGATE_COMPILER_NAMES or
-    #: ("opc", "op_compiler").
-    compiler_names: tuple[str, ...] = ()
-    #: Memory budget per compile job for ``--jobs auto`` (C5); None: $SKGATE_JOB_MEMORY_MB
-    #: or the built-in default.
-    job_memory_mb: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "argv": list(self.argv),
-            "cwd": self.cwd,
-            "root": self.root,
-            "timeout": self.timeout,
-            "grace": self.grace,
-            "outputs": self.outputs,
-            "package_mode": self.package_mode.value,
-            "summary_patterns": list(self.summary_patterns),
-            "completion_marker": self.completion_marker,
-            "jobs": self.jobs,
-            "env": dict(self.env),
-            "unset_env": list(self.unset_env),
-            "python": self.python,
-            "approved_hooks": list(self.approved_hooks),
-            "hook_baseline": self.hook_baseline,
-            "foreign_policy": self.foreign_policy,
-            "lease_timeout": self.lease_timeout,
-            "devices": list(self.devices),
-            "profiler_schedule": self.profiler_schedule,
-            "vary": list(self.vary),
-            "retry_of": self.retry_of,
-            "quiet": self.quiet,
-            "scan_interval": self.scan_interval,
-            "compiler_names": list(self.compiler_names),
-            "job_memory_mb": self.job_memory_mb,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "request") -> RunRequest:
-        try:
-            return cls(
-                argv=tuple(str(a) for a in require(data, "argv", list, where)),
-                cwd=require(data, "cwd", str, where),
-                root=require(data, "root", str, where),
-                timeout=float(require(data, "timeout", (int, float), where)),
-                grace=float(require(data, "grace", (int, float), where)),
-                outputs=data.get("outputs"),
-                package_mode=PackageMode(data.get("package_mode", "optional")),
-                summary_patterns=tuple(data.get("summary_patterns", ())),
-                completion_marker=data.get("completion_marker"),
-                jobs=data.get("jobs"),
-                env=dict(data.get("env", {})),
-                unset_env=tuple(data.get("unset_env", ())),
-                python=data.get("python"),
-                approved_hooks=tuple(data.get("approved_hooks", ())),
-                hook_baseline=data.get("hook_baseline"),
-                foreign_policy=str(data.get("foreign_policy", "wait")),
-                lease_timeout=float(data.get("lease_timeout", 600.0)),
-                devices=tuple(int(d) for d in data.get("devices", ())),
-                profiler_schedule=data.get("profiler_schedule"),
-                vary=tuple(data.get("vary", ())),
-                retry_of=data.get("retry_of"),
-                quiet=bool(data.get("quiet", False)),
-                scan_interval=float(data.get("scan_interval", 1.0)),
-                compiler_names=tuple(str(n) for n in data.get("compiler_names", ())),
-                job_memory_mb=(
-                    int(data["job_memory_mb"]) if data.get("job_memory_mb") is not None else None
-                ),
-            )
-        except (TypeError, ValueError) as exc:
-            raise EvidenceError(f"{where}: {exc}") from None

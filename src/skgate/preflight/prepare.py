@@ -38,7 +38,8 @@ from skgate import __version__
 from skgate.evidence.files import CONTROL, VERDICT, read_json
 from skgate.evidence.ledger import list_attempts
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.records import ProcessRecord, RunRequest
+from skgate.model.records import ProcessRecord
+from skgate.model.request import RunRequest
 from skgate.preflight import jobs, profiler
 from skgate.preflight.hooks import scan as hooks
 from skgate.proc import leases

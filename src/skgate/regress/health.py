@@ -45,7 +45,8 @@ from skgate.evidence import files, ledger
 from skgate.evidence.load import load_control
 from skgate.evidence.logscan import LogScan
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.records import RunRequest, State, Verdict
+from skgate.model.records import State, Verdict
+from skgate.model.request import RunRequest
 from skgate.preflight import prepare as preflight
 from skgate.preflight.jobs import JOBS_VAR, parse_jobs
 from skgate.preflight.profiler import ENV_VAR as SCHEDULE_VAR

@@ -35,16 +35,9 @@ from skgate.evidence.files import read_json as _read_json
 from skgate.evidence.ledger import resolve
 from skgate.evidence.load import current_verdict
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.records import (
-    SCHEMA_CONTROL,
-    Census,
-    Ownership,
-    ProcessRecord,
-    RunRequest,
-    State,
-    Verdict,
-    check_schema,
-)
+from skgate.model.records import Census, Ownership, ProcessRecord, State, Verdict
+from skgate.model.request import RunRequest
+from skgate.model.schema import SCHEMA_CONTROL, check_schema
 from skgate.regress.health import health_statement
 from skgate.verdict.classify import signal_name
 from skgate.verdict.words import C7, EVENT_WORDS, NEXT_STEP, WORDS, in_language, phrase

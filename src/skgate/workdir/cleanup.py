@@ -40,7 +40,9 @@ from skgate.evidence import ledger, seal
 from skgate.evidence.files import CONTROL, write_json_new
 from skgate.evidence.load import Control, live_owned, load_control, load_ownership, runner_is_alive
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
-from skgate.model.records import SCHEMA_CONTROL, RunRequest, Verdict
+from skgate.model.records import Verdict
+from skgate.model.request import RunRequest
+from skgate.model.schema import SCHEMA_CONTROL
 from skgate.proc import observe
 
 #: C8: the outputs upstream's cleanup clears, in the order it lists them.

@@ -49,14 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from skgate.model.errors import SkgateError, UsageError
-from skgate.model.records import (
-    DEFAULT_GRACE,
-    DEFAULT_TIMEOUT,
-    PackageMode,
-    RunRequest,
-    State,
-    Verdict,
-)
+from skgate.model.records import PackageMode, State, Verdict
+from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
 from skgate.preflight import prepare as preflight
 from skgate.preflight.profiler import ProfilerSchedule
 from skgate.regress.health import (

@@ -1,0 +1,117 @@
+"""The run request: one attempt as the CLI or a controller asks for it (frozen in control.json)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from skgate.model.errors import EvidenceError
+from skgate.model.records import PackageMode
+from skgate.model.schema import require
+
+DEFAULT_TIMEOUT = 3 * 3600.0
+DEFAULT_GRACE = 30.0
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One attempt to run, as the CLI or a controller asks for it.
+
+    Everything here is frozen into ``control.json`` before launch (C5, C6), so that
+    ``skgate retry`` can run exactly the same controls again.
+    """
+
+    argv: tuple[str, ...]
+    cwd: str
+    root: str
+    timeout: float = DEFAULT_TIMEOUT
+    grace: float = DEFAULT_GRACE
+    outputs: str | None = None  # default: <cwd>/static_kernel_compile_outputs
+    package_mode: PackageMode = PackageMode.OPTIONAL
+    summary_patterns: tuple[str, ...] = ()
+    completion_marker: str | None = None
+    jobs: str | None = None  # "auto", a positive integer as text, or None (not frozen)
+    env: Mapping[str, str] = field(default_factory=dict)  # set on top of the runner's env
+    unset_env: tuple[str, ...] = ()
+    python: str | None = None
+    approved_hooks: tuple[str, ...] = ()
+    hook_baseline: str | None = None
+    foreign_policy: str = "wait"  # "wait" or "refuse"
+    lease_timeout: float = 600.0
+    devices: tuple[int, ...] = ()
+    profiler_schedule: str | None = None
+    vary: tuple[str, ...] = ()
+    retry_of: str | None = None
+    quiet: bool = False
+    scan_interval: float = 1.0
+    #: Names of compiler processes (C4 foreign check); empty: $SKGATE_COMPILER_NAMES or
+    #: ("opc", "op_compiler").
+    compiler_names: tuple[str, ...] = ()
+    #: Memory budget per compile job for ``--jobs auto`` (C5); None: $SKGATE_JOB_MEMORY_MB
+    #: or the built-in default.
+    job_memory_mb: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "argv": list(self.argv),
+            "cwd": self.cwd,
+            "root": self.root,
+            "timeout": self.timeout,
+            "grace": self.grace,
+            "outputs": self.outputs,
+            "package_mode": self.package_mode.value,
+            "summary_patterns": list(self.summary_patterns),
+            "completion_marker": self.completion_marker,
+            "jobs": self.jobs,
+            "env": dict(self.env),
+            "unset_env": list(self.unset_env),
+            "python": self.python,
+            "approved_hooks": list(self.approved_hooks),
+            "hook_baseline": self.hook_baseline,
+            "foreign_policy": self.foreign_policy,
+            "lease_timeout": self.lease_timeout,
+            "devices": list(self.devices),
+            "profiler_schedule": self.profiler_schedule,
+            "vary": list(self.vary),
+            "retry_of": self.retry_of,
+            "quiet": self.quiet,
+            "scan_interval": self.scan_interval,
+            "compiler_names": list(self.compiler_names),
+            "job_memory_mb": self.job_memory_mb,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "request") -> RunRequest:
+        try:
+            return cls(
+                argv=tuple(str(a) for a in require(data, "argv", list, where)),
+                cwd=require(data, "cwd", str, where),
+                root=require(data, "root", str, where),
+                timeout=float(require(data, "timeout", (int, float), where)),
+                grace=float(require(data, "grace", (int, float), where)),
+                outputs=data.get("outputs"),
+                package_mode=PackageMode(data.get("package_mode", "optional")),
+                summary_patterns=tuple(data.get("summary_patterns", ())),
+                completion_marker=data.get("completion_marker"),
+                jobs=data.get("jobs"),
+                env=dict(data.get("env", {})),
+                unset_env=tuple(data.get("unset_env", ())),
+                python=data.get("python"),
+                approved_hooks=tuple(data.get("approved_hooks", ())),
+                hook_baseline=data.get("hook_baseline"),
+                foreign_policy=str(data.get("foreign_policy", "wait")),
+                lease_timeout=float(data.get("lease_timeout", 600.0)),
+                devices=tuple(int(d) for d in data.get("devices", ())),
+                profiler_schedule=data.get("profiler_schedule"),
+                vary=tuple(data.get("vary", ())),
+                retry_of=data.get("retry_of"),
+                quiet=bool(data.get("quiet", False)),
+                scan_interval=float(data.get("scan_interval", 1.0)),
+                compiler_names=tuple(str(n) for n in data.get("compiler_names", ())),
+                job_memory_mb=(
+                    int(data["job_memory_mb"]) if data.get("job_memory_mb") is not None else None
+                ),
+            )
+        except (TypeError, ValueError) as exc:
+            raise EvidenceError(f"{where}: {exc}") from None

@@ -1,0 +1,66 @@
+"""Schema names of the evidence files and the checks every ``from_dict`` uses.
+
+Nothing here does I/O. Schema history (bump the number beside the name when a file's
+shape changes):
+
+- ``skgate.control/1``, ``skgate.ownership/1``, ``skgate.verdict/1``,
+  ``skgate.census/1``, ``skgate.event/1``: first versions (2026-11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from skgate.model.errors import EvidenceError
+
+SCHEMA_CONTROL = "skgate.control/1"
+
+
+SCHEMA_OWNERSHIP = "skgate.ownership/1"
+
+
+SCHEMA_VERDICT = "skgate.verdict/1"
+
+
+SCHEMA_CENSUS = "skgate.census/1"
+
+
+SCHEMA_EVENT = "skgate.event/1"
+
+
+def require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """Return ``data[key]`` if it has the expected type, else raise EvidenceError."""
+    if key not in data:
+        raise EvidenceError(f"{where}: missing field {key!r}")
+    value = data[key]
+    # bool is an int subclass; a flag where a number belongs is the wrong shape.
+    if isinstance(value, bool) and kind in (int, float, (int, float)):
+        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
+    if not isinstance(value, kind):
+        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
+    return value
+
+
+def check_schema(data: Any, expected: str, where: str) -> Mapping[str, Any]:
+    """Check that ``data`` is an object that names ``expected`` as its schema."""
+    if not isinstance(data, dict):
+        raise EvidenceError(f"{where}: expected a JSON object")
+    schema = data.get("schema")
+    if schema != expected:
+        name = expected.split("/", maxsplit=1)[0]
+        if isinstance(schema, str) and schema.split("/")[0] == name:
+            raise EvidenceError(
+                f"{where}: unsupported schema version {schema!r} (this skgate reads {expected!r})"
+            )
+        raise EvidenceError(f"{where}: not a {expected!r} file (schema={schema!r})")
+    return data
+
+
+def _opt_int(data: Mapping[str, Any], key: str, where: str) -> int | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
+    return value
