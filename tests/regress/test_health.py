@@ -20,6 +20,7 @@ from skgate.api import run_attempt
 from skgate.model.errors import UsageError
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
+from skgate.regress import change, common, controls
 from skgate.regress import health as regress
 from skgate.regress.matrix import core as matrix
 
@@ -92,15 +93,15 @@ class Counting:
 
 
 def test_declaration_grammar() -> None:
-    env = regress.parse_declaration("env:FOO=a=b")
+    env = change.parse_declaration("env:FOO=a=b")
     assert env.env == (("FOO", "a=b"),)
-    assert regress.parse_declaration("unset:FOO").unset == ("FOO",)
-    sched = regress.parse_declaration("profiler-schedule=wait=1,warmup=0,active=2")
+    assert change.parse_declaration("unset:FOO").unset == ("FOO",)
+    sched = change.parse_declaration("profiler-schedule=wait=1,warmup=0,active=2")
     assert sched.profiler_schedule == "wait=1,warmup=0,active=2,repeat=0,skip_first=0"
-    assert regress.parse_declaration("jobs=4").jobs == "4"
+    assert change.parse_declaration("jobs=4").jobs == "4"
     for bad in ("env:FOO", "env:1X=2", "jobs=0", "jobs=auto", "profiler=1", "hook=x", ""):
         with pytest.raises(UsageError):
-            regress.parse_declaration(bad)
+            change.parse_declaration(bad)
 
 
 def _control(env: dict[str, str], findings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -117,21 +118,21 @@ def _control(env: dict[str, str], findings: list[dict[str, Any]] | None = None) 
 def test_compare_controls_marks_only_declared_differences(tmp_path: Path) -> None:
     ref = _control({"A": "1"})
     new = _control({"A": "1", "B": "2"})
-    undeclared = regress.compare_controls(ref, new)
+    undeclared = controls.compare_controls(ref, new)
     assert {d.key for d in undeclared} == {"env.B", "request.env.B"}
     assert not any(d.declared for d in undeclared)
-    declared = regress.compare_controls(ref, new, [regress.parse_declaration("env:B=2")])
+    declared = controls.compare_controls(ref, new, [change.parse_declaration("env:B=2")])
     assert all(d.declared for d in declared)
     # Which names count as foreign compilers is the gate's own setting, not the compile's.
     gate_only = _control({"A": "1", "SKGATE_COMPILER_NAMES": "x"})
-    assert {d.key for d in regress.compare_controls(ref, gate_only)} == {
+    assert {d.key for d in controls.compare_controls(ref, gate_only)} == {
         "request.env.SKGATE_COMPILER_NAMES"
     }
     # A hook arm accounts for findings inside its own directory only (C6).
-    hook = regress.Change("startup_hook", "hook", hook_dir=str(tmp_path / "hook"))
+    hook = change.Change("startup_hook", "hook", hook_dir=str(tmp_path / "hook"))
     inside = {"fingerprint": "a" * 64, "kind": "sitecustomize", "path": f"{tmp_path}/hook/s.py"}
     outside = {"fingerprint": "b" * 64, "kind": "startup-module", "path": "/elsewhere/app.py"}
-    diffs = regress.compare_controls(_control({}), _control({}, [inside, outside]), [hook])
+    diffs = controls.compare_controls(_control({}), _control({}, [inside, outside]), [hook])
     assert {d.key[-1]: d.declared for d in diffs} == {"a": True, "b": False}
 
 
@@ -141,7 +142,7 @@ def _run(status: str) -> matrix.RunOutcome:
 
 
 def _arm(name: str, factor: str) -> matrix.Arm:
-    return matrix.Arm(name, factor, regress.Change(factor, f"{factor} change"))
+    return matrix.Arm(name, factor, change.Change(factor, f"{factor} change"))
 
 
 def test_attribution_hook_only_names_the_launch_path_and_what_it_does_not_prove() -> None:
@@ -153,7 +154,7 @@ def test_attribution_hook_only_names_the_launch_path_and_what_it_does_not_prove(
     base, rows, kind, triggers, invalid, lines = matrix.attribute([_run("pass")], arms)
     assert base.outcome == "pass"
     assert kind == "startup_hook_trigger" and triggers == ("hook",)
-    assert regress.HOOK_TRIGGER in rows[0].proves
+    assert common.HOOK_TRIGGER in rows[0].proves
     assert (
         "does not prove the schedule value, the profiler feature, SK trace or the named "
         "operators defective" in rows[0].not_proven
@@ -250,7 +251,7 @@ def test_demo_diagnose_only_the_hook_arm_fails(tmp_path: Path) -> None:
     lines, ok = matrix.demo_diagnose(tmp_path, progress.append)
     text = "\n".join(lines)
     assert ok, text
-    assert regress.HOOK_TRIGGER in text and regress.HOOK_NOT_PROVEN in text
+    assert common.HOOK_TRIGGER in text and common.HOOK_NOT_PROVEN in text
     assert len(progress) == 4
     data = read_json(tmp_path / "regress-1" / "regress.json")
     assert data["schema"] == "skgate.regress/1" and data["kind"] == "matrix"

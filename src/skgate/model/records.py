@@ -66,7 +66,6 @@ EXIT_CODES: Mapping[State, int] = {
 EXIT_USAGE = 2
 EXIT_BLOCKED = 3
 
-
 # ---------------------------------------------------------------------------
 # Processes and ownership (C4)
 
@@ -480,7 +479,3 @@ class Verdict:
             summary=summary,
             extra=extra if isinstance(extra, dict) else {},
         )
-
-
-# ---------------------------------------------------------------------------
-# What a caller asks the runner to do

@@ -16,15 +16,11 @@ from skgate.model.errors import EvidenceError
 
 SCHEMA_CONTROL = "skgate.control/1"
 
-
 SCHEMA_OWNERSHIP = "skgate.ownership/1"
-
 
 SCHEMA_VERDICT = "skgate.verdict/1"
 
-
 SCHEMA_CENSUS = "skgate.census/1"
-
 
 SCHEMA_EVENT = "skgate.event/1"
 

@@ -1,11 +1,10 @@
-"""Compile-health regression gate and what it shares with the diagnosis matrix (C6).
+"""The compile-health regression gate (C6).
 
-Both C6 procedures are built only from ordinary gated attempts (:func:`skgate.api.run_attempt`,
-same timeout, same ownership rules, C4) and the files those attempts archive. This module
-holds the health gate and the parts both procedures use: the declared-change record
-(:class:`Change`) and its grammar, the comparison of frozen controls between two attempts,
-the evidence helpers, the ``regress.json`` writer and the C6 / C7 wording. The
-one-factor-at-a-time diagnosis (``--matrix``) lives in :mod:`skgate.regress.matrix.core`.
+Built only from ordinary gated attempts (:func:`skgate.api.run_attempt`, same timeout,
+same ownership rules, C4) and the files those attempts archive. The declared change lives
+in :mod:`skgate.regress.change`, the comparison of frozen controls in
+:mod:`skgate.regress.controls`, what the gate shares with the one-factor-at-a-time
+diagnosis (``--matrix``, :mod:`skgate.regress.matrix.core`) in :mod:`skgate.regress.common`.
 
 * :func:`health` - after an intentional change to profiler construction or import order,
   one isolated compile in a fresh evidence root with the reference attempt's frozen request
@@ -17,352 +16,40 @@ one-factor-at-a-time diagnosis (``--matrix``) lives in :mod:`skgate.regress.matr
 Both procedures write ``regress.json`` (schema ``skgate.regress/1``, ``kind`` health or
 matrix) into their own evidence root, never into a sealed attempt directory (C4: sealed
 evidence is never rewritten).
-
-Schema history: ``skgate.regress/1`` first version (2026-11).
-
-Change grammar (``--declare`` of the health gate), one item per flag:
-
-=========================  ===============================================================
-``env:NAME=VALUE``         set ``NAME`` in the workload environment
-``unset:NAME``             remove ``NAME`` from the workload environment
-``profiler-schedule=SPEC`` the schedule handed to the launcher (``wait=..,warmup=..,...``)
-``jobs=N``                 a different frozen compile concurrency (declared vary, C5)
-=========================  ===============================================================
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files, ledger
 from skgate.evidence.load import load_control
-from skgate.evidence.logscan import LogScan
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
-from skgate.preflight import prepare as preflight
-from skgate.preflight.jobs import JOBS_VAR, parse_jobs
-from skgate.preflight.profiler import ENV_VAR as SCHEDULE_VAR
-from skgate.preflight.profiler import ProfilerSchedule
-from skgate.runner import outputs_dir, validate
-
-SCHEMA_REGRESS = "skgate.regress/1"
-REGRESS_FILE = "regress.json"
-
-#: Runs one gated attempt; :func:`skgate.api.run_attempt` unless a caller injects another.
-RunFn = Callable[[RunRequest], Verdict]
-Progress = Callable[[str], None]
-
-#: Settings of the gate's own observation (which process names count as foreign
-#: compilers, C4), not runtime setup of the compile: they never make runs incomparable.
-GATE_ONLY_ENV = frozenset({preflight.COMPILER_NAMES_VAR})
-
-# C6 / C7 wording, kept in one place so reports and tests quote the same text.
-HOOK_TRIGGER = "the start-up launch path is the trigger"
-HOOK_NOT_PROVEN = (
-    "does not prove the schedule value, the profiler feature, SK trace or the named "
-    "operators defective"
+from skgate.regress.change import Change, parse_declaration
+from skgate.regress.common import (
+    FAILED_WORDS,
+    HOOK_NOT_PROVEN,
+    HOOK_TRIGGER,
+    INTERRUPTED_WORDS,
+    REGRESS_FILE,
+    SCHEMA_REGRESS,
+    RunFn,
+    _completion_seen,
+    _control_raw,
+    _default_run,
+    _fresh_root,
+    _read_verdict,
+    _write_result,
 )
-FAILED_WORDS = "naturally returned final compiler failures"
-INTERRUPTED_WORDS = "top-level timeout or external interruption"
-
-
-# --------------------------------------------------------------------------- changes
-
-
-@dataclass(frozen=True)
-class Change:
-    """One declared change to a frozen request, and the controls it may move.
-
-    ``kind`` is a matrix factor (``startup_hook`` ... ``jobs``) or a health declaration
-    (``env``, ``unset``, ``profiler_schedule``, ``jobs``).
-    """
-
-    kind: str
-    label: str
-    env: tuple[tuple[str, str], ...] = ()
-    unset: tuple[str, ...] = ()
-    jobs: str | None = None
-    profiler_schedule: str | None = None
-    hook_dir: str | None = None
-
-    def env_names(self) -> set[str]:
-        names = {n for n, _ in self.env} | set(self.unset)
-        if self.hook_dir is not None:
-            names.add("PYTHONPATH")
-        return names
-
-    def allows(self, key: str, value: Any) -> bool:
-        """May the control ``key`` (see :func:`control_view`) differ because of this change?"""
-        for name in self.env_names():
-            if key in (f"request.env.{name}", f"env.{name}", "request.unset_env"):
-                return True
-            if name == "PYTHONPATH" and key == "pythonpath":
-                return True
-            if name == SCHEDULE_VAR and key in ("profiler", "request.profiler_schedule"):
-                return True
-            if name == JOBS_VAR and key == "jobs.value":
-                return True
-        if self.jobs is not None and key in (
-            "request.jobs",
-            "request.vary",
-            "jobs.value",
-            f"env.{JOBS_VAR}",
-        ):
-            return True
-        if self.profiler_schedule is not None and key in (
-            "request.profiler_schedule",
-            "profiler",
-            f"env.{SCHEDULE_VAR}",
-        ):
-            return True
-        if self.hook_dir is not None and key.startswith("hooks.finding."):
-            # Only the declared hook's own findings: anything else it drags in still blocks.
-            path = value.get("path") if isinstance(value, dict) else None
-            return isinstance(path, str) and _inside(path, self.hook_dir)
-        return False
-
-    def apply(self, request: RunRequest, runner_env: Mapping[str, str]) -> RunRequest:
-        env = dict(request.env)
-        unset = [n for n in request.unset_env if n not in self.env_names()]
-        for name, value in self.env:
-            env[name] = value
-        for name in self.unset:
-            env.pop(name, None)
-            unset.append(name)
-        if self.hook_dir is not None:
-            # The hook directory goes first, for this run only (C6: declared, as a factor).
-            current = env.get("PYTHONPATH", runner_env.get("PYTHONPATH", ""))
-            env["PYTHONPATH"] = self.hook_dir + (os.pathsep + current if current else "")
-        out = replace(request, env=env, unset_env=tuple(unset))
-        if self.jobs is not None:
-            # A declared vary (C5): the value changes on purpose and is recorded as such.
-            out = replace(out, jobs=self.jobs, vary=tuple(sorted({*out.vary, "jobs"})))
-        if self.profiler_schedule is not None:
-            out = replace(out, profiler_schedule=self.profiler_schedule)
-        return out
-
-    def changes(self, request: RunRequest, runner_env: Mapping[str, str]) -> bool:
-        """Does applying this change alter the request at all?"""
-        before = base_effective(request, runner_env)
-        after = base_effective(self.apply(request, runner_env), runner_env)
-        return before != after
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "label": self.label,
-            "env": dict(self.env),
-            "unset": list(self.unset),
-            "jobs": self.jobs,
-            "profiler_schedule": self.profiler_schedule,
-            "hook_dir": self.hook_dir,
-        }
-
-
-def base_effective(request: RunRequest, runner_env: Mapping[str, str]) -> tuple[Any, ...]:
-    """What a change can alter: effective env, jobs and schedule."""
-    env = preflight.base_env(request, runner_env)
-    return (sorted(env.items()), request.jobs, request.profiler_schedule)
-
-
-def _inside(path: str, directory: str) -> bool:
-    p, d = os.path.realpath(path), os.path.realpath(directory)
-    return p == d or p.startswith(d.rstrip(os.sep) + os.sep)
-
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def _env_name(name: str, where: str) -> str:
-    if not _ENV_NAME.match(name):
-        raise UsageError(f"{where}: {name!r} is not an environment variable name")
-    return name
-
-
-def _jobs_text(value: Any, where: str) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise UsageError(f"{where}: jobs must be a positive integer")
-    parsed = parse_jobs(str(value))
-    if parsed == "auto" or parsed is None:
-        raise UsageError(f"{where}: jobs must be a positive integer, not {value!r}")
-    return str(parsed)
-
-
-def parse_declaration(text: str) -> Change:
-    """One ``--declare`` item (grammar in the module docstring). Bad input: UsageError."""
-    where = f"--declare {text!r}"
-    if text.startswith("env:"):
-        name, sep, value = text[4:].partition("=")
-        if not sep:
-            raise UsageError(f"{where}: use env:NAME=VALUE")
-        return Change("env", f"env {name}={value}", env=((_env_name(name, where), value),))
-    if text.startswith("unset:"):
-        name = _env_name(text[6:], where)
-        return Change("unset", f"unset {name}", unset=(name,))
-    key, sep, value = text.partition("=")
-    if sep and key == "profiler-schedule":
-        spec = ProfilerSchedule.parse(value).to_text()
-        return Change("profiler_schedule", f"profiler schedule {spec}", profiler_schedule=spec)
-    if sep and key == "jobs":
-        jobs = _jobs_text(value, where)
-        return Change("jobs", f"compile jobs {jobs}", jobs=jobs)
-    raise UsageError(
-        f"{where}: unknown change; use env:NAME=VALUE, unset:NAME, profiler-schedule=SPEC or jobs=N"
-    )
-
-
-# --------------------------------------------------------------------------- control comparison
-
-
-def _sub(data: Mapping[str, Any], key: str) -> dict[str, Any]:
-    value = data.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def control_view(control: Mapping[str, Any]) -> dict[str, Any]:
-    """The frozen controls of one attempt (``control.json``) that must match for two
-    attempts to be compared (C5, C6): request, jobs, schedule, interpreter, ordered
-    ``PYTHONPATH``, the effective environment that matters, hook findings, host."""
-    req = _sub(control, "request")
-    c = _sub(control, "controls")
-    view: dict[str, Any] = {}
-    for key in (
-        "argv",
-        "cwd",
-        "timeout",
-        "grace",
-        "outputs",
-        "package_mode",
-        "summary_patterns",
-        "completion_marker",
-        "jobs",
-        "unset_env",
-        "python",
-        "profiler_schedule",
-        "vary",
-        "devices",
-    ):
-        view[f"request.{key}"] = req.get(key)
-    for name, value in sorted((req.get("env") or {}).items()):
-        view[f"request.env.{name}"] = value
-    jobs = _sub(c, "jobs")
-    view["jobs.value"] = jobs.get("value")
-    prof = _sub(c, "profiler")
-    view["profiler"] = prof.get("text") or prof.get("schedule")
-    py = _sub(c, "python")
-    for key in ("executable", "version", "implementation", "flags"):
-        view[f"python.{key}"] = py.get(key)
-    view["pythonpath"] = [e.get("entry") for e in c.get("pythonpath") or [] if isinstance(e, dict)]
-    env = _sub(c, "env")
-    for name, value in sorted((env.get("relevant") or {}).items()):
-        if name not in GATE_ONLY_ENV:
-            view[f"env.{name}"] = value
-    hooks = _sub(c, "hooks")
-    for f in hooks.get("findings") or []:
-        if isinstance(f, dict):
-            view[f"hooks.finding.{f.get('fingerprint')}"] = {
-                "kind": f.get("kind"),
-                "path": f.get("path"),
-                "approved": f.get("approved"),
-            }
-    host = _sub(c, "host")
-    for key in ("hostname", "machine", "kernel"):
-        view[f"host.{key}"] = host.get(key)
-    return view
-
-
-@dataclass(frozen=True)
-class Difference:
-    key: str
-    reference: Any
-    observed: Any
-    declared: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "reference": self.reference,
-            "observed": self.observed,
-            "declared": self.declared,
-        }
-
-    def text(self) -> str:
-        return f"{self.key}: {_short(self.reference)} -> {_short(self.observed)}"
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if value is not None else "(none)"
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def compare_controls(
-    reference: Mapping[str, Any],
-    observed: Mapping[str, Any],
-    changes: Iterable[Change] = (),
-    ignore: Iterable[str] = (),
-) -> list[Difference]:
-    """Every control that differs between two ``control.json`` files, each marked whether a
-    declared change accounts for it. Pure: the same files always give the same answer."""
-    a, b = control_view(reference), control_view(observed)
-    skip = set(ignore)
-    declared = tuple(changes)
-    out: list[Difference] = []
-    for key in sorted(set(a) | set(b)):
-        if key in skip or a.get(key) == b.get(key):
-            continue
-        value = b.get(key) if b.get(key) is not None else a.get(key)
-        ok = any(ch.allows(key, value) for ch in declared)
-        out.append(Difference(key, a.get(key), b.get(key), ok))
-    return out
-
-
-# --------------------------------------------------------------------------- evidence helpers
-
-
-def _completion_seen(attempt_dir: Path) -> bool | None:
-    path = attempt_dir / files.LOGSCAN
-    if not path.exists():
-        return None
-    try:
-        return LogScan.from_dict(files.read_json(path), str(path)).completion_seen
-    except EvidenceError:
-        return None
-
-
-def _read_verdict(attempt_dir: Path) -> Verdict:
-    path = attempt_dir / files.VERDICT
-    if not path.exists():
-        raise UsageError(
-            f"reference attempt {attempt_dir} has no verdict yet (still running or cut off); "
-            "pick a finished attempt; nothing was run"
-        )
-    return Verdict.from_dict(files.read_json(path), str(path))
-
-
-def _control_raw(attempt_dir: Path) -> dict[str, Any]:
-    return load_control(attempt_dir).raw
-
-
-def _fresh_root(root: Path, what: str) -> None:
-    """A fresh root is one that does not exist or is an empty directory."""
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise UsageError(f"{what} {root} is not fresh (it exists and is not empty); pick a new one")
-
-
-def _write_result(root: Path, data: Mapping[str, Any]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / REGRESS_FILE
-    files.write_json_new(path, dict(data))
-    return path
-
+from skgate.regress.controls import Difference, compare_controls, control_view
+from skgate.runner import outputs_dir, validate
 
 # --------------------------------------------------------------------------- health gate
 
@@ -634,12 +321,6 @@ def health_statement(root: Path) -> str | None:
     if data.get("kind") != "health" or not isinstance(data.get("statement"), str):
         return None
     return str(data["statement"])
-
-
-def _default_run() -> RunFn:
-    from skgate.api import run_attempt  # noqa: PLC0415 - api imports the ledger; keep lazy
-
-    return run_attempt
 
 
 __all__ = [

@@ -53,26 +53,22 @@ from skgate.model.records import PackageMode, State, Verdict
 from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
 from skgate.preflight import prepare as preflight
 from skgate.preflight.profiler import ProfilerSchedule
-from skgate.regress.health import (
+from skgate.regress.change import Change, _env_name, _inside, _jobs_text
+from skgate.regress.common import (
     FAILED_WORDS,
     HOOK_NOT_PROVEN,
     HOOK_TRIGGER,
     INTERRUPTED_WORDS,
     REGRESS_FILE,
     SCHEMA_REGRESS,
-    Change,
-    Difference,
     Progress,
     RunFn,
     _control_raw,
     _default_run,
-    _env_name,
     _fresh_root,
-    _inside,
-    _jobs_text,
     _write_result,
-    compare_controls,
 )
+from skgate.regress.controls import Difference, compare_controls
 from skgate.runner import validate
 
 #: The factors C6 lists for a diagnosis, in the order the table shows them.

@@ -1,0 +1,80 @@
+"""What the health gate and the diagnosis matrix share (C6): the regress.json schema and writer,
+the evidence helpers and the C6 / C7 wording."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence import files
+from skgate.evidence.load import load_control
+from skgate.evidence.logscan import LogScan
+from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.records import Verdict
+from skgate.model.request import RunRequest
+
+#: Schema history: ``skgate.regress/1`` first version (2026-11).
+SCHEMA_REGRESS = "skgate.regress/1"
+
+REGRESS_FILE = "regress.json"
+
+#: Runs one gated attempt; :func:`skgate.api.run_attempt` unless a caller injects another.
+RunFn = Callable[[RunRequest], Verdict]
+
+Progress = Callable[[str], None]
+
+# C6 / C7 wording, kept in one place so reports and tests quote the same text.
+HOOK_TRIGGER = "the start-up launch path is the trigger"
+
+HOOK_NOT_PROVEN = (
+    "does not prove the schedule value, the profiler feature, SK trace or the named "
+    "operators defective"
+)
+
+FAILED_WORDS = "naturally returned final compiler failures"
+
+INTERRUPTED_WORDS = "top-level timeout or external interruption"
+
+
+def _completion_seen(attempt_dir: Path) -> bool | None:
+    path = attempt_dir / files.LOGSCAN
+    if not path.exists():
+        return None
+    try:
+        return LogScan.from_dict(files.read_json(path), str(path)).completion_seen
+    except EvidenceError:
+        return None
+
+
+def _read_verdict(attempt_dir: Path) -> Verdict:
+    path = attempt_dir / files.VERDICT
+    if not path.exists():
+        raise UsageError(
+            f"reference attempt {attempt_dir} has no verdict yet (still running or cut off); "
+            "pick a finished attempt; nothing was run"
+        )
+    return Verdict.from_dict(files.read_json(path), str(path))
+
+
+def _control_raw(attempt_dir: Path) -> dict[str, Any]:
+    return load_control(attempt_dir).raw
+
+
+def _fresh_root(root: Path, what: str) -> None:
+    """A fresh root is one that does not exist or is an empty directory."""
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise UsageError(f"{what} {root} is not fresh (it exists and is not empty); pick a new one")
+
+
+def _write_result(root: Path, data: Mapping[str, Any]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / REGRESS_FILE
+    files.write_json_new(path, dict(data))
+    return path
+
+
+def _default_run() -> RunFn:
+    from skgate.api import run_attempt  # noqa: PLC0415 - api imports the ledger; keep lazy
+
+    return run_attempt

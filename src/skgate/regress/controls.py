@@ -1,0 +1,118 @@
+"""Comparison of the frozen controls of two attempts (C6: a run is attributable only when it
+differs from its reference in the declared change alone)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from skgate.preflight import prepare as preflight
+from skgate.regress.change import Change
+
+#: Settings of the gate's own observation (which process names count as foreign
+#: compilers, C4), not runtime setup of the compile: they never make runs incomparable.
+GATE_ONLY_ENV = frozenset({preflight.COMPILER_NAMES_VAR})
+
+
+def _sub(data: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def control_view(control: Mapping[str, Any]) -> dict[str, Any]:
+    """The frozen controls of one attempt (``control.json``) that must match for two
+    attempts to be compared (C5, C6): request, jobs, schedule, interpreter, ordered
+    ``PYTHONPATH``, the effective environment that matters, hook findings, host."""
+    req = _sub(control, "request")
+    c = _sub(control, "controls")
+    view: dict[str, Any] = {}
+    for key in (
+        "argv",
+        "cwd",
+        "timeout",
+        "grace",
+        "outputs",
+        "package_mode",
+        "summary_patterns",
+        "completion_marker",
+        "jobs",
+        "unset_env",
+        "python",
+        "profiler_schedule",
+        "vary",
+        "devices",
+    ):
+        view[f"request.{key}"] = req.get(key)
+    for name, value in sorted((req.get("env") or {}).items()):
+        view[f"request.env.{name}"] = value
+    jobs = _sub(c, "jobs")
+    view["jobs.value"] = jobs.get("value")
+    prof = _sub(c, "profiler")
+    view["profiler"] = prof.get("text") or prof.get("schedule")
+    py = _sub(c, "python")
+    for key in ("executable", "version", "implementation", "flags"):
+        view[f"python.{key}"] = py.get(key)
+    view["pythonpath"] = [e.get("entry") for e in c.get("pythonpath") or [] if isinstance(e, dict)]
+    env = _sub(c, "env")
+    for name, value in sorted((env.get("relevant") or {}).items()):
+        if name not in GATE_ONLY_ENV:
+            view[f"env.{name}"] = value
+    hooks = _sub(c, "hooks")
+    for f in hooks.get("findings") or []:
+        if isinstance(f, dict):
+            view[f"hooks.finding.{f.get('fingerprint')}"] = {
+                "kind": f.get("kind"),
+                "path": f.get("path"),
+                "approved": f.get("approved"),
+            }
+    host = _sub(c, "host")
+    for key in ("hostname", "machine", "kernel"):
+        view[f"host.{key}"] = host.get(key)
+    return view
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: str
+    reference: Any
+    observed: Any
+    declared: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "reference": self.reference,
+            "observed": self.observed,
+            "declared": self.declared,
+        }
+
+    def text(self) -> str:
+        return f"{self.key}: {_short(self.reference)} -> {_short(self.observed)}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if value is not None else "(none)"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def compare_controls(
+    reference: Mapping[str, Any],
+    observed: Mapping[str, Any],
+    changes: Iterable[Change] = (),
+    ignore: Iterable[str] = (),
+) -> list[Difference]:
+    """Every control that differs between two ``control.json`` files, each marked whether a
+    declared change accounts for it. Pure: the same files always give the same answer."""
+    a, b = control_view(reference), control_view(observed)
+    skip = set(ignore)
+    declared = tuple(changes)
+    out: list[Difference] = []
+    for key in sorted(set(a) | set(b)):
+        if key in skip or a.get(key) == b.get(key):
+            continue
+        value = b.get(key) if b.get(key) is not None else a.get(key)
+        ok = any(ch.allows(key, value) for ch in declared)
+        out.append(Difference(key, a.get(key), b.get(key), ok))
+    return out
