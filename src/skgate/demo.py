@@ -74,7 +74,7 @@ def scenario_names() -> list[str]:
 
 def _diagnose(where: Path, out: TextIO) -> int:
     # Imported here: the regression matrix is only needed by this scenario.
-    from skgate.regress.matrix.core import demo_diagnose  # noqa: PLC0415
+    from skgate.regress.matrix.demo import demo_diagnose  # noqa: PLC0415
 
     print(
         "skgate demo: scenario diagnose: a baseline and one arm per factor, each changing "

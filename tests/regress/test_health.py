@@ -23,6 +23,7 @@ from skgate.model.request import RunRequest
 from skgate.regress import change, common, controls
 from skgate.regress import health as regress
 from skgate.regress.matrix import core as matrix
+from skgate.regress.matrix import demo, load
 
 MARKER = "skgate-sim: inference completed"
 SIM = [sys.executable, "-m", "skgate.sim.launcher", "--inputs", "2"]
@@ -74,7 +75,7 @@ def write_matrix(tmp: Path, arms: list[dict[str, Any]], **baseline: Any) -> Path
 def make_hook(tmp: Path) -> Path:
     hook = tmp / "hook"
     hook.mkdir(exist_ok=True)
-    (hook / "sitecustomize.py").write_text(matrix.DEMO_HOOK)
+    (hook / "sitecustomize.py").write_text(demo.DEMO_HOOK)
     return hook
 
 
@@ -141,8 +142,8 @@ def _run(status: str) -> matrix.RunOutcome:
     return matrix.RunOutcome(f"/a/{state}", state, status, state)
 
 
-def _arm(name: str, factor: str) -> matrix.Arm:
-    return matrix.Arm(name, factor, change.Change(factor, f"{factor} change"))
+def _arm(name: str, factor: str) -> load.Arm:
+    return load.Arm(name, factor, change.Change(factor, f"{factor} change"))
 
 
 def test_attribution_hook_only_names_the_launch_path_and_what_it_does_not_prove() -> None:
@@ -213,13 +214,13 @@ def test_bad_matrices_exit_2_and_run_nothing(tmp_path: Path) -> None:
         path = tmp_path / f"{what.replace(' ', '_')}.json"
         path.write_text(json.dumps(data))
         with pytest.raises(UsageError):
-            matrix.load_matrix(path)
+            load.load_matrix(path)
     malformed = tmp_path / "bad.toml"
     malformed.write_text("[baseline\nargv = [")
     # Python 3.10 has no tomllib: a TOML matrix is then refused with that reason.
     toml_error = "not valid TOML" if sys.version_info >= (3, 11) else "TOML needs Python 3.11"
     with pytest.raises(UsageError, match=toml_error):
-        matrix.load_matrix(malformed)
+        load.load_matrix(malformed)
     # Through the CLI: exit 2, one line, and no evidence root was made (nothing ran).
     two = tmp_path / "two_factors.json"
     proc = run_skgate("regress", "--matrix", str(two), "--root", "out", cwd=tmp_path)
@@ -239,7 +240,7 @@ def test_hook_that_the_interpreter_never_loads_is_refused_before_running(tmp_pat
     )
     counting = Counting()
     with pytest.raises(UsageError, match="does not load it"):
-        matrix.run_matrix(matrix.load_matrix(path), tmp_path / "out", run=counting)
+        matrix.run_matrix(load.load_matrix(path), tmp_path / "out", run=counting)
     assert counting.calls == 0
 
 
@@ -248,7 +249,7 @@ def test_hook_that_the_interpreter_never_loads_is_refused_before_running(tmp_pat
 
 def test_demo_diagnose_only_the_hook_arm_fails(tmp_path: Path) -> None:
     progress: list[str] = []
-    lines, ok = matrix.demo_diagnose(tmp_path, progress.append)
+    lines, ok = demo.demo_diagnose(tmp_path, progress.append)
     text = "\n".join(lines)
     assert ok, text
     assert common.HOOK_TRIGGER in text and common.HOOK_NOT_PROVEN in text
@@ -317,7 +318,7 @@ def test_interrupted_arm_is_invalid_and_needs_a_clean_retry(tmp_path: Path) -> N
         timeout=4,
         grace=0.5,
     )
-    result = matrix.run_matrix(matrix.load_matrix(path), tmp_path / "out")
+    result = matrix.run_matrix(load.load_matrix(path), tmp_path / "out")
     row = result.rows[0]
     assert result.baseline.outcome == "pass"
     assert row.outcome == "invalid" and row.runs[0].state == State.INTERRUPTED.value

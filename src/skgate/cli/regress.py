@@ -20,7 +20,8 @@ from typing import Any
 
 from skgate.model.errors import UsageError
 from skgate.regress import health as regress
-from skgate.regress.matrix.core import MAX_REPEATS, load_matrix, render_matrix_markdown, run_matrix
+from skgate.regress.matrix.core import render_matrix_markdown, run_matrix
+from skgate.regress.matrix.load import MAX_REPEATS, load_matrix
 
 
 def _repeats(text: str) -> int:
