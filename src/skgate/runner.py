@@ -39,10 +39,10 @@ from skgate import __version__
 from skgate.evidence import files, ledger, seal
 from skgate.evidence.census import take_census, top_entries
 from skgate.evidence.load import load_evidence
-from skgate.evidence.logscan import LogScanner, validate_patterns
+from skgate.evidence.logscan import LogScanner
 from skgate.model.errors import BlockedError, SkgateError, UsageError
 from skgate.model.records import Ownership, ProcessRecord, State, Verdict
-from skgate.model.request import RunRequest
+from skgate.model.request import RunRequest, validate_patterns
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight import prepare as preflight
 from skgate.proc.observe import boot_id, self_stat

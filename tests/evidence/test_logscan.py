@@ -13,18 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import skgate.evidence.logscan_fast as logscan_fast
-from skgate.evidence.logscan import (
-    MAX_KEPT_LINE,
-    MAX_LIST,
-    NO_GREP_ENV,
-    LogScan,
-    LogScanner,
-    scan_file,
-    validate_patterns,
-)
+from skgate.evidence.logscan import MAX_KEPT_LINE, MAX_LIST, NO_GREP_ENV, LogScanner, scan_file
 from skgate.evidence.logscan_fast import scan_file_fast
 from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.logscan import LogScan
 from skgate.model.records import Evidence, State
+from skgate.model.request import validate_patterns
 from skgate.verdict.classify import classify
 
 ROOT = "/w/static_kernel_compile_outputs/ts20261101120000123456_pid4242_outputs"

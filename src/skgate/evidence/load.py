@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files
-from skgate.evidence.logscan import LogScan
 from skgate.model.errors import EvidenceError
+from skgate.model.logscan import LogScan
 from skgate.model.records import (
     Census,
     Evidence,

@@ -36,26 +36,21 @@ A summary that contradicts itself (succeeded + failed != inputs, one stage repor
 with different numbers, a negative count, a summary line cut short) gets ``problems``,
 which makes the classifier say ``unknown`` (C2.5), never ``failed`` or ``succeeded``.
 
-Schema history: ``skgate.logscan/1``: first version (2026-11).
+The record it produces (``logscan.json``) is :class:`skgate.model.logscan.LogScan`; the
+pattern checks are :func:`skgate.model.request.validate_patterns`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.logscan import LogScan
 from skgate.model.records import Stage, Summary
-from skgate.model.schema import check_schema, require
-
-SCHEMA_LOGSCAN = "skgate.logscan/1"
-
-#: Named groups a ``--summary-pattern`` must define.
-SUMMARY_GROUPS = ("stage", "inputs", "succeeded", "failed")
+from skgate.model.request import SUMMARY_GROUPS, validate_patterns
 
 #: Caps on what is kept (the rest is counted in ``LogScan.omitted``).
 MAX_SUMMARY_LINES = 20_000
@@ -77,114 +72,6 @@ _LITERALS = (_SUMMARY, _ROOT, _PACKAGE, _COMPILER_ERROR, _UNINSTALL)
 _KV = re.compile(r"\b(stage|inputs|succeeded|failed)=(\S+)")
 _PACKAGE_RE = re.compile(r"generate run package (\S+) success")
 _UNINSTALL_RE = re.compile(r"[^\s'\"=,;:()<>\[\]]*/uninstall\.sh(?![\w.])")
-
-
-def _compile(pattern: str, what: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise UsageError(
-            f"{what} {pattern!r} is not a valid regular expression ({exc}); fix the pattern"
-        ) from None
-
-
-def validate_patterns(summary_patterns: Sequence[str], completion_marker: str | None) -> None:
-    """Refuse (UsageError, one line) a bad regex or a summary pattern missing a group."""
-    for pattern in summary_patterns:
-        compiled = _compile(pattern, "--summary-pattern")
-        absent = [g for g in SUMMARY_GROUPS if g not in compiled.groupindex]
-        if absent:
-            raise UsageError(
-                f"--summary-pattern {pattern!r} lacks the named group(s) "
-                + ", ".join(f"(?P<{g}>...)" for g in absent)
-                + "; it needs stage, inputs, succeeded and failed"
-            )
-    if completion_marker is not None:
-        if completion_marker == "":
-            raise UsageError("--completion-marker is empty; give a regex that marks completion")
-        _compile(completion_marker, "--completion-marker")
-
-
-@dataclass(frozen=True)
-class LogScan:
-    """What one pass over a run log found (written as ``logscan.json``)."""
-
-    summary: Summary
-    completion_seen: bool
-    completion_lines: tuple[str, ...]
-    result_roots: tuple[str, ...]
-    packages: tuple[str, ...]
-    compiler_errors: tuple[str, ...]
-    uninstall_paths: tuple[str, ...]
-    lines: int
-    bytes: int
-    truncated_lines: int
-    #: How many items each capped list left off (only non-zero entries).
-    omitted: Mapping[str, int] = field(default_factory=dict)
-
-    def summary_text(self) -> str:
-        """The content of ``summary.txt``: summary and matched lines, one per line."""
-        return "".join(f"{line}\n" for line in self.summary.lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_LOGSCAN,
-            "summary": self.summary.to_dict(),
-            "completion_seen": self.completion_seen,
-            "completion_lines": list(self.completion_lines),
-            "result_roots": list(self.result_roots),
-            "packages": list(self.packages),
-            "compiler_errors": list(self.compiler_errors),
-            "uninstall_paths": list(self.uninstall_paths),
-            "lines": self.lines,
-            "bytes": self.bytes,
-            "truncated_lines": self.truncated_lines,
-            "omitted": dict(self.omitted),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "logscan.json") -> LogScan:
-        d = check_schema(data, "skgate.logscan/1", where)
-        s = require(d, "summary", dict, where)
-
-        def strs(obj: Mapping[str, Any], key: str) -> tuple[str, ...]:
-            items = require(obj, key, list, where)
-            if not all(isinstance(x, str) for x in items):
-                raise EvidenceError(f"{where}: field {key!r} must be a list of strings")
-            return tuple(items)
-
-        stages: list[Stage] = []
-        for st in require(s, "stages", list, where):
-            if not isinstance(st, dict):
-                raise EvidenceError(f"{where}: field 'stages' has the wrong type")
-            stages.append(
-                Stage(
-                    name=require(st, "name", str, where),
-                    inputs=require(st, "inputs", int, where),
-                    succeeded=require(st, "succeeded", int, where),
-                    failed=require(st, "failed", int, where),
-                )
-            )
-        omitted = d.get("omitted", {})
-        if not isinstance(omitted, dict) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in omitted.values()
-        ):
-            raise EvidenceError(f"{where}: field 'omitted' has the wrong type")
-        return cls(
-            summary=Summary(
-                lines=strs(s, "lines"), stages=tuple(stages), problems=strs(s, "problems")
-            ),
-            completion_seen=require(d, "completion_seen", bool, where),
-            completion_lines=strs(d, "completion_lines"),
-            result_roots=strs(d, "result_roots"),
-            packages=strs(d, "packages"),
-            compiler_errors=strs(d, "compiler_errors"),
-            uninstall_paths=strs(d, "uninstall_paths"),
-            lines=require(d, "lines", int, where),
-            bytes=require(d, "bytes", int, where),
-            truncated_lines=require(d, "truncated_lines", int, where),
-            omitted=dict(omitted),
-        )
 
 
 def _decode(raw: bytes | bytearray) -> str:

@@ -25,8 +25,9 @@ import subprocess
 import threading
 from pathlib import Path
 
-from skgate.evidence.logscan import _LITERALS, LogScan, LogScanner
+from skgate.evidence.logscan import _LITERALS, LogScanner
 from skgate.model.errors import EvidenceError
+from skgate.model.logscan import LogScan
 
 #: Address-space cap of the grep and wc children (see ``_spawn``).
 CHILD_AS_LIMIT = 256 << 20

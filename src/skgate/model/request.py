@@ -1,12 +1,17 @@
-"""The run request: one attempt as the CLI or a controller asks for it (frozen in control.json)."""
+"""The run request: one attempt as the CLI or a controller asks for it (frozen in control.json).
+
+Nothing here does I/O: the checks that need the file system are in
+:mod:`skgate.preflight.request`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skgate.model.errors import EvidenceError
+from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.records import PackageMode
 from skgate.model.schema import require
 
@@ -115,3 +120,33 @@ class RunRequest:
             )
         except (TypeError, ValueError) as exc:
             raise EvidenceError(f"{where}: {exc}") from None
+
+
+#: Named groups a ``--summary-pattern`` must define.
+SUMMARY_GROUPS = ("stage", "inputs", "succeeded", "failed")
+
+
+def _compile(pattern: str, what: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(
+            f"{what} {pattern!r} is not a valid regular expression ({exc}); fix the pattern"
+        ) from None
+
+
+def validate_patterns(summary_patterns: Sequence[str], completion_marker: str | None) -> None:
+    """Refuse (UsageError, one line) a bad regex or a summary pattern missing a group."""
+    for pattern in summary_patterns:
+        compiled = _compile(pattern, "--summary-pattern")
+        absent = [g for g in SUMMARY_GROUPS if g not in compiled.groupindex]
+        if absent:
+            raise UsageError(
+                f"--summary-pattern {pattern!r} lacks the named group(s) "
+                + ", ".join(f"(?P<{g}>...)" for g in absent)
+                + "; it needs stage, inputs, succeeded and failed"
+            )
+    if completion_marker is not None:
+        if completion_marker == "":
+            raise UsageError("--completion-marker is empty; give a regex that marks completion")
+        _compile(completion_marker, "--completion-marker")

@@ -9,8 +9,8 @@ from typing import Any
 
 from skgate.evidence import files
 from skgate.evidence.load import load_control
-from skgate.evidence.logscan import LogScan
 from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.logscan import LogScan
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 
