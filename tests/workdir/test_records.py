@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from skgate.proc import observe
-from skgate.workdir.uninstall import core as uninstall
+from skgate.workdir.uninstall import stale
 
 
 @pytest.fixture
@@ -61,15 +61,15 @@ def test_gone_recycled_kept(setup: tuple[Path, Path, Path, Path]) -> None:
     work, home, marks, canary = setup
     me = observe.self_stat()
     dead_pid, dead_ticks = gone_pid()
-    boot = uninstall._boot_time()
+    boot = stale._boot_time()
     records = {
         "P1": rec(home, "P1", dead_pid, dead_ticks),  # gone
         "P2": rec(home, "P2", me.pid, me.start_ticks),  # alive, same start: keep
         "P3": rec(home, "P3", me.pid, 1),  # pid recycled: start differs
         "P4": rec(home, "P4", me.pid, boot + me.start_ticks / observe.clock_ticks()),  # epoch
     }
-    (work / uninstall.RECORDS).write_text(json.dumps(records), encoding="utf-8")
-    res = uninstall.uninstall_stale_records(work, str(home))
+    (work / stale.RECORDS).write_text(json.dumps(records), encoding="utf-8")
+    res = stale.uninstall_stale_records(work, str(home))
     actions = {c.source: c.action for c in res.candidates}
     assert actions == {
         "record 'P1'": "run",
@@ -81,7 +81,7 @@ def test_gone_recycled_kept(setup: tuple[Path, Path, Path, Path]) -> None:
     assert not canary.exists()
     assert res.ok
     # The records file is evidence of the scene: left as it was.
-    assert json.loads((work / uninstall.RECORDS).read_text(encoding="utf-8")) == records
+    assert json.loads((work / stale.RECORDS).read_text(encoding="utf-8")) == records
 
 
 def test_hostile_records_are_refused(setup: tuple[Path, Path, Path, Path]) -> None:
@@ -103,8 +103,8 @@ def test_hostile_records_are_refused(setup: tuple[Path, Path, Path, Path]) -> No
             "uninstall_path": f"{home}/opp/static_kernel/ai_core/P2/uninstall.sh",
         },
     }
-    (work / uninstall.RECORDS).write_text(json.dumps(records), encoding="utf-8")
-    res = uninstall.uninstall_stale_records(work, str(home))
+    (work / stale.RECORDS).write_text(json.dumps(records), encoding="utf-8")
+    res = stale.uninstall_stale_records(work, str(home))
     assert all(c.action == "refused" for c in res.candidates)
     reasons = " | ".join(c.reason for c in res.candidates)
     assert "full-uninstall script" in reasons
@@ -130,8 +130,8 @@ def test_truncated_or_hostile_file_never_crashes(
     setup: tuple[Path, Path, Path, Path], content: bytes, why: str
 ) -> None:
     work, home, marks, _ = setup
-    (work / uninstall.RECORDS).write_bytes(content)
-    res = uninstall.uninstall_stale_records(work, str(home))
+    (work / stale.RECORDS).write_bytes(content)
+    res = stale.uninstall_stale_records(work, str(home))
     assert res.candidates == ()
     assert why in res.notes[0]
     assert not res.ok
@@ -144,13 +144,13 @@ def test_symlinked_records_file_is_refused(
     work, home, _, _ = setup
     elsewhere = tmp_path / "elsewhere.json"
     elsewhere.write_text("{}", encoding="utf-8")
-    os.symlink(elsewhere, work / uninstall.RECORDS)
-    res = uninstall.uninstall_stale_records(work, str(home))
+    os.symlink(elsewhere, work / stale.RECORDS)
+    res = stale.uninstall_stale_records(work, str(home))
     assert "not a regular file" in res.notes[0]
 
 
 def test_missing_records_file_is_nothing_to_do(setup: tuple[Path, Path, Path, Path]) -> None:
     work, home, _, _ = setup
-    res = uninstall.uninstall_stale_records(work, str(home))
+    res = stale.uninstall_stale_records(work, str(home))
     assert res.candidates == ()
     assert res.ok

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from skgate.workdir.uninstall import core as uninstall
-from skgate.workdir.uninstall.core import Refused
+from skgate.workdir.uninstall import logpaths, validate
+from skgate.workdir.uninstall.validate import Refused
 
 
 @dataclass
@@ -184,7 +185,7 @@ def test_script_swapped_after_check_is_refused(inst: Install, tmp_path: Path) ->
     evil = tmp_path / "evil.sh"
     write_script(evil, f"touch '{inst.canary}'")
     target = inst.script("static_kernel_A_1")
-    checked = uninstall.check_path(str(target), str(inst.home), {"static_kernel_A_1"})
+    checked = validate.check_path(str(target), str(inst.home), {"static_kernel_A_1"})
     try:
         os.replace(evil, target)
         ran, status, _, why = uninstall.run_checked(checked, env=inst.env())
@@ -218,14 +219,14 @@ def test_swap_in_the_last_moment_still_runs_the_checked_file(inst: Install, tmp_
 def test_check_path_refusal_messages(inst: Install) -> None:
     pk = {"static_kernel_A_1"}
     with pytest.raises(Refused, match="not <ASCEND_HOME_PATH>"):
-        uninstall.check_path(f"{inst.home}/opp/uninstall.sh", str(inst.home), pk)
+        validate.check_path(f"{inst.home}/opp/uninstall.sh", str(inst.home), pk)
     with pytest.raises(Refused, match="not an absolute path"):
-        uninstall.check_path(str(inst.home), "relative/home", pk)
+        validate.check_path(str(inst.home), "relative/home", pk)
 
 
 def test_extract_paths() -> None:
-    assert uninstall.extract_paths(b"by executing: /a b/uninstall.sh \r") == ["/a b/uninstall.sh"]
-    assert uninstall.extract_paths(b"x /p/uninstall.sh y /q/uninstall.sh") == [
+    assert logpaths.extract_paths(b"by executing: /a b/uninstall.sh \r") == ["/a b/uninstall.sh"]
+    assert logpaths.extract_paths(b"x /p/uninstall.sh y /q/uninstall.sh") == [
         "/p/uninstall.sh",
         "/q/uninstall.sh",
     ]
@@ -235,7 +236,7 @@ def test_marker_lines_across_blocks_and_overlong_lines(tmp_path: Path) -> None:
     log = tmp_path / "log"
     long_line = b"x" * 300 + b" /z/uninstall.sh\n"
     log.write_bytes(b"a\n" + b"b" * 50 + b" /p/uninstall.sh\nc\n" + long_line + b"/q/uninstall.sh")
-    got = [ln for _, ln in uninstall.iter_marker_lines(log, max_line=100, block=7)]
+    got = [ln for _, ln in logpaths.iter_marker_lines(log, max_line=100, block=7)]
     assert got == [b"b" * 50 + b" /p/uninstall.sh", b"/q/uninstall.sh"]
 
 

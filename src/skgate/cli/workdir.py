@@ -23,6 +23,7 @@ from skgate.evidence.load import load_control
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.workdir import cleanup as artifacts
 from skgate.workdir.uninstall import core as uninstall
+from skgate.workdir.uninstall import stale
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -165,7 +166,7 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
         )
     else:
         outputs_arg = Path(args.outputs) if args.outputs else None
-        result = uninstall.uninstall_stale_records(
+        result = stale.uninstall_stale_records(
             workdir, home, outputs=outputs_arg, dry_run=args.dry_run, record=writer
         )
     if args.json:

@@ -18,8 +18,9 @@ once (real installs point it at a ``latest`` symlink) and log paths must name it
 resolved form, textually.
 
 Log reading streams fixed-size blocks and only looks at lines that contain
-``uninstall.sh`` (bounded memory for a multi-GB log; own reader, so this module does not
-depend on ``summary.LogScanner``).
+``uninstall.sh`` (bounded memory for a multi-GB log): :mod:`skgate.workdir.uninstall.logpaths`.
+The path checks are :mod:`skgate.workdir.uninstall.validate`; uninstall from stale records
+is :mod:`skgate.workdir.uninstall.stale`. This module runs checked scripts and records them.
 
 The record is created exclusively *before* anything runs (``RecordWriter``): if it cannot
 be created, nothing runs. It is then filled as candidates are handled: just before a
@@ -34,34 +35,22 @@ Schema history: ``skgate.uninstall/1``: first version (2026-11), written once at
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import os
-import re
-import stat
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence.files import create_exclusive, dumps, fsync_dir, replace_text
-from skgate.model.errors import EvidenceError, UsageError
-from skgate.proc import observe
+from skgate.model.errors import EvidenceError
+from skgate.workdir.uninstall.logpaths import extract_paths, iter_marker_lines
+from skgate.workdir.uninstall.validate import Checked, Refused, check_path, produced_packages
 
 SCHEMA_UNINSTALL = "skgate.uninstall/2"
-MARKER = b"uninstall.sh"
-INSTALL_SUBDIR = ("opp", "static_kernel", "ai_core")
-SCRIPT = "uninstall.sh"
-RECORDS = ".static_kernel_records.json"
-#: Package names CANN produces (``static_kernel_<datetime>_<pid>``); anything else is
-#: refused before it reaches a path join.
-PACKAGE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,254}")
 MAX_CANDIDATES = 10_000
 MAX_OUTPUT = 64 * 1024
-MAX_RECORDS_BYTES = 16 * 1024 * 1024
-_BAD_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -125,203 +114,7 @@ class UninstallResult:
 
 
 # ---------------------------------------------------------------------------
-# Streaming the log
-
-
-def iter_marker_lines(
-    path: Path, marker: bytes = MARKER, max_line: int = 64 * 1024, block: int = 4 << 20
-) -> Iterator[tuple[int, bytes]]:
-    """``(offset, line)`` for each line containing ``marker``, in bounded memory.
-
-    Only lines with the marker are materialised: the search jumps between marker hits
-    with ``bytes.find``, so a multi-GB log costs about one read of the file. A line longer
-    than ``max_line`` is skipped whole (it cannot be a path skgate would run).
-    """
-    try:
-        fh = path.open("rb")
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the log ({exc.strerror})") from None
-    carry = b""
-    carry_at = 0
-    overflow = False  # the start of the current line was dropped (too long)
-    offset = 0
-    with fh:
-        while True:
-            chunk = fh.read(block)
-            if not chunk:
-                break
-            data = carry + chunk if carry else chunk
-            base = carry_at if carry else offset
-            offset += len(chunk)
-            last_nl = data.rfind(b"\n")
-            if last_nl < 0:
-                if overflow or len(data) > max_line:
-                    overflow, carry = True, b""
-                else:
-                    carry, carry_at = data, base
-                continue
-            pos = 0
-            while True:
-                hit = data.find(marker, pos, last_nl)
-                if hit < 0:
-                    break
-                start = data.rfind(b"\n", 0, hit) + 1
-                end = data.find(b"\n", hit)
-                if not (overflow and start == 0) and end - start <= max_line:
-                    yield base + start, data[start:end]
-                pos = end + 1
-            overflow = False
-            rest = data[last_nl + 1 :]
-            if len(rest) > max_line:
-                overflow, carry = True, b""
-            else:
-                carry, carry_at = rest, base + last_nl + 1
-    if carry and not overflow and marker in carry:
-        yield carry_at, carry
-
-
-_EXECUTING = b"executing:"
-_TOKEN = re.compile(rb"\S*uninstall\.sh\S*")
-
-
-def extract_paths(line: bytes) -> list[str]:
-    """Uninstall paths a log line names, verbatim (validation decides what to run).
-
-    Upstream's line ends ``... by executing: <path>/uninstall.sh``: everything after the
-    colon is the path, so a path with spaces or escape codes is kept whole and refused,
-    never cut into a harmless-looking piece.
-    """
-    line = line.rstrip(b"\r")
-    at = line.rfind(_EXECUTING)
-    raws = [line[at + len(_EXECUTING) :].strip(b" ")] if at >= 0 else _TOKEN.findall(line)
-    return [r.decode("utf-8", "backslashreplace") for r in raws if r]
-
-
-# ---------------------------------------------------------------------------
 # Packages and validation
-
-
-def produced_packages(outputs: Path) -> set[str]:
-    """Stems of ``.run`` regular files under ``outputs`` (never following a link)."""
-    found: set[str] = set()
-    stack = [str(outputs)]
-    while stack:
-        try:
-            it = os.scandir(stack.pop())
-        except OSError:
-            continue
-        with it:
-            for e in it:
-                if e.is_dir(follow_symlinks=False):
-                    stack.append(e.path)
-                elif e.is_file(follow_symlinks=False) and e.name.endswith(".run"):
-                    found.add(e.name[: -len(".run")])
-    return found
-
-
-@dataclass
-class Checked:
-    """A validated script, held open: the descriptor is what runs."""
-
-    path: str
-    package: str
-    fd: int
-    dev: int
-    ino: int
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-class Refused(Exception):
-    """A candidate failed validation; ``str`` is the reason."""
-
-
-def _home(ascend_home: str | None) -> tuple[str, str]:
-    if not ascend_home:
-        raise Refused("ASCEND_HOME_PATH is not set; pass --ascend-home or set it")
-    if not os.path.isabs(ascend_home):
-        raise Refused(f"ASCEND_HOME_PATH {ascend_home!r} is not an absolute path")
-    given = os.path.normpath(ascend_home)
-    real = os.path.realpath(given)
-    if not os.path.isdir(real):
-        raise Refused(f"ASCEND_HOME_PATH {ascend_home!r} is not a directory")
-    return given, real
-
-
-def _open_below(real_home: str, parts: list[str]) -> tuple[int, os.stat_result]:
-    """Walk from the install root with O_NOFOLLOW; refuse a link at any component."""
-    fd = os.open(real_home, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            flags = os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_RDONLY if last else os.O_PATH)
-            try:
-                nxt = os.open(part, flags, dir_fd=fd)
-            except FileNotFoundError:
-                raise Refused(f"{'/'.join(parts[: i + 1])} does not exist") from None
-            except OSError as exc:
-                # ELOOP: the final component is a symlink (O_NOFOLLOW refuses to open it).
-                raise Refused(
-                    f"cannot open {'/'.join(parts[: i + 1])} without following links "
-                    f"({exc.strerror})"
-                ) from None
-            os.close(fd)
-            fd = nxt
-            st = os.fstat(fd)
-            if stat.S_ISLNK(st.st_mode):
-                raise Refused(f"symbolic link at {'/'.join(parts[: i + 1])}")
-            if not last and not stat.S_ISDIR(st.st_mode):
-                raise Refused(f"{'/'.join(parts[: i + 1])} is not a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise Refused("the uninstall script is not a regular file")
-        return fd, st
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def check_path(candidate: str, ascend_home: str | None, packages: set[str]) -> Checked:
-    """Validate one uninstall path (C8); return it open, or raise Refused with why."""
-    given, real = _home(ascend_home)
-    if _BAD_CHARS.search(candidate):
-        raise Refused("the path contains whitespace or control characters (ANSI escapes?)")
-    if "\\" in candidate:
-        raise Refused("the path contains undecodable bytes or backslashes")
-    if not candidate.startswith("/"):
-        raise Refused("not an absolute path")
-    parts_all = candidate.split("/")[1:]
-    if ".." in parts_all or "." in parts_all or "" in parts_all:
-        raise Refused("the path contains '..', '.' or an empty component")
-    prefix = next((p for p in (given, real) if candidate.startswith(p.rstrip("/") + "/")), None)
-    if prefix is None:
-        raise Refused(f"outside the install root {given}/{'/'.join(INSTALL_SUBDIR)}")
-    rel = candidate[len(prefix.rstrip("/")) + 1 :].split("/")
-    if rel == [*INSTALL_SUBDIR, SCRIPT]:
-        raise Refused("the full-uninstall script ai_core/uninstall.sh is never run")
-    if len(rel) != len(INSTALL_SUBDIR) + 2 or rel[: len(INSTALL_SUBDIR)] != list(INSTALL_SUBDIR):
-        raise Refused(f"not <ASCEND_HOME_PATH>/{'/'.join(INSTALL_SUBDIR)}/<package>/{SCRIPT}")
-    if rel[-1] != SCRIPT:
-        raise Refused(f"not a package {SCRIPT}")
-    package = rel[len(INSTALL_SUBDIR)]
-    if not PACKAGE_RE.fullmatch(package):
-        raise Refused(f"package name {package!r} has unexpected characters")
-    if package not in packages:
-        raise Refused(f"no {package}.run produced under the outputs directory")
-    fd, st = _open_below(real, rel)
-    try:
-        expected = os.path.join(real, *rel)
-        if os.path.realpath(candidate) != expected:
-            raise Refused("the resolved path differs from the path given (a redirect)")
-        by_path = os.stat(candidate, follow_symlinks=False)
-        if (by_path.st_dev, by_path.st_ino) != (st.st_dev, st.st_ino):
-            raise Refused("the path and the opened file differ (changed during the check)")
-    except BaseException:
-        os.close(fd)
-        raise
-    return Checked(candidate, package, fd, st.st_dev, st.st_ino)
 
 
 def run_checked(
@@ -536,152 +329,6 @@ def uninstall_from_log(
 
 # ---------------------------------------------------------------------------
 # Stale records (.static_kernel_records.json)
-
-
-def _start_matches(recorded: Any, pid: int) -> bool | None:
-    """Does ``pid``'s start time equal the recorded one? None: cannot tell.
-
-    Accepts the forms seen in the field: clock ticks since boot (int, /proc stat field
-    22), epoch seconds (float, psutil ``create_time``) or an ISO timestamp.
-    """
-    st = observe.read_stat(pid)
-    if st is None or st.zombie:
-        return False
-    if isinstance(recorded, bool) or recorded is None:
-        return None
-    epoch: float | None = None
-    if isinstance(recorded, int) and recorded < 10**9:
-        return recorded == st.start_ticks
-    if isinstance(recorded, (int, float)):
-        epoch = float(recorded)
-    elif isinstance(recorded, str):
-        try:
-            epoch = _dt.datetime.fromisoformat(recorded).timestamp()
-        except ValueError:
-            try:
-                epoch = float(recorded)
-            except ValueError:
-                return None
-    if epoch is None:
-        return None
-    started = _boot_time() + st.start_ticks / observe.clock_ticks()
-    # Start times in seconds are rounded by whoever wrote them: one second of slack.
-    return abs(started - epoch) <= 1.0
-
-
-def _boot_time() -> float:
-    try:
-        with open("/proc/stat", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"btime "):
-                    return float(line.split()[1])
-    except OSError:
-        pass
-    return 0.0
-
-
-def load_records(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """Read the records file defensively: (records, problems). Never raises on content."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return {}, []
-    except OSError as exc:
-        return {}, [f"{path}: unreadable ({exc.strerror})"]
-    if not stat.S_ISREG(st.st_mode):
-        return {}, [f"{path}: not a regular file (a symbolic link?); refused"]
-    if st.st_size > MAX_RECORDS_BYTES:
-        return {}, [f"{path}: {st.st_size} bytes is too large for a records file; refused"]
-    try:
-        data = json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return {}, [f"{path}: not valid JSON (truncated or damaged); nothing uninstalled"]
-    except OSError as exc:
-        return {}, [f"{path}: unreadable ({exc.strerror})"]
-    if not isinstance(data, dict):
-        return {}, [f"{path}: not a JSON object of package -> record; refused"]
-    return data, []
-
-
-def uninstall_stale_records(
-    workdir: Path,
-    ascend_home: str | None,
-    *,
-    outputs: Path | None = None,
-    dry_run: bool = False,
-    env: Mapping[str, str] | None = None,
-    record: RecordWriter | None = None,
-) -> UninstallResult:
-    """Uninstall packages whose recording process is gone or whose pid was recycled.
-
-    Records of a process alive with the same start time are kept: that compile may
-    still be using its package (C4: never act against a live owner). The records file
-    itself is left as it is (it is part of the scene ``cleanup`` preserves).
-    """
-    outputs = outputs if outputs is not None else workdir / "static_kernel_compile_outputs"
-    path = workdir / RECORDS
-    progress = _Progress(
-        record, "stale-records", ascend_home, str(outputs), dry_run, {"records": str(path)}
-    )
-    progress.start()
-    packages = produced_packages(outputs)
-    records, notes = load_records(path)
-    candidates = progress.candidates
-    for package, rec in records.items():
-        source = f"record {package!r}"
-        if not isinstance(rec, dict):
-            candidates.append(Candidate("", source, "refused", "record is not an object"))
-            continue
-        upath = rec.get("uninstall_path")
-        pid = rec.get("pid")
-        if not isinstance(upath, str):
-            candidates.append(Candidate("", source, "refused", "uninstall_path missing"))
-            continue
-        if not upath.endswith(".sh"):
-            upath = upath.rstrip("/") + "/" + SCRIPT  # a record may name the package dir
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-            candidates.append(Candidate(upath, source, "refused", "pid missing or invalid"))
-            continue
-        same = _start_matches(rec.get("process_start_time"), pid)
-        if same is True:
-            candidates.append(
-                Candidate(upath, source, "kept", f"pid {pid} is alive with the same start time")
-            )
-            continue
-        if same is None:
-            candidates.append(
-                Candidate(
-                    upath,
-                    source,
-                    "kept",
-                    f"pid {pid} is alive and the recorded start time cannot be compared; "
-                    "not proven stale",
-                )
-            )
-            continue
-        why = "process gone or pid recycled (start time differs)"
-        full = upath.endswith(f"/{INSTALL_SUBDIR[-1]}/{SCRIPT}")  # refused below, by name
-        if not full and not upath.endswith(f"/{package}/{SCRIPT}"):
-            candidates.append(
-                Candidate(upath, source, "refused", f"record key {package!r} names another package")
-            )
-            continue
-        c = _handle(
-            upath,
-            source,
-            ascend_home=ascend_home,
-            packages=packages & {package},
-            dry_run=dry_run,
-            env=env,
-            before_exec=None,
-            before_run=progress.running,
-        )
-        progress.add(
-            Candidate(
-                c.path, c.source, c.action, f"{why}; {c.reason}", c.exit_status, c.output, c.package
-            )
-        )
-    return progress.finish(tuple(notes))
 
 
 def write_record(path: Path, result: UninstallResult) -> None:
