@@ -18,6 +18,7 @@ from skgate.evidence.logscan import LogScanner
 from skgate.model.errors import BlockedError
 from skgate.model.records import Census, Ownership, State, Verdict
 from skgate.model.request import RunRequest
+from skgate.report import load
 from skgate.report import markdown as report
 
 NAMES = ("control", "ownership", "verdict", "census", "event", "logscan", "seal", "report")
@@ -79,9 +80,9 @@ def test_hand_built_attempt_files_and_report_validate(tmp_path: Path, state: Sta
     validate("control", json.loads((a / "control.json").read_text()))
     for line in (a / "events.jsonl").read_text().splitlines():
         validate("event", json.loads(line))
-    vo = live_verdict_of if state is State.IN_PROGRESS else report.default_verdict_of
+    vo = live_verdict_of if state is State.IN_PROGRESS else load.default_verdict_of
     for lang in ("en", "zh"):
-        validate("report", json.loads(report.render(report.build_report(a, vo), lang, "json")))
+        validate("report", json.loads(report.render(load.build_report(a, vo), lang, "json")))
 
 
 def test_control_schema_rejects_wrong_shapes(tmp_path: Path) -> None:
@@ -130,4 +131,4 @@ def test_files_of_a_real_attempt_validate(tmp_path: Path) -> None:
     for line in (attempt / "events.jsonl").read_text().splitlines():
         validate("event", json.loads(line))
     assert {"control", "verdict"} <= seen
-    validate("report", json.loads(report.render(report.build_report(attempt), "en", "json")))
+    validate("report", json.loads(report.render(load.build_report(attempt), "en", "json")))

@@ -12,6 +12,7 @@ from evidence_fixtures import live_verdict_of, make_attempt
 from skgate.cli import evidence as cli_evidence
 from skgate.model.errors import EvidenceError
 from skgate.model.records import State
+from skgate.report import load
 from skgate.report import markdown as report
 from skgate.verdict.lint import lint_text
 
@@ -20,7 +21,7 @@ ALL_STATES = list(State)
 
 
 def render(path: Path, lang: str, fmt: str = "md", verdict_of: object = None) -> str:
-    rep = report.build_report(path, verdict_of or report.default_verdict_of)  # type: ignore[arg-type]
+    rep = load.build_report(path, verdict_of or load.default_verdict_of)  # type: ignore[arg-type]
     return report.render(rep, lang, fmt)
 
 
@@ -101,8 +102,8 @@ def test_every_report_passes_the_linter(tmp_path: Path, state: State, lang: str)
     # The report must obey the same rules it asks of others (C7): lint it both with and
     # without the attempt's verdict.
     a = make_attempt(tmp_path, 1, state)
-    rep = report.build_report(
-        a, live_verdict_of if state is State.IN_PROGRESS else report.default_verdict_of
+    rep = load.build_report(
+        a, live_verdict_of if state is State.IN_PROGRESS else load.default_verdict_of
     )
     text = report.render(rep, lang)
     assert lint_text(text, "r.md", rep.attempts[0].verdict) == []
@@ -189,7 +190,7 @@ def test_damaged_evidence_is_a_one_line_error(tmp_path: Path, damage: str, needl
         del data["request"]["argv"]
         control.write_text(json.dumps(data))
     with pytest.raises(EvidenceError) as info:
-        report.build_report(a)
+        load.build_report(a)
     assert needle in str(info.value)
     assert "\n" not in str(info.value)
 
@@ -323,7 +324,8 @@ def test_cli_main_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_incomplete_census_is_said_in_both_languages(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from skgate.report.markdown import _md_census, load_attempt
+    from skgate.report.load import load_attempt
+    from skgate.report.markdown import _md_census
 
     att = make_attempt(tmp_path, 1, State.SUCCEEDED)
     ev = load_attempt(att)

@@ -15,6 +15,7 @@ from skgate.evidence.files import is_attempt_dir, replace_text
 from skgate.evidence.ledger import ATTEMPTS, DEFAULT_ROOT, LEDGER
 from skgate.model.errors import UsageError
 from skgate.model.records import PackageMode, Verdict
+from skgate.report import facts, load
 from skgate.report import markdown as report
 from skgate.verdict import lint
 from skgate.workdir import outputs_check as outputs
@@ -30,8 +31,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "oldest first) in the contract's words (C7).",
     )
     p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), metavar="ATTEMPT|ROOT")
-    p.add_argument("--lang", choices=report.LANGS, default="en")
-    p.add_argument("--format", choices=report.FORMATS, default="md", dest="fmt")
+    p.add_argument("--lang", choices=facts.LANGS, default="en")
+    p.add_argument("--format", choices=facts.FORMATS, default="md", dest="fmt")
     p.add_argument(
         "-o",
         "--output",
@@ -84,7 +85,7 @@ def _attempt_verdict(target: str | None) -> Verdict | None:
     path = Path(target)
     if not is_attempt_dir(path):
         raise UsageError(f"--attempt {target}: not an attempt directory (no control.json)")
-    verdict = report.default_verdict_of(path)
+    verdict = load.default_verdict_of(path)
     return verdict if verdict.attempt else verdict.with_attempt(path.name)
 
 
@@ -144,7 +145,7 @@ def write_atomic(path: Path, text: str, *, force: bool = False) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    rep = report.build_report(Path(args.target))
+    rep = load.build_report(Path(args.target))
     text = report.render(rep, args.lang, args.fmt)
     if args.output:
         write_atomic(Path(args.output), text, force=args.force)

@@ -1,0 +1,206 @@
+"""The facts both report formats show, and the JSON form (schema ``skgate.report/1``).
+
+Schema history: ``skgate.report/1``: first version (2026-11)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from skgate import __version__
+from skgate.model.errors import UsageError
+from skgate.model.records import Census, State, Verdict
+from skgate.regress.health import health_statement
+from skgate.report.load import AttemptEvidence, Report
+from skgate.verdict.classify import signal_name
+from skgate.verdict.words import C7, EVENT_WORDS, NEXT_STEP, WORDS
+
+SCHEMA_REPORT = "skgate.report/1"
+
+LANGS = ("en", "zh")
+
+FORMATS = ("md", "json")
+
+
+def census_label(census: Census | None, verdict: Verdict) -> str:
+    """``final`` only for a naturally returned failure and a census taken after it (C1)."""
+    if census is None:
+        return "none"
+    if not census.live and verdict.state is State.FAILED and verdict.natural_return:
+        return "final"
+    return "provisional"
+
+
+def is_clean_retry_result(ev: AttemptEvidence) -> bool:
+    """A retry whose own compile reached a terminal, natural verdict (C7 fourth row)."""
+    return (
+        ev.request is not None
+        and ev.request.retry_of is not None
+        and ev.verdict.state in (State.SUCCEEDED, State.FAILED)
+        and ev.verdict.natural_return
+    )
+
+
+def headline(ev: AttemptEvidence, lang: str) -> str:
+    words = WORDS[ev.verdict.state][lang]
+    if is_clean_retry_result(ev):
+        sep = "：" if lang == "zh" else ": "
+        return f"{C7['clean_retry'][lang]}{sep}{words}"
+    return words
+
+
+def _fmt_time(t: float | None) -> str:
+    if t is None:
+        return "?"
+    stamp = dt.datetime.fromtimestamp(t, tz=dt.timezone.utc)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 10000:02d}Z"
+
+
+def _counts_text(counts: Any, lang: str) -> str:
+    if not isinstance(counts, dict):
+        return ""
+    err = counts.get("error_logs", 0)
+    succ = counts.get("succ_logs", 0)
+    run = counts.get("run_packages", 0)
+    if lang == "zh":
+        return f"error 命名文件 {err}（暂时性）、succ 日志 {succ}、.run {run}"
+    return f"error-named files {err} (provisional), succ logs {succ}, .run {run}"
+
+
+def _event_detail(e: Mapping[str, Any], lang: str) -> str:
+    name = e.get("event")
+    if name == "launched":
+        return (
+            f"pid {e.get('pid')}, pgid {e.get('pgid')}, sid {e.get('sid')}, "
+            f"timeout {e.get('timeout')} s, grace {e.get('grace')} s"
+        )
+    if name == "observation":
+        alive = e.get("owned_alive")
+        label = "自有存活进程" if lang == "zh" else "owned alive"
+        return f"{label} {alive}; {_counts_text(e.get('counts'), lang)}"
+    if name in ("signal_sent", "signal_received"):
+        sig = e.get("signal")
+        sname = e.get("name") or (signal_name(sig) if isinstance(sig, int) else "?")
+        extra = []
+        if e.get("target") is not None:
+            extra.append(f"target {e.get('target')}")
+        if e.get("reason"):
+            extra.append(f"reason {e.get('reason')}")
+        return f"{sname}" + (f" ({', '.join(extra)})" if extra else "")
+    if name in ("leader_exited", "reaped"):
+        pid = f"pid {e['pid']}, " if e.get("pid") is not None else ""
+        if e.get("exit_signal") is not None:
+            sig = e["exit_signal"]
+            return f"{pid}signal {signal_name(sig) if isinstance(sig, int) else sig}"
+        return f"{pid}exit status {e.get('exit_status')}"
+    if name == "tree_ended":
+        return f"escaped alive {e.get('escaped_alive', 0)}"
+    if name == "finished":
+        cause = f", cause {e['cause']}" if e.get("cause") else ""
+        return f"state {e.get('state')}{cause}"
+    if name == "blocked":
+        return str(e.get("reason") or e.get("reasons") or "")
+    return ""
+
+
+def timeline(events: Sequence[Mapping[str, Any]], lang: str) -> list[dict[str, Any]]:
+    """Launch, observations (first, last, count), signals, exits, in journal order."""
+    launched = next((e for e in events if e.get("event") == "launched"), None)
+    t0 = launched.get("t") if launched else (events[0].get("t") if events else None)
+    observations = [e for e in events if e.get("event") == "observation"]
+    reaped = [e for e in events if e.get("event") == "reaped"]
+    out: list[dict[str, Any]] = []
+    for e in events:
+        name = str(e.get("event"))
+        if name == "observation" and e is not observations[0] and e is not observations[-1]:
+            continue
+        if name == "reaped" and len(reaped) > 3 and e is not reaped[-1]:
+            continue
+        detail = _event_detail(e, lang)
+        if name == "observation" and len(observations) > 2 and e is observations[-1]:
+            n = len(observations)
+            detail += f" ({n} 次观察)" if lang == "zh" else f" ({n} observations in all)"
+        if name == "reaped" and len(reaped) > 3:
+            n = len(reaped)
+            detail += f" (共 {n} 个)" if lang == "zh" else f" ({n} reaped in all)"
+        t = e.get("t")
+        tv = float(t) if isinstance(t, (int, float)) else None
+        out.append(
+            {
+                "t": tv,
+                "offset": (tv - float(t0))
+                if tv is not None and isinstance(t0, (int, float))
+                else None,
+                "event": name,
+                "label": EVENT_WORDS.get(name, {}).get(lang, name),
+                "detail": detail,
+            }
+        )
+    return out
+
+
+def attempt_json(
+    ev: AttemptEvidence,
+    lang: str,
+    retry_of_attempt: str | None = None,
+    retried_by: Sequence[str] = (),
+) -> dict[str, Any]:
+    v = ev.verdict
+    label = census_label(ev.census, v)
+    return {
+        "attempt": ev.attempt,
+        "path": str(ev.path),
+        "state": v.state.value,
+        "cause": v.cause.value if v.cause else None,
+        "words": {lg: WORDS[v.state][lg] for lg in LANGS},
+        "headline": headline(ev, lang),
+        "clean_retry_result": is_clean_retry_result(ev),
+        "retry_of": ev.request.retry_of if ev.request else None,
+        "retry_of_attempt": retry_of_attempt,
+        "retried_by": list(retried_by),
+        "verdict": v.to_dict(),
+        "next_step": NEXT_STEP[v.state][lang].format(a=ev.path),
+        "timeline": timeline(ev.events, lang),
+        "request": ev.request.to_dict() if ev.request else None,
+        "controls": dict(ev.control.get("controls") or {}),
+        "ownership": ev.ownership.to_dict() if ev.ownership else None,
+        "census": ev.census.to_dict() if ev.census else None,
+        "census_label": label,
+        "summary_lines": list(ev.summary_lines),
+        "summary_source": ev.summary_source or None,
+        "missing": list(v.missing),
+    }
+
+
+def report_json(report: Report, lang: str = "en") -> dict[str, Any]:
+    _check_lang(lang)
+    return {
+        "schema": SCHEMA_REPORT,
+        "skgate_version": __version__,
+        "generated_at": time.time(),
+        "target": report.target,
+        "kind": report.kind,
+        "lang": lang,
+        "attempts": [
+            attempt_json(
+                a, lang, report.retry_of.get(a.attempt), report.retried_by.get(a.attempt, ())
+            )
+            for a in report.attempts
+        ],
+        "health": _health(report),
+    }
+
+
+def _health(report: Report) -> str | None:
+    """C6: a compile-health root says whether later profiling may be accepted."""
+    if report.kind != "root":
+        return None
+    return health_statement(Path(report.target))
+
+
+def _check_lang(lang: str) -> None:
+    if lang not in LANGS:
+        raise UsageError(f"unknown language {lang!r}; use one of: {', '.join(LANGS)}")

@@ -1,0 +1,140 @@
+"""Reading what a report shows: one attempt's evidence, or every attempt of an evidence root
+(oldest first, each retry linked to what it retries, C7)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence.files import CENSUS, CONTROL, EVENTS, OWNERSHIP, SUMMARY, VERDICT, read_events
+from skgate.evidence.files import read_json as _read_json
+from skgate.evidence.ledger import resolve
+from skgate.evidence.load import current_verdict
+from skgate.model.errors import EvidenceError
+from skgate.model.records import Census, Ownership, Verdict
+from skgate.model.request import RunRequest
+from skgate.model.schema import SCHEMA_CONTROL, check_schema
+
+VerdictOf = Callable[[Path], Verdict]
+
+
+def default_verdict_of(attempt_dir: Path) -> Verdict:
+    """The attempt's current verdict: recorded if the run finished, else a live look."""
+    return current_verdict(attempt_dir)
+
+
+@dataclass(frozen=True)
+class AttemptEvidence:
+    """Everything a report shows about one attempt, read from its directory."""
+
+    path: Path
+    attempt: str
+    control: Mapping[str, Any]
+    request: RunRequest | None
+    verdict: Verdict
+    events: tuple[Mapping[str, Any], ...]
+    ownership: Ownership | None
+    census: Census | None
+    summary_lines: tuple[str, ...]
+    summary_source: str
+
+
+def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> AttemptEvidence:
+    """Read one attempt directory; a damaged evidence file is a one-line EvidenceError."""
+    control_path = path / CONTROL
+    control = check_schema(_read_json(control_path), SCHEMA_CONTROL, str(control_path))
+    request_raw = control.get("request")
+    request = (
+        RunRequest.from_dict(request_raw, f"{control_path}: request")
+        if isinstance(request_raw, dict)
+        else None
+    )
+    verdict = verdict_of(path)
+    events = tuple(read_events(path / EVENTS))
+    ownership = None
+    if (path / OWNERSHIP).exists():
+        ownership = Ownership.from_dict(_read_json(path / OWNERSHIP), str(path / OWNERSHIP))
+    census = verdict.census
+    if census is None and (path / CENSUS).exists():
+        census = Census.from_dict(_read_json(path / CENSUS), str(path / CENSUS))
+    summary_lines: tuple[str, ...] = ()
+    source = ""
+    if (path / SUMMARY).exists():
+        try:
+            text = (path / SUMMARY).read_text(encoding="utf-8", errors="backslashreplace")
+        except OSError as exc:
+            raise EvidenceError(f"{path / SUMMARY}: unreadable ({exc.strerror})") from None
+        summary_lines = tuple(text.splitlines())
+        source = SUMMARY
+    elif verdict.summary is not None:
+        summary_lines = verdict.summary.lines
+        source = VERDICT
+    attempt_id = control.get("attempt")
+    return AttemptEvidence(
+        path=path,
+        attempt=attempt_id if isinstance(attempt_id, str) else path.name,
+        control=control,
+        request=request,
+        verdict=verdict,
+        events=events,
+        ownership=ownership,
+        census=census,
+        summary_lines=summary_lines,
+        summary_source=source,
+    )
+
+
+def _resolve_retry(retry_of: str | None, by_path: Mapping[Path, str]) -> str | None:
+    if not retry_of:
+        return None
+    p = Path(retry_of)
+    try:
+        key = p.resolve()
+    except OSError:
+        key = p
+    if key in by_path:
+        return by_path[key]
+    for path, aid in by_path.items():
+        if p.name == path.name and (p.name == retry_of or str(path).endswith(retry_of)):
+            return aid
+    return None
+
+
+@dataclass(frozen=True)
+class Report:
+    """A report of one attempt or of every attempt in a root, ready to render."""
+
+    target: str
+    kind: str  # "attempt" or "root"
+    attempts: tuple[AttemptEvidence, ...]
+    retry_of: Mapping[str, str | None]
+    retried_by: Mapping[str, tuple[str, ...]]
+
+
+def build_report(target: Path, verdict_of: VerdictOf = default_verdict_of) -> Report:
+    """Read an attempt directory or an evidence root (oldest attempt first)."""
+    paths = resolve(target)
+    kind = "attempt" if len(paths) == 1 and paths[0] == target else "root"
+    attempts = tuple(load_attempt(p, verdict_of) for p in paths)
+    by_path: dict[Path, str] = {}
+    for a in attempts:
+        try:
+            by_path[a.path.resolve()] = a.attempt
+        except OSError:
+            by_path[a.path] = a.attempt
+    retry_of: dict[str, str | None] = {}
+    retried_by: dict[str, list[str]] = {}
+    for a in attempts:
+        parent = _resolve_retry(a.request.retry_of if a.request else None, by_path)
+        retry_of[a.attempt] = parent
+        if parent is not None:
+            retried_by.setdefault(parent, []).append(a.attempt)
+    return Report(
+        target=str(target),
+        kind=kind,
+        attempts=attempts,
+        retry_of=retry_of,
+        retried_by={k: tuple(v) for k, v in retried_by.items()},
+    )
