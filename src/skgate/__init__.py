@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from skgate.evidence.seal import verify
     from skgate.preflight.prepare import LaunchPlan, prepare
     from skgate.preflight.profiler import ProfilerSchedule
-    from skgate.workdir.cleanup import retry
+    from skgate.workdir.retry import retry
 
 __version__ = "0.1.0"
 
@@ -26,7 +26,7 @@ _LAZY = {
     "run": "skgate.api",
     "run_attempt": "skgate.api",
     "status": "skgate.api",
-    "retry": "skgate.workdir.cleanup",
+    "retry": "skgate.workdir.retry",
     "prepare": "skgate.preflight.prepare",
     "LaunchPlan": "skgate.preflight.prepare",
     "ProfilerSchedule": "skgate.preflight.profiler",

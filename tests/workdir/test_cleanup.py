@@ -23,6 +23,7 @@ from skgate.model.records import Cause, Ownership, ProcessRecord, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.proc import observe
 from skgate.workdir import cleanup as artifacts
+from skgate.workdir import retry as clean_retry
 
 #: control.json always names its runner (written before launch); this one is of an earlier
 #: boot, so it is never alive now, whatever pids exist (C4 identity: boot, pid, start time).
@@ -288,7 +289,7 @@ def test_retry_preserves_the_scene_and_reruns_the_same_controls(sc: Scene) -> No
         calls.append(request)
         return Verdict(state=State.SUCCEEDED, cause=None, reasons=("ok",))
 
-    verdict, res = artifacts.retry(sc.attempt, runner=fake_runner)
+    verdict, res = clean_retry.retry(sc.attempt, runner=fake_runner)
     assert verdict.state is State.SUCCEEDED
     assert len(calls) == 1
     got = calls[0]
@@ -383,7 +384,7 @@ def test_retry_refuses_while_the_attempt_runs(
         return Verdict(state=State.SUCCEEDED, cause=None, reasons=())
 
     with pytest.raises(BlockedError, match=f"still running \\(runner pid {proc.pid}\\)"):
-        artifacts.retry(a2, runner=fake)
+        clean_retry.retry(a2, runner=fake)
     assert calls == []
 
 
@@ -464,7 +465,7 @@ def test_retry_into_another_root_preserves_the_scene_in_the_attempts_own_root(
         return Verdict(state=State.SUCCEEDED, cause=None, reasons=("ok",))
 
     other = tmp_path / "other-root"
-    _, res = artifacts.retry(sc.attempt, other, runner=fake_runner)
+    _, res = clean_retry.retry(sc.attempt, other, runner=fake_runner)
     assert calls[0].root == str(other.resolve())
     assert res.scene == str(sc.attempt / "scene" / "01")
     assert [e["event"] for e in ledger.read_ledger(sc.root)][-1] == "scene"
@@ -494,7 +495,7 @@ def test_retry_reads_control_once_and_checks_liveness_once(
 
     monkeypatch.setattr(files, "read_json", read_json)
     monkeypatch.setattr(artifacts, "runner_is_alive", runner_is_alive)
-    _, res = artifacts.retry(sc.attempt, runner=lambda r: Verdict(State.SUCCEEDED, None, ()))
+    _, res = clean_retry.retry(sc.attempt, runner=lambda r: Verdict(State.SUCCEEDED, None, ()))
     assert res.scene == str(sc.attempt / "scene" / "01")
     assert reads.count(CONTROL) == 1
     assert checks == [1]
@@ -560,6 +561,6 @@ def test_control_without_runner_identity_is_refused(sc: Scene) -> None:
     with pytest.raises(UsageError, match="missing field 'runner'"):
         artifacts.cleanup(sc.work, sc.root, attempt=a2)
     with pytest.raises(EvidenceError, match="missing field 'runner'"):
-        artifacts.retry(a2, runner=lambda r: Verdict(State.SUCCEEDED, None, ()))
+        clean_retry.retry(a2, runner=lambda r: Verdict(State.SUCCEEDED, None, ()))
     assert sorted(os.listdir(sc.work)) == before
     assert not (a2 / "scene").exists()

@@ -22,6 +22,7 @@ from skgate.evidence.ledger import DEFAULT_ROOT, resolve
 from skgate.evidence.load import load_control
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.workdir import cleanup as artifacts
+from skgate.workdir import retry as clean_retry
 from skgate.workdir.uninstall import core as uninstall
 from skgate.workdir.uninstall import stale
 
@@ -97,7 +98,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_retry(args: argparse.Namespace) -> int:
     attempt = Path(args.attempt)
     root = Path(args.root) if args.root else None
-    verdict, result = artifacts.retry(attempt, root)
+    verdict, result = clean_retry.retry(attempt, root)
     if result.scene:
         print(f"scene of {attempt} preserved in {result.scene}", file=sys.stderr)
     for name, reason in result.refused:

@@ -1,4 +1,4 @@
-"""Working-directory outputs: preserve-then-clear cleanup (C8) and clean retry (C2.4, C4).
+"""Working-directory outputs: preserve-then-clear cleanup (C8).
 
 Upstream's ``sk_cleanup_local`` runs ``rm -rf`` over the outputs of a compile. skgate
 never deletes what it has not preserved: ``cleanup`` *moves* each output into the scene
@@ -15,9 +15,8 @@ follows a symbolic link: a link in place of an output is refused and left alone;
 inside an output directory is moved as a link. Running it twice moves nothing the second
 time.
 
-``retry`` preserves the interrupted attempt's scene this way, then runs the same frozen
-request again as a new attempt with ``retry_of`` set, appended to the same evidence root:
-the interrupted attempt stays exactly as it was (C4 last bullet).
+``retry`` (:mod:`skgate.workdir.retry`) preserves the interrupted attempt's scene this way
+before it runs the same frozen request again (C2.4, C4).
 
 Schema history: ``skgate.scene/1``: first version (2026-11).
 """
@@ -26,12 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import importlib
 import os
 import shutil
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,8 +38,6 @@ from skgate.evidence import ledger, seal
 from skgate.evidence.files import CONTROL, write_json_new
 from skgate.evidence.load import Control, live_owned, load_control, load_ownership, runner_is_alive
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
-from skgate.model.records import Verdict
-from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.proc import observe
 
@@ -377,64 +373,3 @@ def _cleanup(
     return CleanupResult(
         str(real_work), str(attempt), str(scene), tuple(moved), tuple(refused), clear, total
     )
-
-
-# ---------------------------------------------------------------------------
-# Clean retry
-
-
-Runner = Callable[[RunRequest], Verdict]
-
-
-def _default_runner() -> Runner:
-    api = importlib.import_module("skgate.api")
-    run: Runner = api.run_attempt
-    return run
-
-
-def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, CleanupResult]:
-    """Preserve the attempt's scene and build the same frozen request with ``retry_of``."""
-    if not (attempt / CONTROL).is_file():
-        raise UsageError(f"{attempt}: not an attempt directory (no {CONTROL})")
-    control = load_control(attempt)
-    request = control.request
-    alive = owned_alive(attempt, control)
-    if alive:
-        # C2.1: a live attempt is in progress; a retry now would race it for the same
-        # working directory. Wait for its natural return (or its frozen timeout).
-        raise BlockedError(
-            f"attempt {attempt} is still running ({', '.join(alive[:3])}); "
-            "retry after it ends (skgate never kills it for you)"
-        )
-    target_root = root if root is not None else Path(request.root)
-    # The scene goes into the attempt's own root (chained in its ledger), even when the
-    # retry is appended to another --root.
-    own_root = ledger.root_of(attempt) or ledger.root_of(Path(os.path.realpath(attempt)))
-    if own_root is None:
-        raise UsageError(
-            f"{attempt}: not inside an evidence root (<root>/{ledger.ATTEMPTS}/NNNN); "
-            "its scene could not be chained into a ledger"
-        )
-    workdir = Path(request.cwd)
-    extra: list[str] = []
-    if request.outputs:
-        out = Path(request.outputs)
-        out = out if out.is_absolute() else workdir / out
-        if out.parent.resolve() == workdir.resolve() and out.name not in OUTPUTS:
-            extra.append(out.name)
-    result = _cleanup(
-        workdir, own_root, attempt=attempt, include_optional=False, extra=extra, checked=control
-    )
-    retry = dataclasses.replace(
-        request, retry_of=str(attempt.resolve()), root=str(target_root.resolve())
-    )
-    return retry, result
-
-
-def retry(
-    attempt: Path, root: Path | None = None, runner: Runner | None = None
-) -> tuple[Verdict, CleanupResult]:
-    """Clean retry: preserve the scene, then run the same controls as a new attempt."""
-    request, result = prepare_retry(attempt, root)
-    run = runner if runner is not None else _default_runner()
-    return run(request), result
