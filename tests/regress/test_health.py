@@ -17,6 +17,7 @@ import pytest
 
 from conftest import ENV, read_json, run_skgate
 from skgate.api import run_attempt
+from skgate.evidence.load import health_statement
 from skgate.model.errors import UsageError
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
@@ -348,7 +349,7 @@ def test_health_pass_writes_result_beside_the_sealed_attempt(
     data = read_json(tmp_path / "h" / "regress.json")
     assert data["schema"] == "skgate.regress/1" and data["profiling_accepted"] is True
     assert not (Path(result.attempt or "") / "regress.json").exists()
-    assert regress.health_statement(tmp_path / "h") == result.statement()
+    assert health_statement(tmp_path / "h") == result.statement()
     assert "may be accepted" in result.statement()
     # A root that is no longer fresh is refused.
     with pytest.raises(UsageError, match="not fresh"):

@@ -37,6 +37,8 @@ LOGSCAN = "logscan.json"
 CENSUS = "census.json"
 VERDICT = "verdict.json"
 SEAL = "seal.json"
+#: Written by ``skgate regress`` into its own evidence root (never into an attempt).
+REGRESS_FILE = "regress.json"
 
 
 def fsync_dir(path: Path) -> None:

@@ -30,7 +30,7 @@ from skgate.model.records import (
     Verdict,
 )
 from skgate.model.request import RunRequest
-from skgate.model.schema import SCHEMA_CONTROL, check_schema, require
+from skgate.model.schema import SCHEMA_CONTROL, SCHEMA_REGRESS, check_schema, require
 from skgate.proc.observe import boot_id, is_alive
 from skgate.verdict.classify import classify
 
@@ -224,3 +224,19 @@ def current_verdict(attempt_dir: Path) -> Verdict:
         except EvidenceError:
             pass  # damaged: fall back to recomputing from the rest of the evidence
     return classify(load_evidence(attempt_dir, live=True)).with_attempt(str(attempt_dir))
+
+
+def health_statement(root: Path) -> str | None:
+    """For ``skgate report``: the profiling sentence of a health root, if it has one."""
+    path = root / files.REGRESS_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = files.read_json(path)
+    except EvidenceError:
+        return None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_REGRESS:
+        return None
+    if data.get("kind") != "health" or not isinstance(data.get("statement"), str):
+        return None
+    return str(data["statement"])

@@ -23,6 +23,8 @@ SCHEMA_VERDICT = "skgate.verdict/1"
 SCHEMA_CENSUS = "skgate.census/1"
 
 SCHEMA_EVENT = "skgate.event/1"
+#: ``skgate.regress/1`` first version (2026-11).
+SCHEMA_REGRESS = "skgate.regress/1"
 
 
 def require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -60,3 +62,7 @@ def _opt_int(data: Mapping[str, Any], key: str, where: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise EvidenceError(f"{where}: field {key!r} has the wrong type")
     return value
+
+
+#: Schema history: ``skgate.regress/1`` first version (2026-11).
+SCHEMA_REGRESS = "skgate.regress/1"

@@ -8,16 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files
+from skgate.evidence.files import REGRESS_FILE
 from skgate.evidence.load import load_control
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.logscan import LogScan
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
-
-#: Schema history: ``skgate.regress/1`` first version (2026-11).
-SCHEMA_REGRESS = "skgate.regress/1"
-
-REGRESS_FILE = "regress.json"
 
 #: Runs one gated attempt; :func:`skgate.api.run_attempt` unless a caller injects another.
 RunFn = Callable[[RunRequest], Verdict]

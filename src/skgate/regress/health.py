@@ -28,18 +28,18 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files, ledger
+from skgate.evidence.files import REGRESS_FILE
 from skgate.evidence.load import load_control
-from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.errors import UsageError
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
+from skgate.model.schema import SCHEMA_REGRESS
 from skgate.regress.change import Change, parse_declaration
 from skgate.regress.common import (
     FAILED_WORDS,
     HOOK_NOT_PROVEN,
     HOOK_TRIGGER,
     INTERRUPTED_WORDS,
-    REGRESS_FILE,
-    SCHEMA_REGRESS,
     RunFn,
     _completion_seen,
     _control_raw,
@@ -307,22 +307,6 @@ def _health_checks(verdict: Verdict, attempt: Path | None) -> tuple[Check, ...]:
     )
 
 
-def health_statement(root: Path) -> str | None:
-    """For ``skgate report``: the profiling sentence of a health root, if it has one."""
-    path = root / REGRESS_FILE
-    if not path.is_file():
-        return None
-    try:
-        data = files.read_json(path)
-    except EvidenceError:
-        return None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA_REGRESS:
-        return None
-    if data.get("kind") != "health" or not isinstance(data.get("statement"), str):
-        return None
-    return str(data["statement"])
-
-
 __all__ = [
     "FAILED_WORDS",
     "HOOK_NOT_PROVEN",
@@ -336,6 +320,5 @@ __all__ = [
     "compare_controls",
     "control_view",
     "health",
-    "health_statement",
     "parse_declaration",
 ]

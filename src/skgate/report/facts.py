@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from skgate import __version__
+from skgate.evidence.load import health_statement
 from skgate.model.errors import UsageError
 from skgate.model.records import Census, State, Verdict
-from skgate.regress.health import health_statement
 from skgate.report.load import AttemptEvidence, Report
 from skgate.verdict.classify import signal_name
 from skgate.verdict.words import C7, EVENT_WORDS, NEXT_STEP, WORDS

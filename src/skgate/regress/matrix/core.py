@@ -24,9 +24,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence.files import REGRESS_FILE
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
+from skgate.model.schema import SCHEMA_REGRESS
 from skgate.preflight import prepare as preflight
 from skgate.regress.change import _inside
 from skgate.regress.common import (
@@ -34,8 +36,6 @@ from skgate.regress.common import (
     HOOK_NOT_PROVEN,
     HOOK_TRIGGER,
     INTERRUPTED_WORDS,
-    REGRESS_FILE,
-    SCHEMA_REGRESS,
     Progress,
     RunFn,
     _control_raw,
