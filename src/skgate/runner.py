@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import queue
 import shutil
@@ -40,53 +39,18 @@ from skgate.evidence import files, ledger, seal
 from skgate.evidence.census import take_census, top_entries
 from skgate.evidence.load import load_evidence
 from skgate.evidence.logscan import LogScanner
-from skgate.model.errors import BlockedError, SkgateError, UsageError
+from skgate.model.errors import BlockedError, SkgateError
 from skgate.model.records import Ownership, ProcessRecord, State, Verdict
-from skgate.model.request import RunRequest, validate_patterns
+from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight import prepare as preflight
+from skgate.preflight.request import outputs_dir, validate
 from skgate.proc.observe import boot_id, self_stat
 from skgate.proc.supervise import Supervisor, become_subreaper, cpu_seconds
 from skgate.verdict.classify import classify
 
 Echo = Callable[[bytes], None]
 Notify = Callable[[str], None]
-
-OUTPUTS_DIRNAME = "static_kernel_compile_outputs"
-
-
-def validate(request: RunRequest) -> None:
-    """Bad input is refused before anything is recorded or run (exit 2)."""
-    if not request.argv:
-        raise UsageError("no command given; put it after '--', e.g. skgate run -- bash run.sh")
-    # Finite values only: an infinite timeout is no frozen timeout at all (C4), and
-    # evidence files must stay valid JSON (no Infinity/NaN).
-    if not (math.isfinite(request.timeout) and request.timeout > 0):
-        raise UsageError(
-            f"timeout (--timeout) must be a finite, positive number of seconds, not "
-            f"{request.timeout}"
-        )
-    if not (math.isfinite(request.grace) and request.grace >= 0):
-        raise UsageError(
-            f"grace (--grace) must be a finite number of seconds >= 0, not {request.grace}"
-        )
-    if not (math.isfinite(request.scan_interval) and request.scan_interval > 0):
-        raise UsageError("scan interval must be a finite, positive number of seconds")
-    if not (math.isfinite(request.lease_timeout) and request.lease_timeout >= 0):
-        raise UsageError("lease timeout (--lease-timeout) must be a finite number >= 0")
-    cwd = Path(request.cwd)
-    if not cwd.exists():
-        raise UsageError(f"working directory {request.cwd} does not exist; pass an existing one")
-    if not cwd.is_dir():
-        raise UsageError(f"working directory {request.cwd} is not a directory; pass a directory")
-    validate_patterns(request.summary_patterns, request.completion_marker)
-
-
-def outputs_dir(request: RunRequest) -> Path:
-    if request.outputs:
-        out = Path(request.outputs)
-        return out if out.is_absolute() else Path(request.cwd) / out
-    return Path(request.cwd) / OUTPUTS_DIRNAME
 
 
 def resolve_command(argv0: str, env: dict[str, str], cwd: str) -> str | None:

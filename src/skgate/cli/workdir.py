@@ -17,10 +17,8 @@ from typing import Any
 
 from skgate.cli.run import print_verdict
 from skgate.evidence import seal
-from skgate.evidence.files import is_attempt_dir
 from skgate.evidence.ledger import DEFAULT_ROOT, resolve
-from skgate.evidence.load import load_control
-from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.errors import UsageError
 from skgate.workdir import cleanup as artifacts
 from skgate.workdir import retry as clean_retry
 from skgate.workdir.uninstall import core as uninstall
@@ -126,21 +124,6 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-def _default_outputs(log: Path) -> Path:
-    attempt = log.parent
-    if is_attempt_dir(attempt):
-        try:
-            request = load_control(attempt).request
-        except EvidenceError:
-            request = None
-        if request is not None:
-            if request.outputs:
-                out = Path(request.outputs)
-                return out if out.is_absolute() else Path(request.cwd) / out
-            return Path(request.cwd) / artifacts.OUTPUTS[0]
-    return Path(artifacts.OUTPUTS[0])
-
-
 def cmd_uninstall(args: argparse.Namespace) -> int:
     home = args.ascend_home if args.ascend_home is not None else os.environ.get("ASCEND_HOME_PATH")
     log: Path | None = None
@@ -161,7 +144,7 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
     # 2); each script is filled in as it runs, so a crash mid-way still shows what ran.
     writer = uninstall.RecordWriter.create(record)
     if log is not None:
-        outputs = Path(args.outputs) if args.outputs else _default_outputs(log)
+        outputs = Path(args.outputs) if args.outputs else uninstall.outputs_for_log(log)
         result = uninstall.uninstall_from_log(
             log, outputs, home, dry_run=args.dry_run, record=writer
         )

@@ -6,6 +6,7 @@ Nothing here does I/O: the checks that need the file system are in
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,8 +16,19 @@ from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.records import PackageMode
 from skgate.model.schema import require
 
+#: Where CANN's static compile writes its outputs, below the working directory (C1, C8).
+OUTPUTS_DIRNAME = "static_kernel_compile_outputs"
+
 DEFAULT_TIMEOUT = 3 * 3600.0
 DEFAULT_GRACE = 30.0
+
+
+def outputs_path(cwd: str, outputs: str | None) -> str:
+    """``outputs`` (relative to ``cwd`` unless absolute), else ``<cwd>/OUTPUTS_DIRNAME``.
+
+    Pure path arithmetic, no file-system access; callers wrap it in a ``Path``.
+    """
+    return posixpath.join(cwd, outputs or OUTPUTS_DIRNAME)
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,10 @@ class RunRequest:
     #: Memory budget per compile job for ``--jobs auto`` (C5); None: $SKGATE_JOB_MEMORY_MB
     #: or the built-in default.
     job_memory_mb: int | None = None
+
+    def outputs_path(self) -> str:
+        """The outputs directory of this run (the one home of that rule, C1 / C8)."""
+        return outputs_path(self.cwd, self.outputs)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -34,6 +34,7 @@ from skgate.model.errors import UsageError
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_REGRESS
+from skgate.preflight.request import outputs_dir, validate
 from skgate.regress.change import Change, parse_declaration
 from skgate.regress.common import (
     FAILED_WORDS,
@@ -49,7 +50,6 @@ from skgate.regress.common import (
     _write_result,
 )
 from skgate.regress.controls import Difference, compare_controls, control_view
-from skgate.runner import outputs_dir, validate
 
 # --------------------------------------------------------------------------- health gate
 

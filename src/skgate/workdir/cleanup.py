@@ -38,12 +38,13 @@ from skgate.evidence import ledger, seal
 from skgate.evidence.files import CONTROL, write_json_new
 from skgate.evidence.load import Control, live_owned, load_control, load_ownership, runner_is_alive
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
+from skgate.model.request import OUTPUTS_DIRNAME
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.proc import observe
 
 #: C8: the outputs upstream's cleanup clears, in the order it lists them.
 OUTPUTS = (
-    "static_kernel_compile_outputs",
+    OUTPUTS_DIRNAME,
     "aclnn_static_shape_kernel_outputs",
     ".static_kernel_records.json",
     "sk_meta",

@@ -16,6 +16,7 @@ from skgate.evidence.load import load_control
 from skgate.model.errors import BlockedError, UsageError
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
+from skgate.preflight.request import outputs_dir
 from skgate.workdir.cleanup import OUTPUTS, CleanupResult, _cleanup, owned_alive
 
 Runner = Callable[[RunRequest], Verdict]
@@ -53,8 +54,7 @@ def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, 
     workdir = Path(request.cwd)
     extra: list[str] = []
     if request.outputs:
-        out = Path(request.outputs)
-        out = out if out.is_absolute() else workdir / out
+        out = outputs_dir(request)
         if out.parent.resolve() == workdir.resolve() and out.name not in OUTPUTS:
             extra.append(out.name)
     result = _cleanup(

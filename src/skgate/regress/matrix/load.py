@@ -38,8 +38,8 @@ from skgate.model.errors import UsageError
 from skgate.model.records import PackageMode
 from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
 from skgate.preflight.profiler import ProfilerSchedule
+from skgate.preflight.request import validate
 from skgate.regress.change import Change, _env_name, _jobs_text
-from skgate.runner import validate
 
 #: The factors C6 lists for a diagnosis, in the order the table shows them.
 FACTORS: tuple[str, ...] = ("startup_hook", "profiler", "sk_trace", "cache_seed", "jobs")

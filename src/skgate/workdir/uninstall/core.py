@@ -43,8 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.files import create_exclusive, dumps, fsync_dir, replace_text
+from skgate.evidence.files import create_exclusive, dumps, fsync_dir, is_attempt_dir, replace_text
+from skgate.evidence.load import load_control
 from skgate.model.errors import EvidenceError
+from skgate.model.request import OUTPUTS_DIRNAME
+from skgate.preflight.request import outputs_dir
 from skgate.workdir.uninstall.logpaths import extract_paths, iter_marker_lines
 from skgate.workdir.uninstall.validate import Checked, Refused, check_path, produced_packages
 
@@ -334,3 +337,18 @@ def uninstall_from_log(
 def write_record(path: Path, result: UninstallResult) -> None:
     """Write a finished result as a new record (never overwrites an earlier record)."""
     RecordWriter.create(path).fill(result, complete=True)
+
+
+def outputs_for_log(log: Path) -> Path:
+    """The outputs directory whose ``.run`` packages a run log's paths may name (C8).
+
+    A log inside an attempt directory: that attempt's frozen request says; otherwise the
+    default name, relative to the current directory.
+    """
+    attempt = log.parent
+    if is_attempt_dir(attempt):
+        try:
+            return outputs_dir(load_control(attempt).request)
+        except EvidenceError:
+            pass
+    return Path(OUTPUTS_DIRNAME)

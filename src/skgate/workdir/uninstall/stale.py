@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from skgate.model.request import OUTPUTS_DIRNAME
 from skgate.proc import observe
 from skgate.workdir.uninstall.core import (
     Candidate,
@@ -105,7 +106,7 @@ def uninstall_stale_records(
     still be using its package (C4: never act against a live owner). The records file
     itself is left as it is (it is part of the scene ``cleanup`` preserves).
     """
-    outputs = outputs if outputs is not None else workdir / "static_kernel_compile_outputs"
+    outputs = outputs if outputs is not None else workdir / OUTPUTS_DIRNAME
     path = workdir / RECORDS
     progress = _Progress(
         record, "stale-records", ascend_home, str(outputs), dry_run, {"records": str(path)}

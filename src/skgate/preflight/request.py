@@ -1,0 +1,44 @@
+"""Checks of a run request that need the file system, before anything is recorded or run
+(bad input: UsageError, exit 2), and the request's outputs directory as a ``Path``.
+
+The pure checks and the outputs rule itself are in :mod:`skgate.model.request`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from skgate.model.errors import UsageError
+from skgate.model.request import RunRequest, validate_patterns
+
+
+def validate(request: RunRequest) -> None:
+    """Bad input is refused before anything is recorded or run (exit 2)."""
+    if not request.argv:
+        raise UsageError("no command given; put it after '--', e.g. skgate run -- bash run.sh")
+    # Finite values only: an infinite timeout is no frozen timeout at all (C4), and
+    # evidence files must stay valid JSON (no Infinity/NaN).
+    if not (math.isfinite(request.timeout) and request.timeout > 0):
+        raise UsageError(
+            f"timeout (--timeout) must be a finite, positive number of seconds, not "
+            f"{request.timeout}"
+        )
+    if not (math.isfinite(request.grace) and request.grace >= 0):
+        raise UsageError(
+            f"grace (--grace) must be a finite number of seconds >= 0, not {request.grace}"
+        )
+    if not (math.isfinite(request.scan_interval) and request.scan_interval > 0):
+        raise UsageError("scan interval must be a finite, positive number of seconds")
+    if not (math.isfinite(request.lease_timeout) and request.lease_timeout >= 0):
+        raise UsageError("lease timeout (--lease-timeout) must be a finite number >= 0")
+    cwd = Path(request.cwd)
+    if not cwd.exists():
+        raise UsageError(f"working directory {request.cwd} does not exist; pass an existing one")
+    if not cwd.is_dir():
+        raise UsageError(f"working directory {request.cwd} is not a directory; pass a directory")
+    validate_patterns(request.summary_patterns, request.completion_marker)
+
+
+def outputs_dir(request: RunRequest) -> Path:
+    """The request's outputs directory (rule: :meth:`RunRequest.outputs_path`)."""
+    return Path(request.outputs_path())
