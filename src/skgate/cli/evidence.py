@@ -17,6 +17,7 @@ from skgate.model.errors import UsageError
 from skgate.model.records import PackageMode, Verdict
 from skgate.report import facts, load
 from skgate.report import markdown as report
+from skgate.report.lint import lint_file
 from skgate.verdict import lint
 from skgate.workdir import outputs_check as outputs
 
@@ -158,7 +159,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     verdict = _attempt_verdict(args.attempt)
     findings: list[lint.Finding] = []
     for name in args.files:
-        findings.extend(lint.lint_file(Path(name), verdict))
+        findings.extend(lint_file(Path(name), verdict))
     for f in findings:
         print(f.format())
     return 1 if findings else 0

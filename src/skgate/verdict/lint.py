@@ -25,9 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
-from skgate.model.errors import UsageError
 from skgate.model.records import State, Verdict
 
 RULE_FAILURE = "C7-failure-claim"
@@ -224,16 +222,3 @@ def lint_lines(
 
 def lint_text(text: str, path: str = "<text>", verdict: Verdict | None = None) -> list[Finding]:
     return lint_lines(text.splitlines(), path, verdict)
-
-
-def lint_file(path: Path, verdict: Verdict | None = None) -> list[Finding]:
-    """Lint one file (UTF-8; undecodable bytes are escaped, never fatal)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="backslashreplace")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file to lint") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory; pass report files") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: unreadable ({exc.strerror})") from None
-    return lint_text(text, str(path), verdict)
