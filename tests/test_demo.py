@@ -2,12 +2,52 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from conftest import run_skgate
 from skgate.demo import scenario_names
+
+#: verdict.json / control.json facts recorded from the pre-refactor commit dc4bb7a (see the
+#: file's ``_about``): the layout changes must leave the evidence of an attempt the same.
+GOLDEN: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "golden" / "demo_verdicts.json").read_text(encoding="utf-8")
+)
+VERDICT_FIELDS = (
+    "schema",
+    "state",
+    "cause",
+    "exit_status",
+    "exit_signal",
+    "timeout_fired",
+    "natural_return",
+    "escaped",
+    "reasons",
+    "missing",
+    "summary",
+)
+
+
+def _facts(attempt: Path, gold: dict[str, Any]) -> dict[str, Any]:
+    """The deterministic facts of one attempt, in the shape of its golden record."""
+    verdict = json.loads((attempt / "verdict.json").read_text(encoding="utf-8"))
+    control = json.loads((attempt / "control.json").read_text(encoding="utf-8"))
+    facts: dict[str, Any] = {"keys": sorted(verdict)}
+    facts.update({k: verdict[k] for k in VERDICT_FIELDS})
+    if "census_totals" in gold:
+        facts["census_totals"] = verdict["census"]["totals"]
+    facts["control_keys"] = {
+        "top": sorted(control),
+        "request": sorted(control["request"]),
+        "controls": {
+            k: sorted(v) if isinstance(v, dict) else type(v).__name__
+            for k, v in control["controls"].items()
+        },
+    }
+    return facts
 
 
 @pytest.mark.parametrize("scenario", scenario_names())
@@ -16,6 +56,19 @@ def test_demo_scenario_gives_the_verdict_it_must(tmp_path: Path, scenario: str) 
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "as it should" in res.stdout
     assert "Traceback" not in res.stderr
+    gold = GOLDEN.get(scenario)
+    if gold is not None:
+        attempt = tmp_path / "skgate-runs" / "attempts" / "0001"
+        assert _facts(attempt, gold) == gold
+
+
+def test_golden_covers_success_failure_and_timeout() -> None:
+    # The comparison above must see a natural success, a natural failure and a timeout.
+    assert {GOLDEN[s]["state"] for s in GOLDEN if s != "_about"} == {
+        "succeeded",
+        "failed",
+        "interrupted",
+    }
 
 
 def test_demo_default_is_success_in_a_fresh_temp_dir(tmp_path: Path) -> None:
