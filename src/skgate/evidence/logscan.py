@@ -25,7 +25,7 @@ How it stays fast and small:
 
 ``scan_file`` on a finished log (no user regexes) may take the grep/wc fast path of
 :mod:`skgate.evidence.logscan_fast`, which feeds its candidate lines through the same line
-handler (``LogScanner._on_line``) and gives the same result; when it cannot be trusted
+handler (``LogScanner.on_line``) and gives the same result; when it cannot be trusted
 the pure-Python scan below answers. The live ``LogScanner.feed`` (the runner's use while
 a compile streams) is always pure Python.
 
@@ -67,7 +67,7 @@ _ROOT = b"Starting static kernel compilation, the build directory is "
 _PACKAGE = b"generate run package "
 _COMPILER_ERROR = b"execute op_compiler error"
 _UNINSTALL = b"uninstall.sh"
-_LITERALS = (_SUMMARY, _ROOT, _PACKAGE, _COMPILER_ERROR, _UNINSTALL)
+LITERALS = (_SUMMARY, _ROOT, _PACKAGE, _COMPILER_ERROR, _UNINSTALL)
 
 _KV = re.compile(r"\b(stage|inputs|succeeded|failed)=(\S+)")
 _PACKAGE_RE = re.compile(r"generate run package (\S+) success")
@@ -224,7 +224,7 @@ class LogScanner:
         # Lines holding a fixed literal wholly inside their kept part (the first max_line
         # bytes): one C-level find pass per literal, Python work only at hits.
         starts: set[int] = set()
-        for literal in _LITERALS:
+        for literal in LITERALS:
             size = len(literal)
             i = data.find(literal, s, e)
             while i >= 0:
@@ -242,7 +242,7 @@ class LogScanner:
             counted_to = ls
             le = data.find(b"\n", ls, e)
             long = le - ls > m or (first_truncated and ls == s)
-            summary = self._on_line(data[ls : min(le, ls + m)])
+            summary = self.on_line(data[ls : min(le, ls + m)])
             if summary is not None:
                 found[counted] = (summary, None, long)
         # One newline count over the block in total (the hits above counted a prefix).
@@ -261,15 +261,22 @@ class LogScanner:
 
         for n in sorted(found):
             kept, parsed, cut = found[n]
-            self._on_summary(n + 1, kept, parsed, cut)
+            self.on_summary(n + 1, kept, parsed, cut)
 
-    def _on_line(self, kept: bytes | bytearray) -> str | None:
+    def set_counts(self, lines: int, size: int, truncated: int) -> None:
+        """Line, byte and long-line counts measured outside ``feed`` (the grep path counts
+        them with ``wc`` and its own long-line pass, so it never feeds the whole log)."""
+        self._lines = lines
+        self._bytes = size
+        self._truncated = truncated
+
+    def on_line(self, kept: bytes | bytearray) -> str | None:
         """The per-line handler shared by both scan paths (``feed`` and grep's candidates).
 
         ``kept`` is the kept part of one line (its first max_line bytes, no newline). Runs
         the fixed-literal handlers whose literal lies wholly inside it and returns the
         decoded line when it is a ``[summary]`` line (only whitespace before the tag), for
-        the caller to pass to ``_on_summary`` with its line number.
+        the caller to pass to ``on_summary`` with its line number.
         """
         text: str | None = None
         for literal, handler in self._handlers:
@@ -319,7 +326,7 @@ class LogScanner:
         else:
             self._problems.add(message())
 
-    def _on_summary(
+    def on_summary(
         self,
         lineno: int,
         line: str,

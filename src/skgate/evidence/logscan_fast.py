@@ -4,7 +4,7 @@
 result: the system ``grep -a -n -E`` (C locale) lists the lines that hold one of the fixed
 literals, ``wc -l`` counts lines on the other core, long lines are counted with a few
 small reads, and each candidate line goes through the same line handler
-(``LogScanner._on_line``) as the streaming scan. User regexes keep the pure-Python scan
+(``LogScanner.on_line``) as the streaming scan. User regexes keep the pure-Python scan
 (Python regex semantics over decoded text cannot be reproduced exactly by grep's ERE).
 Any doubt (grep or wc missing or failing, unexpected output, the file changing while it
 is read) falls back to the pure-Python scan; ``SKGATE_NO_GREP=1`` forces it. The live
@@ -25,7 +25,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from skgate.evidence.logscan import _LITERALS, LogScanner
+from skgate.evidence.logscan import LITERALS, LogScanner
 from skgate.model.errors import EvidenceError
 from skgate.model.logscan import LogScan
 
@@ -33,8 +33,8 @@ from skgate.model.logscan import LogScan
 CHILD_AS_LIMIT = 256 << 20
 
 #: ERE alternation of the fixed literals; grep finds candidate lines, the shared Python
-#: line handler (``LogScanner._on_line``) decides, so grep only has to over-approximate.
-_GREP_PATTERN = "|".join(re.sub(r"([][.*^$+?(){}|\\])", r"\\\1", x.decode()) for x in _LITERALS)
+#: line handler (``LogScanner.on_line``) decides, so grep only has to over-approximate.
+_GREP_PATTERN = "|".join(re.sub(r"([][.*^$+?(){}|\\])", r"\\\1", x.decode()) for x in LITERALS)
 
 
 class _FastPathUnusable(Exception):
@@ -165,9 +165,9 @@ def _grep_candidates(scanner: LogScanner, stdout: int, max_line: int) -> None:
             length += stop - pos
             if nl < 0:
                 break
-            summary = scanner._on_line(kept)
+            summary = scanner.on_line(kept)
             if summary is not None:
-                scanner._on_summary(lineno, summary, None, length > max_line)
+                scanner.on_summary(lineno, summary, None, length > max_line)
             kept.clear()
             length = 0
             in_line = False
@@ -233,9 +233,8 @@ def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
         if _identity(before) != _identity(after) or _identity(after) != _identity(same):
             return None  # written to or replaced while grep read it: not a finished log
         last = os.pread(fd, 1, size - 1) if size else b"\n"
-        scanner._lines = newlines + (last != b"\n")  # an unterminated last line counts
-        scanner._bytes = size
-        scanner._truncated = counted[0]
+        # An unterminated last line counts as a line.
+        scanner.set_counts(newlines + (last != b"\n"), size, counted[0])
         return scanner.finish()
     except (_FastPathUnusable, OSError):
         return None

@@ -19,8 +19,8 @@ from skgate.model.schema import (
     SCHEMA_CENSUS,
     SCHEMA_OWNERSHIP,
     SCHEMA_VERDICT,
-    _opt_int,
     check_schema,
+    opt_int,
     require,
 )
 
@@ -116,8 +116,8 @@ class ProcessRecord:
             name=require(data, "name", str, where),
             first_seen=float(require(data, "first_seen", (int, float), where)),
             last_seen=float(require(data, "last_seen", (int, float), where)),
-            exit_status=_opt_int(data, "exit_status", where),
-            exit_signal=_opt_int(data, "exit_signal", where),
+            exit_status=opt_int(data, "exit_status", where),
+            exit_signal=opt_int(data, "exit_signal", where),
             escaped=bool(data.get("escaped", False)),
         )
 
@@ -174,8 +174,8 @@ class Ownership:
             runner_pid=require(runner, "pid", int, where),
             runner_start_ticks=require(runner, "start_ticks", int, where),
             leader=ProcessRecord.from_dict(leader, where) if leader else None,
-            pgid=_opt_int(d, "pgid", where),
-            sid=_opt_int(d, "sid", where),
+            pgid=opt_int(d, "pgid", where),
+            sid=opt_int(d, "sid", where),
             owned=tuple(
                 ProcessRecord.from_dict(p, where) for p in require(d, "owned", list, where)
             ),
@@ -470,8 +470,8 @@ class Verdict:
             reasons=tuple(str(r) for r in require(d, "reasons", list, where)),
             missing=tuple(str(r) for r in d.get("missing", [])),
             natural_return=bool(d.get("natural_return", False)),
-            exit_status=_opt_int(d, "exit_status", where),
-            exit_signal=_opt_int(d, "exit_signal", where),
+            exit_status=opt_int(d, "exit_status", where),
+            exit_signal=opt_int(d, "exit_signal", where),
             timeout_fired=bool(d.get("timeout_fired", False)),
             escaped=int(d.get("escaped", 0)),
             attempt=d.get("attempt") if isinstance(d.get("attempt"), str) else None,

@@ -55,7 +55,7 @@ def check_schema(data: Any, expected: str, where: str) -> Mapping[str, Any]:
     return data
 
 
-def _opt_int(data: Mapping[str, Any], key: str, where: str) -> int | None:
+def opt_int(data: Mapping[str, Any], key: str, where: str) -> int | None:
     value = data.get(key)
     if value is None:
         return None

@@ -575,7 +575,7 @@ def prepare(
 
 def _lease_report(request: RunRequest, env: Mapping[str, str], *, taken: bool) -> dict[str, Any]:
     if any(name in env for name in leases.MARKERS):
-        record, problems = leases._inherited(tuple(request.devices), env)
+        record, problems = leases.inherited_lease(tuple(request.devices), env)
         record["problems"] = list(problems)
         return record
     root = leases.default_root(env)

@@ -157,7 +157,7 @@ def is_locked(root: Path, device: int) -> bool:
     return False
 
 
-def _inherited(
+def inherited_lease(
     devices: tuple[int, ...], env: Mapping[str, str]
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     present = {name: env[name] for name in MARKERS if name in env}
@@ -210,7 +210,7 @@ def acquire(
     """Lease ``devices`` (or verify an inherited lease) for the attempt about to launch."""
     wanted = tuple(sorted(set(devices)))
     if any(name in env for name in MARKERS):
-        controls, blocked = _inherited(wanted, env)
+        controls, blocked = inherited_lease(wanted, env)
         # The markers stay in the workload environment as they came (inheritance).
         return LeaseOutcome(None, controls, blocked, {})
     if not wanted:

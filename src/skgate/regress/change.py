@@ -75,7 +75,7 @@ class Change:
         if self.hook_dir is not None and key.startswith("hooks.finding."):
             # Only the declared hook's own findings: anything else it drags in still blocks.
             path = value.get("path") if isinstance(value, dict) else None
-            return isinstance(path, str) and _inside(path, self.hook_dir)
+            return isinstance(path, str) and is_inside(path, self.hook_dir)
         return False
 
     def apply(self, request: RunRequest, runner_env: Mapping[str, str]) -> RunRequest:
@@ -122,7 +122,7 @@ def base_effective(request: RunRequest, runner_env: Mapping[str, str]) -> tuple[
     return (sorted(env.items()), request.jobs, request.profiler_schedule)
 
 
-def _inside(path: str, directory: str) -> bool:
+def is_inside(path: str, directory: str) -> bool:
     p, d = os.path.realpath(path), os.path.realpath(directory)
     return p == d or p.startswith(d.rstrip(os.sep) + os.sep)
 
@@ -130,13 +130,13 @@ def _inside(path: str, directory: str) -> bool:
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def _env_name(name: str, where: str) -> str:
+def check_env_name(name: str, where: str) -> str:
     if not _ENV_NAME.match(name):
         raise UsageError(f"{where}: {name!r} is not an environment variable name")
     return name
 
 
-def _jobs_text(value: Any, where: str) -> str:
+def check_jobs_text(value: Any, where: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise UsageError(f"{where}: jobs must be a positive integer")
     parsed = parse_jobs(str(value))
@@ -152,16 +152,16 @@ def parse_declaration(text: str) -> Change:
         name, sep, value = text[4:].partition("=")
         if not sep:
             raise UsageError(f"{where}: use env:NAME=VALUE")
-        return Change("env", f"env {name}={value}", env=((_env_name(name, where), value),))
+        return Change("env", f"env {name}={value}", env=((check_env_name(name, where), value),))
     if text.startswith("unset:"):
-        name = _env_name(text[6:], where)
+        name = check_env_name(text[6:], where)
         return Change("unset", f"unset {name}", unset=(name,))
     key, sep, value = text.partition("=")
     if sep and key == "profiler-schedule":
         spec = ProfilerSchedule.parse(value).to_text()
         return Change("profiler_schedule", f"profiler schedule {spec}", profiler_schedule=spec)
     if sep and key == "jobs":
-        jobs = _jobs_text(value, where)
+        jobs = check_jobs_text(value, where)
         return Change("jobs", f"compile jobs {jobs}", jobs=jobs)
     raise UsageError(
         f"{where}: unknown change; use env:NAME=VALUE, unset:NAME, profiler-schedule=SPEC or jobs=N"

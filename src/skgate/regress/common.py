@@ -33,7 +33,7 @@ FAILED_WORDS = "naturally returned final compiler failures"
 INTERRUPTED_WORDS = "top-level timeout or external interruption"
 
 
-def _completion_seen(attempt_dir: Path) -> bool | None:
+def read_completion_seen(attempt_dir: Path) -> bool | None:
     path = attempt_dir / files.LOGSCAN
     if not path.exists():
         return None
@@ -43,7 +43,7 @@ def _completion_seen(attempt_dir: Path) -> bool | None:
         return None
 
 
-def _read_verdict(attempt_dir: Path) -> Verdict:
+def read_reference_verdict(attempt_dir: Path) -> Verdict:
     path = attempt_dir / files.VERDICT
     if not path.exists():
         raise UsageError(
@@ -53,24 +53,24 @@ def _read_verdict(attempt_dir: Path) -> Verdict:
     return Verdict.from_dict(files.read_json(path), str(path))
 
 
-def _control_raw(attempt_dir: Path) -> dict[str, Any]:
+def control_raw(attempt_dir: Path) -> dict[str, Any]:
     return load_control(attempt_dir).raw
 
 
-def _fresh_root(root: Path, what: str) -> None:
+def require_fresh_root(root: Path, what: str) -> None:
     """A fresh root is one that does not exist or is an empty directory."""
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise UsageError(f"{what} {root} is not fresh (it exists and is not empty); pick a new one")
 
 
-def _write_result(root: Path, data: Mapping[str, Any]) -> Path:
+def write_result(root: Path, data: Mapping[str, Any]) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     path = root / REGRESS_FILE
     files.write_json_new(path, dict(data))
     return path
 
 
-def _default_run() -> RunFn:
+def default_run() -> RunFn:
     from skgate.api import run_attempt  # noqa: PLC0415 - api imports the ledger; keep lazy
 
     return run_attempt

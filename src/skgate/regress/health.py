@@ -42,12 +42,12 @@ from skgate.regress.common import (
     HOOK_TRIGGER,
     INTERRUPTED_WORDS,
     RunFn,
-    _completion_seen,
-    _control_raw,
-    _default_run,
-    _fresh_root,
-    _read_verdict,
-    _write_result,
+    control_raw,
+    default_run,
+    read_completion_seen,
+    read_reference_verdict,
+    require_fresh_root,
+    write_result,
 )
 from skgate.regress.controls import Difference, compare_controls, control_view
 
@@ -160,7 +160,7 @@ class HealthResult:
 def check_reference(attempt_dir: Path) -> tuple[Verdict, RunRequest]:
     """The reference must be a natural success with its completion marker seen (exit 2)."""
     control = load_control(attempt_dir)
-    verdict = _read_verdict(attempt_dir)
+    verdict = read_reference_verdict(attempt_dir)
     why: list[str] = []
     if verdict.state is not State.SUCCEEDED:
         why.append(f"its verdict is {verdict.state.value}")
@@ -172,7 +172,7 @@ def check_reference(attempt_dir: Path) -> tuple[Verdict, RunRequest]:
         why.append("its final summary does not show every input of every stage succeeded")
     if control.request.completion_marker is None:
         why.append("it has no --completion-marker, so completion cannot be compared")
-    elif not _completion_seen(attempt_dir):
+    elif not read_completion_seen(attempt_dir):
         why.append("its completion marker was never seen")
     if why:
         raise UsageError(
@@ -219,7 +219,7 @@ def health(
                 "differs; nothing was run"
             )
     health_root = (root if root is not None else default_health_root(reference)).absolute()
-    _fresh_root(health_root, "--root")
+    require_fresh_root(health_root, "--root")
     request = replace(ref_request, root=str(health_root), retry_of=None, quiet=quiet)
     for ch in changes:
         request = ch.apply(request, env)
@@ -228,7 +228,7 @@ def health(
     # directory may still hold earlier result roots: say so, the census counts them too.
     outputs = outputs_dir(request)
     before = len(list(outputs.iterdir())) if outputs.is_dir() else 0
-    run_fn = run if run is not None else _default_run()
+    run_fn = run if run is not None else default_run()
     verdict = run_fn(request)
     attempt = Path(verdict.attempt) if verdict.attempt else None
     checks = _health_checks(verdict, attempt)
@@ -237,9 +237,7 @@ def health(
     if verdict.state is State.NOT_STARTED:
         reasons.append("the health run was blocked before launch: " + "; ".join(verdict.reasons))
     if attempt is not None and (attempt / files.CONTROL).exists():
-        differences = tuple(
-            compare_controls(_control_raw(reference), _control_raw(attempt), changes)
-        )
+        differences = tuple(compare_controls(control_raw(reference), control_raw(attempt), changes))
     undeclared = [d for d in differences if not d.declared]
     if undeclared and verdict.state is not State.NOT_STARTED:
         reasons.append(
@@ -272,14 +270,14 @@ def health(
         note=note,
         outputs_before=before,
     )
-    _write_result(health_root, result.to_dict())
+    write_result(health_root, result.to_dict())
     return result
 
 
 def _health_checks(verdict: Verdict, attempt: Path | None) -> tuple[Check, ...]:
     s = verdict.summary
     stages = ", ".join(f"{st.name} {st.succeeded}/{st.inputs}" for st in s.stages) if s else ""
-    seen = _completion_seen(attempt) if attempt is not None else None
+    seen = read_completion_seen(attempt) if attempt is not None else None
     return (
         Check(
             "natural return",

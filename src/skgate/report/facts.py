@@ -52,7 +52,7 @@ def headline(ev: AttemptEvidence, lang: str) -> str:
     return words
 
 
-def _fmt_time(t: float | None) -> str:
+def fmt_time(t: float | None) -> str:
     if t is None:
         return "?"
     stamp = dt.datetime.fromtimestamp(t, tz=dt.timezone.utc)
@@ -176,7 +176,7 @@ def attempt_json(
 
 
 def report_json(report: Report, lang: str = "en") -> dict[str, Any]:
-    _check_lang(lang)
+    check_lang(lang)
     return {
         "schema": SCHEMA_REPORT,
         "skgate_version": __version__,
@@ -190,17 +190,17 @@ def report_json(report: Report, lang: str = "en") -> dict[str, Any]:
             )
             for a in report.attempts
         ],
-        "health": _health(report),
+        "health": report_health(report),
     }
 
 
-def _health(report: Report) -> str | None:
+def report_health(report: Report) -> str | None:
     """C6: a compile-health root says whether later profiling may be accepted."""
     if report.kind != "root":
         return None
     return health_statement(Path(report.target))
 
 
-def _check_lang(lang: str) -> None:
+def check_lang(lang: str) -> None:
     if lang not in LANGS:
         raise UsageError(f"unknown language {lang!r}; use one of: {', '.join(LANGS)}")

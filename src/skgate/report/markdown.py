@@ -28,11 +28,11 @@ from skgate.model.errors import UsageError
 from skgate.model.records import ProcessRecord, State
 from skgate.report.facts import (
     FORMATS,
-    _check_lang,
-    _fmt_time,
-    _health,
     census_label,
+    check_lang,
+    fmt_time,
     headline,
+    report_health,
     report_json,
     timeline,
 )
@@ -123,7 +123,7 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
         off = item["offset"]
         rel = f" ({off:+.1f} s)" if isinstance(off, float) else ""
         detail = f": {item['detail']}" if item["detail"] else ""
-        out.append(f"- {_fmt_time(item['t'])}{rel} {item['label']}{detail}")
+        out.append(f"- {fmt_time(item['t'])}{rel} {item['label']}{detail}")
     out.append("")
 
     out += [f"{hh} {phrase('controls', lang)}", ""]
@@ -226,7 +226,7 @@ def _md_census(ev: AttemptEvidence, lang: str, hh: str) -> list[str]:
 
 
 def render_markdown(report: Report, lang: str = "en") -> str:
-    _check_lang(lang)
+    check_lang(lang)
     out: list[str] = []
     if report.kind == "attempt":
         out += _md_attempt(report, report.attempts[0], lang, 1)
@@ -248,7 +248,7 @@ def render_markdown(report: Report, lang: str = "en") -> str:
             )
         out.append(line)
     out.append("")
-    health = _health(report)
+    health = report_health(report)
     if health is not None:
         out += [f"## {phrase('health', lang)}", "", f"- {in_language(health, lang)}", ""]
     for a in report.attempts:
@@ -258,7 +258,7 @@ def render_markdown(report: Report, lang: str = "en") -> str:
 
 def render(report: Report, lang: str = "en", fmt: str = "md") -> str:
     """The report as text in the chosen language and format."""
-    _check_lang(lang)
+    check_lang(lang)
     if fmt == "md":
         return render_markdown(report, lang)
     if fmt == "json":

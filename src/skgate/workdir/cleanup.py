@@ -270,10 +270,12 @@ def cleanup(
     ``extra`` names further direct children of ``workdir`` to treat the same way (for
     example a custom outputs directory).
     """
-    return _cleanup(workdir, root, attempt=attempt, include_optional=include_optional, extra=extra)
+    return cleanup_checked(
+        workdir, root, attempt=attempt, include_optional=include_optional, extra=extra
+    )
 
 
-def _cleanup(
+def cleanup_checked(
     workdir: Path,
     root: Path,
     *,

@@ -17,7 +17,7 @@ from skgate.model.errors import BlockedError, UsageError
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 from skgate.preflight.request import outputs_dir
-from skgate.workdir.cleanup import OUTPUTS, CleanupResult, _cleanup, owned_alive
+from skgate.workdir.cleanup import OUTPUTS, CleanupResult, cleanup_checked, owned_alive
 
 Runner = Callable[[RunRequest], Verdict]
 
@@ -57,7 +57,7 @@ def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, 
         out = outputs_dir(request)
         if out.parent.resolve() == workdir.resolve() and out.name not in OUTPUTS:
             extra.append(out.name)
-    result = _cleanup(
+    result = cleanup_checked(
         workdir, own_root, attempt=attempt, include_optional=False, extra=extra, checked=control
     )
     retry = dataclasses.replace(

@@ -30,7 +30,7 @@ from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_REGRESS
 from skgate.preflight import prepare as preflight
-from skgate.regress.change import _inside
+from skgate.regress.change import is_inside
 from skgate.regress.common import (
     FAILED_WORDS,
     HOOK_NOT_PROVEN,
@@ -38,10 +38,10 @@ from skgate.regress.common import (
     INTERRUPTED_WORDS,
     Progress,
     RunFn,
-    _control_raw,
-    _default_run,
-    _fresh_root,
-    _write_result,
+    control_raw,
+    default_run,
+    require_fresh_root,
+    write_result,
 )
 from skgate.regress.controls import Difference, compare_controls
 from skgate.regress.matrix.load import FACTORS, MAX_REPEATS, Arm, Matrix, load_matrix
@@ -287,7 +287,7 @@ def hook_approvals(request: RunRequest, hook_dir: str) -> tuple[str, ...]:
     fps = tuple(
         str(f["fingerprint"])
         for f in findings
-        if isinstance(f, dict) and isinstance(f.get("path"), str) and _inside(f["path"], hook_dir)
+        if isinstance(f, dict) and isinstance(f.get("path"), str) and is_inside(f["path"], hook_dir)
     )
     if not fps:
         raise UsageError(
@@ -309,14 +309,14 @@ def run_matrix(
     """Run the baseline and every arm (``repeats`` times each), each in a fresh root."""
     env = dict(os.environ if runner_env is None else runner_env)
     session = (root if root is not None else default_matrix_root()).absolute()
-    _fresh_root(session, "--root")
+    require_fresh_root(session, "--root")
     # Approvals are learned before anything runs: an undeclared-looking hook is bad input.
     approvals = {
         a.name: hook_approvals(a.change.apply(matrix.baseline, env), a.change.hook_dir)
         for a in matrix.arms
         if a.change.hook_dir is not None
     }
-    run_fn = run if run is not None else _default_run()
+    run_fn = run if run is not None else default_run()
     session.mkdir(parents=True, exist_ok=True)
     plan: list[tuple[str, Arm | None]] = [("baseline", None)] + [(a.name, a) for a in matrix.arms]
     results: dict[str, list[RunOutcome]] = {}
@@ -343,7 +343,7 @@ def run_matrix(
             differences: list[Difference] = []
             attempt = Path(verdict.attempt) if verdict.attempt else None
             if attempt is not None and verdict.state is not State.NOT_STARTED:
-                raw = _control_raw(attempt)
+                raw = control_raw(attempt)
                 if reference is None and arm is None:
                     reference = raw
                 elif reference is not None:
@@ -367,7 +367,7 @@ def run_matrix(
         summary=lines,
         path=str(session / REGRESS_FILE),
     )
-    _write_result(session, result.to_dict())
+    write_result(session, result.to_dict())
     return result
 
 

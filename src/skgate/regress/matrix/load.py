@@ -39,7 +39,7 @@ from skgate.model.records import PackageMode
 from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
 from skgate.preflight.profiler import ProfilerSchedule
 from skgate.preflight.request import validate
-from skgate.regress.change import Change, _env_name, _jobs_text
+from skgate.regress.change import Change, check_env_name, check_jobs_text
 
 #: The factors C6 lists for a diagnosis, in the order the table shows them.
 FACTORS: tuple[str, ...] = ("startup_hook", "profiler", "sk_trace", "cache_seed", "jobs")
@@ -172,7 +172,7 @@ def _baseline(data: Any, base_dir: Path) -> tuple[RunRequest, bool]:
     jobs = data.get("jobs")
     jobs_text: str | None = None
     if jobs is not None:
-        jobs_text = "auto" if jobs == "auto" else _jobs_text(jobs, f"{where} jobs")
+        jobs_text = "auto" if jobs == "auto" else check_jobs_text(jobs, f"{where} jobs")
     package = data.get("package", PackageMode.OPTIONAL.value)
     if package not in [m.value for m in PackageMode]:
         raise UsageError(f"{where}: package must be 'required' or 'optional'")
@@ -226,7 +226,7 @@ def _env_factor(factor: str, value: Any, where: str) -> tuple[str, str]:
         raise UsageError(f"{where}: unsupported value {value!r}")
     if isinstance(val, bool) or not isinstance(val, (str, int)):
         raise UsageError(f"{where}: the value must be a string or an integer")
-    return _env_name(str(name), where), str(val)
+    return check_env_name(str(name), where), str(val)
 
 
 def _arm(index: int, data: Any, base_dir: Path) -> Arm:
@@ -258,7 +258,7 @@ def _arm(index: int, data: Any, base_dir: Path) -> Arm:
             raise UsageError(f"{fwhere}: {hook_dir} holds no sitecustomize.py")
         change = Change(factor, f"start-up hook {hook_dir} on PYTHONPATH", hook_dir=str(hook_dir))
     elif factor == "jobs":
-        jobs = _jobs_text(value, fwhere)
+        jobs = check_jobs_text(value, fwhere)
         change = Change(factor, f"compile jobs {jobs}", jobs=jobs)
     else:
         env_name, env_value = _env_factor(factor, value, fwhere)

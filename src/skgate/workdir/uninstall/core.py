@@ -211,7 +211,7 @@ class RecordWriter:
 
 
 @dataclass
-class _Progress:
+class UninstallProgress:
     """Candidates so far, filled into the record around each script that runs."""
 
     record: RecordWriter | None
@@ -250,7 +250,7 @@ class _Progress:
         return result
 
 
-def _handle(
+def handle_candidate(
     path: str,
     source: str,
     *,
@@ -296,7 +296,7 @@ def uninstall_from_log(
     With ``record`` (already created, see ``RecordWriter.create``), each script is
     recorded as ``running`` before it runs and with its result after.
     """
-    progress = _Progress(record, "from-log", ascend_home, str(outputs), dry_run)
+    progress = UninstallProgress(record, "from-log", ascend_home, str(outputs), dry_run)
     progress.start()
     packages = produced_packages(outputs)
     seen: set[str] = set()
@@ -311,7 +311,7 @@ def uninstall_from_log(
             seen.add(path)
             source = f"log byte {offset}"
             progress.add(
-                _handle(
+                handle_candidate(
                     path,
                     source,
                     ascend_home=ascend_home,

@@ -16,9 +16,9 @@ from skgate.proc import observe
 from skgate.workdir.uninstall.core import (
     Candidate,
     RecordWriter,
+    UninstallProgress,
     UninstallResult,
-    _handle,
-    _Progress,
+    handle_candidate,
 )
 from skgate.workdir.uninstall.validate import INSTALL_SUBDIR, SCRIPT, produced_packages
 
@@ -108,7 +108,7 @@ def uninstall_stale_records(
     """
     outputs = outputs if outputs is not None else workdir / OUTPUTS_DIRNAME
     path = workdir / RECORDS
-    progress = _Progress(
+    progress = UninstallProgress(
         record, "stale-records", ascend_home, str(outputs), dry_run, {"records": str(path)}
     )
     progress.start()
@@ -154,7 +154,7 @@ def uninstall_stale_records(
                 Candidate(upath, source, "refused", f"record key {package!r} names another package")
             )
             continue
-        c = _handle(
+        c = handle_candidate(
             upath,
             source,
             ascend_home=ascend_home,
