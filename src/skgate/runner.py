@@ -15,7 +15,7 @@ the next one starts, so an attempt cut off at any point still says how far it go
    ``verdict.json``; ``finished``; ledger entry; ``seal.json``.
 
 Protocol when run as ``python -m skgate.runner`` (used by :mod:`skgate.api`): a
-:class:`~skgate.model.records.RunRequest` as JSON on stdin; the workload's output echoed on
+:class:`~skgate.model.request.RunRequest` as JSON on stdin; the workload's output echoed on
 stderr unless the request is quiet; one JSON object on stdout at the end, either the
 verdict (``Verdict.to_dict()``) or ``{"error": MESSAGE, "exit_code": N}``.
 """

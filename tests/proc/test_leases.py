@@ -19,7 +19,7 @@ from skgate.proc import leases
 HOLDER = r"""
 import sys, time
 from pathlib import Path
-from skgate.model.records import RunRequest
+from skgate.model.request import RunRequest
 from skgate.preflight.prepare import prepare
 root, tag, out, go = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
 def emit(event, **f):

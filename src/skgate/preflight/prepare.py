@@ -1,6 +1,6 @@
 """Preflight: everything checked and frozen before launch (C4, C5, C6).
 
-:func:`prepare` turns a :class:`~skgate.model.records.RunRequest` into a :class:`LaunchPlan`: the
+:func:`prepare` turns a :class:`~skgate.model.request.RunRequest` into a :class:`LaunchPlan`: the
 complete workload environment, the controls recorded in ``control.json["controls"]``,
 and the reasons the attempt must not start. Blocking is not an error: the runner records
 a ``not_started`` attempt with the reasons (exit 3) and it never counts as a compile
