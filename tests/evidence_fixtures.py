@@ -1,4 +1,4 @@
-"""Hand-built attempt directories with the shapes of common.md (shared by evidence tests)."""
+"""Hand-built attempt directories in the shapes of docs/architecture.md (for evidence tests)."""
 
 from __future__ import annotations
 

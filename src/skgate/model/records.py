@@ -54,7 +54,7 @@ class PackageMode(str, enum.Enum):
     OPTIONAL = "optional"
 
 
-#: Exit status of ``run``, ``status`` and ``classify`` for each state (design.md).
+#: Exit status of ``run``, ``status`` and ``classify`` for each state (docs/contract.md C2).
 EXIT_CODES: Mapping[State, int] = {
     State.SUCCEEDED: 0,
     State.FAILED: 1,

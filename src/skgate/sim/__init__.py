@@ -6,7 +6,7 @@ Programs (each also runs as ``python -m skgate.sim.<name>``):
 - ``op_compiler``: the compile driver that fans out into ``opc`` workers;
 - ``opc``: one per-input compile worker.
 
-Layout, names and printed lines follow ``shared/spec/cann-static-compile.md`` so that the
+Layout, names and printed lines follow ``docs/cann-static-compile.md`` so that the
 gate's code works the same against a real Ascend host. Faults (``SKGATE_SIM_FAULTS``, see
 ``faults.py``) are inherited by the whole tree. With ``SKGATE_SIM_MARKERS=DIR`` each
 process writes ``DIR/<role>.<pid>.started`` (and ``.finished``, ``.ignoring-sigterm``)

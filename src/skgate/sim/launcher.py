@@ -4,7 +4,7 @@
 [--soc SOC] [--fault SPEC]... [--opc-seconds S] [--rank N]``
 
 It behaves like torchair's ``compile_static_kernel`` path (see
-``shared/spec/cann-static-compile.md``):
+``docs/cann-static-compile.md``):
 
 1. "CANN env setup": the Ascend home is ``$ASCEND_HOME_PATH`` or the sandbox
    ``<workdir>/sim_ascend_home`` (never a real system directory).

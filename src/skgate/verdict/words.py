@@ -24,7 +24,7 @@ HEADLINE = {
     State.NOT_STARTED: "NOT STARTED: blocked before launch; nothing ran, not a compile result",
 }
 
-#: C7 phrases, exactly as contract.md gives them.
+#: C7 phrases, exactly as docs/contract.md C7 gives them.
 C7 = {
     "provisional": {"en": "provisional error-named files", "zh": "暂时性 error 命名文件"},
     "final_failure": {
