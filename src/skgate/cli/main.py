@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from skgate import __version__
 from skgate.model.errors import SkgateError
-from skgate.model.records import EXIT_USAGE
+from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE, verdict_help
 
 #: Which area module registers each command. Only the area of the command being run is
 #: imported: ``skgate run`` must not pay for the report, cleanup or regress code on every
@@ -39,11 +39,7 @@ COMMAND_AREA = {
     "regress": "regress",
 }
 
-EXIT_CODES_HELP = """\
-exit status (run, status, classify):
-  0 succeeded   1 failed   2 usage or bad input   3 blocked before launch
-  4 interrupted (timeout or external)   5 unknown   6 in progress (status only)
-"""
+EXIT_CODES_HELP = verdict_help()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("skgate: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED_BY_USER
     except BrokenPipeError:
         return 0
     except Exception as exc:  # the last resort: a bug in skgate, never a traceback

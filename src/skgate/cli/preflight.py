@@ -20,7 +20,7 @@ from typing import Any
 
 from skgate.cli.args import add_run_options, request_from_args
 from skgate.model.errors import UsageError
-from skgate.model.records import EXIT_BLOCKED
+from skgate.model.exits import EXIT_BLOCKED
 from skgate.preflight.hooks import scan as hooks
 from skgate.preflight.prepare import prepare, render_lines
 

@@ -13,7 +13,8 @@ from skgate.cli.args import add_run_options, positive_seconds, request_from_args
 from skgate.evidence.ledger import DEFAULT_ROOT, latest, resolve
 from skgate.evidence.load import current_verdict, recompute
 from skgate.model.errors import SkgateError, UsageError
-from skgate.model.records import EXIT_USAGE, Verdict
+from skgate.model.exits import EXIT_USAGE
+from skgate.model.records import Verdict
 from skgate.runner import run_here
 from skgate.verdict.words import HEADLINE
 

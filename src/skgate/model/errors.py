@@ -1,4 +1,4 @@
-"""skgate's own errors: one base class, each kind mapped to one exit status in ``cli.py``.
+"""skgate's own errors: one base class, each kind mapped to one exit status (``model.exits``).
 
 A compiler that fails, crashes or times out is evidence, not an exception. These are
 for skgate's own problems and for bad input.
@@ -6,12 +6,14 @@ for skgate's own problems and for bad input.
 
 from __future__ import annotations
 
+from skgate.model.exits import EXIT_BLOCKED, EXIT_USAGE
+
 
 class SkgateError(Exception):
     """Base error. ``str(err)`` is a one-line message that says what to do."""
 
-    #: Exit status ``cli.py`` uses for this kind of error.
-    exit_code = 2
+    #: Exit status the CLI returns for this kind of error.
+    exit_code = EXIT_USAGE
 
 
 class UsageError(SkgateError):
@@ -28,7 +30,7 @@ class BlockedError(SkgateError):
     ``reasons`` are recorded in the attempt directory when one could be made.
     """
 
-    exit_code = 3
+    exit_code = EXIT_BLOCKED
 
     def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
         super().__init__(message)

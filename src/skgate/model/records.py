@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.errors import EvidenceError
+from skgate.model.exits import STATE_CODES
 from skgate.model.schema import (
     SCHEMA_CENSUS,
     SCHEMA_OWNERSHIP,
@@ -54,17 +55,9 @@ class PackageMode(str, enum.Enum):
     OPTIONAL = "optional"
 
 
-#: Exit status of ``run``, ``status`` and ``classify`` for each state (docs/contract.md C2).
-EXIT_CODES: Mapping[State, int] = {
-    State.SUCCEEDED: 0,
-    State.FAILED: 1,
-    State.NOT_STARTED: 3,
-    State.INTERRUPTED: 4,
-    State.UNKNOWN: 5,
-    State.IN_PROGRESS: 6,
-}
-EXIT_USAGE = 2
-EXIT_BLOCKED = 3
+#: Exit status of ``run``, ``status`` and ``classify`` for each state (docs/contract.md C2;
+#: the table is :data:`skgate.model.exits.EXIT_TABLE`).
+EXIT_CODES: Mapping[State, int] = {State(s): code for s, code in STATE_CODES.items()}
 
 # ---------------------------------------------------------------------------
 # Processes and ownership (C4)
