@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from skgate.evidence import ledger
+from skgate.evidence import digest, ledger
 from skgate.evidence.files import CONTROL, SEAL, write_json_new
 from skgate.model.records import Cause, State, Verdict
 
@@ -50,10 +50,10 @@ def test_record_start_end_chain(tmp_path: Path) -> None:
     assert entries[0]["path"] == "attempts/0001"
     assert entries[0]["parent"] is None
     raw_first = (tmp_path / ledger.LEDGER).read_bytes().split(b"\n")[0]
-    assert entries[1]["prev"] == ledger.sha256_bytes(raw_first)
+    assert entries[1]["prev"] == digest.sha256_bytes(raw_first)
     assert entries[1]["state"] == "interrupted"
     assert entries[1]["cause"] == "timeout"
-    assert entries[1]["seal_sha256"] == ledger.sha256_file(a / SEAL)
+    assert entries[1]["seal_sha256"] == digest.sha256_file(a / SEAL)
     assert all(e["schema"] == ledger.SCHEMA_LEDGER for e in entries)
     assert ledger.check_chain(tmp_path) == []
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from skgate.evidence import ledger, seal
+from skgate.evidence import digest, ledger, seal
 from skgate.evidence.files import CONTROL, EVENTS, RUN_LOG, SEAL, VERDICT, write_json_new
 from skgate.model.errors import EvidenceError
 from skgate.model.records import State, Verdict
@@ -41,7 +41,7 @@ def test_seal_lists_every_file_with_hash_and_size(tmp_path: Path) -> None:
     assert names == sorted([CONTROL, EVENTS, RUN_LOG, VERDICT, "extra/sk_fused_nodes.log"])
     log = next(f for f in data["files"] if f["name"] == RUN_LOG)
     assert log["size"] == (a / RUN_LOG).stat().st_size
-    assert log["sha256"] == ledger.sha256_file(a / RUN_LOG)
+    assert log["sha256"] == digest.sha256_file(a / RUN_LOG)
     assert seal.verify(a) == []
     assert seal.verify(tmp_path) == []
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
-from skgate.evidence import ledger, seal
+from skgate.evidence import digest, ledger, seal
 from skgate.evidence import load as evidence
 from skgate.evidence.files import CONTROL, OWNERSHIP, VERDICT, write_json_new
 from skgate.model.errors import BlockedError, UsageError
@@ -108,7 +108,7 @@ def test_cleanup_moves_outputs_into_the_scene_with_a_manifest(sc: Scene) -> None
     assert manifest["schema"] == "skgate.scene/1"
     files = {f["name"]: f for f in manifest["files"]}
     assert files["kernel_meta/k.o"]["size"] == 40
-    assert files["kernel_meta/k.o"]["sha256"] == ledger.sha256_file(scene / "kernel_meta/k.o")
+    assert files["kernel_meta/k.o"]["sha256"] == digest.sha256_file(scene / "kernel_meta/k.o")
     assert (
         "static_kernel_compile_outputs/ts20260101_pid7_outputs/x_compile_log/a_compile_error.log"
         in files

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import ledger
+from skgate.evidence import digest, ledger
 from skgate.evidence.files import SEAL, is_attempt_dir, read_json, write_json_new
 from skgate.model.errors import EvidenceError
 from skgate.model.schema import check_schema, require
@@ -111,7 +111,7 @@ def _hash_one(base: Path, name: str) -> tuple[str, int] | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        return ledger.hash_fd(fd)
+        return digest.hash_fd(fd)
     except OSError:
         return None
     finally:
@@ -318,7 +318,7 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
             want = entry.get("seal_sha256")
             if isinstance(want, str):
                 seals.add(name)
-                got = ledger.sha256_file(attempt / SEAL)
+                got = digest.sha256_file(attempt / SEAL)
                 if got is None:
                     problems.append(f"{name}/{SEAL}: removed (the ledger recorded it)")
                 elif got != want:
@@ -328,7 +328,7 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
             want = entry.get("manifest_sha256")
             if isinstance(manifest, str) and isinstance(want, str):
                 scenes.add((name, manifest))
-                got = ledger.sha256_file(attempt / manifest)
+                got = digest.sha256_file(attempt / manifest)
                 if got != want:
                     problems.append(f"{name}/{manifest}: differs from the one the ledger recorded")
     if (root / ledger.LEDGER).exists():

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import ledger, seal
+from skgate.evidence import digest, ledger, seal
 from skgate.evidence.files import CONTROL, write_json_new
 from skgate.evidence.load import Control, live_owned, load_control, load_ownership, runner_is_alive
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
@@ -241,7 +241,7 @@ def _copy_verify_remove(src: Path, dst: Path, is_dir: bool) -> None:
 def _hash(path: Path) -> tuple[str, int]:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        return ledger.hash_fd(fd)
+        return digest.hash_fd(fd)
     finally:
         os.close(fd)
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence.digest import sha256_bytes
 from skgate.evidence.files import write_json_new
 from skgate.model.errors import EvidenceError, UsageError
 
@@ -330,10 +331,6 @@ class HookScan:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def content_hash(path: str) -> str:

@@ -1,0 +1,45 @@
+"""sha256, the one hash of skgate's evidence (ledger chain, seals, scenes, hook findings):
+of bytes, of an open file in fixed blocks (bounded memory), of a file by path."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def hash_fd(fd: int, block: int = 1 << 20) -> tuple[str, int]:
+    """sha256 and byte count of an open file, read in fixed blocks (bounded memory).
+
+    ``hashlib`` releases the GIL on large updates, so several of these run in parallel
+    threads (the seal uses that to keep up with ``sha256sum``).
+    """
+    digest = hashlib.sha256()
+    buf = bytearray(block)
+    view = memoryview(buf)
+    size = 0
+    while True:
+        n = os.readv(fd, [buf])
+        if n == 0:
+            break
+        digest.update(view[:n])
+        size += n
+    return digest.hexdigest(), size
+
+
+def sha256_file(path: Path) -> str | None:
+    """sha256 of a regular file's bytes (not following a symlink), or None if unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return hash_fd(fd)[0]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
