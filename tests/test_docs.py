@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from skgate.verdict.words import C7
+from skgate.model.phrases import C7
 
 ROOT = Path(__file__).resolve().parent.parent
 

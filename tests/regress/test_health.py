@@ -21,10 +21,11 @@ from skgate.evidence.load import health_statement
 from skgate.model.errors import UsageError
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
-from skgate.regress import change, common, controls
+from skgate.regress import change, controls
 from skgate.regress import health as regress
 from skgate.regress.matrix import core as matrix
 from skgate.regress.matrix import demo, load
+from skgate.verdict import words
 
 MARKER = "skgate-sim: inference completed"
 SIM = [sys.executable, "-m", "skgate.sim.launcher", "--inputs", "2"]
@@ -156,7 +157,7 @@ def test_attribution_hook_only_names_the_launch_path_and_what_it_does_not_prove(
     base, rows, kind, triggers, invalid, lines = matrix.attribute([_run("pass")], arms)
     assert base.outcome == "pass"
     assert kind == "startup_hook_trigger" and triggers == ("hook",)
-    assert common.HOOK_TRIGGER in rows[0].proves
+    assert words.HOOK_TRIGGER in rows[0].proves
     assert (
         "does not prove the schedule value, the profiler feature, SK trace or the named "
         "operators defective" in rows[0].not_proven
@@ -253,7 +254,7 @@ def test_demo_diagnose_only_the_hook_arm_fails(tmp_path: Path) -> None:
     lines, ok = demo.demo_diagnose(tmp_path, progress.append)
     text = "\n".join(lines)
     assert ok, text
-    assert common.HOOK_TRIGGER in text and common.HOOK_NOT_PROVEN in text
+    assert words.HOOK_TRIGGER in text and words.HOOK_NOT_PROVEN in text
     assert len(progress) == 4
     data = read_json(tmp_path / "regress-1" / "regress.json")
     assert data["schema"] == "skgate.regress/1" and data["kind"] == "matrix"

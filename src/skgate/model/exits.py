@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from skgate.model.phrases import C7
+
 #: Commands whose exit status is the verdict of an attempt.
 VERDICT_COMMANDS = ("run", "status", "classify", "retry")
 
@@ -45,7 +47,7 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
     ExitCode(
         1,
         "failed",
-        "failed (naturally returned final compiler failures)",
+        f"failed ({C7['final_failure']['en']})",
         (
             *VERDICT_COMMANDS,
             "check-outputs",
@@ -77,7 +79,7 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
     ExitCode(
         4,
         "interrupted",
-        "interrupted: top-level timeout or external interruption",
+        f"interrupted: {C7['interruption']['en']}",
         (*VERDICT_COMMANDS, "check-outputs"),
         state="interrupted",
         help_label="interrupted (timeout or external)",

@@ -12,6 +12,7 @@ from skgate.evidence.files import REGRESS_FILE
 from skgate.evidence.load import load_control
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.logscan import LogScan
+from skgate.model.phrases import C7
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 
@@ -20,17 +21,9 @@ RunFn = Callable[[RunRequest], Verdict]
 
 Progress = Callable[[str], None]
 
-# C6 / C7 wording, kept in one place so reports and tests quote the same text.
-HOOK_TRIGGER = "the start-up launch path is the trigger"
-
-HOOK_NOT_PROVEN = (
-    "does not prove the schedule value, the profiler feature, SK trace or the named "
-    "operators defective"
-)
-
-FAILED_WORDS = "naturally returned final compiler failures"
-
-INTERRUPTED_WORDS = "top-level timeout or external interruption"
+# The C7 phrases the regress results quote (their one home is verdict/words.py).
+FAILED_WORDS = C7["final_failure"]["en"]
+INTERRUPTED_WORDS = C7["interruption"]["en"]
 
 
 def read_completion_seen(attempt_dir: Path) -> bool | None:

@@ -38,8 +38,6 @@ from skgate.preflight.request import outputs_dir, validate
 from skgate.regress.change import Change, parse_declaration
 from skgate.regress.common import (
     FAILED_WORDS,
-    HOOK_NOT_PROVEN,
-    HOOK_TRIGGER,
     INTERRUPTED_WORDS,
     RunFn,
     control_raw,
@@ -50,6 +48,7 @@ from skgate.regress.common import (
     write_result,
 )
 from skgate.regress.controls import Difference, compare_controls, control_view
+from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
 
 # --------------------------------------------------------------------------- health gate
 

@@ -13,10 +13,11 @@ from typing import Any
 from skgate import __version__
 from skgate.evidence.load import health_statement
 from skgate.model.errors import UsageError
+from skgate.model.phrases import C7
 from skgate.model.records import Census, State, Verdict
 from skgate.report.load import AttemptEvidence, Report
 from skgate.verdict.classify import signal_name
-from skgate.verdict.words import C7, EVENT_WORDS, NEXT_STEP, WORDS
+from skgate.verdict.words import EVENT_WORDS, NEXT_STEP, WORDS
 
 SCHEMA_REPORT = "skgate.report/1"
 

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skgate.model.errors import UsageError
+from skgate.model.phrases import C7
 from skgate.model.records import ProcessRecord, State
 from skgate.report.facts import (
     FORMATS,
@@ -38,7 +39,7 @@ from skgate.report.facts import (
 )
 from skgate.report.load import AttemptEvidence, Report, VerdictOf, build_report, default_verdict_of
 from skgate.verdict.classify import signal_name
-from skgate.verdict.words import C7, NEXT_STEP, in_language, phrase
+from skgate.verdict.words import NEXT_STEP, in_language, phrase
 
 # ---------------------------------------------------------------------------
 # Building and rendering

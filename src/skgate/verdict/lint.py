@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from skgate.model.phrases import C7
 from skgate.model.records import State, Verdict
 
 RULE_FAILURE = "C7-failure-claim"
@@ -177,15 +178,15 @@ def lint_lines(
                     RULE_FAILURE,
                     f"claims a compile failure, but the attempt's verdict is {state!r}, "
                     "not a naturally returned failure (C7: say "
-                    "'top-level timeout or external interruption', 'in progress' or "
+                    f"'{C7['interruption']['en']}', 'in progress' or "
                     "'unknown' as the verdict says)",
                 )
             elif allowed is None and not _NATURAL.search(line):
                 add(
                     RULE_FAILURE,
                     "claims a compile failure without a naturally returned failure (C7: "
-                    "only 'naturally returned final compiler failures' / "
-                    "自然返回的最终编译失败 after natural return)",
+                    f"only '{C7['final_failure']['en']}' / "
+                    f"{C7['final_failure']['zh']} after natural return)",
                 )
 
         if _claims(_ERROR_FILES, line, spans):

@@ -3,7 +3,7 @@
 The one-line headline of each state (``skgate run/status/classify`` and the live view)
 and the phrase tables of the reports live here, so the same state is always said the
 same way, and never in words that can be mistaken for a compile failure. The C7 phrases
-are exactly those of the contract.
+themselves are :data:`skgate.model.phrases.C7`, quoted here.
 """
 
 from __future__ import annotations
@@ -11,31 +11,26 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from skgate.model.phrases import C7
 from skgate.model.records import State
+
+#: C6 wording of the diagnosis (regress --matrix): what a failing start-up-hook arm proves
+#: and what it does not.
+HOOK_TRIGGER = "the start-up launch path is the trigger"
+HOOK_NOT_PROVEN = (
+    "does not prove the schedule value, the profiler feature, SK trace or the named "
+    "operators defective"
+)
 
 HEADLINE = {
     State.IN_PROGRESS: "IN PROGRESS: the compile is still running; keep waiting, kill nothing",
     State.SUCCEEDED: "SUCCEEDED: the compiler returned naturally and every input succeeded",
-    State.FAILED: "FAILED: naturally returned final compiler failures",
-    State.INTERRUPTED: "INTERRUPTED: top-level timeout or external interruption; "
+    State.FAILED: f"FAILED: {C7['final_failure']['en']}",
+    State.INTERRUPTED: f"INTERRUPTED: {C7['interruption']['en']}; "
     "not a compile result, a clean retry is required",
     State.UNKNOWN: "UNKNOWN: evidence is missing or contradictory; no conclusion, "
     "failure is not inferred",
     State.NOT_STARTED: "NOT STARTED: blocked before launch; nothing ran, not a compile result",
-}
-
-#: C7 phrases, exactly as docs/contract.md C7 gives them.
-C7 = {
-    "provisional": {"en": "provisional error-named files", "zh": "暂时性 error 命名文件"},
-    "final_failure": {
-        "en": "naturally returned final compiler failures",
-        "zh": "自然返回的最终编译失败",
-    },
-    "interruption": {
-        "en": "top-level timeout or external interruption",
-        "zh": "顶层超时/外部中断",
-    },
-    "clean_retry": {"en": "valid clean-retry result", "zh": "有效干净重试结果"},
 }
 
 #: How each state is named. failed and interrupted use the C7 phrases (C7).

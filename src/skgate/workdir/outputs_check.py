@@ -26,6 +26,7 @@ from pathlib import Path
 
 from skgate.evidence.census import FirstNames, count_tree
 from skgate.model.errors import UsageError
+from skgate.model.phrases import C7
 from skgate.model.records import EXIT_CODES, PackageMode, State, Verdict
 
 #: How many file names a message lists before it says "and N more".
@@ -96,7 +97,7 @@ def check_outputs(
             )
         elif verdict.state is State.INTERRUPTED:
             messages.append(
-                f"interrupted: {who} ended by top-level timeout or external interruption; "
+                f"interrupted: {who} ended by {C7['interruption']['en']}; "
                 "its outputs are invalid evidence and are not judged (C2.4); a clean retry "
                 "is required before judging compiler support"
             )

@@ -33,8 +33,6 @@ from skgate.preflight import prepare as preflight
 from skgate.regress.change import is_inside
 from skgate.regress.common import (
     FAILED_WORDS,
-    HOOK_NOT_PROVEN,
-    HOOK_TRIGGER,
     INTERRUPTED_WORDS,
     Progress,
     RunFn,
@@ -45,6 +43,7 @@ from skgate.regress.common import (
 )
 from skgate.regress.controls import Difference, compare_controls
 from skgate.regress.matrix.load import FACTORS, MAX_REPEATS, Arm, Matrix, load_matrix
+from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
 
 # --------------------------------------------------------------------------- matrix run
 
