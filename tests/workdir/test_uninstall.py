@@ -378,3 +378,24 @@ def test_record_is_filled_as_each_script_runs(inst: Install, tmp_path: Path) -> 
     assert final["complete"] is True
     assert [c["action"] for c in final["candidates"]] == ["run", "refused", "run"]
     assert sorted(p.name for p in record.parent.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "by executing: /a b/uninstall.sh \r",
+        "x /p/uninstall.sh y '/q/uninstall.sh'; echo",
+        "run \x1b[33m/h/opp/static_kernel/ai_core/p/uninstall.sh\x1b[0m",
+        "see ai_core/uninstall.sh.bak and uninstall.sh alone",
+    ],
+)
+def test_log_scan_and_uninstall_read_one_path_grammar(text: str) -> None:
+    # C8: the paths logscan.json records are the paths uninstall --from-log considers.
+    from skgate.evidence.logscan import LogScanner
+
+    scanner = LogScanner()
+    scanner.feed(text.encode() + b"\n")
+    recorded = scanner.finish().uninstall_paths
+    considered = logpaths.extract_paths(text.encode())
+    assert recorded == tuple(p for p in considered if "/" in p)
+    assert considered, "every line here mentions uninstall.sh"

@@ -71,7 +71,25 @@ LITERALS = (_SUMMARY, _ROOT, _PACKAGE, _COMPILER_ERROR, _UNINSTALL)
 
 _KV = re.compile(r"\b(stage|inputs|succeeded|failed)=(\S+)")
 _PACKAGE_RE = re.compile(r"generate run package (\S+) success")
-_UNINSTALL_RE = re.compile(r"[^\s'\"=,;:()<>\[\]]*/uninstall\.sh(?![\w.])")
+_UNINSTALL_RE = re.compile(r"(?:[^\s'\"=,;:()<>\[\]]*/)?uninstall\.sh(?![\w.])")
+_EXECUTING = "executing:"
+
+
+def uninstall_paths(line: str) -> list[str]:
+    """The ``uninstall.sh`` mentions one log line makes (C8), verbatim: the one grammar of
+    that, used by the log scan (which keeps those with a directory) and by ``skgate
+    uninstall --from-log`` (which records every one, run or refused).
+
+    Upstream's line ends ``... by executing: <path>/uninstall.sh``: everything after the
+    colon is the path, so a path with spaces or escape codes is kept whole (and refused by
+    validation), never cut into a harmless-looking piece. Elsewhere a mention is a token
+    ending in ``uninstall.sh``, delimited by blanks, quotes and shell punctuation.
+    """
+    at = line.rfind(_EXECUTING)
+    if at >= 0:
+        rest = line[at + len(_EXECUTING) :].strip(" ")
+        return [rest] if rest else []
+    return _UNINSTALL_RE.findall(line)
 
 
 def _decode(raw: bytes | bytearray) -> str:
@@ -402,7 +420,7 @@ class LogScanner:
         self._errors.add(line[:MAX_KEPT_LINE], dedupe=False)
 
     def _on_uninstall(self, line: str) -> None:
-        for path in _UNINSTALL_RE.findall(line):
+        for path in (p for p in uninstall_paths(line) if "/" in p):
             self._uninstall.add(path[:MAX_KEPT_LINE])
 
     def _build(self) -> LogScan:

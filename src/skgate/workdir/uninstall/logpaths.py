@@ -3,10 +3,10 @@ that contain ``uninstall.sh`` are looked at (bounded memory for a multi-GB log).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from skgate.evidence.logscan import uninstall_paths
 from skgate.model.errors import UsageError
 from skgate.workdir.uninstall.validate import MARKER
 
@@ -63,19 +63,7 @@ def iter_marker_lines(
         yield carry_at, carry
 
 
-_EXECUTING = b"executing:"
-
-_TOKEN = re.compile(rb"\S*uninstall\.sh\S*")
-
-
 def extract_paths(line: bytes) -> list[str]:
-    """Uninstall paths a log line names, verbatim (validation decides what to run).
-
-    Upstream's line ends ``... by executing: <path>/uninstall.sh``: everything after the
-    colon is the path, so a path with spaces or escape codes is kept whole and refused,
-    never cut into a harmless-looking piece.
-    """
-    line = line.rstrip(b"\r")
-    at = line.rfind(_EXECUTING)
-    raws = [line[at + len(_EXECUTING) :].strip(b" ")] if at >= 0 else _TOKEN.findall(line)
-    return [r.decode("utf-8", "backslashreplace") for r in raws if r]
+    """Uninstall paths a log line names, verbatim (validation decides what to run); the
+    grammar is :func:`skgate.evidence.logscan.uninstall_paths`, shared with the log scan."""
+    return uninstall_paths(line.decode("utf-8", "backslashreplace").rstrip("\r"))
