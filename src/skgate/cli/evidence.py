@@ -6,18 +6,18 @@ Thin: parse, call the library, print, return an exit status. The library never p
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.files import is_attempt_dir, replace_text
-from skgate.evidence.ledger import ATTEMPTS, DEFAULT_ROOT, LEDGER
+from skgate.evidence.files import is_attempt_dir
+from skgate.evidence.ledger import DEFAULT_ROOT
 from skgate.model.errors import UsageError
 from skgate.model.records import PackageMode, Verdict
 from skgate.report import facts, load
 from skgate.report import markdown as report
 from skgate.report.lint import lint_file
+from skgate.report.output import write_report_file
 from skgate.verdict import lint
 from skgate.workdir import outputs_check as outputs
 
@@ -90,66 +90,11 @@ def _attempt_verdict(target: str | None) -> Verdict | None:
     return verdict if verdict.attempt else verdict.with_attempt(path.name)
 
 
-def _is_evidence_root(path: Path) -> bool:
-    """``path`` holds a ledger or attempt directories (``<root>/attempts/NNNN``)."""
-    if (path / LEDGER).exists():
-        return True
-    try:
-        with os.scandir(path / ATTEMPTS) as it:
-            return any(e.name.isdigit() and is_attempt_dir(Path(e.path)) for e in it)
-    except OSError:
-        return False
-
-
-def evidence_owner(path: Path) -> Path | None:
-    """The attempt directory, ``attempts/`` tree or ledger that ``path`` lies in, if any.
-
-    Checked on the real path of the parent (links resolved) and on the real path of
-    ``path`` itself, so neither ``..`` nor a symbolic link reaches sealed evidence.
-    """
-    parent = path.parent if str(path.parent) else Path(".")
-    places = {Path(os.path.realpath(parent)) / path.name, Path(os.path.realpath(path))}
-    for place in places:
-        for d in (place, *place.parents):
-            if is_attempt_dir(d):
-                return d
-            if d.name == ATTEMPTS and _is_evidence_root(d.parent):
-                return d
-        if place.name == LEDGER and _is_evidence_root(place.parent):
-            return place  # the root's hash-chained ledger is evidence too
-    return None
-
-
-def write_atomic(path: Path, text: str, *, force: bool = False) -> None:
-    """Write ``text`` to ``path``: temp file, fsync, then rename in the target's directory.
-
-    Never a half-written file. Refuses (``UsageError``, nothing written) a target inside
-    an attempt directory or an evidence root's ``attempts/`` (evidence is append-only and
-    sealed), a directory, and an existing file unless ``force``.
-    """
-    owner = evidence_owner(path)
-    if owner is not None:
-        raise UsageError(
-            f"-o {path}: inside the evidence tree {owner}; evidence is append-only and "
-            "never overwritten, write the report elsewhere"
-        )
-    if path.is_dir():
-        raise UsageError(f"-o {path}: is a directory; give a file path for the report")
-    if path.exists() and not force:
-        raise UsageError(f"-o {path}: already exists; pass --force to replace it")
-    try:
-        replace_text(path, text, only_new=not force)
-    except FileExistsError:
-        raise UsageError(f"-o {path}: already exists; pass --force to replace it") from None
-    except OSError as exc:
-        raise UsageError(f"-o {path}: cannot write there ({exc.strerror})") from None
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     rep = load.build_report(Path(args.target))
     text = report.render(rep, args.lang, args.fmt)
     if args.output:
-        write_atomic(Path(args.output), text, force=args.force)
+        write_report_file(Path(args.output), text, force=args.force)
     else:
         sys.stdout.write(text)
     return 0

@@ -10,6 +10,7 @@ from typing import Any
 
 from skgate import demo as demo_mod
 from skgate.cli.args import add_run_options, positive_seconds, request_from_args
+from skgate.cli.show import print_verdict
 from skgate.evidence.ledger import DEFAULT_ROOT, latest, resolve
 from skgate.evidence.load import current_verdict, recompute
 from skgate.model.errors import SkgateError, UsageError
@@ -69,19 +70,6 @@ def command_after_dashes(args: argparse.Namespace, verb: str) -> list[str]:
     if not command:
         raise UsageError(f"no command after '--': skgate {verb} [options] -- COMMAND...")
     return command
-
-
-def print_verdict(verdict: Verdict, as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2))
-        return
-    print(HEADLINE[verdict.state] + (f" (cause: {verdict.cause.value})" if verdict.cause else ""))
-    for reason in verdict.reasons:
-        print(f"  - {reason}")
-    if verdict.missing:
-        print("  missing evidence: " + "; ".join(verdict.missing))
-    if verdict.attempt:
-        print(f"  evidence: {verdict.attempt}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -11,11 +11,10 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from skgate.cli.run import print_verdict
+from skgate.cli.show import print_verdict
 from skgate.evidence import seal
 from skgate.evidence.ledger import DEFAULT_ROOT, resolve
 from skgate.model.errors import UsageError
@@ -134,12 +133,7 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
             raise UsageError(f"{log}: no such log file")
     elif not workdir.is_dir():
         raise UsageError(f"{workdir}: no such working directory")
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    record = (
-        Path(args.record)
-        if args.record
-        else Path(args.root) / "uninstall" / f"{stamp}-{os.getpid()}.json"
-    )
+    record = Path(args.record) if args.record else uninstall.default_record_path(Path(args.root))
     # The record exists before anything runs: if it cannot be created, nothing runs (exit
     # 2); each script is filled in as it runs, so a crash mid-way still shows what ran.
     writer = uninstall.RecordWriter.create(record)

@@ -333,3 +333,33 @@ def check_chain(root: Path) -> list[str]:
                 "changed, removed or reordered)"
             )
     return problems
+
+
+def _is_evidence_root(path: Path) -> bool:
+    """``path`` holds a ledger or attempt directories (``<root>/attempts/NNNN``)."""
+    if (path / LEDGER).exists():
+        return True
+    try:
+        with os.scandir(path / ATTEMPTS) as it:
+            return any(e.name.isdigit() and is_attempt_dir(Path(e.path)) for e in it)
+    except OSError:
+        return False
+
+
+def evidence_owner(path: Path) -> Path | None:
+    """The attempt directory, ``attempts/`` tree or ledger that ``path`` lies in, if any.
+
+    Checked on the real path of the parent (links resolved) and on the real path of
+    ``path`` itself, so neither ``..`` nor a symbolic link reaches sealed evidence.
+    """
+    parent = path.parent if str(path.parent) else Path(".")
+    places = {Path(os.path.realpath(parent)) / path.name, Path(os.path.realpath(path))}
+    for place in places:
+        for d in (place, *place.parents):
+            if is_attempt_dir(d):
+                return d
+            if d.name == ATTEMPTS and _is_evidence_root(d.parent):
+                return d
+        if place.name == LEDGER and _is_evidence_root(place.parent):
+            return place  # the root's hash-chained ledger is evidence too
+    return None

@@ -352,3 +352,10 @@ def outputs_for_log(log: Path) -> Path:
         except EvidenceError:
             pass
     return Path(OUTPUTS_DIRNAME)
+
+
+def default_record_path(root: Path) -> Path:
+    """Where an uninstall run's record goes unless the user names one: its own file under
+    ``<root>/uninstall/``, never inside an attempt directory (C4: evidence is sealed)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return root / "uninstall" / f"{stamp}-{os.getpid()}.json"
