@@ -152,3 +152,13 @@ def reaper() -> Iterator[Reaper]:
     r = Reaper()
     yield r
     r.cleanup()
+
+
+def end_leftover_sim_processes(markers: Path) -> None:
+    """End by pid any simulator process a test started that still lives, its identity
+    checked by the start time in its own marker: a failed assertion must not leave a
+    hanging compile behind on a shared machine."""
+    for marker in markers.glob("*.started"):
+        info = json.loads(marker.read_text())
+        if is_alive(int(info["pid"]), int(info["start_ticks"])):
+            os.kill(int(info["pid"]), signal.SIGKILL)

@@ -9,9 +9,6 @@ the simulator's marker files (``SKGATE_SIM_MARKERS``), never by a fixed sleep.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,6 +20,7 @@ import pytest
 from conftest import (
     REAL_COMPILER_NAMES,
     Reaper,
+    end_leftover_sim_processes,
     events,
     pid_alive,
     read_json,
@@ -36,15 +34,9 @@ LAUNCHER = [sys.executable, "-m", "skgate.sim.launcher"]
 
 
 @pytest.fixture(autouse=True)
-def end_leftover_sim_processes(tmp_path: Path) -> Iterator[None]:
-    """After each test, end by pid any simulator process this test started that still
-    lives (identity checked by start time from its own marker): a failed assertion must
-    not leave a hanging compile behind on a shared machine."""
+def end_leftover_sim(tmp_path: Path) -> Iterator[None]:
     yield
-    for marker in (tmp_path / "markers").glob("*.started"):
-        info = json.loads(marker.read_text())
-        if is_alive(int(info["pid"]), int(info["start_ticks"])):
-            os.kill(int(info["pid"]), signal.SIGKILL)
+    end_leftover_sim_processes(tmp_path / "markers")
 
 
 def sim_env(tmp: Path, faults: str = "", opc_seconds: str = "0.05") -> dict[str, str]:

@@ -28,6 +28,17 @@ class Scenario:
     timeout: float = 60.0
     grace: float = 2.0
     inputs: int = 8
+    #: The simulated launcher: ``launcher`` (prints [summary]) or ``torchair`` (does not).
+    launcher: str = "launcher"
+    args: tuple[str, ...] = ()
+    #: Run the same command once before (under the gate too), e.g. to fill a cache.
+    prime: bool = False
+    #: Further facts of the verdict the scenario must show (None: not checked).
+    summary_source: str | None = None
+    compiled: bool | None = None
+    #: Seconds each opc takes. A stage is an op_compiler the runner observed (C3); the
+    #: torchair scenarios keep op_compiler alive for a few scans even on a loaded host.
+    opc_seconds: float = 0.2
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -60,6 +71,48 @@ SCENARIOS: dict[str, Scenario] = {
         "an opc ignores SIGTERM at the timeout: SIGKILL to the own group after the grace",
         timeout=3.0,
         grace=1.0,
+    ),
+    "torchair-success": Scenario(
+        "",
+        State.SUCCEEDED,
+        "torchair's launcher prints no [summary] line: the verdict comes from the "
+        "op_compiler census after natural return (C2)",
+        launcher="torchair",
+        opc_seconds=0.5,
+        summary_source="op_compiler census",
+        compiled=True,
+    ),
+    "torchair-swallowed-failure": Scenario(
+        "fail=2",
+        State.FAILED,
+        "op_compiler fails, torchair warns 'execute op_compiler error' and exits 0: the "
+        "failed stage still makes the verdict failed (C2)",
+        launcher="torchair",
+        opc_seconds=0.5,
+        summary_source="op_compiler census",
+        compiled=True,
+    ),
+    "torchair-cache-hit": Scenario(
+        "",
+        State.SUCCEEDED,
+        "the second run hits torchair's compile cache: no op_compiler runs, the verdict "
+        "says no compile ran (compiled: false), never failed",
+        launcher="torchair",
+        opc_seconds=0.5,
+        args=("--cache",),
+        prime=True,
+        compiled=False,
+    ),
+    "torchair-multicard": Scenario(
+        "",
+        State.SUCCEEDED,
+        "two local ranks: rank 0 gathers every rank's JSONs and compiles once, rank 1 "
+        "waits; one stage, judged by its census",
+        launcher="torchair",
+        opc_seconds=0.5,
+        args=("--nproc", "2"),
+        summary_source="op_compiler census",
+        compiled=True,
     ),
 }
 
@@ -94,7 +147,8 @@ def _diagnose(where: Path, out: TextIO) -> int:
 
 def scenario_request(name: str, workdir: Path, *, quiet: bool = False) -> RunRequest:
     sc = SCENARIOS[name]
-    argv = [sys.executable, "-m", "skgate.sim.launcher", "--inputs", str(sc.inputs)]
+    argv = [sys.executable, "-m", f"skgate.sim.{sc.launcher}", "--inputs", str(sc.inputs)]
+    argv += sc.args
     if sc.faults:
         argv += ["--fault", sc.faults]
     return RunRequest(
@@ -105,7 +159,7 @@ def scenario_request(name: str, workdir: Path, *, quiet: bool = False) -> RunReq
         grace=sc.grace,
         jobs="4",
         completion_marker=r"skgate-sim: inference completed",
-        env={"SKGATE_SIM_OPC_SECONDS": "0.2"},
+        env={"SKGATE_SIM_OPC_SECONDS": repr(sc.opc_seconds)},
         quiet=quiet,
         scan_interval=0.25,
     )
@@ -132,18 +186,35 @@ def run_demo(
         out.buffer.write(data)
         out.buffer.flush()
 
+    if sc.prime:
+        print("skgate demo: a first run of the same command (it fills the cache)", file=out)
+        first = run_here(scenario_request(name, where), echo)
+        print(f"skgate demo: first run: {first.state.value}", file=out)
     verdict = run_here(scenario_request(name, where), echo)
     print(file=out)
     show(verdict, as_json)
     if not as_json:
         _print_report(verdict, lang)
-    ok = verdict.state is sc.expect
+    problems = scenario_problems(sc, verdict)
+    ok = not problems
     print(
         f"skgate demo: expected {sc.expect.value}, the gate said {verdict.state.value}: "
-        + ("as it should" if ok else "NOT what this scenario must give"),
+        + ("as it should" if ok else "NOT what this scenario must give: " + "; ".join(problems)),
         file=out,
     )
     return 0 if ok else 1
+
+
+def scenario_problems(sc: Scenario, verdict: Verdict) -> list[str]:
+    """What in the verdict differs from what the scenario must give (empty: all of it)."""
+    problems: list[str] = []
+    if verdict.state is not sc.expect:
+        problems.append(f"state {verdict.state.value}, not {sc.expect.value}")
+    if sc.summary_source is not None and verdict.summary_source != sc.summary_source:
+        problems.append(f"summary_source {verdict.summary_source!r}, not {sc.summary_source!r}")
+    if sc.compiled is not None and verdict.compiled is not sc.compiled:
+        problems.append(f"compiled {verdict.compiled}, not {sc.compiled}")
+    return problems
 
 
 def _print_report(verdict: Verdict, lang: str) -> None:

@@ -39,6 +39,7 @@ from skgate.evidence import files, ledger, seal
 from skgate.evidence.census import take_census, top_entries
 from skgate.evidence.load import load_evidence
 from skgate.evidence.logscan import LogScanner
+from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError
 from skgate.model.records import Ownership, ProcessRecord, State, Verdict
 from skgate.model.request import RunRequest
@@ -308,6 +309,8 @@ def _supervise(
     )
 
     echoer = _Echo(echo) if echo is not None else None
+    # C2/C3: every owned op_compiler invocation becomes a stage of its own.
+    tracker = StageTracker(preflight.compiler_names(request, plan.env), cwd=request.cwd)
 
     def sink(data: bytes) -> None:
         view = memoryview(data)
@@ -331,6 +334,8 @@ def _supervise(
             att, outputs_dir(request), OBSERVATION_EVERY * request.scan_interval, before
         ),
         notify=notify,
+        on_process=tracker.on_process,
+        on_scan=tracker.on_scan,
     )
     subreaper = become_subreaper()
     sup.install_handlers()
@@ -368,6 +373,8 @@ def _supervise(
         sup.restore_handlers()
     scan = scanner.finish()
     census = take_census(outputs_dir(request), live=outcome.escaped_alive > 0, exclude=before)
+    # After the tree ended: each stage's per-input logs are final now (C1), not before.
+    stages = tracker.finish(sup.records(), after_return=outcome.escaped_alive == 0)
     own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     try:
         files.write_batch_new(
@@ -376,6 +383,7 @@ def _supervise(
                 files.SUMMARY: "".join(line + "\n" for line in scan.summary.lines),
                 files.LOGSCAN: files.dumps(scan.to_dict()),
                 files.CENSUS: files.dumps(census.to_dict()),
+                files.STAGES: files.dumps(stages.to_dict()),
             },
             also_sync=(log_fd, own_fd),
         )

@@ -354,8 +354,14 @@ def test_grep_path_equals_python_path(tmp_path: Path, name: str) -> None:
     log = tmp_path / "run.log"
     log.write_bytes(data)
     fast = scan_file_fast(log)
-    assert fast is not None  # the grep path really ran
     python = scan_file(log, use_grep=False)
+    if b"execute op_compiler error" in data:
+        # The launcher's error message may go on over lines grep does not list: the grep
+        # path gives way to the Python scan (launcher_lines), and scan_file still answers.
+        assert fast is None
+        assert scan_file(log, use_grep=True) == python
+        return
+    assert fast is not None  # the grep path really ran
     assert fast == python
     # Both equal the live scanner fed in odd pieces (the runner's path).
     sc = LogScanner()
@@ -432,8 +438,12 @@ def test_grep_path_equals_python_path_property(parts: list[bytes]) -> None:
         log = Path(tmp) / "run.log"
         log.write_bytes(data)
         fast = scan_file_fast(log, max_line=256)
-        assert fast is not None
-        assert fast == scan_file(log, use_grep=False, max_line=256)
+        python = scan_file(log, use_grep=False, max_line=256)
+        if python.launcher.compiler_errors:
+            # An open launcher message makes the grep path give way (launcher_lines).
+            assert fast is None
+        else:
+            assert fast == python
 
 
 def _python_only(monkeypatch: pytest.MonkeyPatch) -> None:

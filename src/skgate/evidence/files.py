@@ -35,6 +35,7 @@ RUN_LOG = "run.log"
 SUMMARY = "summary.txt"
 LOGSCAN = "logscan.json"
 CENSUS = "census.json"
+STAGES = "stages.json"
 VERDICT = "verdict.json"
 SEAL = "seal.json"
 #: Written by ``skgate regress`` into its own evidence root (never into an attempt).

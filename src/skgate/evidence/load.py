@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files
+from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
 from skgate.model.logscan import LogScan
 from skgate.model.records import (
@@ -29,7 +30,7 @@ from skgate.model.records import (
     Summary,
     Verdict,
 )
-from skgate.model.request import RunRequest
+from skgate.model.request import RunRequest, frozen_jobs
 from skgate.model.schema import SCHEMA_CONTROL, SCHEMA_REGRESS, check_schema, require
 from skgate.proc.observe import boot_id, is_alive
 from skgate.verdict.classify import classify
@@ -97,11 +98,16 @@ def load_ownership(attempt_dir: Path) -> Ownership | None:
     return Ownership.from_dict(files.read_json(path), str(path))
 
 
-def load_summary(attempt_dir: Path) -> Summary | None:
+def load_logscan(attempt_dir: Path) -> LogScan | None:
     path = attempt_dir / files.LOGSCAN
     if not path.exists():
         return None
-    return LogScan.from_dict(files.read_json(path), str(path)).summary
+    return LogScan.from_dict(files.read_json(path), str(path))
+
+
+def load_summary(attempt_dir: Path) -> Summary | None:
+    scan = load_logscan(attempt_dir)
+    return scan.summary if scan is not None else None
 
 
 def load_census(attempt_dir: Path) -> Census | None:
@@ -174,6 +180,7 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
             finished = True
 
     ownership = load_ownership(attempt_dir)
+    scan = load_logscan(attempt_dir)
     owned_alive = 0
     runner_alive = False
     deadline_passed = False
@@ -198,8 +205,11 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
         runner_finished=finished or finishing,
         runner_alive=runner_alive,
         deadline_passed=deadline_passed,
-        summary=load_summary(attempt_dir),
+        summary=scan.summary if scan is not None else None,
         census=load_census(attempt_dir),
+        stages=load_stages(attempt_dir / files.STAGES),
+        launcher=scan.launcher if scan is not None else None,
+        frozen_jobs=frozen_jobs(control.controls),
         package_mode=control.request.package_mode,
         journal_missing=journal_missing,
     )

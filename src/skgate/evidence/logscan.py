@@ -47,6 +47,8 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from skgate.evidence.launcher_lines import LITERALS as LAUNCHER_LITERALS
+from skgate.evidence.launcher_lines import LauncherCollector
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.logscan import LogScan
 from skgate.model.records import Stage, Summary
@@ -67,7 +69,10 @@ _ROOT = b"Starting static kernel compilation, the build directory is "
 _PACKAGE = b"generate run package "
 _COMPILER_ERROR = b"execute op_compiler error"
 _UNINSTALL = b"uninstall.sh"
-LITERALS = (_SUMMARY, _ROOT, _PACKAGE, _COMPILER_ERROR, _UNINSTALL)
+_OWN_LITERALS = (_SUMMARY, _ROOT, _PACKAGE, _COMPILER_ERROR, _UNINSTALL)
+#: Every literal a line must hold to be looked at: this module's and the launcher table's
+#: (:mod:`skgate.evidence.launcher_lines`, the real torchair lines).
+LITERALS = _OWN_LITERALS + tuple(x for x in LAUNCHER_LITERALS if x not in _OWN_LITERALS)
 
 _KV = re.compile(r"\b(stage|inputs|succeeded|failed)=(\S+)")
 _PACKAGE_RE = re.compile(r"generate run package (\S+) success")
@@ -154,6 +159,7 @@ class LogScanner:
         self._errors = _Capped(MAX_LIST)
         self._uninstall = _Capped(MAX_LIST)
         self._result: LogScan | None = None
+        self._launcher = LauncherCollector()
         self._handlers: tuple[tuple[bytes, Callable[[str], None]], ...] = (
             (_ROOT, self._on_root),
             (_PACKAGE, self._on_package),
@@ -252,6 +258,10 @@ class LogScanner:
                     starts.add(ls)
                 i = data.find(literal, data.find(b"\n", i, e) + 1, e)
 
+        # An error message of the launcher left open by the previous block goes on here.
+        if self._launcher.continuing:
+            self._continue(data, s, e)
+
         # Summary candidates: (line number, text, parsed numbers or None, truncated).
         found: dict[int, tuple[str, tuple[str, ...] | None, bool]] = {}
         counted_to, counted = s, base
@@ -263,6 +273,8 @@ class LogScanner:
             summary = self.on_line(data[ls : min(le, ls + m)])
             if summary is not None:
                 found[counted] = (summary, None, long)
+            if self._launcher.continuing:
+                self._continue(data, le + 1, e)
         # One newline count over the block in total (the hits above counted a prefix).
         self._lines = counted + data.count(b"\n", counted_to, e)
 
@@ -288,6 +300,24 @@ class LogScanner:
         self._bytes = size
         self._truncated = truncated
 
+    def _continue(self, data: bytes | bytearray, pos: int, e: int) -> None:
+        """Hand the lines from ``pos`` to the launcher table while its message is open.
+
+        Only the pure-Python scan sees lines that hold no literal, so the grep path gives
+        way to it when a message was opened (see ``needs_full_scan``).
+        """
+        m = self._max
+        while self._launcher.continuing and pos < e:
+            nl = data.find(b"\n", pos, e)
+            le = nl if nl >= 0 else e
+            self._launcher.on_continuation(_decode(data[pos : min(le, pos + m)]))
+            pos = le + 1
+
+    @property
+    def needs_full_scan(self) -> bool:
+        """A launcher error message may go on over lines grep did not list."""
+        return self._launcher.saw_continuation
+
     def on_line(self, kept: bytes | bytearray) -> str | None:
         """The per-line handler shared by both scan paths (``feed`` and grep's candidates).
 
@@ -296,12 +326,21 @@ class LogScanner:
         decoded line when it is a ``[summary]`` line (only whitespace before the tag), for
         the caller to pass to ``on_summary`` with its line number.
         """
+        if kept[:1].isspace() and kept.lstrip().startswith(b"warnings.warn("):
+            # The indented source line Python prints under a warning (torchair's lines
+            # are warnings): it quotes the message's template, it is not a message.
+            return None
         text: str | None = None
         for literal, handler in self._handlers:
             if literal in kept:
                 if text is None:
                     text = _decode(kept)
                 handler(text)
+        for literal in LAUNCHER_LITERALS:
+            if literal in kept:
+                self._launcher.end_message()  # a new launcher line closes an open message
+                self._launcher.on_line(text if text is not None else _decode(kept))
+                break
         if kept.lstrip().startswith(_SUMMARY):
             return text if text is not None else _decode(kept)
         return None
@@ -453,6 +492,7 @@ class LogScanner:
             bytes=self._bytes,
             truncated_lines=self._truncated,
             omitted={k: v for k, v in omitted.items() if v},
+            launcher=self._launcher.result(),
         )
 
 

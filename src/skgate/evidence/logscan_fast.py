@@ -235,6 +235,8 @@ def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
         last = os.pread(fd, 1, size - 1) if size else b"\n"
         # An unterminated last line counts as a line.
         scanner.set_counts(newlines + (last != b"\n"), size, counted[0])
+        if scanner.needs_full_scan:
+            return None  # a launcher message spans lines grep did not list (launcher_lines)
         return scanner.finish()
     except (_FastPathUnusable, OSError):
         return None

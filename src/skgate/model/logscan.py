@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.errors import EvidenceError
+from skgate.model.launcher import LauncherFacts
 from skgate.model.records import Stage, Summary
 from skgate.model.schema import check_schema, require
 
@@ -31,6 +32,9 @@ class LogScan:
     truncated_lines: int
     #: How many items each capped list left off (only non-zero entries).
     omitted: Mapping[str, int] = field(default_factory=dict)
+    #: The launcher's own lines (torchair warnings, cache, install); see
+    #: ``skgate.evidence.launcher_lines``. Absent in older files: read back as empty.
+    launcher: LauncherFacts = field(default_factory=LauncherFacts)
 
     def summary_text(self) -> str:
         """The content of ``summary.txt``: summary and matched lines, one per line."""
@@ -50,6 +54,7 @@ class LogScan:
             "bytes": self.bytes,
             "truncated_lines": self.truncated_lines,
             "omitted": dict(self.omitted),
+            "launcher": self.launcher.to_dict(),
         }
 
     @classmethod
@@ -94,4 +99,5 @@ class LogScan:
             bytes=require(d, "bytes", int, where),
             truncated_lines=require(d, "truncated_lines", int, where),
             omitted=dict(omitted),
+            launcher=LauncherFacts.from_dict(d.get("launcher"), where),
         )

@@ -9,6 +9,7 @@ the run request in :mod:`skgate.model.request`.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.exits import STATE_CODES
+from skgate.model.launcher import LauncherFacts
 from skgate.model.schema import (
     SCHEMA_CENSUS,
     SCHEMA_OWNERSHIP,
@@ -24,6 +26,7 @@ from skgate.model.schema import (
     opt_int,
     require,
 )
+from skgate.model.stages import Stages
 
 
 class State(str, enum.Enum):
@@ -371,6 +374,12 @@ class Evidence:
     package_mode: PackageMode = PackageMode.OPTIONAL
     #: The attempt's journal (events.jsonl) is gone: launch and exits are unknowable.
     journal_missing: bool = False
+    #: Every observed owned op_compiler invocation (stages.json; None before it existed).
+    stages: Stages | None = None
+    #: What the launcher's own lines said (logscan.json's ``launcher``).
+    launcher: LauncherFacts | None = None
+    #: The frozen NPU_STATIC_KERNEL_COMPILE_JOBS of control.json (None: not frozen).
+    frozen_jobs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -390,27 +399,21 @@ class Verdict:
     census: Census | None = None
     summary: Summary | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Where the summary came from: "summary_lines", "pattern", "op_compiler census" (C2).
+    summary_source: str | None = None
+    #: False when no compile ran (a cached package was installed); None when unknown.
+    compiled: bool | None = None
+    #: The -j of every observed op_compiler invocation: the concurrency used (C3, C5).
+    effective_jobs: tuple[int, ...] = ()
+    #: The most opc processes seen alive at once (a lower bound: scans are periodic).
+    peak_opc: int | None = None
 
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.state]
 
     def with_attempt(self, attempt: str) -> Verdict:
-        return Verdict(
-            state=self.state,
-            cause=self.cause,
-            reasons=self.reasons,
-            missing=self.missing,
-            natural_return=self.natural_return,
-            exit_status=self.exit_status,
-            exit_signal=self.exit_signal,
-            timeout_fired=self.timeout_fired,
-            escaped=self.escaped,
-            attempt=attempt,
-            census=self.census,
-            summary=self.summary,
-            extra=self.extra,
-        )
+        return dataclasses.replace(self, attempt=attempt)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -427,6 +430,10 @@ class Verdict:
             "missing": list(self.missing),
             "census": self.census.to_dict() if self.census else None,
             "summary": self.summary.to_dict() if self.summary else None,
+            "summary_source": self.summary_source,
+            "compiled": self.compiled,
+            "effective_jobs": list(self.effective_jobs),
+            "peak_opc": self.peak_opc,
             **({"extra": dict(self.extra)} if self.extra else {}),
         }
 
@@ -457,6 +464,13 @@ class Verdict:
                 problems=tuple(str(x) for x in summary_raw.get("problems", [])),
             )
         extra = d.get("extra", {})
+        compiled = d.get("compiled")
+        jobs = d.get("effective_jobs", [])
+        if not isinstance(jobs, list) or not all(
+            isinstance(j, int) and not isinstance(j, bool) for j in jobs
+        ):
+            raise EvidenceError(f"{where}: field 'effective_jobs' has the wrong type")
+        source = d.get("summary_source")
         return cls(
             state=state,
             cause=cause,
@@ -471,4 +485,8 @@ class Verdict:
             census=Census.from_dict(census_raw, where) if census_raw else None,
             summary=summary,
             extra=extra if isinstance(extra, dict) else {},
+            summary_source=source if isinstance(source, str) else None,
+            compiled=compiled if isinstance(compiled, bool) else None,
+            effective_jobs=tuple(jobs),
+            peak_opc=opt_int(d, "peak_opc", where),
         )

@@ -166,3 +166,19 @@ def validate_patterns(summary_patterns: Sequence[str], completion_marker: str | 
         if completion_marker == "":
             raise UsageError("--completion-marker is empty; give a regex that marks completion")
         _compile(completion_marker, "--completion-marker")
+
+
+def frozen_jobs(controls: Any) -> int | None:
+    """The jobs value an attempt froze, from its ``control.json["controls"]`` (C5).
+
+    None when nothing was frozen (or the record is not the expected shape).
+    """
+    if not isinstance(controls, dict):
+        return None
+    jobs = controls.get("jobs")
+    if not isinstance(jobs, dict):
+        return None
+    value = jobs.get("value")
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value

@@ -5,6 +5,7 @@ shape changes):
 
 - ``skgate.control/1``, ``skgate.ownership/1``, ``skgate.verdict/1``,
   ``skgate.census/1``, ``skgate.event/1``: first versions (2026-11).
+- ``skgate.stages/1``: first version (2026-12): every observed op_compiler invocation.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ SCHEMA_VERDICT = "skgate.verdict/1"
 SCHEMA_CENSUS = "skgate.census/1"
 
 SCHEMA_EVENT = "skgate.event/1"
+
+SCHEMA_STAGES = "skgate.stages/1"
 #: ``skgate.regress/1`` first version (2026-11).
 SCHEMA_REGRESS = "skgate.regress/1"
 

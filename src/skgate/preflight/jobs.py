@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.model.errors import UsageError
+from skgate.model.request import frozen_jobs
 
 JOBS_VAR = "NPU_STATIC_KERNEL_COMPILE_JOBS"
 #: Per-job memory budget override (MiB), read from the workload environment.
@@ -314,12 +315,4 @@ def decide(
 
 def frozen_value(controls: Any) -> int | None:
     """The jobs value an earlier attempt froze, from its ``control.json["controls"]``."""
-    if not isinstance(controls, dict):
-        return None
-    jobs = controls.get("jobs")
-    if not isinstance(jobs, dict):
-        return None
-    value = jobs.get("value")
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value
+    return frozen_jobs(controls)

@@ -410,7 +410,8 @@ def _hooks_step(
     return interp, result, record, result.blocked_reasons()
 
 
-def _compiler_names(request: RunRequest, env: Mapping[str, str]) -> tuple[str, ...]:
+def compiler_names(request: RunRequest, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The compiler process names of the foreign check and of stages (C3, C4)."""
     if request.compiler_names:
         return tuple(request.compiler_names)
     raw = env.get(COMPILER_NAMES_VAR, "")
@@ -430,7 +431,7 @@ def _foreign_step(
     policy = request.foreign_policy
     if policy not in ("wait", "refuse"):
         raise UsageError(f"--foreign {policy!r} is not valid; use 'wait' or 'refuse'")
-    names = _compiler_names(request, env)
+    names = compiler_names(request, env)
     seen: dict[tuple[int, int], ProcessRecord] = {}
     started = time.monotonic()
     announced = False

@@ -136,6 +136,8 @@ class Supervisor:
         scan_interval: float = 1.0,
         on_tick: Callable[[int], None] | None = None,
         notify: Callable[[str], None] | None = None,
+        on_process: Callable[[ProcessRecord], None] | None = None,
+        on_scan: Callable[[list[tuple[int, int]]], None] | None = None,
     ) -> None:
         self.argv = argv
         self.env = env
@@ -148,6 +150,10 @@ class Supervisor:
         self.scan_interval = scan_interval
         self.on_tick = on_tick
         self.notify: Callable[[str], None] = notify or (lambda _msg: None)
+        # Stage hooks (C3): every new or exec'd owned process, and the (pid, start time)
+        # of the owned processes alive at each scan (the most opc alive at once).
+        self.on_process = on_process
+        self.on_scan = on_scan
         self.tracked: dict[tuple[int, int], Tracked] = {}
         self._by_pid: dict[int, tuple[int, int]] = {}  # the latest key of each pid
         self._dirty = False
@@ -238,6 +244,8 @@ class Supervisor:
                     self._flush_manifest(now)
                     if self.on_tick is not None:
                         self.on_tick(sum(1 for t in self.tracked.values() if t.alive))
+                    if self.on_scan is not None:
+                        self.on_scan([k for k, t in self.tracked.items() if t.alive])
                     next_scan = now + self.scan_interval
                     check_children = True
 
@@ -428,6 +436,7 @@ class Supervisor:
             self.tracked[(proc.pid, st.start_ticks)] = Tracked(
                 stat=st, argv=tuple(self.argv), first_seen=wall, last_seen=wall
             )
+            self._noted(self.tracked[(proc.pid, st.start_ticks)])
 
     def _observe(self, wall: float, live: dict[int, ProcStat] | None = None) -> bool:
         """One read-only pass over the owned tree; True when the manifest changed."""
@@ -447,6 +456,7 @@ class Supervisor:
                     last_seen=wall,
                     escaped=st.pgid != leader,
                 )
+                self._noted(self.tracked[key])
                 changed = True
                 continue
             tracked.last_seen = wall
@@ -454,6 +464,7 @@ class Supervisor:
                 # An exec (python -> opc) or a PR_SET_NAME: keep what it became.
                 tracked.argv = read_cmdline(pid) or tracked.argv
                 tracked.stat = st
+                self._noted(tracked)
                 changed = True
             if st.pgid != tracked.stat.pgid or st.ppid != tracked.stat.ppid:
                 tracked.escaped = tracked.escaped or st.pgid != leader
@@ -465,6 +476,10 @@ class Supervisor:
                 tracked.alive = False
                 changed = True
         return changed
+
+    def _noted(self, tracked: Tracked) -> None:
+        if self.on_process is not None:
+            self.on_process(tracked.record())
 
     def _mark_exit(self, pid: int, status: tuple[int | None, int | None]) -> None:
         tracked = self.tracked.get(self._by_pid.get(pid, (pid, -1)))
@@ -504,6 +519,7 @@ class Supervisor:
                     last_seen=now,
                     escaped=st.pgid != leader,
                 )
+                self._noted(self.tracked[(child, st.start_ticks)])
             code, sig = decode_wait_status(status)
             self._mark_exit(child, (code, sig))
             self.emit("reaped", pid=child, exit_status=code, exit_signal=sig)

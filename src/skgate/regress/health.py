@@ -32,7 +32,7 @@ from skgate.evidence.files import REGRESS_FILE
 from skgate.evidence.load import load_control
 from skgate.model.errors import UsageError
 from skgate.model.records import State, Verdict
-from skgate.model.request import RunRequest
+from skgate.model.request import RunRequest, frozen_jobs
 from skgate.model.schema import SCHEMA_REGRESS
 from skgate.preflight.request import outputs_dir, validate
 from skgate.regress.change import Change, parse_declaration
@@ -49,6 +49,7 @@ from skgate.regress.common import (
 )
 from skgate.regress.controls import Difference, compare_controls, control_view
 from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
+from skgate.verdict.stages import compile_evidence_refusals
 
 # --------------------------------------------------------------------------- health gate
 
@@ -169,6 +170,7 @@ def check_reference(attempt_dir: Path) -> tuple[Verdict, RunRequest]:
         why.append(f"exit status {verdict.exit_status}")
     if verdict.summary is None or not verdict.summary.all_succeeded:
         why.append("its final summary does not show every input of every stage succeeded")
+    why.extend(compile_evidence_refusals(verdict, frozen_jobs(control.controls)))
     if control.request.completion_marker is None:
         why.append("it has no --completion-marker, so completion cannot be compared")
     elif not read_completion_seen(attempt_dir):
@@ -244,12 +246,19 @@ def health(
             + "; ".join(d.text() for d in undeclared[:5])
             + (" ..." if len(undeclared) > 5 else "")
         )
+    # C5/C6: a cache hit compiled nothing; a -j other than the frozen one is a control
+    # that was not in effect. Neither is compile-health evidence.
+    refused: list[str] = []
+    if attempt is not None and (attempt / files.CONTROL).exists():
+        frozen = frozen_jobs(control_raw(attempt).get("controls"))
+        refused = compile_evidence_refusals(verdict, frozen)
+        reasons.extend(f"not compile-health evidence: {r}" for r in refused)
     if verdict.state is State.INTERRUPTED:
         reasons.append(
             f"{INTERRUPTED_WORDS}: not a compile result; a clean retry is required "
             "before judging the change"
         )
-    if verdict.state is State.NOT_STARTED or undeclared:
+    if verdict.state is State.NOT_STARTED or undeclared or refused:
         outcome = "blocked"
     elif all(c.ok for c in checks):
         outcome = "pass"

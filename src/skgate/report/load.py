@@ -8,14 +8,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.files import CENSUS, CONTROL, EVENTS, OWNERSHIP, SUMMARY, VERDICT, read_events
+from skgate.evidence.files import (
+    CENSUS,
+    CONTROL,
+    EVENTS,
+    OWNERSHIP,
+    STAGES,
+    SUMMARY,
+    VERDICT,
+    read_events,
+)
 from skgate.evidence.files import read_json as _read_json
 from skgate.evidence.ledger import resolve
 from skgate.evidence.load import current_verdict
+from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
 from skgate.model.records import Census, Ownership, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL, check_schema
+from skgate.model.stages import Stages
 
 VerdictOf = Callable[[Path], Verdict]
 
@@ -39,6 +50,8 @@ class AttemptEvidence:
     census: Census | None
     summary_lines: tuple[str, ...]
     summary_source: str
+    #: ``stages.json``: every observed op_compiler invocation (None before it existed).
+    stages: Stages | None = None
 
 
 def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> AttemptEvidence:
@@ -83,6 +96,7 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
         census=census,
         summary_lines=summary_lines,
         summary_source=source,
+        stages=load_stages(path / STAGES),
     )
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from skgate.model.errors import UsageError
 from skgate.model.phrases import C7
 from skgate.model.records import ProcessRecord, State
+from skgate.model.request import frozen_jobs
 from skgate.report.facts import (
     FORMATS,
     census_label,
@@ -38,6 +39,7 @@ from skgate.report.facts import (
     timeline,
 )
 from skgate.report.load import AttemptEvidence, Report, VerdictOf, build_report, default_verdict_of
+from skgate.report.stages import stage_lines, stage_title
 from skgate.verdict.classify import signal_name
 from skgate.verdict.words import NEXT_STEP, in_language, phrase
 
@@ -166,6 +168,10 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
     out.append("")
 
     out += _md_census(ev, lang, hh)
+
+    out += [f"{hh} {stage_title(lang)}", ""]
+    frozen = frozen_jobs(ev.control.get("controls"))
+    out += [*stage_lines(ev.stages, v, frozen, lang), ""]
 
     out += [f"{hh} {phrase('summary', lang)}", ""]
     if ev.summary_lines:

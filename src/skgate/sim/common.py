@@ -24,6 +24,10 @@ ENV_JOBS = "NPU_STATIC_KERNEL_COMPILE_JOBS"
 ENV_ASCEND_HOME = "ASCEND_HOME_PATH"
 ENV_SAVE_KERNEL_META = "ASCEND_OP_COMPILE_SAVE_KERNEL_META"
 ENV_PROF_SK = "ASCEND_PROF_SK_ON"
+#: Prefix for the names the sim's compilers show (argv[0] and comm), e.g. ``sk_`` gives
+#: ``sk_op_compiler`` / ``sk_opc``: tests on a shared machine name their own compilers
+#: and never meet another checkout's ``opc`` as a foreign workload (C4).
+ENV_PROGRAM_PREFIX = "SKGATE_SIM_PROGRAM_PREFIX"
 
 DEFAULT_OPC_SECONDS = 0.05
 
@@ -40,7 +44,7 @@ def set_comm(name: str) -> None:
     The gate recognises compilers by name (C4: foreign ``opc`` / ``op_compiler`` are
     recorded and never touched), so the simulator must look like them.
     """
-    raw = name.encode()[:15]
+    raw = (os.environ.get(ENV_PROGRAM_PREFIX, "") + name).encode()[:15]
     # Writing /proc/self/comm is prctl(PR_SET_NAME) without the cost of importing ctypes
     # in every worker; ctypes is the fallback.
     try:
@@ -86,7 +90,7 @@ def program_argv(argv0: str, module: str, args: list[str]) -> list[str]:
     ``_entry.py`` loads the sim package without importing the gate's package (whose
     import cost would be paid by every ``opc``).
     """
-    return [argv0, ENTRY, module, *args]
+    return [os.environ.get(ENV_PROGRAM_PREFIX, "") + argv0, ENTRY, module, *args]
 
 
 def write_marker(role: str, suffix: str, extra: dict[str, object] | None = None) -> None:

@@ -20,6 +20,9 @@ item                   effect
 ``fail_with_hook``     input 0 fails when a Python start-up hook is loaded in its ``opc``
 ``fail_above_jobs=N``  input 0 fails when the compile jobs value in use is greater than N
 ``fail_seed=S``        input 0 fails when ``SKGATE_SIM_CACHE_SEED`` equals S
+``lose_log=I[:I...]``  ``op_compiler`` leaves no compile log at all for these input indexes
+``stop_after=N``       ``op_compiler`` compiles only the first N inputs, then exits 0
+``false_summary``      ``op_compiler``'s ``[summary]`` claims every input succeeded
 =====================  ======================================================================
 
 Input indexes are 0-based positions in ``op_compiler``'s sorted input list. Durations are
@@ -48,6 +51,9 @@ KNOWN_ITEMS: tuple[str, ...] = (
     "fail_with_hook",
     "fail_above_jobs=N",
     "fail_seed=S",
+    "lose_log=I[:I...]",
+    "stop_after=N",
+    "false_summary",
 )
 
 # Signals whose default action does not end a process cannot make the launcher "die".
@@ -84,11 +90,14 @@ class Faults:
         "fail_above_jobs",
         "fail_seed",
         "fail_with_hook",
+        "false_summary",
         "hang",
         "ignore_sigterm",
         "leader_exit_early",
+        "lose_log",
         "no_summary",
         "quiet",
+        "stop_after",
     )
 
     fail: frozenset[int]
@@ -103,6 +112,9 @@ class Faults:
     fail_with_hook: bool
     fail_above_jobs: int | None
     fail_seed: str | None
+    lose_log: frozenset[int]
+    stop_after: int | None
+    false_summary: bool
 
     def __init__(
         self,
@@ -119,6 +131,9 @@ class Faults:
         fail_with_hook: bool = False,
         fail_above_jobs: int | None = None,
         fail_seed: str | None = None,
+        lose_log: frozenset[int] = frozenset(),
+        stop_after: int | None = None,
+        false_summary: bool = False,
     ) -> None:
         values: dict[str, object] = {
             "fail": fail,
@@ -133,6 +148,9 @@ class Faults:
             "fail_with_hook": fail_with_hook,
             "fail_above_jobs": fail_above_jobs,
             "fail_seed": fail_seed,
+            "lose_log": lose_log,
+            "stop_after": stop_after,
+            "false_summary": false_summary,
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)
@@ -202,6 +220,7 @@ def parse(spec: str) -> Faults:
     """Parse a fault specification; raise FaultSpecError naming the first bad item."""
     fail: set[int] = set()
     hang: set[int] = set()
+    lose: set[int] = set()
     values: dict[str, object] = {}
     for raw in spec.split(","):
         item = raw.strip()
@@ -216,6 +235,7 @@ def parse(spec: str) -> Faults:
             "no_summary",
             "contradict_summary",
             "fail_with_hook",
+            "false_summary",
         )
         if key in flags:
             if sep:
@@ -231,13 +251,15 @@ def parse(spec: str) -> Faults:
             fail |= _indexes(item, value)
         elif key == "hang":
             hang |= _indexes(item, value)
+        elif key == "lose_log":
+            lose |= _indexes(item, value)
         elif key in ("quiet", "escape"):
             values[key] = _seconds(item, value)
         elif key == "die_signal":
             values[key] = parse_signal(value)
-        elif key == "fail_above_jobs":
+        elif key in ("fail_above_jobs", "stop_after"):
             if not value.isdigit():
-                raise FaultSpecError(f"fault item {item!r}: expected a whole number of jobs")
+                raise FaultSpecError(f"fault item {item!r}: expected a whole number")
             values[key] = int(value)
         elif key == "fail_seed":
             values[key] = value
@@ -250,6 +272,7 @@ def parse(spec: str) -> Faults:
     die = values.get("die_signal")
     above = values.get("fail_above_jobs")
     seed = values.get("fail_seed")
+    stop = values.get("stop_after")
     quiet = values.get("quiet", 0.0)
     return Faults(
         fail=frozenset(fail),
@@ -264,6 +287,9 @@ def parse(spec: str) -> Faults:
         fail_with_hook=values.get("fail_with_hook") is True,
         fail_above_jobs=above if isinstance(above, int) else None,
         fail_seed=seed if isinstance(seed, str) else None,
+        lose_log=frozenset(lose),
+        stop_after=stop if isinstance(stop, int) else None,
+        false_summary=values.get("false_summary") is True,
     )
 
 

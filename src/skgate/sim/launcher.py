@@ -120,13 +120,18 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--rank", type=int, default=None, help="prefix lines with 'Rank N: '")
     ap.add_argument("--deterministic", action="store_true", help="d1 input names")
     ns = ap.parse_args(argv)
-    if ns.steps < 0 or ns.inputs < 0:
-        raise LauncherError("--steps and --inputs must be >= 0")
+    check_common(ns)
     if ns.jobs is not None and ns.jobs < 1:
         raise LauncherError("--jobs must be >= 1")
+    return ns
+
+
+def check_common(ns: argparse.Namespace) -> None:
+    """The checks every simulated launcher flavour shares (bad values: exit 2)."""
+    if ns.steps < 0 or ns.inputs < 0:
+        raise LauncherError("--steps and --inputs must be >= 0")
     if ns.opc_seconds is not None and not 0.0 <= ns.opc_seconds < float("inf"):
         raise LauncherError("--opc-seconds must be finite and >= 0")
-    return ns
 
 
 def choose_jobs(env_value: str | None, flag: int | None) -> tuple[int, str]:

@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     running: dict[int, int] = {}
     results: dict[int, str | None] = {}  # index -> None (succ) or error text
-    pending = list(range(n))
+    # Fault stop_after: the inputs after the first N are never started (a partial stage).
+    pending = list(range(n if f.stop_after is None else min(n, f.stop_after)))
     pending.reverse()
     while pending or running:
         while pending and len(running) < args.jobs:
@@ -195,6 +196,11 @@ def main(argv: list[str] | None = None) -> int:
             text = f"opc for {stem} ended with {_describe(status)}"
             _append(err_log, f"[ERROR] op_compiler: {text}")
             results[idx_done] = text
+        if idx_done in f.lose_log:
+            # Fault lose_log: this input ends with no compile log at all.
+            for suffix in ("_compile_succ.log", "_compile_error.log"):
+                with contextlib.suppress(OSError):
+                    (log_dir / f"{stem}{suffix}").unlink()
     ready.fire()
 
     ok = sorted(i for i, r in results.items() if r is None)
@@ -210,7 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     elif n:
         pkg = (1, 0, 1)
     if not f.no_summary:
-        for line in summary_lines(n, len(ok), len(bad), pkg, f.contradict_summary):
+        ok_n, bad_n, pkg_said = len(ok), len(bad), pkg
+        if f.false_summary:
+            # Fault false_summary: a summary that lies about the per-input outcome.
+            ok_n, bad_n, pkg_said = n, 0, ((1, 1, 0) if n else pkg)
+        for line in summary_lines(n, ok_n, bad_n, pkg_said, f.contradict_summary):
             common.say(line)
     common.write_marker(ROLE, "finished", {"succeeded": len(ok), "failed": len(bad)})
     if bad or pkg[2]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import signal
 
 from skgate.model.records import Cause, Evidence, PackageMode, State, Verdict
+from skgate.verdict import stages as stage_rules
+from skgate.verdict.stages import SummaryView
 
 
 def signal_name(signum: int) -> str:
@@ -76,7 +78,12 @@ def _verdict(
     cause: Cause | None,
     reasons: tuple[str, ...],
     missing: tuple[str, ...] = (),
+    *,
+    view: SummaryView | None = None,
 ) -> Verdict:
+    if view is not None:
+        reasons = (*reasons, *view.notes)
+    jobs = view.findings.effective_jobs if view is not None else ()
     return Verdict(
         state=state,
         cause=cause,
@@ -88,8 +95,38 @@ def _verdict(
         timeout_fired=ev.timeout_fired,
         escaped=ev.escaped_total,
         census=ev.census,
-        summary=ev.summary,
+        summary=view.summary if view is not None else ev.summary,
+        summary_source=view.source if view is not None else None,
+        compiled=view.compiled if view is not None else None,
+        effective_jobs=jobs,
+        peak_opc=ev.stages.peak_opc if ev.stages is not None else None,
     )
+
+
+#: What an exit status of a command means when no compiler was ever observed (C2.3).
+_EXIT_MEANING = {
+    126: "126 usually means a command was found but could not be executed",
+    127: "127 usually means a command was not found",
+}
+
+
+def _exit_reason(ev: Evidence, view: SummaryView) -> str:
+    status = ev.leader_exit_status
+    if view.findings.observed or (view.summary is not None and view.summary.present):
+        return f"C2.3: the compiler stack returned naturally with exit status {status}"
+    meaning = _EXIT_MEANING.get(status or 0, "")
+    return (
+        f"C2.3: the command returned naturally with exit status {status}; no compiler "
+        "process (op_compiler) was observed and no summary was printed, so this is the "
+        "command's own failure, not a compiler result" + (f" ({meaning})" if meaning else "")
+    )
+
+
+#: How a success reason names its summary source (C2: [summary] lines first).
+_SOURCE_WORDS = {
+    stage_rules.SOURCE_STAGES: "the op_compiler census after natural return",
+}
+_PRINTED = (stage_rules.SOURCE_SUMMARY_LINES, stage_rules.SOURCE_PATTERN)
 
 
 def _escape_note(ev: Evidence) -> list[str]:
@@ -170,13 +207,16 @@ def classify(ev: Evidence) -> Verdict:
                 ),
             )
 
-    summary = ev.summary
-    summary_ok = summary is not None and summary.present and summary.consistent
+    view = stage_rules.summary_view(ev, natural)
+    summary = view.summary
+    summary_ok = view.usable
+    found = view.findings
 
     inconclusive = census_inconclusive(ev)
 
-    # 2. succeeded
-    if natural and ev.leader_exit_status == 0 and summary_ok and summary is not None:
+    # 2. succeeded: a launcher's exit 0 never turns a failed stage into a success (C2).
+    clean = view.stack_natural and not found.failures and not view.launcher_errors
+    if natural and ev.leader_exit_status == 0 and summary_ok and summary is not None and clean:
         outputs = output_check_failures(ev)
         if summary.all_succeeded and not outputs and inconclusive is None:
             return _verdict(
@@ -185,35 +225,64 @@ def classify(ev: Evidence) -> Verdict:
                 None,
                 (
                     "C2.2: the compiler stack returned naturally with exit status 0",
-                    f"C2.2: the final summary reports every input of all "
-                    f"{len(summary.stages)} stage(s) succeeded",
+                    f"C2.2: {_SOURCE_WORDS.get(view.source or '', 'the final summary')} "
+                    f"reports every input of all {len(summary.stages)} stage(s) succeeded",
                     *escapes,
                 ),
+                view=view,
             )
+    no_summary = summary is None or not summary.present
+    cached = natural and ev.leader_exit_status == 0 and view.compiled is False
+    if cached and clean and no_summary and inconclusive is None:
+        return _verdict(
+            ev,
+            State.SUCCEEDED,
+            None,
+            (
+                "C2.2: the command returned naturally with exit status 0",
+                "C2.2: " + stage_rules.no_compile_reason(view),
+                *escapes,
+            ),
+            view=view,
+        )
 
-    # 3. failed: only after natural return, and never on a contradictory summary.
-    if natural and (summary is None or summary.consistent):
+    # 3. failed: only after the natural return of the whole compiler stack (every
+    # observed op_compiler too), never on a contradictory summary or a disagreement.
+    consistent = summary is None or summary.consistent
+    if view.stack_natural and consistent and not view.disagreements and view.compiled is not False:
         why: list[str] = []
         if ev.leader_exit_status:
-            why.append(
-                f"C2.3: the compiler stack returned naturally with exit status "
-                f"{ev.leader_exit_status}"
-            )
-        if summary is not None and summary.present and not summary.all_succeeded:
+            why.append(_exit_reason(ev, view))
+        if (
+            view.source != stage_rules.SOURCE_STAGES
+            and summary is not None
+            and summary.present
+            and not summary.all_succeeded
+        ):
             bad = [s for s in summary.stages if s.failed or s.succeeded != s.inputs]
             why.append(
                 "C2.3: the final summary reports failures: "
                 + "; ".join(f"stage {s.name}: {s.failed} of {s.inputs} failed" for s in bad)
             )
+        if view.source not in _PRINTED:
+            # With a printed summary as the source its failures are stated above; the
+            # report's stage section still names each failed input and its log.
+            why.extend(found.failures)
+        said = view.launcher_failure(ev.leader_exit_status)
+        if said is not None and ev.leader_exit_status == 0:
+            # The swallowed case (C2): exit 0 and the launcher's own word of a failure.
+            why.append(said)
         if summary_ok:
             why.extend(output_check_failures(ev))
         if why:
-            return _verdict(
-                ev,
-                State.FAILED,
-                None,
-                (*why, "C2.3: kept error logs are now final compiler evidence", *escapes),
+            evidence_note = (
+                ["C2.3: kept error logs are now final compiler evidence"]
+                if found.observed
+                or (summary is not None and summary.present)
+                or (ev.census is not None and ev.census.error_logs)
+                else []
             )
+            return _verdict(ev, State.FAILED, None, (*why, *evidence_note, *escapes), view=view)
 
     # 4. interrupted
     if ev.timeout_fired:
@@ -229,6 +298,7 @@ def classify(ev: Evidence) -> Verdict:
                 "a clean retry is required before judging compiler support",
                 *escapes,
             ),
+            view=view,
         )
     if ev.external_signals or ev.signals_sent or ev.leader_exit_signal is not None:
         why = []
@@ -259,6 +329,7 @@ def classify(ev: Evidence) -> Verdict:
                 "a clean retry is required before judging compiler support",
                 *escapes,
             ),
+            view=view,
         )
 
     # 5. unknown: say exactly what is missing or contradictory; never infer failure.
@@ -285,7 +356,28 @@ def classify(ev: Evidence) -> Verdict:
     if ev.runner_finished and not ev.leader_ended:
         missing.append("exit status of the top-level process")
     if ev.runner_finished and (summary is None or not summary.present):
-        missing.append("final aggregate summary ([summary] lines or a --summary-pattern match)")
+        if view.compiled is not False:
+            missing.append(
+                "final aggregate summary ([summary] lines, a --summary-pattern match, or an "
+                "op_compiler census after natural return)"
+            )
+        if not found.observed and view.compiled is None:
+            reasons.append(
+                "C2.5: no [summary] line was printed and no op_compiler process was observed, "
+                "so no stage record exists"
+            )
+    reasons.extend(f"C2.5: {why}" for why in found.not_final)
+    reasons.extend(view.disagreements)
+    if view.launcher_errors and not view.stack_natural:
+        reasons.append(
+            "C2.5: the launcher reported a failing op_compiler, but the compiler stack did "
+            "not return naturally; failure is not inferred"
+        )
+    if view.compiled is False and ev.leader_exit_status:
+        reasons.append(
+            f"C2.5: {stage_rules.no_compile_reason(view)}; exit status "
+            f"{ev.leader_exit_status} is therefore not a compiler result"
+        )
     if summary is not None and summary.problems:
         reasons.extend(f"C2.5: the final summary contradicts itself: {p}" for p in summary.problems)
     if inconclusive is not None:
@@ -297,4 +389,4 @@ def classify(ev: Evidence) -> Verdict:
         reasons.append("C2.5: exit status, summary and outputs disagree")
     if not reasons:
         reasons.append("C2.5: evidence is missing; the verdict is blocked, failure is not inferred")
-    return _verdict(ev, State.UNKNOWN, None, (*reasons, *escapes), tuple(missing))
+    return _verdict(ev, State.UNKNOWN, None, (*reasons, *escapes), tuple(missing), view=view)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from skgate.model.phrases import C7
 from skgate.model.records import State
+from skgate.verdict.words_stages import STAGE_MISSING_ZH, STAGE_REASONS_ZH
 
 #: C6 wording of the diagnosis (regress --matrix): what a failing start-up-hook arm proves
 #: and what it does not.
@@ -324,7 +325,9 @@ _MISSING_ZH: Mapping[str, str] = {
     "event journal (events.jsonl)": "事件日志（events.jsonl）",
 }
 
-_REASON_PATTERNS = tuple((re.compile(rf"\A{p}\Z", re.DOTALL), zh) for p, zh in _REASONS_ZH)
+_REASON_PATTERNS = tuple(
+    (re.compile(rf"\A{p}\Z", re.DOTALL), zh) for p, zh in (*STAGE_REASONS_ZH, *_REASONS_ZH)
+)
 
 
 def reason_zh(reason: str) -> str | None:
@@ -337,7 +340,7 @@ def reason_zh(reason: str) -> str | None:
 
 
 def missing_zh(item: str) -> str | None:
-    return _MISSING_ZH.get(item)
+    return _MISSING_ZH.get(item) or STAGE_MISSING_ZH.get(item)
 
 
 def in_language(text: str, lang: str, kind: str = "reason") -> str:

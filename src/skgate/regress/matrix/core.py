@@ -27,7 +27,7 @@ from typing import Any
 from skgate.evidence.files import REGRESS_FILE
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.records import State, Verdict
-from skgate.model.request import RunRequest
+from skgate.model.request import RunRequest, frozen_jobs
 from skgate.model.schema import SCHEMA_REGRESS
 from skgate.preflight import prepare as preflight
 from skgate.regress.change import is_inside
@@ -44,6 +44,7 @@ from skgate.regress.common import (
 from skgate.regress.controls import Difference, compare_controls
 from skgate.regress.matrix.load import FACTORS, MAX_REPEATS, Arm, Matrix, load_matrix
 from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
+from skgate.verdict.stages import compile_evidence_refusals
 
 # --------------------------------------------------------------------------- matrix run
 
@@ -72,9 +73,16 @@ class RunOutcome:
         }
 
 
-def outcome_of(verdict: Verdict, differences: Sequence[Difference] = ()) -> RunOutcome:
-    """Map one attempt's verdict to its weight as evidence (C2, C6)."""
+def outcome_of(
+    verdict: Verdict, differences: Sequence[Difference] = (), frozen: int | None = None
+) -> RunOutcome:
+    """Map one attempt's verdict to its weight as evidence (C2, C5, C6).
+
+    ``frozen`` is the attempt's frozen jobs value: an op_compiler that ran with another
+    -j, or a cache hit that compiled nothing, is no comparable compile evidence.
+    """
     undeclared = tuple(d for d in differences if not d.declared)
+    refused = compile_evidence_refusals(verdict, frozen)
     state = verdict.state
     if state is State.SUCCEEDED:
         status, detail = "pass", "succeeded"
@@ -92,6 +100,9 @@ def outcome_of(verdict: Verdict, differences: Sequence[Difference] = ()) -> RunO
         detail = "frozen controls differ beyond the one change: " + "; ".join(
             d.text() for d in undeclared[:3]
         )
+    if refused and status in ("pass", "fail"):
+        status = "not-comparable"
+        detail = "; ".join(refused)
     return RunOutcome(verdict.attempt, state.value, status, detail, tuple(differences))
 
 
@@ -340,15 +351,17 @@ def run_matrix(
                 _say(progress, f"{name} #{k}: not run: {exc}")
                 continue
             differences: list[Difference] = []
+            frozen: int | None = None
             attempt = Path(verdict.attempt) if verdict.attempt else None
             if attempt is not None and verdict.state is not State.NOT_STARTED:
                 raw = control_raw(attempt)
+                frozen = frozen_jobs(raw.get("controls"))
                 if reference is None and arm is None:
                     reference = raw
                 elif reference is not None:
                     changes = (arm.change,) if arm is not None else ()
                     differences = compare_controls(reference, raw, changes, ignore)
-            outcome = outcome_of(verdict, differences)
+            outcome = outcome_of(verdict, differences, frozen)
             runs.append(outcome)
             _say(progress, f"{name} #{k}: {outcome.state} ({outcome.status})")
         results[name] = runs

@@ -1,0 +1,201 @@
+"""The lines a real torchair launcher prints, recognised as they appear in a run log.
+
+torchair's npugraph_ex path reports through Python warnings on stderr, so a real line is
+``/…/static_kernel.py:241: UserWarning: <message>`` followed by the indented source line
+(``  warnings.warn(...)``); multi-card runs prefix the message with ``Rank <n>: ``; some
+lines arrive on stdout without the warning header. This table is consulted by
+:class:`skgate.evidence.logscan.LogScanner` (one literal per kind, found with
+``bytes.find``); what a line means is decided here:
+
+- ``start``: ``Starting static kernel compilation, the build directory is R`` (single card)
+  or ``starting static kernel compilation for multi card, the build directory is R``;
+- ``compiler_error``: ``execute op_compiler error, msg: <stderr>``; the stderr may go on
+  over the following lines, kept up to the warning's source line;
+- ``cache_hit``: ``Static kernel cache hit: <path>``;
+- ``cache_miss``: ``No matching cache found for key : <key>``;
+- ``no_run_files``: ``no run files were found, the static compilation might have failed, ...``;
+- ``install``: ``Verifying archive integrity...`` (and ``Uncompressing STATIC KERNEL RUN
+  PACKAGE``);
+- ``uninstall_warning``: ``Warning: If the process exits abnormally, you must manually
+  uninstall the static kernel package by executing: <path>``.
+
+``no_run_files`` is the runtime's own guess ("might have failed"): it is quoted as the
+runtime's words and never adopted as skgate's verdict (C7).
+
+Schema: the ``launcher`` object of ``skgate.logscan/1`` (optional; absent in files of
+older versions, read back as empty).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from skgate.model.launcher import LauncherFacts
+
+#: Caps on what is kept per kind (the rest is counted in ``LauncherFacts.omitted``).
+MAX_ITEMS = 1000
+#: Lines of an ``execute op_compiler error`` message kept after the first.
+MAX_MESSAGE_LINES = 40
+MAX_TEXT = 4096
+
+START = b"static kernel compilation"
+COMPILER_ERROR = b"execute op_compiler error"
+CACHE_HIT = b"Static kernel cache hit"
+CACHE_MISS = b"No matching cache found for key"
+NO_RUN_FILES = b"no run files were found"
+INSTALL_VERIFY = b"Verifying archive integrity"
+INSTALL_UNPACK = b"Uncompressing STATIC KERNEL RUN PACKAGE"
+UNINSTALL_WARNING = b"manually uninstall the static kernel package"
+
+#: Literals the log scanner looks for on this module's behalf.
+LITERALS: tuple[bytes, ...] = (
+    START,
+    COMPILER_ERROR,
+    CACHE_HIT,
+    CACHE_MISS,
+    NO_RUN_FILES,
+    INSTALL_VERIFY,
+    INSTALL_UNPACK,
+    UNINSTALL_WARNING,
+)
+
+# ``<file>:<lineno>: <Category>: `` as warnings.formatwarning writes it.
+_WARNING_HEADER = re.compile(r"^.*?:\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): ")
+_RANK = re.compile(r"^Rank (?P<rank>\d+): ")
+_START = re.compile(
+    r"[Ss]tarting static kernel compilation(?P<multi> for multi card)?, "
+    r"the build directory is (?P<root>.+?)\s*$"
+)
+_CACHE_HIT = re.compile(r"Static kernel cache hit:?\s*(?P<path>.*?)\s*$")
+_CACHE_MISS = re.compile(r"No matching cache found for key\s*:?\s*(?P<key>.*?)\s*$")
+_MSG = "execute op_compiler error, msg:"
+
+
+def split_line(text: str) -> tuple[str | None, int | None, str]:
+    """(warning category or None, rank or None, message) of one log line."""
+    category = None
+    msg = text
+    m = _WARNING_HEADER.match(msg)
+    if m is not None:
+        category = m.group("category")
+        msg = msg[m.end() :]
+    r = _RANK.match(msg)
+    rank = int(r.group("rank")) if r is not None else None
+    if r is not None:
+        msg = msg[r.end() :]
+    return category, rank, msg
+
+
+def _ends_message(text: str) -> bool:
+    """The line after a warning's message: its source line, a new warning, or a blank."""
+    stripped = text.strip()
+    return (
+        not stripped
+        or stripped.startswith("warnings.warn")
+        or _WARNING_HEADER.match(text) is not None
+    )
+
+
+class LauncherCollector:
+    """Collects :class:`LauncherFacts` from the lines the log scanner hands it."""
+
+    literals = LITERALS
+
+    def __init__(self) -> None:
+        self._lists: dict[str, list[Any]] = {
+            "starts": [],
+            "compiler_errors": [],
+            "cache_hits": [],
+            "cache_misses": [],
+            "no_run_files": [],
+        }
+        self._omitted: dict[str, int] = {}
+        self._installs = 0
+        self._uninstall = 0
+        self._ranks: set[int] = set()
+        self._message: list[str] | None = None  # the error message being continued
+        self.saw_continuation = False
+
+    def _add(self, kind: str, item: Any) -> bool:
+        items = self._lists[kind]
+        if len(items) >= MAX_ITEMS:
+            self._omitted[kind] = self._omitted.get(kind, 0) + 1
+            return False
+        items.append(item)
+        return True
+
+    @property
+    def continuing(self) -> bool:
+        """An error message is open: the scanner hands over the following lines."""
+        return self._message is not None
+
+    def on_line(self, text: str) -> None:
+        """One line holding one of ``LITERALS`` (whole, decoded, no newline)."""
+        _, rank, msg = split_line(text)
+        seen = False
+        if COMPILER_ERROR.decode() in msg:
+            first = msg.split(_MSG, 1)[1] if _MSG in msg else msg
+            message = [first.strip()[:MAX_TEXT]]
+            if self._add("compiler_errors", {"rank": rank, "message": message}):
+                self._message = message
+                self.saw_continuation = True
+            seen = True
+        m = _START.search(msg)
+        if m is not None:
+            self._add(
+                "starts",
+                {
+                    "rank": rank,
+                    "root": m.group("root")[:MAX_TEXT],
+                    "multi_card": m.group("multi") is not None,
+                },
+            )
+            seen = True
+        m = _CACHE_HIT.search(msg)
+        if m is not None:
+            self._add("cache_hits", {"rank": rank, "path": m.group("path")[:MAX_TEXT]})
+            seen = True
+        m = _CACHE_MISS.search(msg)
+        if m is not None:
+            self._add("cache_misses", {"rank": rank, "key": m.group("key")[:MAX_TEXT]})
+            seen = True
+        if NO_RUN_FILES.decode() in msg:
+            # Verbatim: the runtime's words, quoted, never skgate's verdict (C7).
+            self._add("no_run_files", text.strip()[:MAX_TEXT])
+            seen = True
+        if INSTALL_VERIFY.decode() in msg:
+            self._installs += 1
+            seen = True
+        if UNINSTALL_WARNING.decode() in msg:
+            self._uninstall += 1
+            seen = True
+        if seen and rank is not None:
+            self._ranks.add(rank)
+
+    def on_continuation(self, text: str) -> None:
+        """The line after an open error message: part of it, or its end."""
+        message = self._message
+        if message is None:
+            return
+        if _ends_message(text) or len(message) > MAX_MESSAGE_LINES:
+            self._message = None
+            return
+        message.append(text.rstrip()[:MAX_TEXT])
+
+    def end_message(self) -> None:
+        self._message = None
+
+    def result(self) -> LauncherFacts:
+        self._message = None
+        return LauncherFacts(
+            starts=tuple(self._lists["starts"]),
+            compiler_errors=tuple(self._lists["compiler_errors"]),
+            cache_hits=tuple(self._lists["cache_hits"]),
+            cache_misses=tuple(self._lists["cache_misses"]),
+            no_run_files=tuple(self._lists["no_run_files"]),
+            installs=self._installs,
+            uninstall_warnings=self._uninstall,
+            ranks=tuple(sorted(self._ranks)),
+            omitted={k: v for k, v in self._omitted.items() if v},
+        )

@@ -1,0 +1,136 @@
+"""The report's stage section: one line per op_compiler invocation, in English or Chinese.
+
+Each stage says its concurrency (``-j``, C5), its inputs and per-input outcome, whether it
+returned naturally, and, for a failed verdict, each failed input with the path of its
+error log: the file a person should read next. Error-named logs of any other verdict are
+labelled provisional (C1). The section renders; it decides nothing.
+"""
+
+from __future__ import annotations
+
+from skgate.model.records import State, Verdict
+from skgate.model.stages import InputOutcome, Stages
+from skgate.verdict.stages import CACHE_ADVICE, MAX_LISTED
+from skgate.verdict.words import C7
+
+_WORDS = {
+    "title": {
+        "en": "Stages (op_compiler invocations, C2/C3)",
+        "zh": "阶段（op_compiler 调用，C2/C3）",
+    },
+    "none": {
+        "en": "no op_compiler process was observed",
+        "zh": "没有观察到 op_compiler 进程",
+    },
+    "source": {"en": "summary source", "zh": "汇总来源"},
+    "no_source": {"en": "none (no final summary)", "zh": "无（没有最终汇总）"},
+    "inputs": {"en": "inputs", "zh": "输入"},
+    "first_seen": {"en": "when first seen", "zh": "首次观察时"},
+    "succeeded": {"en": "succeeded", "zh": "成功"},
+    "failed": {"en": "failed", "zh": "失败"},
+    "no_log": {"en": "no log", "zh": "无日志"},
+    "both": {"en": "both logs", "zh": "两种日志并存"},
+    "packages": {"en": ".run packages", "zh": ".run 包"},
+    "returned": {"en": "returned naturally", "zh": "自然返回"},
+    "yes": {"en": "yes", "zh": "是"},
+    "no": {"en": "no", "zh": "否"},
+    "argv_unknown": {"en": "argv unknown", "zh": "命令行未知"},
+    "read_next": {"en": "read next", "zh": "请先查看"},
+    "jobs": {"en": "effective concurrency", "zh": "实际并发"},
+    "peak": {"en": "most opc seen alive at once", "zh": "同时存活的 opc 最多"},
+    "frozen": {"en": "frozen", "zh": "冻结值"},
+    "not_in_effect": {
+        "en": "the control was not in effect: the launcher does not honour the frozen value",
+        "zh": "该控制项没有生效：启动器没有遵守冻结值",
+    },
+    "in_effect": {"en": "matches the frozen value", "zh": "与冻结值一致"},
+    "cache": {
+        "en": f"no compile ran: a cached package was installed; {CACHE_ADVICE}",
+        "zh": "没有运行编译：安装的是缓存中的包；如需真正编译，请关闭启动器的静态 kernel 编译缓存"
+        "（或在 `skgate cleanup` 之后删除 static_kernel_compile_outputs/static_kernel_cache）",
+    },
+}
+
+_SOURCES = {
+    "summary_lines": {"en": "[summary] lines", "zh": "[summary] 行"},
+    "pattern": {"en": "--summary-pattern matches", "zh": "--summary-pattern 匹配"},
+    "op_compiler census": {
+        "en": "op_compiler census after natural return",
+        "zh": "自然返回后的 op_compiler 统计",
+    },
+}
+
+
+def _w(key: str, lang: str) -> str:
+    return _WORDS[key][lang]
+
+
+def stage_title(lang: str) -> str:
+    return _w("title", lang)
+
+
+def stage_lines(
+    stages: Stages | None, verdict: Verdict, frozen_jobs: int | None, lang: str
+) -> list[str]:
+    """The section's lines (a heading is added by the caller's level)."""
+    out: list[str] = []
+    source = verdict.summary_source
+    shown = _SOURCES[source][lang] if source in _SOURCES else _w("no_source", lang)
+    sep = "，" if lang == "zh" else ", "
+    colon = "：" if lang == "zh" else ": "
+    out.append(f"- {_w('source', lang)}{colon}{shown}")
+    if verdict.compiled is False:
+        out.append(f"- {_w('cache', lang)}")
+    if stages is None or not stages.stages:
+        out.append(f"- {_w('none', lang)}")
+    else:
+        natural = verdict.natural_return
+        for st in stages.stages:
+            c = st.census
+            jobs = f"-j {st.args.jobs}" if st.args.jobs is not None else "-j ?"
+            parts = [jobs]
+            if c is None:
+                parts.append(_w("argv_unknown", lang))
+            else:
+                first = (
+                    f" ({_w('first_seen', lang)} {st.inputs_first_seen})"
+                    if st.inputs_first_seen is not None and st.inputs_first_seen != c.inputs
+                    else ""
+                )
+                parts += [
+                    f"{_w('inputs', lang)} {c.inputs}{first}",
+                    f"{_w('succeeded', lang)} {c.succeeded}",
+                    f"{_w('failed', lang)} {c.failed}",
+                    f"{_w('no_log', lang)} {c.no_log}",
+                    f"{_w('both', lang)} {c.both_logs}",
+                    f"{_w('packages', lang)} {len(c.run_packages)}",
+                ]
+            returned = natural and st.ended and st.exit_signal is None
+            parts.append(f"{_w('returned', lang)} {_w('yes' if returned else 'no', lang)}")
+            out.append(f"- {st.name}{colon}{sep.join(parts)}")
+            if c is None:
+                continue
+            failed = c.of(InputOutcome.FAILED)
+            final = verdict.state is State.FAILED and returned
+            for r in failed[:MAX_LISTED]:
+                if final:
+                    label = C7["final_failure"][lang]
+                else:
+                    label = C7["provisional"][lang] + ("（C1）" if lang == "zh" else " (C1)")
+                semi = "；" if lang == "zh" else "; "
+                out.append(f"  - {r.name}{colon}{label}{semi}{_w('read_next', lang)} `{r.logs[0]}`")
+            if len(failed) > MAX_LISTED:
+                out.append(f"  - ... {len(failed) - MAX_LISTED}")
+    jobs_used = sorted(set(verdict.effective_jobs))
+    if jobs_used:
+        used = ", ".join(f"-j {j}" for j in jobs_used)
+        line = f"- {_w('jobs', lang)}{colon}{used}"
+        if frozen_jobs is not None:
+            agree = all(j == frozen_jobs for j in jobs_used)
+            state = _w("in_effect" if agree else "not_in_effect", lang)
+            frozen = f"{_w('frozen', lang)} NPU_STATIC_KERNEL_COMPILE_JOBS={frozen_jobs}"
+            line += f"（{frozen}）{colon}{state}" if lang == "zh" else f" ({frozen}){colon}{state}"
+        out.append(line)
+    if verdict.peak_opc is not None and stages is not None and stages.stages:
+        out.append(f"- {_w('peak', lang)}{colon}{verdict.peak_opc}")
+    return out

@@ -1,0 +1,60 @@
+# ruff: noqa: E501 - real log lines are long; they are kept whole on purpose
+"""torchair's lines as they appear in a run log: warnings, Rank prefixes, stdout or stderr."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from skgate.evidence.logscan import LogScanner, scan_file
+
+LOG = b"""\
+/usr/lib/python3/site-packages/torchair/npugraph_ex/_acl_concrete_graph/static_kernel.py:241: UserWarning: Starting static kernel compilation, the build directory is /w/static_kernel_compile_outputs/ts1_pid2_outputs
+  warnings.warn(
+/x/static_kernel.py:250: UserWarning: Rank 1: starting static kernel compilation for multi card, the build directory is /w/o/ts3_pid4_outputs
+  warnings.warn(
+/x/static_kernel.py:301: UserWarning: Rank 1: execute op_compiler error, msg: [ERROR] first line
+second line of stderr
+  third, indented
+  warnings.warn(f"{prefix}execute op_compiler error, msg: {e.stderr}")
+after the message
+/x/static_kernel.py:120: UserWarning: No matching cache found for key : abc123
+  warnings.warn(
+Static kernel cache hit: /w/o/ts1_pid2_outputs/static_kernel_1_2.run
+/x/static_kernel.py:130: UserWarning: no run files were found, the static compilation might have failed, it is recommended to delete the compilation cache and recompile.
+  warnings.warn(
+Verifying archive integrity...  100%   SHA256 checksums are OK. All good.
+Uncompressing STATIC KERNEL RUN PACKAGE  100%
+Rank 0: Warning: If the process exits abnormally, you must manually uninstall the static kernel package by executing: /h/opp/static_kernel/ai_core/static_kernel_1_2/uninstall.sh
+"""
+
+
+def test_every_kind_is_recognised() -> None:
+    s = LogScanner()
+    s.feed(LOG)
+    scan = s.finish()
+    f = scan.launcher
+    assert [(x["rank"], x["multi_card"]) for x in f.starts] == [(None, False), (1, True)]
+    assert f.starts[1]["root"] == "/w/o/ts3_pid4_outputs"
+    (err,) = f.compiler_errors
+    assert err["rank"] == 1
+    assert err["message"] == ["[ERROR] first line", "second line of stderr", "  third, indented"]
+    assert f.cache_misses[0]["key"] == "abc123"
+    assert f.cache_hits[0]["path"] == "/w/o/ts1_pid2_outputs/static_kernel_1_2.run"
+    assert f.no_run_files[0].endswith("delete the compilation cache and recompile.")
+    assert (f.installs, f.uninstall_warnings, f.ranks) == (1, 1, (0, 1))
+    assert scan.compiler_errors and scan.uninstall_paths
+
+
+def test_same_result_in_any_chunking_and_from_a_file(tmp_path: Path) -> None:
+    whole = LogScanner()
+    whole.feed(LOG)
+    expected = whole.finish()
+    for size in (1, 7, 64, 333):
+        s = LogScanner()
+        for i in range(0, len(LOG), size):
+            s.feed(LOG[i : i + size])
+        assert s.finish() == expected, size
+    log = tmp_path / "run.log"
+    log.write_bytes(LOG)
+    assert scan_file(log, use_grep=True) == expected  # the grep path gives way here
+    assert scan_file(log, use_grep=False) == expected

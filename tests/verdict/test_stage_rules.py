@@ -1,0 +1,270 @@
+"""Stage rules (C2): when an op_compiler invocation is a final summary, and what it says.
+
+The property tests generate evidence with no ``[summary]`` line at all (torchair's case)
+and check the two promises of issue 10: the state is never ``failed`` before every
+observed op_compiler returned naturally, and never ``succeeded`` while any input lacks a
+succ log. They measure that the strategy reaches every state they speak about.
+"""
+
+from __future__ import annotations
+
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from skgate.model.launcher import LauncherFacts
+from skgate.model.records import Evidence, Stage, State, Summary, Verdict
+from skgate.model.stages import (
+    InputOutcome,
+    InputResult,
+    StageCensus,
+    StageRecord,
+    Stages,
+    parse_compiler_argv,
+)
+from skgate.regress.matrix.core import outcome_of
+from skgate.verdict.classify import classify, natural_return
+from skgate.verdict.stages import (
+    compile_evidence_refusals,
+    disagreements,
+    jobs_mismatch,
+    not_final_reason,
+    returned_naturally,
+)
+
+ARGV = ("op_compiler", "-p", "/o/r/1_opcompile_selected", "-v", "S", "-j", "2", "-o", "/o/r")
+
+
+def census(
+    ok: int = 3, bad: int = 0, lost: int = 0, both: int = 0, after: bool = True
+) -> StageCensus:
+    named = [
+        InputResult(f"f{i}", InputOutcome.FAILED, (f"/o/r/1_compile_log/f{i}_compile_error.log",))
+        for i in range(bad)
+    ]
+    named += [InputResult(f"n{i}", InputOutcome.NO_LOG) for i in range(lost)]
+    named += [InputResult(f"b{i}", InputOutcome.BOTH_LOGS, ("e", "s")) for i in range(both)]
+    return StageCensus(
+        params_dir="/o/r/1_opcompile_selected",
+        output_root="/o/r",
+        params_readable=True,
+        inputs=ok + bad + lost + both,
+        succeeded=ok,
+        failed=bad,
+        no_log=lost,
+        both_logs=both,
+        named=tuple(named),
+        run_packages=("/o/r/x.run",) if ok else (),
+        unreadable=0,
+        after_return=after,
+    )
+
+
+def stage(
+    c: StageCensus | None = None,
+    *,
+    ended: bool = True,
+    sig: int | None = None,
+    pid: int = 7,
+    argv: tuple[str, ...] = ARGV,
+) -> StageRecord:
+    return StageRecord(
+        pid=pid,
+        start_ticks=1,
+        args=parse_compiler_argv(argv),
+        first_seen=1.0,
+        last_seen=2.0,
+        ended=ended,
+        exit_signal=sig,
+        inputs_first_seen=3,
+        census=c if c is not None else census(),
+    )
+
+
+def ev(
+    *stages_: StageRecord,
+    exit_status: int = 0,
+    frozen: int | None = None,
+    errors: int = 0,
+    hits: int = 0,
+    **kw: object,
+) -> Evidence:
+    facts = LauncherFacts(
+        compiler_errors=tuple(
+            {"rank": None, "message": ["op_compiler said no"]} for _ in range(errors)
+        ),
+        cache_hits=tuple({"rank": None, "path": "/c/x.run"} for _ in range(hits)),
+    )
+    base: dict[str, object] = {
+        "launched": True,
+        "ownership_recorded": True,
+        "leader_ended": True,
+        "leader_exit_status": exit_status,
+        "tree_ended": True,
+        "runner_finished": True,
+        "stages": Stages(tuple(stages_), 2, ("opc", "op_compiler"), True),
+        "launcher": facts,
+        "frozen_jobs": frozen,
+    }
+    base.update(kw)
+    return Evidence(**base)  # type: ignore[arg-type]
+
+
+def test_a_final_stage_is_the_summary_when_no_line_was_printed() -> None:
+    v = classify(ev(stage()))
+    assert v.state is State.SUCCEEDED and v.summary_source == "op_compiler census"
+    assert v.summary is not None and v.summary.stages == (Stage("op_compiler pid 7", 3, 3, 0),)
+    assert v.effective_jobs == (2,) and v.compiled is True
+
+
+def test_a_failed_stage_fails_the_attempt_even_with_exit_0() -> None:
+    v = classify(ev(stage(census(ok=2, bad=1))))
+    assert v.state is State.FAILED and v.exit_status == 0
+    assert any("/o/r/1_compile_log/f0_compile_error.log" in r for r in v.reasons)
+
+
+def test_the_launcher_error_line_alone_fails_a_naturally_returned_stack() -> None:
+    v = classify(ev(errors=1))
+    assert v.state is State.FAILED
+    assert any("execute op_compiler error" in r and "does not turn it" in r for r in v.reasons)
+
+
+def test_a_stage_killed_by_a_signal_is_never_failed() -> None:
+    v = classify(ev(stage(census(ok=1, bad=2), sig=9), errors=1, exit_status=1))
+    assert v.state is State.UNKNOWN
+    assert any("was ended by SIGKILL" in r for r in v.reasons)
+
+
+def test_not_final_reasons() -> None:
+    assert not_final_reason(stage(), True) is None
+    assert "has not returned naturally" in (not_final_reason(stage(), False) or "")
+    assert "no census" in (not_final_reason(stage(census(after=False)), True) or "")
+    lost = not_final_reason(stage(census(lost=1, both=1)), True) or ""
+    assert "1 input(s) without a compile log (n0), 1 with both" in lost
+    assert "argv names no -p" in (not_final_reason(stage(argv=("op_compiler",)), True) or "")
+
+
+def test_disagreement_matches_stages_by_counts_not_names() -> None:
+    printed = Summary(("[summary] ...",), (Stage("compile", 3, 3, 0), Stage("package", 1, 1, 0)))
+    rec = Stages((stage(),), 0, (), True)
+    assert disagreements(printed, rec, True) == []
+    bad = Stages((stage(census(ok=2, bad=1)),), 0, (), True)
+    (why,) = disagreements(printed, bad, True)
+    assert "inputs=3 succeeded=2 failed=1 on disk" in why
+    v = classify(ev(stage(census(ok=2, bad=1)), summary=printed))
+    assert v.state is State.UNKNOWN and v.summary_source == "summary_lines"
+
+
+def test_cache_hit_without_compile_succeeds_uncompiled_and_is_refused_as_evidence() -> None:
+    v = classify(ev(hits=1))
+    assert v.state is State.SUCCEEDED and v.compiled is False
+    assert compile_evidence_refusals(v, None)[0].startswith(
+        "no compile ran: a cached package was installed"
+    )
+    assert outcome_of(v).status == "not-comparable"
+    failing = classify(ev(hits=1, exit_status=1))
+    assert failing.state is State.UNKNOWN  # no compile ran: never failed
+
+
+def test_jobs_mismatch_is_a_note_and_an_undeclared_difference() -> None:
+    assert jobs_mismatch((2,), 2) is None and jobs_mismatch((2,), None) is None
+    v = classify(ev(stage(), frozen=1))
+    assert v.state is State.SUCCEEDED
+    assert (
+        "C5: frozen jobs 1, but op_compiler ran with -j 2: the launcher does not honour the "
+        "frozen value (NPU_STATIC_KERNEL_COMPILE_JOBS); the control was not in effect"
+    ) in v.reasons
+    assert outcome_of(v, (), 1).status == "not-comparable"
+    assert outcome_of(v, (), 2).status == "pass"
+
+
+# -- properties -------------------------------------------------------------------------
+
+counts = st.integers(min_value=0, max_value=3)
+
+
+@st.composite
+def censuses(draw: st.DrawFn) -> StageCensus | None:
+    if draw(st.integers(0, 9)) == 0:
+        return None
+    return census(
+        ok=draw(counts),
+        bad=draw(counts) if draw(st.booleans()) else 0,
+        lost=draw(counts) if draw(st.integers(0, 3)) == 0 else 0,
+        both=1 if draw(st.integers(0, 5)) == 0 else 0,
+        after=draw(st.integers(0, 6)) > 0,
+    )
+
+
+@st.composite
+def stage_records(draw: st.DrawFn) -> StageRecord:
+    return stage(
+        draw(censuses()),
+        ended=draw(st.integers(0, 6)) > 0,
+        sig=9 if draw(st.integers(0, 6)) == 0 else None,
+        pid=draw(st.integers(1, 50)),
+    )
+
+
+@st.composite
+def no_summary_evidence(draw: st.DrawFn) -> Evidence:
+    stages_ = draw(st.lists(stage_records(), min_size=0, max_size=2))
+    interrupted = draw(st.integers(0, 6)) == 0
+    return ev(
+        *stages_,
+        exit_status=draw(st.sampled_from([0, 0, 0, 1])),
+        errors=1 if draw(st.integers(0, 3)) == 0 else 0,
+        hits=1 if not stages_ and draw(st.booleans()) else 0,
+        tree_ended=draw(st.integers(0, 8)) > 0,
+        timeout_fired=interrupted,
+        summary=draw(st.sampled_from([None, Summary((), ())])),
+    )
+
+
+def lacks_succ_log(e: Evidence) -> bool:
+    stages_ = e.stages.stages if e.stages is not None else ()
+    return any(
+        s.census is None or s.census.succeeded != s.census.inputs or not s.census.after_return
+        for s in stages_
+    )
+
+
+def check(e: Evidence, reached: set[str]) -> Verdict:
+    v = classify(e)
+    natural = natural_return(e)
+    stages_ = e.stages.stages if e.stages is not None else ()
+    if v.state is State.FAILED:
+        # Never failed before the natural return of every observed op_compiler (C2, C1).
+        assert all(returned_naturally(s, natural) for s in stages_), v.reasons
+    if v.state is State.SUCCEEDED:
+        assert not lacks_succ_log(e), v.reasons
+    key = v.state.value
+    if v.state is State.FAILED and v.exit_status == 0:
+        key = "failed_with_exit_0"
+    if v.state is State.SUCCEEDED and v.compiled is False:
+        key = "succeeded_uncompiled"
+    if v.state is State.UNKNOWN and lacks_succ_log(e) and natural:
+        key = "unknown_lacking_logs"
+    event(key)
+    reached.add(key)
+    return v
+
+
+def test_no_summary_properties_and_their_coverage() -> None:
+    reached: set[str] = set()
+
+    @settings(max_examples=600, deadline=None, database=None)
+    @given(no_summary_evidence())
+    def prop(e: Evidence) -> None:
+        check(e, reached)
+
+    prop()
+    wanted = {
+        "succeeded",
+        "succeeded_uncompiled",
+        "failed",
+        "failed_with_exit_0",
+        "unknown",
+        "unknown_lacking_logs",
+        "interrupted",
+    }
+    assert wanted <= reached, f"strategy never reached {sorted(wanted - reached)}"
