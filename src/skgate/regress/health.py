@@ -48,8 +48,8 @@ from skgate.regress.common import (
     write_result,
 )
 from skgate.regress.controls import Difference, compare_controls, control_view
-from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
 from skgate.verdict.stages import compile_evidence_refusals
+from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
 
 # --------------------------------------------------------------------------- health gate
 

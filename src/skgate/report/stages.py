@@ -8,10 +8,10 @@ labelled provisional (C1). The section renders; it decides nothing.
 
 from __future__ import annotations
 
+from skgate.model.phrases import C7
 from skgate.model.records import State, Verdict
 from skgate.model.stages import InputOutcome, Stages
 from skgate.verdict.stages import CACHE_ADVICE, MAX_LISTED
-from skgate.verdict.words import C7
 
 _WORDS = {
     "title": {

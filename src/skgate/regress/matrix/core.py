@@ -43,8 +43,8 @@ from skgate.regress.common import (
 )
 from skgate.regress.controls import Difference, compare_controls
 from skgate.regress.matrix.load import FACTORS, MAX_REPEATS, Arm, Matrix, load_matrix
-from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
 from skgate.verdict.stages import compile_evidence_refusals
+from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
 
 # --------------------------------------------------------------------------- matrix run
 
