@@ -24,56 +24,45 @@ This module never changes the environment it inspects (``os.environ`` is read on
 from __future__ import annotations
 
 import os
-import platform
-import re
-import shutil
-import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skgate import __version__
 from skgate.evidence.files import CONTROL, VERDICT, read_json
 from skgate.evidence.ledger import list_attempts
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.records import ProcessRecord
 from skgate.model.request import RunRequest
 from skgate.preflight import jobs, profiler
+from skgate.preflight.env import (
+    REDACTED,
+    base_env,
+    env_delta,
+    host_facts,
+    ordered_pythonpath,
+    relevant_env,
+)
+from skgate.preflight.foreign import COMPILER_NAMES_VAR, compiler_names, foreign_step
 from skgate.preflight.hooks import scan as hooks
+from skgate.preflight.interpreter import Interpreter, find_interpreter
+from skgate.preflight.render import render_lines
 from skgate.proc import leases
-from skgate.proc.observe import COMPILER_NAMES, boot_id, compiler_processes
 
 Emit = Callable[..., object]
 
-#: Comma-separated compiler process names to treat as foreign compilers (C4).
-COMPILER_NAMES_VAR = "SKGATE_COMPILER_NAMES"
-FOREIGN_POLL = 0.5
-
-_SECRET = re.compile(
-    r"(TOKEN|PASSW(OR)?D|SECRET|CREDENTIAL|PRIVATE|COOKIE|SESSION|AUTH|(^|_)KEY($|_)|"
-    r"APIKEY|ACCESSKEY|PASSPHRASE)",
-    re.IGNORECASE,
-)
-REDACTED = "<redacted>"
-#: Variables whose full value is recorded even when unchanged (what the compile sees).
-_RELEVANT_PREFIXES = (
-    "ASCEND_",
-    "NPU_",
-    "SUPERKERNEL_",
-    "PYTHON",
-    "TORCH",
-    "HCCL_",
-    "SKGATE_",
-    "LD_",
-    "OMP_",
-)
-_RELEVANT_NAMES = ("PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "LOCAL_WORLD_SIZE", "WORLD_SIZE")
-_PYTHON_RE = re.compile(r"^python(\d+(\.\d+)*)?$")
-#: Interpreter flags of the command that change start-up, passed to the scan probes.
-_STARTUP_FLAGS = "EsSI"
-_FLAGS_WITH_ARG = ("-X", "-W", "--check-hash-based-pycs")
+#: Re-exported: callers and tests name them through this module (one public face).
+__all__ = [
+    "COMPILER_NAMES_VAR",
+    "LaunchPlan",
+    "base_env",
+    "compiler_names",
+    "env_delta",
+    "find_interpreter",
+    "prepare",
+    "render_lines",
+]
 
 
 @dataclass
@@ -98,202 +87,6 @@ class LaunchPlan:
         gone (C4), not when the leader exits."""
         if self._lease is not None:
             self._lease.release()
-
-
-# --------------------------------------------------------------------------- env
-
-
-def is_secret(name: str) -> bool:
-    return bool(_SECRET.search(name))
-
-
-#: ``scheme://user:password@host``: the password part of a URL in any variable's value.
-_URL_CREDENTIALS = re.compile(r"(?<=://)([^/@\s:]+):([^/@\s]+)@")
-
-
-def _shown(name: str, value: str) -> str:
-    if is_secret(name):
-        return REDACTED
-    return _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}:{REDACTED}@", value)
-
-
-def env_delta(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, Any]:
-    """Added / removed / changed variables; values of secret-looking names redacted."""
-    added = {k: _shown(k, after[k]) for k in sorted(after) if k not in before}
-    removed = sorted(k for k in before if k not in after)
-    changed = {
-        k: {"from": _shown(k, before[k]), "to": _shown(k, after[k])}
-        for k in sorted(after)
-        if k in before and before[k] != after[k]
-    }
-    redacted = sorted(k for k in set(added) | set(changed) | set(removed) if is_secret(k))
-    return {"added": added, "removed": removed, "changed": changed, "redacted": redacted}
-
-
-def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {
-        k: _shown(k, env[k])
-        for k in sorted(env)
-        if k.startswith(_RELEVANT_PREFIXES) or k in _RELEVANT_NAMES
-    }
-
-
-def base_env(request: RunRequest, runner_env: Mapping[str, str]) -> dict[str, str]:
-    env = dict(runner_env)
-    env.update({str(k): str(v) for k, v in request.env.items()})
-    for name in request.unset_env:
-        env.pop(name, None)
-    return env
-
-
-def ordered_pythonpath(env: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The ``PYTHONPATH`` entries in order with existence (used when no scan ran)."""
-    raw = env.get("PYTHONPATH", "")
-    out = []
-    for i, entry in enumerate(raw.split(os.pathsep) if raw else []):
-        path = os.path.abspath(entry) if entry else entry
-        out.append(
-            {
-                "index": i,
-                "entry": entry,
-                "path": path,
-                "exists": bool(entry) and os.path.exists(path),
-                "is_dir": bool(entry) and os.path.isdir(path),
-            }
-        )
-    return out
-
-
-def host_facts() -> dict[str, Any]:
-    uname = os.uname()
-    facts: dict[str, Any] = {
-        "hostname": socket.gethostname(),
-        "kernel": f"{uname.sysname} {uname.release}",
-        "kernel_version": uname.version,
-        "machine": uname.machine,
-        "boot_id": boot_id(),
-        "runner_python": platform.python_version(),
-        "skgate_version": __version__,
-    }
-    facts.update(jobs.probe_host())
-    return facts
-
-
-# --------------------------------------------------------------------------- interpreter
-
-
-@dataclass(frozen=True)
-class Interpreter:
-    path: str | None
-    how: str
-    flags: tuple[str, ...] = ()
-    command_is_python: bool = False
-    note: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "how": self.how,
-            "flags": list(self.flags),
-            "command_is_python": self.command_is_python,
-            "note": self.note,
-        }
-
-
-def _which(name: str, env: Mapping[str, str], cwd: str) -> str | None:
-    if os.sep in name:
-        p = name if os.path.isabs(name) else os.path.join(cwd, name)
-        return p if os.path.isfile(p) and os.access(p, os.X_OK) else None
-    return shutil.which(name, path=env.get("PATH", os.defpath))
-
-
-def _startup_flags(args: Iterable[str]) -> tuple[str, ...]:
-    """Start-up flags (-E -s -S -I) given to the interpreter before the script/-c/-m."""
-    found: list[str] = []
-    it = iter(args)
-    for arg in it:
-        if arg in _FLAGS_WITH_ARG:
-            next(it, None)
-            continue
-        if not arg.startswith("-") or arg == "-" or arg.startswith("--"):
-            break
-        letters = arg[1:]
-        for i, ch in enumerate(letters):
-            if ch in "cm":  # -c CMD / -m MOD: everything after is the program's
-                return tuple(found)
-            if ch in "XW":  # -Xfoo: the rest of the token is the option's value
-                break
-            if ch in _STARTUP_FLAGS and f"-{ch}" not in found:
-                found.append(f"-{ch}")
-            del i
-    return tuple(found)
-
-
-def _shebang(path: str) -> list[str] | None:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(256)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    line = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
-    return line.split()
-
-
-def find_interpreter(request: RunRequest, env: Mapping[str, str]) -> Interpreter:
-    """The interpreter the workload will run (C6 scans exactly that one)."""
-    cwd = request.cwd
-    if request.python:
-        found = _which(request.python, env, cwd)
-        if found is None:
-            raise UsageError(
-                f"--python {request.python} does not exist or is not executable; "
-                "give the interpreter the workload runs"
-            )
-        return Interpreter(found, "--python")
-    argv = list(request.argv)
-    if argv and os.path.basename(argv[0]) == "env":
-        rest = argv[1:]
-        while rest and (rest[0].startswith("-") or "=" in rest[0]):
-            rest = rest[1:]
-        argv = rest
-    if argv:
-        name = os.path.basename(argv[0])
-        resolved = _which(argv[0], env, cwd)
-        if _PYTHON_RE.match(name):
-            flags = _startup_flags(argv[1:])
-            if resolved is None:
-                return Interpreter(
-                    None,
-                    "command",
-                    flags,
-                    True,
-                    f"the command's interpreter {argv[0]} is not found on the workload PATH",
-                )
-            return Interpreter(resolved, "command argv[0]", flags, True)
-        if resolved is not None:
-            tokens = _shebang(resolved)
-            if tokens:
-                interp, rest_tokens = tokens[0], tokens[1:]
-                if os.path.basename(interp) == "env":
-                    rest_tokens = [t for t in rest_tokens if t != "-S"]
-                    while rest_tokens and rest_tokens[0].startswith("-"):
-                        rest_tokens = rest_tokens[1:]
-                    if rest_tokens:
-                        interp, rest_tokens = rest_tokens[0], rest_tokens[1:]
-                if _PYTHON_RE.match(os.path.basename(interp)):
-                    found = _which(interp, env, cwd)
-                    if found is not None:
-                        return Interpreter(
-                            found, f"shebang of {resolved}", _startup_flags(rest_tokens)
-                        )
-    fallback = _which("python3", env, cwd)
-    if fallback is None:
-        return Interpreter(
-            None, "none", note="no python3 on the workload PATH: start-up hook scan skipped"
-        )
-    return Interpreter(fallback, "python3 on the workload PATH")
 
 
 # --------------------------------------------------------------------------- steps
@@ -410,93 +203,6 @@ def _hooks_step(
     return interp, result, record, result.blocked_reasons()
 
 
-def compiler_names(request: RunRequest, env: Mapping[str, str]) -> tuple[str, ...]:
-    """The compiler process names of the foreign check and of stages (C3, C4)."""
-    if request.compiler_names:
-        return tuple(request.compiler_names)
-    raw = env.get(COMPILER_NAMES_VAR, "")
-    names = tuple(n.strip() for n in raw.split(",") if n.strip())
-    return names or COMPILER_NAMES
-
-
-def _foreign_step(
-    request: RunRequest,
-    env: Mapping[str, str],
-    *,
-    wait: bool,
-    deadline: float,
-    emit: Emit | None,
-) -> tuple[dict[str, Any], list[str], tuple[ProcessRecord, ...]]:
-    """List compilers this attempt does not own; refuse or wait. Never signal (C4)."""
-    policy = request.foreign_policy
-    if policy not in ("wait", "refuse"):
-        raise UsageError(f"--foreign {policy!r} is not valid; use 'wait' or 'refuse'")
-    names = compiler_names(request, env)
-    seen: dict[tuple[int, int], ProcessRecord] = {}
-    started = time.monotonic()
-    announced = False
-    while True:
-        now = time.time()
-        current = compiler_processes(names, exclude=(os.getpid(),))
-        for st, argv in current:
-            key = (st.pid, st.start_ticks)
-            old = seen.get(key)
-            seen[key] = ProcessRecord(
-                pid=st.pid,
-                start_ticks=st.start_ticks,
-                ppid=st.ppid,
-                pgid=st.pgid,
-                sid=st.sid,
-                argv=argv,
-                name=st.name,
-                first_seen=old.first_seen if old else now,
-                last_seen=now,
-            )
-        if not current:
-            break
-        alive = [f"{st.name}[{st.pid}]" for st, _ in current]
-        if policy == "refuse" or not wait or time.monotonic() >= deadline:
-            break
-        if not announced and emit is not None:
-            emit(
-                "preflight",
-                step="foreign_wait",
-                processes=[seen[(s.pid, s.start_ticks)].to_dict() for s, _ in current],
-                timeout=request.lease_timeout,
-            )
-            announced = True
-        time.sleep(min(FOREIGN_POLL, max(deadline - time.monotonic(), 0.0)))
-    waited = round(time.monotonic() - started, 3)
-    blocked: list[str] = []
-    note = None
-    if current and (policy == "refuse" or wait):
-        shown = ", ".join(alive[:6]) + (" ..." if len(alive) > 6 else "")
-        if policy == "refuse":
-            why = "--foreign refuse"
-        else:
-            why = f"still running after {waited:g} s (--lease-timeout {request.lease_timeout:g})"
-        blocked.append(
-            f"foreign compiler processes not owned by this attempt: {shown}; {why}. skgate never "
-            "signals them (C4): wait for them to finish, or use an isolated host/device"
-        )
-    elif current:
-        note = (
-            f"{len(current)} foreign compiler process(es) alive, not waited for "
-            f"(a run with --foreign wait waits up to --lease-timeout {request.lease_timeout:g} s)"
-        )
-    elif announced and emit is not None:
-        emit("preflight", step="foreign_cleared", waited_s=waited)
-    record = {
-        "policy": policy,
-        "names": list(names),
-        "seen": [r.to_dict() for r in seen.values()],
-        "alive_at_end": len(current),
-        "waited_s": waited,
-        "note": note,
-    }
-    return record, blocked, tuple(seen.values())
-
-
 # --------------------------------------------------------------------------- prepare
 
 
@@ -545,7 +251,7 @@ def prepare(
 
     deadline = time.monotonic() + request.lease_timeout
     wait = take_leases and not blocked  # a run blocked anyway never waits (C4 waits are long)
-    foreign_record, foreign_blocked, foreign = _foreign_step(
+    foreign_record, foreign_blocked, foreign = foreign_step(
         request, env, wait=wait, deadline=deadline, emit=emit
     )
     controls["foreign"] = foreign_record
@@ -587,81 +293,3 @@ def _lease_report(request: RunRequest, env: Mapping[str, str], *, taken: bool) -
         "root": str(root),
         "busy_now": busy,
     }
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-def render_lines(plan: LaunchPlan) -> list[str]:
-    """Human-readable preflight result (the CLI prints these lines)."""
-    c = plan.controls
-    lines: list[str] = []
-    py = c.get("python", {})
-    lines.append(
-        f"interpreter: {py.get('path') or '-'} ({py.get('how')})"
-        + (f", Python {py['version']}" if py.get("version") else "")
-        + (f" flags {' '.join(py['flags'])}" if py.get("flags") else "")
-    )
-    j = c.get("jobs", {})
-    lines.append(f"compile jobs: {jobs.JOBS_VAR}={j.get('value')} ({j.get('rule')})")
-    for note in j.get("notes", []):
-        lines.append(f"  note: {note}")
-    prof = c.get("profiler", {})
-    lines.append(
-        "profiler schedule: "
-        + (f"{prof['text']} via {prof['env_var']}" if prof.get("text") else "framework default")
-    )
-    h = c.get("hooks", {})
-    findings = h.get("findings", [])
-    if h.get("skipped"):
-        lines.append(
-            "start-up hooks: scan skipped: " + "; ".join(str(n) for n in h.get("notes", []))
-        )
-    else:
-        lines.append(
-            f"start-up hooks: {len(findings)} finding(s), {h.get('unapproved', 0)} unapproved"
-        )
-    for f in findings:
-        state = f"approved ({f['approved_by']})" if f.get("approved") else "BLOCKS"
-        lines.append(f"  [{state}] {f['kind']}: {f['path']}")
-        lines.append(f"      {f['detail']}")
-        lines.append(f"      fingerprint {f['fingerprint']}")
-    for a in h.get("allowances", []):
-        lines.append(f"  [allowed] {a['path']}: {a['reason']}")
-    for p in h.get("problems", []):
-        lines.append(f"  [probe problem] {p}")
-    for note in h.get("notes", []) if not h.get("skipped") else []:
-        lines.append(f"  note: {note}")
-    pp = c.get("pythonpath", [])
-    if pp:
-        lines.append("PYTHONPATH (in order):")
-        for e in pp:
-            flag = "" if e.get("exists") else "  (missing)"
-            shadow = f"  shadows {', '.join(e['shadows'])}" if e.get("shadows") else ""
-            lines.append(f"  {e['index']}: {e['entry']}{flag}{shadow}")
-    fo = c.get("foreign", {})
-    if fo.get("seen"):
-        lines.append(
-            f"foreign compilers seen ({fo.get('policy')}): "
-            + ", ".join(f"{r['name']}[{r['pid']}]" for r in fo["seen"])
-        )
-    le = c.get("leases", {})
-    if le.get("devices"):
-        lines.append(f"device leases: {le.get('mode')} {le.get('devices')} under {le.get('root')}")
-    delta = c.get("env", {}).get("delta", {})
-    lines.append(
-        "environment delta: "
-        f"{len(delta.get('added', {}))} added, {len(delta.get('changed', {}))} changed, "
-        f"{len(delta.get('removed', []))} removed"
-    )
-    if plan.blocked:
-        lines.append("BLOCKED (nothing would be launched, exit 3):")
-        lines.extend(f"  - {r}" for r in plan.blocked)
-        if any("start-up hook (C6)" in r for r in plan.blocked):
-            lines.append(
-                "  to approve every finding at once: skgate preflight --freeze-baseline FILE, "
-                "then run with --hook-baseline FILE"
-            )
-    else:
-        lines.append("preflight clean: the run may launch")
-    return lines

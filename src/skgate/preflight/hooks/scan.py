@@ -32,38 +32,55 @@ is explicit: a full fingerprint on the command line or in a baseline file
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import hashlib
-import json
 import os
 import re
-import select
-import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.digest import sha256_bytes
-from skgate.evidence.files import write_json_new
-from skgate.model.errors import EvidenceError, UsageError
+from skgate.preflight.hooks.baseline import (
+    SCHEMA_HOOK_BASELINE,
+    check_fingerprint,
+    freeze_baseline,
+    load_baseline,
+    write_baseline,
+)
+from skgate.preflight.hooks.findings import (
+    KIND_PTH_IMPORT,
+    KIND_PYTHONPATH,
+    KIND_PYTHONSTARTUP,
+    KIND_SITECUSTOMIZE,
+    KIND_STARTUP_MODULE,
+    KIND_USERCUSTOMIZE,
+    SCHEMA_HOOK_SCAN,
+    Finding,
+    HookScan,
+    content_hash,
+    make_finding,
+    sha256_bytes,
+)
+from skgate.preflight.hooks.probe import Probe
 
-SCHEMA_HOOK_SCAN = "skgate.hook-scan/1"
-SCHEMA_HOOK_BASELINE = "skgate.hook-baseline/1"
+#: Re-exported: the scan's public face (callers name them through this module).
+__all__ = [
+    "SCHEMA_HOOK_BASELINE",
+    "SCHEMA_HOOK_SCAN",
+    "Finding",
+    "HookScan",
+    "InterpreterError",
+    "check_fingerprint",
+    "freeze_baseline",
+    "load_baseline",
+    "scan",
+    "write_baseline",
+]
 
 #: Seconds one probe may take before the scan is reported as blocked.
 PROBE_TIMEOUT = 30.0
 
-KIND_SITECUSTOMIZE = "sitecustomize"
-KIND_USERCUSTOMIZE = "usercustomize"
-KIND_PTH_IMPORT = "pth-import"
-KIND_PYTHONSTARTUP = "pythonstartup"
-KIND_PYTHONPATH = "pythonpath-shadow"
-KIND_STARTUP_MODULE = "startup-module"
 
 #: setuptools' ``distutils-precedence.pth``, matched by content (both shipped variants).
 _DISTUTILS_PTH = re.compile(
@@ -76,8 +93,6 @@ ALLOW_DISTUTILS = (
     "only setuptools' _distutils_hack, nothing of the application"
 )
 ALLOW_PATH_LINES = ".pth path lines only extend sys.path and import nothing: not a hook"
-
-_FP_RE = re.compile(r"[0-9a-f]{64}")
 
 
 class InterpreterError(Exception):
@@ -254,241 +269,6 @@ with open(sys.argv[1], "w") as fh:
 """
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One start-up hook. ``fingerprint`` is what an approval names."""
-
-    kind: str
-    path: str
-    content_sha256: str
-    detail: str
-    fingerprint: str
-    approved_by: str | None = None
-
-    @property
-    def approved(self) -> bool:
-        return self.approved_by is not None
-
-    @property
-    def short(self) -> str:
-        return self.fingerprint[:12]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "path": self.path,
-            "content_sha256": self.content_sha256,
-            "fingerprint": self.fingerprint,
-            "detail": self.detail,
-            "approved": self.approved,
-            "approved_by": self.approved_by,
-        }
-
-    def approve(self, by: str) -> Finding:
-        return Finding(self.kind, self.path, self.content_sha256, self.detail, self.fingerprint, by)
-
-
-@dataclass(frozen=True)
-class HookScan:
-    """The outcome of a scan: findings, allowances, notes, and probe problems."""
-
-    python: str | None
-    interpreter: Mapping[str, Any]
-    findings: tuple[Finding, ...] = ()
-    allowances: tuple[Mapping[str, str], ...] = ()
-    pythonpath: tuple[Mapping[str, Any], ...] = ()
-    notes: tuple[str, ...] = ()
-    problems: tuple[str, ...] = ()  # probe crash / timeout: blocks (never ignored)
-    skipped: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def unapproved(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if not f.approved)
-
-    def blocked_reasons(self) -> list[str]:
-        reasons = [f"start-up hook scan failed (C6): {p}" for p in self.problems]
-        for f in self.unapproved:
-            reasons.append(
-                f"unapproved start-up hook (C6): {f.kind} {f.path} ({f.detail}); remove it, "
-                f"or approve it with --approve-hook {f.fingerprint}"
-            )
-        return reasons
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_HOOK_SCAN,
-            "python": self.python,
-            "interpreter": dict(self.interpreter),
-            "skipped": self.skipped,
-            "findings": [f.to_dict() for f in self.findings],
-            "unapproved": len(self.unapproved),
-            "allowances": [dict(a) for a in self.allowances],
-            "notes": list(self.notes),
-            "problems": list(self.problems),
-            **dict(self.extra),
-        }
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def content_hash(path: str) -> str:
-    """sha256 of a file, of a package directory's files, or of a marker when unreadable."""
-    p = Path(path)
-    try:
-        if p.is_dir():
-            h = hashlib.sha256()
-            for sub in sorted(p.rglob("*")):
-                if sub.is_file() and "__pycache__" not in sub.parts:
-                    h.update(str(sub.relative_to(p)).encode() + b"\0")
-                    h.update(sub.read_bytes() + b"\0")
-            return h.hexdigest()
-        return sha256_bytes(p.read_bytes())
-    except OSError:
-        return sha256_bytes(b"<unreadable>")
-
-
-def fingerprint(kind: str, path: str, content_sha256: str) -> str:
-    """Stable id of a finding: sha256 over (kind, path, content hash)."""
-    return sha256_bytes(f"{kind}\0{path}\0{content_sha256}".encode())
-
-
-def make_finding(kind: str, path: str, detail: str, content: str | None = None) -> Finding:
-    digest = content if content is not None else content_hash(path)
-    return Finding(kind, path, digest, detail, fingerprint(kind, path, digest))
-
-
-def check_fingerprint(text: str) -> str:
-    fp = text.strip().lower()
-    if not _FP_RE.fullmatch(fp):
-        raise UsageError(
-            f"--approve-hook {text!r} is not a full sha256 fingerprint (64 hex digits); "
-            "copy it from 'skgate preflight'"
-        )
-    return fp
-
-
-def load_baseline(path: str) -> set[str]:
-    """Fingerprints approved by a baseline file. Unreadable or wrong shape -> UsageError."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"hook baseline {path} does not exist; freeze one first") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(
-            f"hook baseline {path} is unreadable ({exc}); fix or refreeze it"
-        ) from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA_HOOK_BASELINE:
-        raise UsageError(f"hook baseline {path} is not a {SCHEMA_HOOK_BASELINE!r} file")
-    fps = data.get("fingerprints")
-    if not isinstance(fps, list) or not all(
-        isinstance(x, str) and _FP_RE.fullmatch(x) for x in fps
-    ):
-        raise UsageError(f"hook baseline {path} has no valid 'fingerprints' list")
-    return set(fps)
-
-
-def freeze_baseline(path: Path, scan: HookScan) -> dict[str, Any]:
-    """Write a baseline approving every current finding, once (exclusive create)."""
-    return write_baseline(path, [f.to_dict() for f in scan.findings], scan.interpreter)
-
-
-def write_baseline(
-    path: Path, findings: Sequence[Mapping[str, Any]], interpreter: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Write ``skgate.hook-baseline/1`` for ``findings`` (dicts as in ``Finding.to_dict``).
-
-    A baseline is frozen once: an existing file is never overwritten (UsageError).
-    """
-    data = {
-        "schema": SCHEMA_HOOK_BASELINE,
-        "created_at": time.time(),
-        "python": interpreter.get("path"),
-        "interpreter": dict(interpreter),
-        "fingerprints": sorted({str(f["fingerprint"]) for f in findings}),
-        "findings": [
-            {k: v for k, v in f.items() if k not in ("approved", "approved_by")} for f in findings
-        ],
-    }
-    try:
-        write_json_new(path, data)
-    except EvidenceError:
-        raise UsageError(
-            f"baseline {path} already exists; a baseline is frozen once: pick a new file name"
-        ) from None
-    except OSError as exc:
-        raise UsageError(f"cannot write baseline {path} ({exc.strerror})") from None
-    return data
-
-
-def _wait_exit(proc: subprocess.Popen[bytes], deadline: float) -> int:
-    """Wait for ``proc`` until ``deadline``, woken by its pidfd the moment it exits.
-
-    ``Popen.wait(timeout=...)`` polls with growing sleeps (up to 50 ms each), which is
-    most of a probe's cost; a pidfd becomes readable exactly at exit.
-    """
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    try:
-        ready, _, _ = select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))
-    finally:
-        os.close(pidfd)
-    if not ready:
-        raise subprocess.TimeoutExpired(proc.args, deadline)
-    return proc.wait()
-
-
-class _Probe:
-    """One probe subprocess; several run at once (each is an interpreter start-up)."""
-
-    def __init__(
-        self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, out: Path
-    ) -> None:
-        self.argv = list(argv)
-        self.out = out
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in result()
-        self.problem: str | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
-        try:
-            self.proc = subprocess.Popen(
-                self.argv,
-                env=dict(env),
-                cwd=cwd if cwd and os.path.isdir(cwd) else None,
-                stdin=subprocess.DEVNULL,
-                stdout=self.log,
-                stderr=self.log,
-                start_new_session=True,  # its own group: a timeout ends exactly it (C4)
-            )
-        except OSError as exc:
-            self.problem = f"cannot execute {self.argv[0]} ({exc.strerror})"
-
-    def result(self, deadline: float) -> tuple[Any | None, str | None]:
-        """Wait until ``deadline`` (monotonic); return (parsed result, None) or (None, why)."""
-        with self.log:
-            if self.proc is None:
-                return None, self.problem
-            try:
-                code = _wait_exit(self.proc, deadline)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)  # the probe's own session
-                self.proc.wait()
-                return None, f"probe {self.argv[0]} did not finish in time (killed)"
-            self.log.seek(0)
-            raw = self.log.read()[-2000:].decode("utf-8", "backslashreplace")
-        tail = raw.strip().splitlines()
-        last = tail[-1] if tail else "no output"
-        if code != 0:
-            return None, f"probe {self.argv[0]} exited with status {code}: {last}"
-        try:
-            return ast.literal_eval(self.out.read_text(encoding="utf-8")), None
-        except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
-            return None, f"probe {self.argv[0]} wrote no result: {last}"
-
-
 def _top(name: str) -> str:
     return name.split(".", 1)[0]
 
@@ -521,7 +301,7 @@ def scan(
         # preflight costs about one start-up, not three (run start-up overhead target).
         deadline = time.monotonic() + limit
         probes = [
-            _Probe(
+            Probe(
                 [
                     python,
                     *flags,
@@ -535,13 +315,13 @@ def scan(
                 cwd,
                 t / "static.json",
             ),
-            _Probe(
+            Probe(
                 [python, *flags, "-c", SNAPSHOT_PROBE, str(t / "start.json")],
                 env,
                 cwd,
                 t / "start.json",
             ),
-            _Probe(
+            Probe(
                 [python, "-I", "-S", "-c", "import site\n" + SNAPSHOT_PROBE, str(t / "base.json")],
                 env,
                 cwd,

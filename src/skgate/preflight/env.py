@@ -1,0 +1,112 @@
+"""The workload environment and what of it is recorded (C6: environment delta, ordered
+``PYTHONPATH``; secrets redacted) plus the host facts frozen with every attempt."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+from skgate import __version__
+from skgate.model.records import RunRequest
+from skgate.preflight import jobs
+from skgate.proc.observe import boot_id
+
+_SECRET = re.compile(
+    r"(TOKEN|PASSW(OR)?D|SECRET|CREDENTIAL|PRIVATE|COOKIE|SESSION|AUTH|(^|_)KEY($|_)|"
+    r"APIKEY|ACCESSKEY|PASSPHRASE)",
+    re.IGNORECASE,
+)
+REDACTED = "<redacted>"
+#: Variables whose full value is recorded even when unchanged (what the compile sees).
+_RELEVANT_PREFIXES = (
+    "ASCEND_",
+    "NPU_",
+    "SUPERKERNEL_",
+    "PYTHON",
+    "TORCH",
+    "HCCL_",
+    "SKGATE_",
+    "LD_",
+    "OMP_",
+)
+_RELEVANT_NAMES = ("PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "LOCAL_WORLD_SIZE", "WORLD_SIZE")
+
+
+def is_secret(name: str) -> bool:
+    return bool(_SECRET.search(name))
+
+
+#: ``scheme://user:password@host``: the password part of a URL in any variable's value.
+_URL_CREDENTIALS = re.compile(r"(?<=://)([^/@\s:]+):([^/@\s]+)@")
+
+
+def _shown(name: str, value: str) -> str:
+    if is_secret(name):
+        return REDACTED
+    return _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}:{REDACTED}@", value)
+
+
+def env_delta(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, Any]:
+    """Added / removed / changed variables; values of secret-looking names redacted."""
+    added = {k: _shown(k, after[k]) for k in sorted(after) if k not in before}
+    removed = sorted(k for k in before if k not in after)
+    changed = {
+        k: {"from": _shown(k, before[k]), "to": _shown(k, after[k])}
+        for k in sorted(after)
+        if k in before and before[k] != after[k]
+    }
+    redacted = sorted(k for k in set(added) | set(changed) | set(removed) if is_secret(k))
+    return {"added": added, "removed": removed, "changed": changed, "redacted": redacted}
+
+
+def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k: _shown(k, env[k])
+        for k in sorted(env)
+        if k.startswith(_RELEVANT_PREFIXES) or k in _RELEVANT_NAMES
+    }
+
+
+def base_env(request: RunRequest, runner_env: Mapping[str, str]) -> dict[str, str]:
+    env = dict(runner_env)
+    env.update({str(k): str(v) for k, v in request.env.items()})
+    for name in request.unset_env:
+        env.pop(name, None)
+    return env
+
+
+def ordered_pythonpath(env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The ``PYTHONPATH`` entries in order with existence (used when no scan ran)."""
+    raw = env.get("PYTHONPATH", "")
+    out = []
+    for i, entry in enumerate(raw.split(os.pathsep) if raw else []):
+        path = os.path.abspath(entry) if entry else entry
+        out.append(
+            {
+                "index": i,
+                "entry": entry,
+                "path": path,
+                "exists": bool(entry) and os.path.exists(path),
+                "is_dir": bool(entry) and os.path.isdir(path),
+            }
+        )
+    return out
+
+
+def host_facts() -> dict[str, Any]:
+    uname = os.uname()
+    facts: dict[str, Any] = {
+        "hostname": socket.gethostname(),
+        "kernel": f"{uname.sysname} {uname.release}",
+        "kernel_version": uname.version,
+        "machine": uname.machine,
+        "boot_id": boot_id(),
+        "runner_python": platform.python_version(),
+        "skgate_version": __version__,
+    }
+    facts.update(jobs.probe_host())
+    return facts

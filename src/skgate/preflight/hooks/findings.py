@@ -1,0 +1,130 @@
+"""What a start-up hook scan reports (C6): findings with their fingerprints, and the scan
+record written into ``control.json["controls"]["hooks"]``.
+
+Each finding has a fingerprint: sha256 over (kind, path, sha256 of content), so an
+approval is bound to one file's exact content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence.digest import sha256_bytes
+
+SCHEMA_HOOK_SCAN = "skgate.hook-scan/1"
+
+KIND_SITECUSTOMIZE = "sitecustomize"
+KIND_USERCUSTOMIZE = "usercustomize"
+KIND_PTH_IMPORT = "pth-import"
+KIND_PYTHONSTARTUP = "pythonstartup"
+KIND_PYTHONPATH = "pythonpath-shadow"
+KIND_STARTUP_MODULE = "startup-module"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One start-up hook. ``fingerprint`` is what an approval names."""
+
+    kind: str
+    path: str
+    content_sha256: str
+    detail: str
+    fingerprint: str
+    approved_by: str | None = None
+
+    @property
+    def approved(self) -> bool:
+        return self.approved_by is not None
+
+    @property
+    def short(self) -> str:
+        return self.fingerprint[:12]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "content_sha256": self.content_sha256,
+            "fingerprint": self.fingerprint,
+            "detail": self.detail,
+            "approved": self.approved,
+            "approved_by": self.approved_by,
+        }
+
+    def approve(self, by: str) -> Finding:
+        return Finding(self.kind, self.path, self.content_sha256, self.detail, self.fingerprint, by)
+
+
+@dataclass(frozen=True)
+class HookScan:
+    """The outcome of a scan: findings, allowances, notes, and probe problems."""
+
+    python: str | None
+    interpreter: Mapping[str, Any]
+    findings: tuple[Finding, ...] = ()
+    allowances: tuple[Mapping[str, str], ...] = ()
+    pythonpath: tuple[Mapping[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()  # probe crash / timeout: blocks (never ignored)
+    skipped: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def unapproved(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if not f.approved)
+
+    def blocked_reasons(self) -> list[str]:
+        reasons = [f"start-up hook scan failed (C6): {p}" for p in self.problems]
+        for f in self.unapproved:
+            reasons.append(
+                f"unapproved start-up hook (C6): {f.kind} {f.path} ({f.detail}); remove it, "
+                f"or approve it with --approve-hook {f.fingerprint}"
+            )
+        return reasons
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_HOOK_SCAN,
+            "python": self.python,
+            "interpreter": dict(self.interpreter),
+            "skipped": self.skipped,
+            "findings": [f.to_dict() for f in self.findings],
+            "unapproved": len(self.unapproved),
+            "allowances": [dict(a) for a in self.allowances],
+            "notes": list(self.notes),
+            "problems": list(self.problems),
+            **dict(self.extra),
+        }
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def content_hash(path: str) -> str:
+    """sha256 of a file, of a package directory's files, or of a marker when unreadable."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            h = hashlib.sha256()
+            for sub in sorted(p.rglob("*")):
+                if sub.is_file() and "__pycache__" not in sub.parts:
+                    h.update(str(sub.relative_to(p)).encode() + b"\0")
+                    h.update(sub.read_bytes() + b"\0")
+            return h.hexdigest()
+        return sha256_bytes(p.read_bytes())
+    except OSError:
+        return sha256_bytes(b"<unreadable>")
+
+
+def fingerprint(kind: str, path: str, content_sha256: str) -> str:
+    """Stable id of a finding: sha256 over (kind, path, content hash)."""
+    return sha256_bytes(f"{kind}\0{path}\0{content_sha256}".encode())
+
+
+def make_finding(kind: str, path: str, detail: str, content: str | None = None) -> Finding:
+    digest = content if content is not None else content_hash(path)
+    return Finding(kind, path, digest, detail, fingerprint(kind, path, digest))

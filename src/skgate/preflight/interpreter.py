@@ -1,0 +1,133 @@
+"""Which interpreter the workload will run, and with which start-up flags (C6 scans
+exactly that one)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from skgate.model.errors import UsageError
+from skgate.model.records import RunRequest
+
+_PYTHON_RE = re.compile(r"^python(\d+(\.\d+)*)?$")
+#: Interpreter flags of the command that change start-up, passed to the scan probes.
+_STARTUP_FLAGS = "EsSI"
+_FLAGS_WITH_ARG = ("-X", "-W", "--check-hash-based-pycs")
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    path: str | None
+    how: str
+    flags: tuple[str, ...] = ()
+    command_is_python: bool = False
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "how": self.how,
+            "flags": list(self.flags),
+            "command_is_python": self.command_is_python,
+            "note": self.note,
+        }
+
+
+def _which(name: str, env: Mapping[str, str], cwd: str) -> str | None:
+    if os.sep in name:
+        p = name if os.path.isabs(name) else os.path.join(cwd, name)
+        return p if os.path.isfile(p) and os.access(p, os.X_OK) else None
+    return shutil.which(name, path=env.get("PATH", os.defpath))
+
+
+def _startup_flags(args: Iterable[str]) -> tuple[str, ...]:
+    """Start-up flags (-E -s -S -I) given to the interpreter before the script/-c/-m."""
+    found: list[str] = []
+    it = iter(args)
+    for arg in it:
+        if arg in _FLAGS_WITH_ARG:
+            next(it, None)
+            continue
+        if not arg.startswith("-") or arg == "-" or arg.startswith("--"):
+            break
+        letters = arg[1:]
+        for i, ch in enumerate(letters):
+            if ch in "cm":  # -c CMD / -m MOD: everything after is the program's
+                return tuple(found)
+            if ch in "XW":  # -Xfoo: the rest of the token is the option's value
+                break
+            if ch in _STARTUP_FLAGS and f"-{ch}" not in found:
+                found.append(f"-{ch}")
+            del i
+    return tuple(found)
+
+
+def _shebang(path: str) -> list[str] | None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    line = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    return line.split()
+
+
+def find_interpreter(request: RunRequest, env: Mapping[str, str]) -> Interpreter:
+    """The interpreter the workload will run (C6 scans exactly that one)."""
+    cwd = request.cwd
+    if request.python:
+        found = _which(request.python, env, cwd)
+        if found is None:
+            raise UsageError(
+                f"--python {request.python} does not exist or is not executable; "
+                "give the interpreter the workload runs"
+            )
+        return Interpreter(found, "--python")
+    argv = list(request.argv)
+    if argv and os.path.basename(argv[0]) == "env":
+        rest = argv[1:]
+        while rest and (rest[0].startswith("-") or "=" in rest[0]):
+            rest = rest[1:]
+        argv = rest
+    if argv:
+        name = os.path.basename(argv[0])
+        resolved = _which(argv[0], env, cwd)
+        if _PYTHON_RE.match(name):
+            flags = _startup_flags(argv[1:])
+            if resolved is None:
+                return Interpreter(
+                    None,
+                    "command",
+                    flags,
+                    True,
+                    f"the command's interpreter {argv[0]} is not found on the workload PATH",
+                )
+            return Interpreter(resolved, "command argv[0]", flags, True)
+        if resolved is not None:
+            tokens = _shebang(resolved)
+            if tokens:
+                interp, rest_tokens = tokens[0], tokens[1:]
+                if os.path.basename(interp) == "env":
+                    rest_tokens = [t for t in rest_tokens if t != "-S"]
+                    while rest_tokens and rest_tokens[0].startswith("-"):
+                        rest_tokens = rest_tokens[1:]
+                    if rest_tokens:
+                        interp, rest_tokens = rest_tokens[0], rest_tokens[1:]
+                if _PYTHON_RE.match(os.path.basename(interp)):
+                    found = _which(interp, env, cwd)
+                    if found is not None:
+                        return Interpreter(
+                            found, f"shebang of {resolved}", _startup_flags(rest_tokens)
+                        )
+    fallback = _which("python3", env, cwd)
+    if fallback is None:
+        return Interpreter(
+            None, "none", note="no python3 on the workload PATH: start-up hook scan skipped"
+        )
+    return Interpreter(fallback, "python3 on the workload PATH")

@@ -1,0 +1,85 @@
+"""The human-readable preflight result (``skgate preflight`` prints these lines)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from skgate.preflight import jobs
+
+if TYPE_CHECKING:
+    from skgate.preflight.prepare import LaunchPlan
+
+
+def render_lines(plan: LaunchPlan) -> list[str]:
+    """Human-readable preflight result (the CLI prints these lines)."""
+    c = plan.controls
+    lines: list[str] = []
+    py = c.get("python", {})
+    lines.append(
+        f"interpreter: {py.get('path') or '-'} ({py.get('how')})"
+        + (f", Python {py['version']}" if py.get("version") else "")
+        + (f" flags {' '.join(py['flags'])}" if py.get("flags") else "")
+    )
+    j = c.get("jobs", {})
+    lines.append(f"compile jobs: {jobs.JOBS_VAR}={j.get('value')} ({j.get('rule')})")
+    for note in j.get("notes", []):
+        lines.append(f"  note: {note}")
+    prof = c.get("profiler", {})
+    lines.append(
+        "profiler schedule: "
+        + (f"{prof['text']} via {prof['env_var']}" if prof.get("text") else "framework default")
+    )
+    h = c.get("hooks", {})
+    findings = h.get("findings", [])
+    if h.get("skipped"):
+        lines.append(
+            "start-up hooks: scan skipped: " + "; ".join(str(n) for n in h.get("notes", []))
+        )
+    else:
+        lines.append(
+            f"start-up hooks: {len(findings)} finding(s), {h.get('unapproved', 0)} unapproved"
+        )
+    for f in findings:
+        state = f"approved ({f['approved_by']})" if f.get("approved") else "BLOCKS"
+        lines.append(f"  [{state}] {f['kind']}: {f['path']}")
+        lines.append(f"      {f['detail']}")
+        lines.append(f"      fingerprint {f['fingerprint']}")
+    for a in h.get("allowances", []):
+        lines.append(f"  [allowed] {a['path']}: {a['reason']}")
+    for p in h.get("problems", []):
+        lines.append(f"  [probe problem] {p}")
+    for note in h.get("notes", []) if not h.get("skipped") else []:
+        lines.append(f"  note: {note}")
+    pp = c.get("pythonpath", [])
+    if pp:
+        lines.append("PYTHONPATH (in order):")
+        for e in pp:
+            flag = "" if e.get("exists") else "  (missing)"
+            shadow = f"  shadows {', '.join(e['shadows'])}" if e.get("shadows") else ""
+            lines.append(f"  {e['index']}: {e['entry']}{flag}{shadow}")
+    fo = c.get("foreign", {})
+    if fo.get("seen"):
+        lines.append(
+            f"foreign compilers seen ({fo.get('policy')}): "
+            + ", ".join(f"{r['name']}[{r['pid']}]" for r in fo["seen"])
+        )
+    le = c.get("leases", {})
+    if le.get("devices"):
+        lines.append(f"device leases: {le.get('mode')} {le.get('devices')} under {le.get('root')}")
+    delta = c.get("env", {}).get("delta", {})
+    lines.append(
+        "environment delta: "
+        f"{len(delta.get('added', {}))} added, {len(delta.get('changed', {}))} changed, "
+        f"{len(delta.get('removed', []))} removed"
+    )
+    if plan.blocked:
+        lines.append("BLOCKED (nothing would be launched, exit 3):")
+        lines.extend(f"  - {r}" for r in plan.blocked)
+        if any("start-up hook (C6)" in r for r in plan.blocked):
+            lines.append(
+                "  to approve every finding at once: skgate preflight --freeze-baseline FILE, "
+                "then run with --hook-baseline FILE"
+            )
+    else:
+        lines.append("preflight clean: the run may launch")
+    return lines
