@@ -177,13 +177,21 @@ def test_monkey_patch_dir_on_pythonpath_found(venv: tuple[Path, Path], tmp_path:
 
 
 def test_startup_shim_importing_torch_npu_found(venv: tuple[Path, Path]) -> None:
-    """A .pth line that imports a (fake) torch_npu at start-up: both the hook and the
-    module it drags in are reported; the module is found by the start-up probe."""
+    """A .pth line that imports a (fake) torch_npu at start-up: the static scan names the
+    hook and what it imports, without running it; once the hook is approved, the
+    start-up probe runs and reports the module it dragged in."""
     python, site = venv
     (site / "torch_npu").mkdir()
     (site / "torch_npu" / "__init__.py").write_text("LOADED = True\n")
     (site / "shim.pth").write_text("import torch_npu\n")
     result = hooks.scan(str(python), clean_env())
+    assert kinds(result) == ["pth-import"]
+    assert "it imports torch_npu" in result.findings[0].detail
+    assert result.extra["startup_probe"] == "not run"
+    assert hooks.NOT_PROBED in result.notes
+    fp = result.findings[0].fingerprint
+    result = hooks.scan(str(python), clean_env(), approved=[fp])
+    assert result.extra["startup_probe"] == "ran"
     assert kinds(result) == ["pth-import", "startup-module"]
     shim = next(f for f in result.findings if f.kind == "startup-module")
     assert shim.path == str(site / "torch_npu" / "__init__.py")
@@ -196,10 +204,17 @@ def test_sitecustomize_importing_app_module_reports_both(
     python, site = venv
     (site / "myapp_patch.py").write_text("PATCHED = True\n")
     (site / "sitecustomize.py").write_text("import myapp_patch\n")
-    result = hooks.scan(str(python), clean_env())
-    assert kinds(result) == ["sitecustomize", "startup-module"]
+    first = hooks.scan(str(python), clean_env())
+    assert kinds(first) == ["sitecustomize"]  # the probe that would run it did not run
+    assert "it imports myapp_patch" in first.findings[0].detail
     plan = prepare(request_for(python, tmp_path), tmp_path / "runs")
-    assert len(plan.blocked) == 2
+    assert len(plan.blocked) == 1
+    one = (first.findings[0].fingerprint,)
+    result = hooks.scan(str(python), clean_env(), approved=one)
+    assert kinds(result) == ["sitecustomize", "startup-module"]
+    plan = prepare(request_for(python, tmp_path, approved_hooks=one), tmp_path / "r1")
+    assert len(plan.blocked) == 1
+    assert "myapp_patch" in plan.blocked[0]
     fps = tuple(f.fingerprint for f in result.findings)
     assert prepare(request_for(python, tmp_path, approved_hooks=fps), tmp_path / "r2").blocked == ()
 
@@ -280,8 +295,10 @@ def test_hanging_probe_is_bounded_and_blocks(venv: tuple[Path, Path], tmp_path: 
         f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
         "    signal.pause()  # a start-up hook that hangs\n"
     )
+    fp = hooks.scan(str(python), clean_env()).findings[0].fingerprint
+    assert not pidfile.exists()  # the static scan never ran it
     t0 = time.monotonic()
-    result = hooks.scan(str(python), clean_env(), timeout=1.5)
+    result = hooks.scan(str(python), clean_env(), timeout=1.5, approved=[fp])
     assert time.monotonic() - t0 < 10
     assert any("did not finish" in p for p in result.problems)
     pid = int(pidfile.read_text())
@@ -293,7 +310,8 @@ def test_hanging_probe_is_bounded_and_blocks(venv: tuple[Path, Path], tmp_path: 
 def test_crashing_startup_probe_blocks(venv: tuple[Path, Path]) -> None:
     python, site = venv
     (site / "sitecustomize.py").write_text("import sys\nsys.exit(7)\n")
-    result = hooks.scan(str(python), clean_env())
+    fp = hooks.scan(str(python), clean_env()).findings[0].fingerprint
+    result = hooks.scan(str(python), clean_env(), approved=[fp])
     assert any("exited with status 1" in p and "SystemExit" in p for p in result.problems)
     assert result.blocked_reasons()
 

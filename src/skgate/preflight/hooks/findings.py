@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,10 @@ KIND_PTH_IMPORT = "pth-import"
 KIND_PYTHONSTARTUP = "pythonstartup"
 KIND_PYTHONPATH = "pythonpath-shadow"
 KIND_STARTUP_MODULE = "startup-module"
+KIND_PYTHONHOME = "pythonhome"
+
+#: ``approved_by`` of a finding the catalogue of known distribution hooks recognised.
+BY_CATALOGUE = "catalogue"
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class Finding:
     detail: str
     fingerprint: str
     approved_by: str | None = None
+    catalogue_id: str | None = None  # set when the catalogue recognised it (even if strict)
 
     @property
     def approved(self) -> bool:
@@ -53,10 +58,11 @@ class Finding:
             "detail": self.detail,
             "approved": self.approved,
             "approved_by": self.approved_by,
+            "catalogue_id": self.catalogue_id,
         }
 
     def approve(self, by: str) -> Finding:
-        return Finding(self.kind, self.path, self.content_sha256, self.detail, self.fingerprint, by)
+        return replace(self, approved_by=by)
 
 
 @dataclass(frozen=True)

@@ -4,43 +4,52 @@ C6 forbids any Python start-up hook from implementing an override: ``sitecustomi
 ``usercustomize``, ``.pth`` import lines, ``PYTHONSTARTUP``, monkey-patch directories
 prepended to ``PYTHONPATH``, and shims that import application modules or ``torch_npu``
 at start-up. Loading a hook alone changes import order and process state, so an
-unapproved hook blocks the run even with profiling disabled.
+unapproved hook blocks the run even with profiling disabled; and preflight itself never
+runs the code it inspects before it has been approved.
 
-Probe protocol (parent <-> child, in the style of pyproject-hooks):
+Probe protocol (parent <-> child, in the style of pyproject-hooks). The children are
+real files beside this module, run by path under the workload interpreter; each writes
+``repr()`` of one dict to the file named in its ``argv[1]``, read here with
+``ast.literal_eval`` (never through stdout, so a hook that prints cannot forge it):
 
-1. *static probe*: the workload interpreter runs with ``-S`` (site disabled, so no hook
-   executes) and exactly the workload environment. It replays what ``site.main()`` would
-   do (venv detection, user site, site directories, ``.pth`` path lines) without running
-   any ``.pth`` import line or customize module, and writes JSON to the file named in
-   ``argv[1]``: interpreter facts, the start-up ``sys.path``, site directories, every
-   ``.pth`` line classified, the ``sitecustomize``/``usercustomize`` it would import, the
-   ``PYTHONPATH`` entries with the top-level names they hold, and the stdlib names.
-2. *start-up probe*: the interpreter runs normally (``-c``) with exactly the workload
-   environment and writes the modules present when user code starts.
-3. *baseline probe*: the same interpreter with ``-I -S`` imports ``site`` without running
-   it: the interpreter's own start-up set. Modules in (2) but not (3) were imported by a
-   hook; non-stdlib ones are "start-up modules" (shims).
+1. *static probe* (``probe_static.py``, run with ``-I -S`` and the workload environment
+   without any ``PYTHON*`` variable, ``LD_PRELOAD`` or ``LD_AUDIT``): nothing of the
+   inspected start-up can execute. The workload's start-up flags, working directory and
+   start-up variables (``PYTHONPATH``, ``PYTHONUSERBASE``, ...) are passed as data; the
+   child replays ``site.main()`` on them without running any ``.pth`` import line or
+   customize module, and reports interpreter facts, the start-up ``sys.path``, site
+   directories, every ``.pth`` line classified, the ``sitecustomize``/``usercustomize``
+   it would import, the ``PYTHONPATH`` entries with the top-level names they hold, and
+   the stdlib names. Every static finding comes from this record.
+2. *baseline probe* (``probe_snapshot.py --site`` with ``-I -S``, at the same time as 1):
+   the interpreter's own start-up module set.
+3. *start-up probe* (``probe_snapshot.py`` with the command's flags and exactly the
+   workload environment): runs only when 1 found nothing unapproved, because it
+   executes the start-up it inspects. It imports nothing itself (``sys`` is built in),
+   so a shadowing module on ``PYTHONPATH`` cannot run as part of the probe. Modules in
+   (3) but not in (2) were imported by a hook; non-stdlib ones are "start-up modules".
 
-Results go through files, never stdout, so a hook that prints cannot forge them. Each
-probe runs in its own session with a timeout; on timeout skgate kills that probe's own
-process group (it created it, C4) and reports a blocked preflight, never a silent pass.
-
-Each finding has a fingerprint: sha256 over (kind, path, sha256 of content). Approval
-is explicit: a full fingerprint on the command line or in a baseline file
-(``skgate.hook-baseline/1``) frozen once with ``skgate preflight --freeze-baseline``.
+Each probe runs in its own session with a timeout; on timeout skgate kills that probe's
+own process group (it created it, C4) and reports a blocked preflight, never a silent
+pass. A finding is approved by its full fingerprint (``--approve-hook``), by a baseline
+file (``skgate.hook-baseline/1``), or, for the few known distribution hooks of
+:mod:`skgate.preflight.hooks.catalogue`, by their exact content (off with ``strict``).
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import os
-import re
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from skgate.preflight.hooks import catalogue
 from skgate.preflight.hooks.baseline import (
     SCHEMA_HOOK_BASELINE,
     check_fingerprint,
@@ -49,7 +58,9 @@ from skgate.preflight.hooks.baseline import (
     write_baseline,
 )
 from skgate.preflight.hooks.findings import (
+    BY_CATALOGUE,
     KIND_PTH_IMPORT,
+    KIND_PYTHONHOME,
     KIND_PYTHONPATH,
     KIND_PYTHONSTARTUP,
     KIND_SITECUSTOMIZE,
@@ -81,196 +92,67 @@ __all__ = [
 #: Seconds one probe may take before the scan is reported as blocked.
 PROBE_TIMEOUT = 30.0
 
+STATIC_PROBE = Path(__file__).with_name("probe_static.py")
+SNAPSHOT_PROBE = Path(__file__).with_name("probe_snapshot.py")
 
-#: setuptools' ``distutils-precedence.pth``, matched by content (both shipped variants).
-_DISTUTILS_PTH = re.compile(
-    r"import os; var = 'SETUPTOOLS_USE_DISTUTILS'; "
-    r"enabled = os\.environ\.get\(var, '(?:local|stdlib)'\) == 'local'; "
-    r"enabled and __import__\('_distutils_hack'\)\.add_shim\(\); ?"
+#: Start-up variables of the workload handed to the static probe as data (C6).
+STARTUP_VARS = (
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PYTHONNOUSERSITE",
+    "PYTHONSAFEPATH",
 )
-ALLOW_DISTUTILS = (
-    "setuptools distutils-precedence.pth (packaging hook, matched by content): it imports "
-    "only setuptools' _distutils_hack, nothing of the application"
-)
+#: Dropped from the isolated probes' environment as well: they would load code (native)
+#: into the probe interpreter before it could look at anything.
+_PROBE_DROP = ("LD_PRELOAD", "LD_AUDIT")
+
 ALLOW_PATH_LINES = ".pth path lines only extend sys.path and import nothing: not a hook"
+NOT_PROBED = (
+    "start-up probe not run: the static scan found unapproved start-up hooks, and "
+    "preflight never runs the code it inspects before it is approved (C6); modules they "
+    "would import at start-up are reported once they are approved"
+)
 
 
 class InterpreterError(Exception):
     """The static probe could not run: the interpreter is missing, broken or not Python."""
 
 
-# --------------------------------------------------------------------------- probes
-# The probe sources run under the *workload* interpreter: keep them Python-3.6-clean.
-
-#: Prologue of every probe: before importing anything that lives on ``sys.path``, keep
-#: only the interpreter's own stdlib entries, so a monkey-patch directory on PYTHONPATH
-#: (one of the things being scanned) cannot shadow the probe's own imports. Results are
-#: written with ``repr`` and read with ``ast.literal_eval``: no ``json`` in the child.
-_PROLOGUE = r"""
-import sys
-_path0 = list(sys.path)
-_std = getattr(sys, "_stdlib_dir", None)
-if not _std:
-    _enc = getattr(sys.modules.get("encodings"), "__file__", None) or ""
-    _std = _enc.rsplit("/", 2)[0] if _enc.count("/") >= 2 else None
-if _std in sys.path:
-    _i = sys.path.index(_std)
-    if _i > 0 and sys.path[_i - 1].endswith(".zip"):
-        _i -= 1
-    sys.path[:] = sys.path[_i:]
-"""
-
-STATIC_PROBE = (
-    _PROLOGUE
-    + r"""
-import os
-out = sys.argv[1]
-cmd_no_site = sys.argv[2] == "1"
-import site
-res = {}
-res["executable"] = sys.executable
-res["version"] = "%d.%d.%d" % tuple(sys.version_info[:3])
-res["implementation"] = sys.implementation.name
-res["flags"] = {"ignore_environment": bool(sys.flags.ignore_environment),
-                "no_user_site": bool(sys.flags.no_user_site),
-                "isolated": bool(getattr(sys.flags, "isolated", 0))}
-path0 = list(_path0)
-if path0 and path0[0] == "":
-    path0 = path0[1:]  # '' is inserted for -c after start-up, the workload never sees it
-res["path0"] = path0
-sitedirs = []
-user_site = None
-enable_user = False
-if not cmd_no_site:
-    try:
-        site.venv(None)
-    except Exception:
-        pass
-    enable_user = site.ENABLE_USER_SITE
-    if enable_user is None:
-        enable_user = site.check_enableusersite()
-    user_site = site.getusersitepackages()
-    if enable_user and os.path.isdir(user_site):
-        sitedirs.append(user_site)
-    for d in site.getsitepackages():
-        if os.path.isdir(d) and d not in sitedirs:
-            sitedirs.append(d)
-res["prefix"] = sys.prefix
-res["base_prefix"] = getattr(sys, "base_prefix", sys.prefix)
-res["enable_user_site"] = bool(enable_user)
-res["user_site"] = user_site
-res["sitedirs"] = sitedirs
-pths = []
-full = list(path0)
-for sd in sitedirs:
-    if sd not in full:
-        full.append(sd)
-    try:
-        names = sorted(n for n in os.listdir(sd) if n.endswith(".pth"))
-    except OSError:
-        names = []
-    for n in names:
-        p = os.path.join(sd, n)
-        rec = {"path": p, "sitedir": sd, "import_lines": [], "path_lines": []}
-        try:
-            with open(p, "rb") as fh:
-                raw = fh.read()
-        except OSError as exc:
-            rec["error"] = str(exc)
-            pths.append(rec)
-            continue
-        text = raw.decode("utf-8", "replace")
-        for line in text.splitlines():
-            if line.startswith("#"):
-                continue
-            if line.startswith(("import ", "import\t")):
-                rec["import_lines"].append(line)
-                continue
-            line = line.rstrip()
-            if not line:
-                continue
-            d = os.path.abspath(os.path.join(sd, line))
-            rec["path_lines"].append(d)
-            if os.path.exists(d) and d not in full:
-                full.append(d)
-        pths.append(rec)
-res["pth"] = pths
-res["sys_path"] = full
-import importlib.machinery
-custom = {}
-for name in ("sitecustomize", "usercustomize"):
-    if cmd_no_site or (name == "usercustomize" and not enable_user):
-        continue
-    try:
-        spec = importlib.machinery.PathFinder.find_spec(name, full)
-    except Exception as exc:
-        custom[name] = {"error": str(exc)}
-        continue
-    if spec is not None:
-        custom[name] = {"origin": spec.origin,
-                        "package": list(spec.submodule_search_locations or [])}
-res["customize"] = custom
-sfx = tuple(importlib.machinery.all_suffixes())
-def names_in(d):
-    found = {}
-    try:
-        entries = os.listdir(d)
-    except OSError:
-        return found
-    for e in entries:
-        p = os.path.join(d, e)
-        if e.endswith(sfx) and os.path.isfile(p):
-            found.setdefault(e.split(".")[0], p)
-        elif e.isidentifier() and os.path.isdir(p):
-            for init in ("__init__.py", "__init__.pyc"):
-                if os.path.isfile(os.path.join(p, init)):
-                    found.setdefault(e, os.path.join(p, init))
-                    break
-    return found
-pp_raw = "" if sys.flags.ignore_environment else os.environ.get("PYTHONPATH", "")
-entries = []
-for i, ent in enumerate(pp_raw.split(os.pathsep) if pp_raw else []):
-    absent = os.path.abspath(ent) if ent else ent
-    entries.append({"index": i, "entry": ent, "path": absent,
-                    "exists": bool(ent) and os.path.exists(absent),
-                    "is_dir": bool(ent) and os.path.isdir(absent),
-                    "names": names_in(absent) if ent else {}})
-res["pythonpath"] = entries
-installed = {}
-for d in full:
-    if any(d == e["path"] for e in entries):
-        continue
-    for n in names_in(d):
-        installed.setdefault(n, d)
-res["installed_names"] = installed
-std = getattr(sys, "stdlib_module_names", None)
-if std is None:
-    import sysconfig
-    std = set(sys.builtin_module_names)
-    for key in ("stdlib", "platstdlib"):
-        d = sysconfig.get_paths().get(key)
-        if d:
-            std.update(names_in(d))
-            std.update(names_in(os.path.join(d, "lib-dynload")))
-res["stdlib_names"] = sorted(std)
-res["builtin_names"] = sorted(sys.builtin_module_names)
-res["pythonstartup"] = None if sys.flags.ignore_environment else os.environ.get("PYTHONSTARTUP")
-with open(out, "w") as fh:
-    fh.write(repr(res))
-"""
-)
-
-SNAPSHOT_PROBE = r"""
-import sys
-_m = [(str(k), getattr(v, "__file__", None)) for k, v in list(sys.modules.items())]
-_m = [(k, f if isinstance(f, str) else None) for k, f in _m]
-with open(sys.argv[1], "w") as fh:
-    fh.write(repr({"executable": sys.executable, "modules": _m}))
-"""
+def isolated_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of the probes that must not run inspected code: the workload's,
+    without any ``PYTHON*`` variable (``-I`` ignores them too) or preloaded library."""
+    return {k: v for k, v in env.items() if not k.startswith("PYTHON") and k not in _PROBE_DROP}
 
 
 def _top(name: str) -> str:
     return name.split(".", 1)[0]
+
+
+def _imports_of(path: str) -> list[str]:
+    """Top-level module names a hook file imports, read without running it (ast)."""
+    try:
+        return _imports_in(Path(path).read_bytes())
+    except OSError:
+        return []
+
+
+def _imports_in(source: str | bytes) -> list[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found = [_top(a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found = [_top(node.module)]
+        else:
+            continue
+        names.extend(n for n in found if n not in names)
+    return names
 
 
 # --------------------------------------------------------------------------- scan
@@ -285,88 +167,88 @@ def scan(
     approved: Iterable[str] = (),
     baseline: Iterable[str] = (),
     timeout: float | None = None,
+    strict: bool = False,
+    approve_all: bool = False,
 ) -> HookScan:
     """Scan ``python`` as it will start with ``env`` and interpreter ``flags``.
 
     ``flags`` are the start-up flags the command itself passes (``-E``, ``-s``, ``-S``,
-    ``-I``), so the probe sees the start-up the workload will see.
+    ``-I``), so the probe sees the start-up the workload will see. ``strict`` turns the
+    catalogue of known distribution hooks off. ``approve_all`` (used only to freeze a
+    baseline of everything there is) treats every static finding as approved, so the
+    start-up probe runs and its findings are reported too.
     """
     limit = PROBE_TIMEOUT if timeout is None else timeout
     approved_set = {fp.lower() for fp in approved}
     baseline_set = set(baseline)
     no_site = "-S" in flags
+    workdir = cwd if cwd and os.path.isdir(cwd) else os.getcwd()
+    quiet = isolated_env(env)
+    data = [f"{k}={env[k]}" if k in env else k for k in STARTUP_VARS]
     with tempfile.TemporaryDirectory(prefix="skgate-probe-") as tmp:
         t = Path(tmp)
-        # The three probes are independent interpreter start-ups: run them at once, so
-        # preflight costs about one start-up, not three (run start-up overhead target).
+        # Round 1 runs nothing the scan inspects: both probes are isolated (-I -S), so
+        # they run at once (one interpreter start-up of wall time).
         deadline = time.monotonic() + limit
-        probes = [
+        flag_text = "".join(f.lstrip("-") for f in flags) or "-"
+        round1 = [
             Probe(
                 [
                     python,
-                    *flags,
+                    "-I",
                     "-S",
-                    "-c",
-                    STATIC_PROBE,
-                    str(t / "static.json"),
-                    "1" if no_site else "0",
+                    str(STATIC_PROBE),
+                    str(t / "static"),
+                    flag_text,
+                    workdir,
+                    *data,
                 ],
-                env,
-                cwd,
-                t / "static.json",
+                quiet,
+                tmp,
+                t / "static",
             ),
             Probe(
-                [python, *flags, "-c", SNAPSHOT_PROBE, str(t / "start.json")],
-                env,
-                cwd,
-                t / "start.json",
-            ),
-            Probe(
-                [python, "-I", "-S", "-c", "import site\n" + SNAPSHOT_PROBE, str(t / "base.json")],
-                env,
-                cwd,
-                t / "base.json",
+                [python, "-I", "-S", str(SNAPSHOT_PROBE), str(t / "base"), "--site"],
+                quiet,
+                tmp,
+                t / "base",
             ),
         ]
-        (static, problem), (started, problem_dyn), (base, problem_base) = (
-            p.result(deadline) for p in probes
-        )
+        (static, problem), (base, problem_base) = (p.result(deadline) for p in round1)
         if static is None or not isinstance(static, dict):
             raise InterpreterError(problem or "probe result is not an object")
-    problems = [p for p in (problem_dyn, problem_base) if p]
-    findings, allowances, allowed_modules, notes = _static_findings(static, env, no_site)
-    pythonpath = _pythonpath(static)
-    for entry in pythonpath:
-        if entry["shadows"]:
-            findings.append(
-                make_finding(
-                    KIND_PYTHONPATH,
-                    str(entry["path"]),
-                    f"PYTHONPATH entry {entry['index']} shadows "
-                    + ", ".join(entry["shadows"][:8])
-                    + (" ..." if len(entry["shadows"]) > 8 else ""),
-                    content=_shadow_hash(entry),
-                )
-            )
-    if started is not None and base is not None:
-        findings.extend(
-            _startup_findings(
-                started=started,
-                base=base,
-                static=static,
-                existing=findings,
-                allowed_modules=allowed_modules,
-                allowances=allowances,
-            )
+        found, allowances, allowed_modules, notes = _static_findings(static, no_site)
+        marker = functools.partial(
+            _mark, static=static, approved=approved_set, baseline=baseline_set, strict=strict
         )
-    marked = []
-    for f in findings:
-        if f.fingerprint in approved_set:
-            marked.append(f.approve("--approve-hook"))
-        elif f.fingerprint in baseline_set:
-            marked.append(f.approve("baseline"))
-        else:
-            marked.append(f)
+        findings = marker(found, allowances=allowances, allowed_modules=allowed_modules)
+        if approve_all:
+            findings = [f if f.approved else f.approve("freeze") for f in findings]
+        problems = [p for p in (problem_base,) if p]
+        probed = False
+        if any(not f.approved for f in findings):
+            notes.append(NOT_PROBED)
+        elif base is not None:
+            # Round 2: everything static is approved, so the real start-up may run.
+            started, problem_dyn = Probe(
+                [python, *flags, str(SNAPSHOT_PROBE), str(t / "start")],
+                env,
+                cwd,
+                t / "start",
+            ).result(time.monotonic() + limit)
+            probed = started is not None
+            if problem_dyn:
+                problems.append(problem_dyn)
+            if started is not None:
+                dynamic = _startup_findings(
+                    started=started,
+                    base=base,
+                    static=static,
+                    existing=findings,
+                    allowed_modules=allowed_modules,
+                    allowances=allowances,
+                )
+                findings += marker(dynamic, allowances=[], allowed_modules={})
     interpreter = {
         "path": python,
         "executable": static.get("executable"),
@@ -379,24 +261,65 @@ def scan(
         "user_site": static.get("user_site"),
         "enable_user_site": static.get("enable_user_site"),
     }
-    public_path = [{k: v for k, v in e.items() if k != "_files"} for e in pythonpath]
+    public_path = [{k: v for k, v in e.items() if k != "_files"} for e in _pythonpath(static)]
     return HookScan(
         python=python,
         interpreter=interpreter,
-        findings=tuple(marked),
+        findings=tuple(findings),
         allowances=tuple(allowances),
         pythonpath=tuple(public_path),
         notes=tuple(notes),
         problems=tuple(problems),
+        extra={"strict": strict, "startup_probe": "ran" if probed else "not run"},
     )
 
 
+def _system_sitedirs(static: Mapping[str, Any]) -> tuple[str, ...]:
+    """The interpreter's own site directories: not the user site, not PYTHONPATH."""
+    user = static.get("user_site")
+    pp = {str(e.get("path")) for e in static.get("pythonpath", [])}
+    return tuple(str(d) for d in static.get("sitedirs", []) if d != user and str(d) not in pp)
+
+
+def _mark(
+    findings: Sequence[Finding],
+    *,
+    static: Mapping[str, Any],
+    approved: set[str],
+    baseline: set[str],
+    allowances: list[dict[str, str]],
+    allowed_modules: dict[str, tuple[str, ...]],
+    strict: bool,
+) -> list[Finding]:
+    """Approve findings by fingerprint, baseline, or (unless ``strict``) the catalogue."""
+    out: list[Finding] = []
+    system = _system_sitedirs(static)
+    for found in findings:
+        hashes = {p: content_hash(p) for p in catalogue.companion_files(found) if os.path.isfile(p)}
+        known = catalogue.match(found, system_sitedirs=system, companion_hash=hashes)
+        f = found if known is None else replace(found, catalogue_id=known.hook.id)
+        if f.fingerprint in approved:
+            out.append(f.approve("--approve-hook"))
+        elif f.fingerprint in baseline:
+            out.append(f.approve("baseline"))
+        elif known is not None and not strict:
+            out.append(f.approve(BY_CATALOGUE))
+        else:
+            out.append(f)
+        if known is not None and out[-1].approved:
+            allowances.append(known.allowance(f))
+            if known.hook.companion:
+                allowed_modules[known.hook.companion] = known.companion_dirs
+    return out
+
+
 def _static_findings(
-    static: Mapping[str, Any], env: Mapping[str, str], no_site: bool
-) -> tuple[list[Finding], list[dict[str, str]], set[str], list[str]]:
+    static: Mapping[str, Any], no_site: bool
+) -> tuple[list[Finding], list[dict[str, str]], dict[str, tuple[str, ...]], list[str]]:
     findings: list[Finding] = []
     allowances: list[dict[str, str]] = []
-    allowed_modules: set[str] = set()
+    # module -> directories it may be loaded from at start-up (() = anywhere)
+    allowed_modules: dict[str, tuple[str, ...]] = {}
     notes: list[str] = []
     if no_site:
         notes.append("the command disables site (-S): no .pth or customize module runs")
@@ -412,7 +335,13 @@ def _static_findings(
         path = str(pkg[0]) if pkg else str(origin)
         if origin is None and not pkg:
             continue
-        findings.append(make_finding(kind, path, f"{name} is imported at every start-up"))
+        detail = f"{name} is imported at every start-up"
+        imports = _imports_of(path) if os.path.isfile(path) else []
+        if imports:
+            detail += (
+                "; it imports " + ", ".join(imports[:8]) + (" ..." if len(imports) > 8 else "")
+            )
+        findings.append(make_finding(kind, path, detail))
     for rec in static.get("pth", []):
         path = str(rec.get("path"))
         lines = [str(x) for x in rec.get("import_lines", [])]
@@ -425,14 +354,18 @@ def _static_findings(
             if rec.get("path_lines"):
                 allowances.append({"kind": "pth-path", "path": path, "reason": ALLOW_PATH_LINES})
             continue
-        if len(lines) == 1 and _DISTUTILS_PTH.fullmatch(lines[0].strip()):
-            allowances.append({"kind": "pth-import", "path": path, "reason": ALLOW_DISTUTILS})
-            allowed_modules.add("_distutils_hack")
+        if len(lines) == 1 and catalogue.DISTUTILS_PTH.fullmatch(lines[0].strip()):
+            allowances.append(
+                {"kind": "pth-import", "path": path, "reason": catalogue.ALLOW_DISTUTILS}
+            )
+            allowed_modules["_distutils_hack"] = ()
             continue
         shown = lines[0] if len(lines[0]) <= 80 else lines[0][:77] + "..."
         more = f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""
+        imports = _imports_in("\n".join(lines))
+        named = f"; it imports {', '.join(imports[:8])}" if imports else ""
         findings.append(
-            make_finding(KIND_PTH_IMPORT, path, f".pth import line runs: {shown}{more}")
+            make_finding(KIND_PTH_IMPORT, path, f".pth import line runs: {shown}{more}{named}")
         )
     startup = static.get("pythonstartup")
     if startup:
@@ -445,6 +378,30 @@ def _static_findings(
                 + ("" if os.path.isfile(str(startup)) else " (file does not exist)"),
             )
         )
+    home = static.get("pythonhome")
+    if home:
+        # The standard library and site itself would come from there: the isolated probe
+        # cannot see that start-up without running it, so it is a hook to approve.
+        findings.append(
+            make_finding(
+                KIND_PYTHONHOME,
+                str(home),
+                "PYTHONHOME is set: the standard library and site.py come from it",
+                content=sha256_bytes(str(home).encode()),
+            )
+        )
+    for entry in _pythonpath(static):
+        if entry["shadows"]:
+            findings.append(
+                make_finding(
+                    KIND_PYTHONPATH,
+                    str(entry["path"]),
+                    f"PYTHONPATH entry {entry['index']} shadows "
+                    + ", ".join(entry["shadows"][:8])
+                    + (" ..." if len(entry["shadows"]) > 8 else ""),
+                    content=_shadow_hash(entry),
+                )
+            )
     return findings, allowances, allowed_modules, notes
 
 
@@ -490,7 +447,7 @@ def _startup_findings(
     base: Mapping[str, Any],
     static: Mapping[str, Any],
     existing: Sequence[Finding],
-    allowed_modules: set[str],
+    allowed_modules: Mapping[str, tuple[str, ...]],
     allowances: list[dict[str, str]],
 ) -> list[Finding]:
     std = set(static.get("stdlib_names", []))
@@ -505,13 +462,20 @@ def _startup_findings(
         top = _top(name)
         if top in std:
             continue  # stdlib pulled in by site itself or by a hook already reported
-        if top in allowed_modules:
-            if not any(a.get("kind") == "startup-module" for a in allowances):
+        where = allowed_modules.get(top)
+        inside = where is not None and (
+            not where
+            or (file is not None and str(file).startswith(tuple(d + os.sep for d in where)))
+        )
+        if inside:
+            if not any(a.get("module") == top for a in allowances):
                 allowances.append(
                     {
                         "kind": "startup-module",
+                        "module": top,
                         "path": str(file),
-                        "reason": f"{top} is loaded by an allowed packaging hook",
+                        "content_sha256": content_hash(str(file)) if file else "",
+                        "reason": f"{top} is loaded by an allowed packaging or distribution hook",
                     }
                 )
             continue
@@ -521,6 +485,8 @@ def _startup_findings(
         if top != name:
             continue  # report a package once, by its top-level module
         detail = f"module {name!r} is imported at interpreter start-up"
+        if where is not None:
+            detail += " (a known hook's companion, but not from where the catalogue allows)"
         if top in ("torch_npu", "torch"):
             detail += " (framework imported before the launcher's own initialisation)"
         out.append(
