@@ -54,6 +54,8 @@ class RunRequest:
     python: str | None = None
     approved_hooks: tuple[str, ...] = ()
     hook_baseline: str | None = None
+    #: C6: refuse even the known distribution hooks the catalogue would allow.
+    strict_hooks: bool = False
     foreign_policy: str = "wait"  # "wait" or "refuse"
     lease_timeout: float = 600.0
     devices: tuple[int, ...] = ()
@@ -90,6 +92,7 @@ class RunRequest:
             "python": self.python,
             "approved_hooks": list(self.approved_hooks),
             "hook_baseline": self.hook_baseline,
+            "strict_hooks": self.strict_hooks,
             "foreign_policy": self.foreign_policy,
             "lease_timeout": self.lease_timeout,
             "devices": list(self.devices),
@@ -121,6 +124,7 @@ class RunRequest:
                 python=data.get("python"),
                 approved_hooks=tuple(data.get("approved_hooks", ())),
                 hook_baseline=data.get("hook_baseline"),
+                strict_hooks=bool(data.get("strict_hooks", False)),
                 foreign_policy=str(data.get("foreign_policy", "wait")),
                 lease_timeout=float(data.get("lease_timeout", 600.0)),
                 devices=tuple(int(d) for d in data.get("devices", ())),

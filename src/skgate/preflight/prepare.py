@@ -166,7 +166,7 @@ def _approvals(request: RunRequest) -> tuple[set[str], set[str]]:
 
 
 def _hooks_step(
-    request: RunRequest, env: Mapping[str, str]
+    request: RunRequest, env: Mapping[str, str], *, approve_all: bool = False
 ) -> tuple[Interpreter, hooks.HookScan | None, dict[str, Any], list[str]]:
     approved, baseline = _approvals(request)
     interp = find_interpreter(request, env)
@@ -184,6 +184,8 @@ def _hooks_step(
             flags=interp.flags,
             approved=approved,
             baseline=baseline,
+            strict=request.strict_hooks,
+            approve_all=approve_all,
         )
     except hooks.InterpreterError as exc:
         if request.python:
@@ -213,11 +215,14 @@ def prepare(
     *,
     runner_env: Mapping[str, str] | None = None,
     take_leases: bool = True,
+    approve_all_hooks: bool = False,
 ) -> LaunchPlan:
     """Check and freeze every control of an attempt before launch (see module doc).
 
     ``take_leases=False`` is the ``skgate preflight`` mode: nothing is waited for and no
-    lease is taken; lease availability is only reported.
+    lease is taken; lease availability is only reported. ``approve_all_hooks`` is the
+    ``--freeze-baseline`` mode: every static finding counts as approved, so the start-up
+    probe runs and reports the modules the hooks import, and the baseline holds them all.
     """
     runner = dict(os.environ if runner_env is None else runner_env)
     env = base_env(request, runner)
@@ -230,7 +235,9 @@ def prepare(
 
     controls["profiler"] = _profiler_step(request, env)
 
-    interp, scan, hooks_record, hook_blocked = _hooks_step(request, env)
+    interp, scan, hooks_record, hook_blocked = _hooks_step(
+        request, env, approve_all=approve_all_hooks
+    )
     blocked.extend(hook_blocked)
     controls["hooks"] = hooks_record
     python = interp.to_dict()

@@ -40,12 +40,18 @@ def render_lines(plan: LaunchPlan) -> list[str]:
             f"start-up hooks: {len(findings)} finding(s), {h.get('unapproved', 0)} unapproved"
         )
     for f in findings:
-        state = f"approved ({f['approved_by']})" if f.get("approved") else "BLOCKS"
+        if f.get("approved_by") == "catalogue":
+            state = f"allowed by catalogue: {f.get('catalogue_id')}"
+        elif f.get("approved"):
+            state = f"approved ({f['approved_by']})"
+        else:
+            state = "BLOCKS"
         lines.append(f"  [{state}] {f['kind']}: {f['path']}")
         lines.append(f"      {f['detail']}")
         lines.append(f"      fingerprint {f['fingerprint']}")
     for a in h.get("allowances", []):
-        lines.append(f"  [allowed] {a['path']}: {a['reason']}")
+        if a.get("kind") != "known-distribution-hook":  # shown with its finding above
+            lines.append(f"  [allowed] {a['path']}: {a['reason']}")
     for p in h.get("problems", []):
         lines.append(f"  [probe problem] {p}")
     for note in h.get("notes", []) if not h.get("skipped") else []:
