@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -253,28 +254,70 @@ def test_foreign_opc_refuse_blocks_and_is_left_alive(
     assert opc.poll() is None
 
 
-def test_foreign_wait_records_waits_until_it_ends(tmp_path: Path) -> None:
+def test_foreign_wait_is_visible_and_journalled_until_it_ends(tmp_path: Path) -> None:
+    """The wait names each blocker (pid, name, age, never signalled) and how to stop it,
+    prints progress, and journals foreign_wait / foreign_wait_end with the duration.
+    The foreign compiler ends on its own once two progress lines were seen."""
     name = "opc" + uuid.uuid4().hex[:8]
     proc = start_compiler(tmp_path, name)
     events: list[tuple[str, dict[str, Any]]] = []
+    lines: list[str] = []
 
     def emit(event: str, **fields: Any) -> None:
         events.append((event, fields))
-        if fields.get("step") == "foreign_wait":
+
+    def notify(line: str) -> None:
+        lines.append(line)
+        if sum("still waiting" in x for x in lines) == 2:
             assert proc.stdin is not None
             proc.stdin.close()  # the foreign compiler finishes on its own
             proc.wait(timeout=30)
 
     try:
-        request = req(tmp_path, jobs="1", lease_timeout=30.0, env={"SKGATE_COMPILER_NAMES": name})
-        plan = prepare(request, tmp_path / "runs", emit)
+        request = req(tmp_path, jobs="1", lease_timeout=60.0, env={"SKGATE_COMPILER_NAMES": name})
+        plan = prepare(request, tmp_path / "runs", emit, notify=notify, progress_every=0.2)
     finally:
         stop(proc)
     assert plan.blocked == ()
-    steps = [f.get("step") for e, f in events if e == "preflight"]
-    assert steps == ["foreign_wait", "foreign_cleared"]
+    names = [e for e, _ in events]
+    assert names == ["foreign_wait", "foreign_wait_end"]
+    start, end = events[0][1], events[1][1]
+    assert [b["pid"] for b in start["blockers"]] == [proc.pid]
+    assert start["timeout"] == 60.0
+    assert end["outcome"] == "cleared"
+    assert end["waited_s"] > 0
+    assert [b["pid"] for b in end["blockers"]] == [proc.pid]
+    first = lines[0]
+    assert f"{name}[{proc.pid}]" in first
+    assert "age " in first and "never signalled (C4)" in first
+    assert "--foreign refuse" in first and "--lease-timeout" in first
+    assert "foreign compilers gone" in lines[-1]
     assert [p.pid for p in plan.foreign] == [proc.pid]
     assert plan.controls["foreign"]["alive_at_end"] == 0
+
+
+def test_blockers_wait_wakes_at_exit_and_checks_start_time(tmp_path: Path) -> None:
+    from skgate.preflight.foreign import Blockers
+
+    proc = start_compiler(tmp_path, "opc" + uuid.uuid4().hex[:8])
+    stat = read_stat(proc.pid)
+    assert stat is not None
+    blockers = Blockers()
+    try:
+        blockers.add(proc.pid, stat.start_ticks + 1)  # same pid, other start: not it
+        assert blockers.alive == 0
+        blockers.add(proc.pid, stat.start_ticks)
+        assert blockers.alive == 1
+        assert proc.stdin is not None
+        proc.stdin.close()
+        t0 = time.monotonic()
+        while blockers.alive and time.monotonic() - t0 < 60:
+            blockers.wait(60.0)  # returns at the exit, not after 60 s
+        assert blockers.alive == 0
+        assert time.monotonic() - t0 < 30
+    finally:
+        blockers.close()
+        stop(proc)
 
 
 def test_foreign_wait_times_out_blocked(tmp_path: Path) -> None:

@@ -44,7 +44,14 @@ from skgate.preflight.env import (
     ordered_pythonpath,
     relevant_env,
 )
-from skgate.preflight.foreign import COMPILER_NAMES_VAR, compiler_names, foreign_step
+from skgate.preflight.foreign import (
+    COMPILER_NAMES_VAR,
+    NEVER_SIGNALLED,
+    PROGRESS_EVERY,
+    Notify,
+    compiler_names,
+    foreign_step,
+)
 from skgate.preflight.hooks import scan as hooks
 from skgate.preflight.interpreter import Interpreter, find_interpreter
 from skgate.preflight.render import render_lines
@@ -216,6 +223,8 @@ def prepare(
     runner_env: Mapping[str, str] | None = None,
     take_leases: bool = True,
     approve_all_hooks: bool = False,
+    notify: Notify | None = None,
+    progress_every: float = PROGRESS_EVERY,
 ) -> LaunchPlan:
     """Check and freeze every control of an attempt before launch (see module doc).
 
@@ -223,6 +232,8 @@ def prepare(
     lease is taken; lease availability is only reported. ``approve_all_hooks`` is the
     ``--freeze-baseline`` mode: every static finding counts as approved, so the start-up
     probe runs and reports the modules the hooks import, and the baseline holds them all.
+    ``notify`` receives one-line notes for the person waiting (a foreign-compiler or lease
+    wait, its progress every ``progress_every`` seconds, how to stop waiting).
     """
     runner = dict(os.environ if runner_env is None else runner_env)
     env = base_env(request, runner)
@@ -259,7 +270,13 @@ def prepare(
     deadline = time.monotonic() + request.lease_timeout
     wait = take_leases and not blocked  # a run blocked anyway never waits (C4 waits are long)
     foreign_record, foreign_blocked, foreign = foreign_step(
-        request, env, wait=wait, deadline=deadline, emit=emit
+        request,
+        env,
+        wait=wait,
+        deadline=deadline,
+        emit=emit,
+        notify=notify,
+        progress_every=progress_every,
     )
     controls["foreign"] = foreign_record
     blocked.extend(foreign_blocked)
@@ -267,7 +284,11 @@ def prepare(
     lease: leases.LeaseSet | None = None
     if take_leases and not blocked:
         outcome = leases.acquire(
-            request.devices, env, timeout=request.lease_timeout, emit=emit, deadline=deadline
+            request.devices,
+            env,
+            timeout=request.lease_timeout,
+            emit=_lease_notes(emit, notify),
+            deadline=deadline,
         )
         lease = outcome.lease
         controls["leases"] = outcome.controls
@@ -285,6 +306,27 @@ def prepare(
     return LaunchPlan(
         env=env, controls=controls, blocked=tuple(blocked), foreign=foreign, _lease=lease
     )
+
+
+def _lease_notes(emit: Emit | None, notify: Notify | None) -> Emit | None:
+    """Journal the lease steps as given, and tell the person when a lease wait starts."""
+    if notify is None:
+        return emit
+
+    def both(event: str, **fields: Any) -> object:
+        if fields.get("step") == "lease_wait":
+            who = fields.get("holder") or {}
+            by = f" held by pid {who.get('pid')}" if isinstance(who, dict) and who else ""
+            notify(
+                f"skgate: waiting for device {fields.get('device')}{by} (another run's lease, "
+                f"{NEVER_SIGNALLED}); waiting at most {fields.get('timeout')} s. To stop "
+                "waiting: a shorter --lease-timeout, or other --devices"
+            )
+        elif fields.get("step") == "lease_acquired":
+            notify(f"skgate: device lease taken after {float(fields.get('waited_s', 0)):.1f} s")
+        return emit(event, **fields) if emit is not None else None
+
+    return both
 
 
 def _lease_report(request: RunRequest, env: Mapping[str, str], *, taken: bool) -> dict[str, Any]:
