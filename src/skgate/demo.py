@@ -117,6 +117,15 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+@dataclass(frozen=True)
+class HookApprovals:
+    """``--approve-hook`` / ``--hook-baseline`` / ``--strict-hooks``, as for ``run`` (C6)."""
+
+    approved: tuple[str, ...] = ()
+    baseline: str | None = None
+    strict: bool = False
+
+
 #: The one-factor-at-a-time diagnosis (C6, last bullet): a small matrix, not one attempt.
 DIAGNOSE = "diagnose"
 
@@ -145,7 +154,9 @@ def _diagnose(where: Path, out: TextIO) -> int:
     return 0 if ok else 1
 
 
-def scenario_request(name: str, workdir: Path, *, quiet: bool = False) -> RunRequest:
+def scenario_request(
+    name: str, workdir: Path, *, quiet: bool = False, hooks: HookApprovals | None = None
+) -> RunRequest:
     sc = SCENARIOS[name]
     argv = [sys.executable, "-m", f"skgate.sim.{sc.launcher}", "--inputs", str(sc.inputs)]
     argv += sc.args
@@ -162,6 +173,9 @@ def scenario_request(name: str, workdir: Path, *, quiet: bool = False) -> RunReq
         env={"SKGATE_SIM_OPC_SECONDS": repr(sc.opc_seconds)},
         quiet=quiet,
         scan_interval=0.25,
+        approved_hooks=hooks.approved if hooks else (),
+        hook_baseline=hooks.baseline if hooks else None,
+        strict_hooks=hooks.strict if hooks else False,
     )
 
 
@@ -172,6 +186,7 @@ def run_demo(
     lang: str,
     as_json: bool,
     show: Callable[[Verdict, bool], None],
+    hooks: HookApprovals | None = None,
 ) -> int:
     where = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"skgate-demo-{name}-"))
     where.mkdir(parents=True, exist_ok=True)
@@ -188,9 +203,9 @@ def run_demo(
 
     if sc.prime:
         print("skgate demo: a first run of the same command (it fills the cache)", file=out)
-        first = run_here(scenario_request(name, where), echo)
+        first = run_here(scenario_request(name, where, hooks=hooks), echo)
         print(f"skgate demo: first run: {first.state.value}", file=out)
-    verdict = run_here(scenario_request(name, where), echo)
+    verdict = run_here(scenario_request(name, where, hooks=hooks), echo)
     print(file=out)
     show(verdict, as_json)
     if not as_json:

@@ -156,13 +156,18 @@ class _Attempt:
 
 
 def run_here(
-    request: RunRequest, echo: Echo | None = None, notify: Notify | None = None
+    request: RunRequest,
+    echo: Echo | None = None,
+    notify: Notify | None = None,
+    *,
+    progress_every: float = 30.0,
 ) -> Verdict:
     """Run one attempt in this process and return its verdict (see the module doc).
 
     ``echo`` receives the command's output as it streams (from a thread; it may block
     without stalling supervision); ``notify`` receives one-line notes for the person
-    running it (a forwarded stop signal, for example).
+    running it (a forwarded stop signal, for example, or a wait for a foreign compiler
+    and its progress every ``progress_every`` seconds).
     """
     validate(request)
     attempt_dir = ledger.allocate(Path(request.root))
@@ -186,7 +191,9 @@ def run_here(
             None,
         )
     try:
-        plan = preflight.prepare(request, att.root, emit=att.emit)
+        plan = preflight.prepare(
+            request, att.root, emit=att.emit, notify=notify, progress_every=progress_every
+        )
     except SkgateError as exc:
         att.not_started((f"preflight could not run: {exc}",), None)
         raise

@@ -9,9 +9,11 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from conftest import wait_for
@@ -292,6 +294,11 @@ def test_foreign_wait_is_visible_and_journalled_until_it_ends(tmp_path: Path) ->
     assert "age " in first and "never signalled (C4)" in first
     assert "--foreign refuse" in first and "--lease-timeout" in first
     assert "foreign compilers gone" in lines[-1]
+    schema = json.loads(files("skgate").joinpath("schemas/event.json").read_text())
+    for event, fields in events:  # as the journal writes them, with its own fields
+        jsonschema.validate(
+            {"schema": "skgate.event/1", "event": event, "t": 0.0, **fields}, schema
+        )
     assert [p.pid for p in plan.foreign] == [proc.pid]
     assert plan.controls["foreign"]["alive_at_end"] == 0
 

@@ -64,6 +64,30 @@ def positive_int(text: str) -> int:
     raise argparse.ArgumentTypeError(f"{text!r}: use a positive integer")
 
 
+def add_hook_options(p: argparse.ArgumentParser) -> None:
+    """Start-up hook approvals (C6), shared by run, preflight and demo."""
+    p.add_argument(
+        "--approve-hook",
+        action="append",
+        default=[],
+        metavar="FINGERPRINT",
+        help="approve one start-up hook finding by its full fingerprint (repeatable; C6)",
+    )
+    p.add_argument(
+        "--hook-baseline",
+        default=None,
+        metavar="FILE",
+        help="approve the findings of a baseline frozen by 'skgate preflight "
+        "--freeze-baseline' (C6)",
+    )
+    p.add_argument(
+        "--strict-hooks",
+        action="store_true",
+        help="refuse even the known distribution hooks the catalogue allows by content "
+        "(Debian's sitecustomize.py, virtualenv's _virtualenv.pth) unless approved (C6)",
+    )
+
+
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """Options that freeze an attempt's controls (shared by run and regress)."""
     p.add_argument("--root", default=str(DEFAULT_ROOT), help="evidence root (default %(default)s)")
@@ -92,8 +116,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--summary-pattern", action="append", default=[], metavar="REGEX")
     p.add_argument("--completion-marker", default=None, metavar="REGEX")
-    p.add_argument("--approve-hook", action="append", default=[], metavar="FINGERPRINT")
-    p.add_argument("--hook-baseline", default=None, metavar="FILE")
+    add_hook_options(p)
     p.add_argument("--python", default=None, metavar="PATH", help="interpreter to scan (C6)")
     p.add_argument("--foreign", choices=["wait", "refuse"], default="wait")
     p.add_argument("--lease-timeout", type=seconds, default=600.0)
@@ -137,6 +160,7 @@ def request_from_args(args: argparse.Namespace, command: list[str]) -> RunReques
         python=args.python,
         approved_hooks=tuple(args.approve_hook),
         hook_baseline=args.hook_baseline,
+        strict_hooks=bool(args.strict_hooks),
         foreign_policy=args.foreign,
         lease_timeout=args.lease_timeout,
         devices=tuple(args.devices),

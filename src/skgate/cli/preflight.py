@@ -58,7 +58,15 @@ def cmd_preflight(args: argparse.Namespace) -> int:
             f"baseline {args.freeze_baseline} already exists; a baseline is frozen once: "
             "pick a new file name"
         )
-    plan = prepare(request, Path(request.root), None, take_leases=False)
+    # Freezing approves every finding, so the start-up probe may run and its findings
+    # (modules the hooks import) are frozen too (C6).
+    plan = prepare(
+        request,
+        Path(request.root),
+        None,
+        take_leases=False,
+        approve_all_hooks=bool(args.freeze_baseline),
+    )
     hooks_record = plan.controls.get("hooks", {})
     blocked = list(plan.blocked)
     baseline: dict[str, Any] | None = None

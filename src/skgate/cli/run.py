@@ -9,7 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from skgate import demo as demo_mod
-from skgate.cli.args import add_run_options, positive_seconds, request_from_args
+from skgate.cli.args import (
+    add_hook_options,
+    add_run_options,
+    positive_seconds,
+    request_from_args,
+)
 from skgate.cli.show import print_verdict
 from skgate.evidence.ledger import DEFAULT_ROOT, latest, resolve
 from skgate.evidence.load import current_verdict, recompute
@@ -60,6 +65,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--workdir", default=None, help="where to run (default: a new temp dir)")
     p.add_argument("--lang", choices=["en", "zh"], default="en")
     p.add_argument("--json", action="store_true")
+    # A stock interpreter may carry start-up hooks: the demo is approved like a run (C6).
+    add_hook_options(p)
     p.set_defaults(handler=cmd_demo)
 
 
@@ -84,7 +91,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     def notify(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    verdict = run_here(request, None if args.quiet else echo, notify)
+    # Waits (foreign compilers, leases) report progress every few seconds to a person
+    # at a terminal, every 30 s into a log.
+    every = 5.0 if sys.stderr.isatty() else 30.0
+    verdict = run_here(request, None if args.quiet else echo, notify, progress_every=every)
     print_verdict(verdict, args.json)
     return verdict.exit_code
 
@@ -139,5 +149,12 @@ def cmd_classify(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     return demo_mod.run_demo(
-        args.scenario, workdir=args.workdir, lang=args.lang, as_json=args.json, show=print_verdict
+        args.scenario,
+        workdir=args.workdir,
+        lang=args.lang,
+        as_json=args.json,
+        show=print_verdict,
+        hooks=demo_mod.HookApprovals(
+            tuple(args.approve_hook), args.hook_baseline, bool(args.strict_hooks)
+        ),
     )

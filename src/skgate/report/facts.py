@@ -99,12 +99,56 @@ def _event_detail(e: Mapping[str, Any], lang: str) -> str:
         return f"{pid}exit status {e.get('exit_status')}"
     if name == "tree_ended":
         return f"escaped alive {e.get('escaped_alive', 0)}"
+    if name in ("foreign_wait", "foreign_wait_end"):
+        return _wait_detail(e, lang)
+    if name == "preflight" and e.get("step") == "lease_wait":
+        who = e.get("holder")
+        holder = who.get("pid") if isinstance(who, dict) else None
+        if lang == "zh":
+            return f"设备 {e.get('device')}，持有者 pid {holder}"
+        return f"device {e.get('device')}, held by pid {holder}"
+    if name == "preflight" and e.get("step") == "lease_acquired":
+        waited = e.get("waited_s")
+        secs = f"{waited:.1f}" if isinstance(waited, (int, float)) else "?"
+        return f"等待 {secs} 秒" if lang == "zh" else f"after {secs} s"
     if name == "finished":
         cause = f", cause {e['cause']}" if e.get("cause") else ""
         return f"state {e.get('state')}{cause}"
     if name == "blocked":
         return str(e.get("reason") or e.get("reasons") or "")
     return ""
+
+
+def _wait_detail(e: Mapping[str, Any], lang: str) -> str:
+    """A foreign-compiler wait: its blockers (pid, name) and, at its end, duration and
+    outcome (C4: they are waited for, never signalled)."""
+    blockers = e.get("blockers")
+    shown = (
+        ", ".join(f"{b.get('name')}[{b.get('pid')}]" for b in blockers if isinstance(b, dict))
+        if isinstance(blockers, list)
+        else ""
+    )
+    if e.get("event") == "foreign_wait":
+        timeout = e.get("timeout")
+        if lang == "zh":
+            return f"阻塞进程：{shown}；最多等待 {timeout} 秒"
+        return f"blockers: {shown}; waiting at most {timeout} s"
+    waited = e.get("waited_s")
+    secs = f"{waited:.1f}" if isinstance(waited, (int, float)) else "?"
+    cleared = e.get("outcome") == "cleared"
+    if lang == "zh":
+        how = "外部编译进程已全部结束" if cleared else "仍有外部编译进程，超时未启动"
+        return f"等待 {secs} 秒，{how}；阻塞进程：{shown}"
+    how = "every blocker ended on its own" if cleared else "timed out, blockers still alive"
+    return f"waited {secs} s, {how}; blockers: {shown}"
+
+
+def _label_key(e: Mapping[str, Any]) -> str:
+    """Preflight steps with words of their own (a lease wait) are labelled by the step,
+    so two different steps never read as two identical "preflight checked" lines."""
+    name = str(e.get("event"))
+    step = e.get("step")
+    return str(step) if name == "preflight" and step in EVENT_WORDS else name
 
 
 def timeline(events: Sequence[Mapping[str, Any]], lang: str) -> list[dict[str, Any]]:
@@ -136,7 +180,7 @@ def timeline(events: Sequence[Mapping[str, Any]], lang: str) -> list[dict[str, A
                 if tv is not None and isinstance(t0, (int, float))
                 else None,
                 "event": name,
-                "label": EVENT_WORDS.get(name, {}).get(lang, name),
+                "label": EVENT_WORDS.get(_label_key(e), {}).get(lang, name),
                 "detail": detail,
             }
         )

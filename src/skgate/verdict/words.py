@@ -134,6 +134,13 @@ NEXT_STEP: Mapping[State, Mapping[str, str]] = {
 EVENT_WORDS: Mapping[str, Mapping[str, str]] = {
     "created": {"en": "attempt created", "zh": "创建尝试"},
     "preflight": {"en": "preflight checked", "zh": "预检完成"},
+    "foreign_wait": {
+        "en": "waiting for foreign compilers (never signalled, C4)",
+        "zh": "等待外部编译进程（从不发送信号，C4）",
+    },
+    "foreign_wait_end": {"en": "foreign-compiler wait ended", "zh": "外部编译进程等待结束"},
+    "lease_wait": {"en": "waiting for a device lease", "zh": "等待设备租约"},
+    "lease_acquired": {"en": "device lease taken", "zh": "已取得设备租约"},
     "blocked": {"en": "blocked before launch", "zh": "启动前被阻止"},
     "launched": {"en": "launched", "zh": "启动"},
     "observation": {"en": "observed", "zh": "观察"},

@@ -289,8 +289,13 @@ def hook_approvals(request: RunRequest, hook_dir: str) -> tuple[str, ...]:
     """Fingerprints of the findings the preflight scan reports inside ``hook_dir``: the
     arm approves exactly its own declared hook (C6), nothing else it might drag in."""
     with tempfile.TemporaryDirectory(prefix="skgate-hookscan-") as tmp:
+        # approve_all_hooks: the arm's declared hook may run in the start-up probe, so
+        # the modules it imports (inside hook_dir) are found and approved with it (C6).
         plan = preflight.prepare(
-            replace(request, root=tmp, quiet=True), Path(tmp), take_leases=False
+            replace(request, root=tmp, quiet=True),
+            Path(tmp),
+            take_leases=False,
+            approve_all_hooks=True,
         )
         plan.release()
     findings = plan.controls.get("hooks", {}).get("findings", [])
