@@ -82,7 +82,9 @@ def one_skgate(tmp: Path) -> float:
         assert verdict.attempt, verdict
     finally:
         proc.wait()
-    events = [json.loads(x) for x in (Path(verdict.attempt) / "events.jsonl").open()]
+    events = [
+        json.loads(x) for x in (Path(verdict.attempt) / "events.jsonl").read_text().splitlines()
+    ]
     assert any(e["event"] == "foreign_wait" for e in events), "the runner did not wait"
     launched = next(e["t"] for e in events if e["event"] == "launched")
     return float(launched) - float(out.read_text())
