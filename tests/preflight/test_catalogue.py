@@ -203,3 +203,24 @@ def test_virtualenv_pth_allowed_with_its_catalogued_companion(tmp_path: Path) ->
     (site / "_virtualenv.py").write_text((site / "_virtualenv.py").read_text() + "X = 1\n")
     result = hooks.scan(str(where / "bin" / "python"), clean_env())
     assert [f.catalogue_id for f in result.unapproved] == [None]
+
+
+def test_venv_of_the_debian_system_python_is_not_blocked(tmp_path: Path) -> None:
+    """The README's ``python3 -m venv .venv && pip install . && skgate demo`` on a stock
+    Debian python3: the venv's stdlib is the system one, with Debian's sitecustomize.py."""
+    real = Path(f"/usr/bin/{V}")
+    path = Path(f"/usr/lib/{V}/sitecustomize.py")
+    if not (real.is_file() and path.is_file()):
+        pytest.skip("no Debian system interpreter of this version here")
+    if hashlib.sha256(path.read_bytes()).hexdigest() != DEBIAN_SHA:
+        pytest.skip("this host's sitecustomize.py is not the catalogued Debian file")
+    subprocess.run(
+        [str(real), "-m", "venv", "--without-pip", str(tmp_path / "v")], check=True, timeout=60
+    )
+    python = tmp_path / "v" / "bin" / "python"
+    plan = prepare(request_for(python, tmp_path), tmp_path / "runs")
+    assert plan.blocked == ()
+    found = plan.controls["hooks"]["findings"]
+    assert [(f["kind"], f["catalogue_id"]) for f in found] == [
+        ("sitecustomize", "debian-apport-sitecustomize")
+    ]
