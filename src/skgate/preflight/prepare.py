@@ -13,9 +13,11 @@ Order (cheap checks first, waits last, so a run that is blocked anyway never wai
 2. compile concurrency (C5): decide, compare with earlier attempts of the root, export
    ``NPU_STATIC_KERNEL_COMPILE_JOBS``;
 3. profiler schedule (C6): validate, export ``SKGATE_PROFILER_SCHEDULE``;
-4. start-up hook scan of the workload interpreter with exactly that environment (C6);
+4. start-up hook scan of the workload interpreter for exactly that environment (C6),
+   which never runs what it inspects before it is approved (see ``hooks.scan``);
 5. environment delta (redacted), ordered ``PYTHONPATH``, host facts;
-6. foreign compilers (C4): refuse, or wait up to ``--lease-timeout``; never signalled;
+6. foreign compilers (C4): refuse, or wait up to ``--lease-timeout`` (visibly, woken
+   by the blockers' pidfds: see ``foreign``); never signalled;
 7. device leases (C4), whose markers are exported to the workload.
 
 This module never changes the environment it inspects (``os.environ`` is read only).
