@@ -62,7 +62,8 @@ def start_blocker(tmp: Path, name: str, journal_glob: str) -> tuple[subprocess.P
     return proc, out
 
 
-def one_skgate(tmp: Path) -> float:
+def one_skgate(tmp: Path) -> tuple[float, float]:
+    """(blocker exit -> launched, blocker exit -> foreign_wait_end journalled)."""
     name = "opc" + uuid.uuid4().hex[:6]
     root = tmp / ("runs-" + name)
     proc, out = start_blocker(tmp, name, str(root / "attempts" / "*" / "events.jsonl"))
@@ -87,7 +88,9 @@ def one_skgate(tmp: Path) -> float:
     ]
     assert any(e["event"] == "foreign_wait" for e in events), "the runner did not wait"
     launched = next(e["t"] for e in events if e["event"] == "launched")
-    return float(launched) - float(out.read_text())
+    ended = next(e["t"] for e in events if e["event"] == "foreign_wait_end")
+    exited = float(out.read_text())
+    return float(launched) - exited, float(ended) - exited
 
 
 def one_reference(tmp: Path) -> float:
@@ -111,17 +114,25 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     args = ap.parse_args()
     sk: list[float] = []
+    woke: list[float] = []
     ref: list[float] = []
     with tempfile.TemporaryDirectory(prefix="skgate-bench-wait-") as t:
         tmp = Path(t)
         for _ in range(args.runs):  # interleaved: both see the same machine load
-            sk.append(one_skgate(tmp))
+            launch, end = one_skgate(tmp)
+            sk.append(launch)
+            woke.append(end)
             ref.append(one_reference(tmp))
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {platform.platform()}")
     print(f"# cpus={os.cpu_count()} python={platform.python_version()} runs={args.runs}")
     print(f"# load average {os.getloadavg()[0]:.2f}")
     print(f"{'what':44} {'median ms':>9} {'min ms':>7} {'max ms':>7}")
-    for label, xs in (("skgate: blocker exit -> launched", sk), ("0.5 s poll loop (before)", ref)):
+    rows = (
+        ("skgate: blocker exit -> launched", sk),
+        ("skgate: blocker exit -> foreign_wait_end", woke),
+        ("0.5 s poll loop (before): exit -> noticed", ref),
+    )
+    for label, xs in rows:
         print(
             f"{label:44} {statistics.median(xs) * 1e3:9.1f} {min(xs) * 1e3:7.1f} "
             f"{max(xs) * 1e3:7.1f}"
