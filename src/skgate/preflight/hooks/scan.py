@@ -75,6 +75,9 @@ from skgate.preflight.hooks.findings import (
 )
 from skgate.preflight.hooks.probe import Probe
 
+# One list for both sides: the probe module only defines things when imported.
+from skgate.preflight.hooks.probe_static import STARTUP_VARS
+
 #: Re-exported: the scan's public face (callers name them through this module).
 __all__ = [
     "SCHEMA_HOOK_BASELINE",
@@ -95,15 +98,6 @@ PROBE_TIMEOUT = 30.0
 STATIC_PROBE = Path(__file__).with_name("probe_static.py")
 SNAPSHOT_PROBE = Path(__file__).with_name("probe_snapshot.py")
 
-#: Start-up variables of the workload handed to the static probe as data (C6).
-STARTUP_VARS = (
-    "PYTHONPATH",
-    "PYTHONSTARTUP",
-    "PYTHONHOME",
-    "PYTHONUSERBASE",
-    "PYTHONNOUSERSITE",
-    "PYTHONSAFEPATH",
-)
 #: Dropped from the isolated probes' environment as well: they would load code (native)
 #: into the probe interpreter before it could look at anything.
 _PROBE_DROP = ("LD_PRELOAD", "LD_AUDIT")
