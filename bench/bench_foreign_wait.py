@@ -31,7 +31,7 @@ import time
 import uuid
 from pathlib import Path
 
-from skgate.model.records import RunRequest
+from skgate.model.request import RunRequest
 from skgate.proc.observe import compiler_processes
 from skgate.runner import run_here
 

@@ -18,7 +18,8 @@ import pytest
 
 from conftest import wait_for
 from skgate.demo import HookApprovals, scenario_request
-from skgate.model.records import RunRequest, State
+from skgate.model.records import State
+from skgate.model.request import RunRequest
 from skgate.report.markdown import render_attempt_markdown
 from skgate.runner import run_here
 

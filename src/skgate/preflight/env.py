@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from skgate import __version__
-from skgate.model.records import RunRequest
+from skgate.model.request import RunRequest
 from skgate.preflight import jobs
 from skgate.proc.observe import boot_id
 

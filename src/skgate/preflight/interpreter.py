@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import UsageError
-from skgate.model.records import RunRequest
+from skgate.model.request import RunRequest
 
 _PYTHON_RE = re.compile(r"^python(\d+(\.\d+)*)?$")
 #: Interpreter flags of the command that change start-up, passed to the scan probes.
