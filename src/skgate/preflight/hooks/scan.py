@@ -49,6 +49,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence.digest import sha256_bytes
 from skgate.preflight.hooks import catalogue
 from skgate.preflight.hooks.baseline import (
     SCHEMA_HOOK_BASELINE,
@@ -71,7 +72,6 @@ from skgate.preflight.hooks.findings import (
     HookScan,
     content_hash,
     make_finding,
-    sha256_bytes,
 )
 from skgate.preflight.hooks.probe import Probe
 
