@@ -6,7 +6,7 @@
 
 Unlike :mod:`skgate.sim.launcher` (which prints ``[summary]`` lines and fails loudly),
 this flavour behaves like torchair's public ``static_kernel.py`` (see
-``shared/spec/cann-static-compile.md``, "What the real launcher does"):
+``docs/cann-static-compile.md``, "What the real launcher does"):
 
 - it dumps op JSONs into ``static_kernel_compile_outputs/ts<ts>_pid<pid>_outputs/
   <pid>_opcompile/`` and ``<pid>_opcompile_selected/``;
