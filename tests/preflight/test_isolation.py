@@ -8,6 +8,7 @@ everything the static scan found is approved, importing nothing shadowable itsel
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -119,3 +120,21 @@ def test_pythonhome_is_a_finding_not_followed(venv: tuple[Path, Path], tmp_path:
 def test_probe_environment_drops_python_variables_and_preloads() -> None:
     env = {"PYTHONPATH": "/x", "PYTHONSTARTUP": "/s", "LD_PRELOAD": "/l.so", "HOME": "/h"}
     assert hooks.isolated_env(env) == {"HOME": "/h"}
+
+
+def test_freeze_baseline_runs_the_startup_probe_and_freezes_what_it_finds(
+    venv: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--freeze-baseline approves everything it finds: the start-up probe runs, so the
+    module the hook imports is frozen too and one baseline lets the run go."""
+    python, site = venv
+    (site / "myapp_patch.py").write_text("PATCHED = True\n")
+    (site / "sitecustomize.py").write_text("import myapp_patch\n")
+    base = tmp_path / "baseline.json"
+    common = ["--root", str(tmp_path / "runs"), "--jobs", "1", "--python", str(python)]
+    common += ["--env", "SKGATE_COMPILER_NAMES=skgt-none-xyz"]
+    assert main(["preflight", *common, "--freeze-baseline", str(base)]) == 0
+    frozen = json.loads(base.read_text())
+    assert sorted(f["kind"] for f in frozen["findings"]) == ["sitecustomize", "startup-module"]
+    assert main(["preflight", *common, "--hook-baseline", str(base)]) == 0
+    assert "preflight clean" in capsys.readouterr().out
