@@ -19,6 +19,7 @@ from conftest import ENV, read_json, run_skgate
 from skgate.api import run_attempt
 from skgate.evidence.load import health_statement
 from skgate.model.errors import UsageError
+from skgate.model.outcomes import RunStatus
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
 from skgate.regress import change, controls
@@ -141,7 +142,7 @@ def test_compare_controls_marks_only_declared_differences(tmp_path: Path) -> Non
 
 def _run(status: str) -> matrix.RunOutcome:
     state = {"pass": "succeeded", "fail": "failed", "invalid": "interrupted"}[status]
-    return matrix.RunOutcome(f"/a/{state}", state, status, state)
+    return matrix.RunOutcome(f"/a/{state}", State(state), RunStatus(status), state)
 
 
 def _arm(name: str, factor: str) -> load.Arm:

@@ -57,11 +57,12 @@ def test_reasons_of_rare_evidence_have_a_chinese_form() -> None:
 
 
 def test_health_statements_have_a_chinese_form() -> None:
+    from skgate.model.outcomes import HealthOutcome
     from skgate.regress.health import Check, HealthResult
 
     def result(kind: str) -> HealthResult:
         return HealthResult(
-            result=kind,
+            result=HealthOutcome(kind),
             reference="r/attempts/0001",
             attempt=None,
             root="h",

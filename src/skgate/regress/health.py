@@ -31,6 +31,8 @@ from skgate.evidence import files, ledger
 from skgate.evidence.files import REGRESS_FILE
 from skgate.evidence.load import load_control
 from skgate.model.errors import UsageError
+from skgate.model.exits import EXIT_BLOCKED
+from skgate.model.outcomes import HealthOutcome
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest, frozen_jobs
 from skgate.model.schema import SCHEMA_REGRESS
@@ -68,14 +70,14 @@ class Check:
 class HealthResult:
     """Outcome of the compile-health gate: ``pass``, ``fail`` or ``blocked``."""
 
-    result: str
+    result: HealthOutcome
     reference: str
     attempt: str | None
     root: str
     declared: tuple[Change, ...]
     checks: tuple[Check, ...]
     differences: tuple[Difference, ...]
-    state: str | None
+    state: State | None
     reasons: tuple[str, ...]
     path: str | None = None
     note: str | None = None
@@ -83,21 +85,25 @@ class HealthResult:
 
     @property
     def exit_code(self) -> int:
-        return {"pass": 0, "fail": 1, "blocked": 3}[self.result]
+        return {
+            HealthOutcome.PASS: 0,
+            HealthOutcome.FAIL: 1,
+            HealthOutcome.BLOCKED: EXIT_BLOCKED,
+        }[self.result]
 
     @property
     def profiling_accepted(self) -> bool:
-        return self.result == "pass"
+        return self.result is HealthOutcome.PASS
 
     def statement(self) -> str:
         """The one sentence ``skgate report`` should carry about later profiling (C6)."""
-        if self.result == "pass":
+        if self.result is HealthOutcome.PASS:
             return (
                 "later profiling may be accepted: the fresh-root compile-health run returned "
                 "naturally, every stage reported all inputs successful, exit status 0, and "
                 "inference reached its completion marker (C6)"
             )
-        if self.result == "blocked":
+        if self.result is HealthOutcome.BLOCKED:
             return (
                 "later profiling may NOT be accepted: the compile-health run is not "
                 "attributable (" + "; ".join(self.reasons) + ")"
@@ -110,13 +116,13 @@ class HealthResult:
             "schema": SCHEMA_REGRESS,
             "kind": "health",
             "created_at": time.time(),
-            "result": self.result,
+            "result": self.result.value,
             "profiling_accepted": self.profiling_accepted,
             "statement": self.statement(),
             "reference": self.reference,
             "attempt": self.attempt,
             "root": self.root,
-            "state": self.state,
+            "state": self.state.value if self.state is not None else None,
             "declared": [c.to_dict() for c in self.declared],
             "checks": [c.to_dict() for c in self.checks],
             "differences": [d.to_dict() for d in self.differences],
@@ -128,14 +134,15 @@ class HealthResult:
 
     def lines(self) -> list[str]:
         head = {
-            "pass": "HEALTH PASS",
-            "fail": "HEALTH FAIL",
-            "blocked": "HEALTH BLOCKED (not attributable)",
+            HealthOutcome.PASS: "HEALTH PASS",
+            HealthOutcome.FAIL: "HEALTH FAIL",
+            HealthOutcome.BLOCKED: "HEALTH BLOCKED (not attributable)",
         }[self.result]
         out = [f"{head}: {self.statement()}"]
         out.append(f"  reference: {self.reference}")
         if self.attempt:
-            out.append(f"  health attempt: {self.attempt} (state {self.state})")
+            state = self.state.value if self.state is not None else None
+            out.append(f"  health attempt: {self.attempt} (state {state})")
         out.append(
             "  declared change: "
             + ("; ".join(c.label for c in self.declared) if self.declared else "none")
@@ -259,11 +266,11 @@ def health(
             "before judging the change"
         )
     if verdict.state is State.NOT_STARTED or undeclared or refused:
-        outcome = "blocked"
+        outcome = HealthOutcome.BLOCKED
     elif all(c.ok for c in checks):
-        outcome = "pass"
+        outcome = HealthOutcome.PASS
     else:
-        outcome = "fail"
+        outcome = HealthOutcome.FAIL
     result = HealthResult(
         result=outcome,
         reference=str(reference),
@@ -272,7 +279,7 @@ def health(
         declared=changes,
         checks=checks,
         differences=differences,
-        state=verdict.state.value,
+        state=verdict.state,
         reasons=tuple(reasons),
         path=str(health_root / REGRESS_FILE),
         note=note,

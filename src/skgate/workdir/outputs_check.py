@@ -26,13 +26,14 @@ from pathlib import Path
 
 from skgate.evidence.census import FirstNames, count_tree
 from skgate.model.errors import UsageError
+from skgate.model.outcomes import OutputStatus
 from skgate.model.phrases import C7
 from skgate.model.records import EXIT_CODES, PackageMode, State, Verdict
 
 #: How many file names a message lists before it says "and N more".
 SHOW = 10
 
-STATUS_EXIT = {"ok": 0, "failure": 1}
+STATUS_EXIT = {OutputStatus.OK: 0, OutputStatus.FAILURE: 1}
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class OutputCheck:
 
     directory: str
     mode: PackageMode
-    status: str  # "ok", "failure", "unknown" (unreadable directories), or a verdict state
+    status: OutputStatus
     messages: tuple[str, ...]
     error_logs: int
     succ_logs: int
@@ -75,7 +76,7 @@ def check_outputs(
     n_errors, n_succ, n_runs = count_tree(str(directory), unreadable, names)
     messages: list[str] = []
 
-    def done(status: str, code: int) -> OutputCheck:
+    def done(status: OutputStatus, code: int) -> OutputCheck:
         return OutputCheck(
             directory=str(directory),
             mode=mode,
@@ -108,7 +109,7 @@ def check_outputs(
             )
         else:
             messages.append(f"not started: {who} launched nothing; there is nothing to judge")
-        return done(verdict.state.value, EXIT_CODES[verdict.state])
+        return done(OutputStatus(verdict.state.value), EXIT_CODES[verdict.state])
 
     # Without an attempt nothing shows the compiler returned naturally: the words must say
     # the judgement rests on file names alone (C1, C8), never "after natural return".
@@ -174,6 +175,6 @@ def check_outputs(
             "while it is live, 4 interrupted, 5 unknown)"
         )
     if inconclusive:
-        return done(State.UNKNOWN.value, EXIT_CODES[State.UNKNOWN])
-    status = "failure" if failure else "ok"
+        return done(OutputStatus.UNKNOWN, EXIT_CODES[State.UNKNOWN])
+    status = OutputStatus.FAILURE if failure else OutputStatus.OK
     return done(status, STATUS_EXIT[status])

@@ -26,6 +26,7 @@ from typing import Any
 
 from skgate.evidence.files import REGRESS_FILE
 from skgate.model.errors import SkgateError, UsageError
+from skgate.model.outcomes import ArmOutcome, Conclusion, RunStatus
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest, frozen_jobs
 from skgate.model.schema import SCHEMA_REGRESS
@@ -54,20 +55,20 @@ class RunOutcome:
     """One repeat of the baseline or an arm, as evidence for the table."""
 
     attempt: str | None
-    state: str
-    status: str  # pass | fail | invalid | not-comparable
+    state: State
+    status: RunStatus
     detail: str
     differences: tuple[Difference, ...] = ()
 
     @property
     def valid(self) -> bool:
-        return self.status in ("pass", "fail")
+        return self.status in (RunStatus.PASS, RunStatus.FAIL)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "attempt": self.attempt,
-            "state": self.state,
-            "status": self.status,
+            "state": self.state.value,
+            "status": self.status.value,
             "detail": self.detail,
             "differences": [d.to_dict() for d in self.differences],
         }
@@ -85,25 +86,28 @@ def outcome_of(
     refused = compile_evidence_refusals(verdict, frozen)
     state = verdict.state
     if state is State.SUCCEEDED:
-        status, detail = "pass", "succeeded"
+        status, detail = RunStatus.PASS, "succeeded"
     elif state is State.FAILED:
-        status, detail = "fail", FAILED_WORDS
+        status, detail = RunStatus.FAIL, FAILED_WORDS
     elif state is State.INTERRUPTED:
-        status, detail = "invalid", f"{INTERRUPTED_WORDS}: invalid, a clean retry is required"
+        status, detail = (
+            RunStatus.INVALID,
+            f"{INTERRUPTED_WORDS}: invalid, a clean retry is required",
+        )
     elif state is State.NOT_STARTED:
-        status = "invalid"
+        status = RunStatus.INVALID
         detail = "blocked before launch (not a compile result): " + "; ".join(verdict.reasons[:2])
     else:
-        status, detail = "invalid", f"{state.value}: evidence missing, no conclusion"
-    if undeclared and status in ("pass", "fail"):
-        status = "not-comparable"
+        status, detail = RunStatus.INVALID, f"{state.value}: evidence missing, no conclusion"
+    if undeclared and status in (RunStatus.PASS, RunStatus.FAIL):
+        status = RunStatus.NOT_COMPARABLE
         detail = "frozen controls differ beyond the one change: " + "; ".join(
             d.text() for d in undeclared[:3]
         )
-    if refused and status in ("pass", "fail"):
-        status = "not-comparable"
+    if refused and status in (RunStatus.PASS, RunStatus.FAIL):
+        status = RunStatus.NOT_COMPARABLE
         detail = "; ".join(refused)
-    return RunOutcome(verdict.attempt, state.value, status, detail, tuple(differences))
+    return RunOutcome(verdict.attempt, state, status, detail, tuple(differences))
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,7 @@ class Row:
     factor: str
     change: str
     runs: tuple[RunOutcome, ...]
-    outcome: str  # pass | fail | mixed | invalid | baseline
+    outcome: ArmOutcome
     proves: str
     not_proven: str
 
@@ -121,7 +125,7 @@ class Row:
             "arm": self.arm,
             "factor": self.factor,
             "change": self.change,
-            "outcome": self.outcome,
+            "outcome": self.outcome.value,
             "proves": self.proves,
             "does_not_prove": self.not_proven,
             "runs": [r.to_dict() for r in self.runs],
@@ -135,7 +139,7 @@ class MatrixResult:
     repeats: int
     baseline: Row
     rows: tuple[Row, ...]
-    conclusion: str  # startup_hook_trigger | triggers | no_trigger | baseline_not_clean
+    conclusion: Conclusion
     triggers: tuple[str, ...]
     invalid: tuple[str, ...]
     summary: tuple[str, ...]
@@ -144,8 +148,9 @@ class MatrixResult:
     @property
     def complete(self) -> bool:
         """Every arm and the baseline have a valid, consistent result (nothing to retry)."""
-        mixed = any(r.outcome == "mixed" for r in self.rows)
-        return not self.invalid and not mixed and self.conclusion != "baseline_not_clean"
+        mixed = any(r.outcome is ArmOutcome.MIXED for r in self.rows)
+        clean = self.conclusion is not Conclusion.BASELINE_NOT_CLEAN
+        return not self.invalid and not mixed and clean
 
     @property
     def exit_code(self) -> int:
@@ -164,7 +169,7 @@ class MatrixResult:
             "result_file": self.path,
             "complete": self.complete,
             "conclusion": {
-                "kind": self.conclusion,
+                "kind": self.conclusion.value,
                 "triggers": list(self.triggers),
                 "invalid": list(self.invalid),
                 "lines": list(self.summary),
@@ -172,20 +177,20 @@ class MatrixResult:
         }
 
 
-def _aggregate(runs: Sequence[RunOutcome]) -> str:
+def _aggregate(runs: Sequence[RunOutcome]) -> ArmOutcome:
     valid = [r.status for r in runs if r.valid]
     if not valid:
-        return "invalid"
-    if all(s == "pass" for s in valid):
-        return "pass"
-    if all(s == "fail" for s in valid):
-        return "fail"
-    return "mixed"
+        return ArmOutcome.INVALID
+    if all(s is RunStatus.PASS for s in valid):
+        return ArmOutcome.PASS
+    if all(s is RunStatus.FAIL for s in valid):
+        return ArmOutcome.FAIL
+    return ArmOutcome.MIXED
 
 
 def attribute(
     baseline_runs: Sequence[RunOutcome], arms: Sequence[tuple[Arm, Sequence[RunOutcome]]]
-) -> tuple[Row, tuple[Row, ...], str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+) -> tuple[Row, tuple[Row, ...], Conclusion, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """The attribution table (pure). Returns (baseline row, rows, conclusion kind,
     trigger arm names, invalid arm names, conclusion lines).
 
@@ -200,10 +205,10 @@ def attribute(
         tuple(baseline_runs),
         base,
         {
-            "pass": "the unchanged configuration compiles and completes",
-            "fail": f"the unchanged configuration fails ({FAILED_WORDS})",
-            "mixed": "the unchanged configuration is inconsistent across repeats",
-            "invalid": "nothing: no valid run (a clean retry is required)",
+            ArmOutcome.PASS: "the unchanged configuration compiles and completes",
+            ArmOutcome.FAIL: f"the unchanged configuration fails ({FAILED_WORDS})",
+            ArmOutcome.MIXED: "the unchanged configuration is inconsistent across repeats",
+            ArmOutcome.INVALID: "nothing: no valid run (a clean retry is required)",
         }[base],
         "anything about a single factor",
     )
@@ -213,23 +218,23 @@ def attribute(
     for arm, runs in arms:
         agg = _aggregate(runs)
         n_valid = sum(1 for r in runs if r.valid)
-        if agg == "invalid":
+        if agg is ArmOutcome.INVALID:
             invalid.append(arm.name)
             why = "; ".join(sorted({r.detail for r in runs}))
             proves = f"nothing: {why}"
             not_proven = f"never evidence for or against {arm.factor}; rerun cleanly"
-        elif base != "pass":
+        elif base is not ArmOutcome.PASS:
             proves = "nothing: the baseline has no consistent valid success to compare with"
             not_proven = f"anything about {arm.factor}"
-        elif agg == "mixed":
-            n_fail = sum(1 for r in runs if r.status == "fail")
+        elif agg is ArmOutcome.MIXED:
+            n_fail = sum(1 for r in runs if r.status is RunStatus.FAIL)
             proves = f"inconsistent: {n_fail} of {n_valid} valid runs failed; not attributable"
             not_proven = f"that {arm.factor} is or is not a trigger; run more repeats"
-        elif agg == "fail" and arm.factor == "startup_hook":
+        elif agg is ArmOutcome.FAIL and arm.factor == "startup_hook":
             triggers.append(arm.name)
             proves = f"{HOOK_TRIGGER}: loading the start-up hook alone gives {FAILED_WORDS}"
             not_proven = f"it {HOOK_NOT_PROVEN}"
-        elif agg == "fail":
+        elif agg is ArmOutcome.FAIL:
             triggers.append(arm.name)
             proves = f"this change alone ({arm.change.label}) gives {FAILED_WORDS}"
             not_proven = "that any named operator is defective, or how the factor acts elsewhere"
@@ -241,22 +246,22 @@ def attribute(
         )
     by_name = {r.arm: r for r in rows}
     lines: list[str] = []
-    if base != "pass":
-        kind = "baseline_not_clean"
+    if base is not ArmOutcome.PASS:
+        kind = Conclusion.BASELINE_NOT_CLEAN
         lines.append(
             f"No attribution: the baseline is {base} "
             "(a factor can only be judged against a valid, consistent baseline success)."
         )
     elif not triggers:
-        kind = "no_trigger"
+        kind = Conclusion.NO_TRIGGER
         lines.append("No single-factor change triggered a failure in the valid runs.")
     elif all(by_name[t].factor == "startup_hook" for t in triggers):
-        kind = "startup_hook_trigger"
+        kind = Conclusion.STARTUP_HOOK_TRIGGER
         lines.append(
             f"Only the start-up-override arm fails: {HOOK_TRIGGER}. This {HOOK_NOT_PROVEN} (C6)."
         )
     else:
-        kind = "triggers"
+        kind = Conclusion.TRIGGERS
         lines.append(
             "Each of these changes alone triggers a failure: "
             + ", ".join(f"{t} ({by_name[t].change})" for t in triggers)
@@ -264,7 +269,7 @@ def attribute(
         )
         if any(by_name[t].factor == "startup_hook" for t in triggers):
             lines.append(f"For the start-up-override arm: {HOOK_TRIGGER}; it {HOOK_NOT_PROVEN}.")
-    mixed = [r.arm for r in rows if r.outcome == "mixed"]
+    mixed = [r.arm for r in rows if r.outcome is ArmOutcome.MIXED]
     if mixed:
         lines.append(f"Inconsistent across repeats (not attributable): {', '.join(mixed)}.")
     if invalid:
@@ -352,7 +357,9 @@ def run_matrix(
             try:
                 verdict = run_fn(request)
             except SkgateError as exc:
-                runs.append(RunOutcome(None, "not_started", "invalid", f"not run: {exc}"))
+                runs.append(
+                    RunOutcome(None, State.NOT_STARTED, RunStatus.INVALID, f"not run: {exc}")
+                )
                 _say(progress, f"{name} #{k}: not run: {exc}")
                 continue
             differences: list[Difference] = []
@@ -368,7 +375,7 @@ def run_matrix(
                     differences = compare_controls(reference, raw, changes, ignore)
             outcome = outcome_of(verdict, differences, frozen)
             runs.append(outcome)
-            _say(progress, f"{name} #{k}: {outcome.state} ({outcome.status})")
+            _say(progress, f"{name} #{k}: {outcome.state.value} ({outcome.status.value})")
         results[name] = runs
     arms = [(a, results[a.name]) for a in matrix.arms]
     base_row, rows, kind, triggers, invalid, lines = attribute(results["baseline"], arms)
@@ -408,12 +415,21 @@ def render_matrix_markdown(result: MatrixResult) -> list[str]:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in (result.baseline, *result.rows):
-        verdicts = ", ".join(r.state + ("" if r.valid else f" ({r.status})") for r in row.runs)
+        verdicts = ", ".join(
+            r.state.value + ("" if r.valid else f" ({r.status.value})") for r in row.runs
+        )
         out.append(
             "| "
             + " | ".join(
                 _cell(x)
-                for x in (row.arm, row.change, verdicts, row.outcome, row.proves, row.not_proven)
+                for x in (
+                    row.arm,
+                    row.change,
+                    verdicts,
+                    row.outcome.value,
+                    row.proves,
+                    row.not_proven,
+                )
             )
             + " |"
         )

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from skgate.model.outcomes import ArmOutcome, Conclusion
 from skgate.regress.common import (
     Progress,
     RunFn,
@@ -67,10 +68,11 @@ def demo_diagnose(
         n += 1
     result = run_matrix(matrix, workdir / f"regress-{n}", run=run, progress=echo)
     ok = (
-        result.conclusion == "startup_hook_trigger"
-        and result.baseline.outcome == "pass"
+        result.conclusion is Conclusion.STARTUP_HOOK_TRIGGER
+        and result.baseline.outcome is ArmOutcome.PASS
         and all(
-            r.outcome == ("fail" if r.factor == "startup_hook" else "pass") for r in result.rows
+            r.outcome is (ArmOutcome.FAIL if r.factor == "startup_hook" else ArmOutcome.PASS)
+            for r in result.rows
         )
     )
     return render_matrix_markdown(result), ok

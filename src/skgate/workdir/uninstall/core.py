@@ -46,6 +46,7 @@ from typing import Any
 from skgate.evidence.files import create_exclusive, dumps, fsync_dir, is_attempt_dir, replace_text
 from skgate.evidence.load import load_control
 from skgate.model.errors import EvidenceError
+from skgate.model.outcomes import UninstallAction
 from skgate.model.request import OUTPUTS_DIRNAME
 from skgate.preflight.request import outputs_dir
 from skgate.workdir.uninstall.logpaths import extract_paths, iter_marker_lines
@@ -62,9 +63,7 @@ class Candidate:
 
     path: str
     source: str  # "log line N" or "record <package>"
-    # "run", "refused", "would-run" (dry run), "kept" (record of a live owner), and in a
-    # partial record "running" (started, no result recorded: the run was cut short).
-    action: str
+    action: UninstallAction
     reason: str
     exit_status: int | None = None
     output: str | None = None
@@ -72,15 +71,15 @@ class Candidate:
 
     @property
     def ok(self) -> bool:
-        return self.action in ("would-run", "kept") or (
-            self.action == "run" and self.exit_status == 0
+        return self.action in (UninstallAction.WOULD_RUN, UninstallAction.KEPT) or (
+            self.action is UninstallAction.RUN and self.exit_status == 0
         )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "source": self.source,
-            "action": self.action,
+            "action": self.action.value,
             "reason": self.reason,
             "exit_status": self.exit_status,
             "output": self.output,
@@ -240,7 +239,7 @@ class UninstallProgress:
 
     def add(self, candidate: Candidate) -> None:
         self.candidates.append(candidate)
-        if self.record is not None and candidate.action == "run":
+        if self.record is not None and candidate.action is UninstallAction.RUN:
             self.record.fill(self.result())
 
     def finish(self, notes: tuple[str, ...] = ()) -> UninstallResult:
@@ -264,21 +263,29 @@ def handle_candidate(
     try:
         checked = check_path(path, ascend_home, packages)
     except Refused as why:
-        return Candidate(path, source, "refused", str(why))
+        return Candidate(path, source, UninstallAction.REFUSED, str(why))
     try:
         if dry_run:
             return Candidate(
-                path, source, "would-run", "valid package uninstall script", package=checked.package
+                path,
+                source,
+                UninstallAction.WOULD_RUN,
+                "valid package uninstall script",
+                package=checked.package,
             )
         if before_run is not None:
-            before_run(Candidate(path, source, "running", _RUNNING, package=checked.package))
+            before_run(
+                Candidate(path, source, UninstallAction.RUNNING, _RUNNING, package=checked.package)
+            )
         ran, status, output, refusal = run_checked(checked, env=env, before_exec=before_exec)
     finally:
         checked.close()
     if not ran:
-        return Candidate(path, source, "refused", refusal or "not run", package=checked.package)
+        return Candidate(
+            path, source, UninstallAction.REFUSED, refusal or "not run", package=checked.package
+        )
     reason = refusal or ("exited 0" if status == 0 else f"exited {status}")
-    return Candidate(path, source, "run", reason, status, output, checked.package)
+    return Candidate(path, source, UninstallAction.RUN, reason, status, output, checked.package)
 
 
 def uninstall_from_log(

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from skgate.model.outcomes import UninstallAction
 from skgate.model.request import OUTPUTS_DIRNAME
 from skgate.proc import observe
 from skgate.workdir.uninstall.core import (
@@ -118,22 +119,33 @@ def uninstall_stale_records(
     for package, rec in records.items():
         source = f"record {package!r}"
         if not isinstance(rec, dict):
-            candidates.append(Candidate("", source, "refused", "record is not an object"))
+            candidates.append(
+                Candidate("", source, UninstallAction.REFUSED, "record is not an object")
+            )
             continue
         upath = rec.get("uninstall_path")
         pid = rec.get("pid")
         if not isinstance(upath, str):
-            candidates.append(Candidate("", source, "refused", "uninstall_path missing"))
+            candidates.append(
+                Candidate("", source, UninstallAction.REFUSED, "uninstall_path missing")
+            )
             continue
         if not upath.endswith(".sh"):
             upath = upath.rstrip("/") + "/" + SCRIPT  # a record may name the package dir
         if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-            candidates.append(Candidate(upath, source, "refused", "pid missing or invalid"))
+            candidates.append(
+                Candidate(upath, source, UninstallAction.REFUSED, "pid missing or invalid")
+            )
             continue
         same = _start_matches(rec.get("process_start_time"), pid)
         if same is True:
             candidates.append(
-                Candidate(upath, source, "kept", f"pid {pid} is alive with the same start time")
+                Candidate(
+                    upath,
+                    source,
+                    UninstallAction.KEPT,
+                    f"pid {pid} is alive with the same start time",
+                )
             )
             continue
         if same is None:
@@ -141,7 +153,7 @@ def uninstall_stale_records(
                 Candidate(
                     upath,
                     source,
-                    "kept",
+                    UninstallAction.KEPT,
                     f"pid {pid} is alive and the recorded start time cannot be compared; "
                     "not proven stale",
                 )
@@ -151,7 +163,12 @@ def uninstall_stale_records(
         full = upath.endswith(f"/{INSTALL_SUBDIR[-1]}/{SCRIPT}")  # refused below, by name
         if not full and not upath.endswith(f"/{package}/{SCRIPT}"):
             candidates.append(
-                Candidate(upath, source, "refused", f"record key {package!r} names another package")
+                Candidate(
+                    upath,
+                    source,
+                    UninstallAction.REFUSED,
+                    f"record key {package!r} names another package",
+                )
             )
             continue
         c = handle_candidate(
