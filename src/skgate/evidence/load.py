@@ -19,6 +19,7 @@ from typing import Any
 
 from skgate.evidence import files
 from skgate.evidence.stages import load_stages
+from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError
 from skgate.model.logscan import LogScan
 from skgate.model.records import (
@@ -45,7 +46,7 @@ class Control:
     runner_pid: int
     runner_start_ticks: int
     boot_id: str
-    controls: dict[str, Any]
+    controls: FrozenControls
     raw: dict[str, Any]
 
 
@@ -59,7 +60,7 @@ def load_control(attempt_dir: Path) -> Control:
         runner_pid=require(runner, "pid", int, str(path)),
         runner_start_ticks=require(runner, "start_ticks", int, str(path)),
         boot_id=str(runner.get("boot_id", "")),
-        controls=dict(data.get("controls") or {}),
+        controls=FrozenControls.from_dict(data.get("controls")),
         raw=dict(data),
     )
 

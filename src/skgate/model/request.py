@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.records import PackageMode
 from skgate.model.schema import require
@@ -175,14 +176,9 @@ def validate_patterns(summary_patterns: Sequence[str], completion_marker: str | 
 def frozen_jobs(controls: Any) -> int | None:
     """The jobs value an attempt froze, from its ``control.json["controls"]`` (C5).
 
-    None when nothing was frozen (or the record is not the expected shape).
+    None when nothing was frozen (or the record is not the expected shape). ``controls`` is
+    the JSON object or its typed record (:class:`~skgate.model.controls.FrozenControls`).
     """
-    if not isinstance(controls, dict):
-        return None
-    jobs = controls.get("jobs")
-    if not isinstance(jobs, dict):
-        return None
-    value = jobs.get("value")
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value
+    if isinstance(controls, FrozenControls):
+        return controls.jobs_value
+    return FrozenControls.from_dict(controls).jobs_value

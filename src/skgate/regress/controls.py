@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from skgate.model.controls import FrozenControls
 from skgate.preflight import prepare as preflight
 from skgate.regress.change import Change
 
@@ -26,7 +27,7 @@ def control_view(control: Mapping[str, Any]) -> dict[str, Any]:
     attempts to be compared (C5, C6): request, jobs, schedule, interpreter, ordered
     ``PYTHONPATH``, the effective environment that matters, hook findings, host."""
     req = _sub(control, "request")
-    c = _sub(control, "controls")
+    c = FrozenControls.from_dict(control.get("controls"))
     view: dict[str, Any] = {}
     for key in (
         "argv",
@@ -47,29 +48,25 @@ def control_view(control: Mapping[str, Any]) -> dict[str, Any]:
         view[f"request.{key}"] = req.get(key)
     for name, value in sorted((req.get("env") or {}).items()):
         view[f"request.env.{name}"] = value
-    jobs = _sub(c, "jobs")
-    view["jobs.value"] = jobs.get("value")
-    prof = _sub(c, "profiler")
-    view["profiler"] = prof.get("text") or prof.get("schedule")
-    py = _sub(c, "python")
-    for key in ("executable", "version", "implementation", "flags"):
-        view[f"python.{key}"] = py.get(key)
-    view["pythonpath"] = [e.get("entry") for e in c.get("pythonpath") or [] if isinstance(e, dict)]
-    env = _sub(c, "env")
-    for name, value in sorted((env.get("relevant") or {}).items()):
+    view["jobs.value"] = c.jobs_value
+    view["profiler"] = c.profiler_schedule
+    view["python.executable"] = c.python_executable
+    view["python.version"] = c.python_version
+    view["python.implementation"] = c.python_implementation
+    view["python.flags"] = list(c.python_flags) if c.python_flags is not None else None
+    view["pythonpath"] = list(c.pythonpath)
+    for name, value in sorted(c.env_relevant.items()):
         if name not in GATE_ONLY_ENV:
             view[f"env.{name}"] = value
-    hooks = _sub(c, "hooks")
-    for f in hooks.get("findings") or []:
-        if isinstance(f, dict):
-            view[f"hooks.finding.{f.get('fingerprint')}"] = {
-                "kind": f.get("kind"),
-                "path": f.get("path"),
-                "approved": f.get("approved"),
-            }
-    host = _sub(c, "host")
-    for key in ("hostname", "machine", "kernel"):
-        view[f"host.{key}"] = host.get(key)
+    for f in c.hook_findings:
+        view[f"hooks.finding.{f.fingerprint}"] = {
+            "kind": f.kind,
+            "path": f.path,
+            "approved": f.approved,
+        }
+    view["host.hostname"] = c.host_hostname
+    view["host.machine"] = c.host_machine
+    view["host.kernel"] = c.host_kernel
     return view
 
 
