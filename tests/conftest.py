@@ -8,7 +8,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,55 @@ def start_skgate(*args: str, cwd: Path, env: dict[str, str] | None = None) -> su
         text=True,
         env={**ENV, **(env or {})},
     )
+
+
+@dataclass(frozen=True)
+class GatedRun:
+    """One ``skgate run`` under test: its process result and the attempt it recorded."""
+
+    result: subprocess.CompletedProcess[str]
+    root: Path
+
+    @property
+    def returncode(self) -> int:
+        return self.result.returncode
+
+    @property
+    def stdout(self) -> str:
+        return self.result.stdout
+
+    @property
+    def stderr(self) -> str:
+        return self.result.stderr
+
+    @property
+    def output(self) -> str:
+        return self.result.stdout + self.result.stderr
+
+    @property
+    def attempt(self) -> Path:
+        """The newest attempt of the root (``attempts/NNNN``)."""
+        attempts = sorted((self.root / "attempts").glob("[0-9][0-9][0-9][0-9]"))
+        assert attempts, f"no attempt recorded under {self.root}: {self.output[-2000:]}"
+        return attempts[-1]
+
+    def verdict(self) -> dict[str, Any]:
+        data: dict[str, Any] = read_json(self.attempt / "verdict.json")
+        return data
+
+
+def gated_run(
+    cwd: Path,
+    command: Sequence[str],
+    *options: str,
+    root: str = "r",
+    quiet: bool = True,
+    env: dict[str, str] | None = None,
+    timeout: float = 60.0,
+) -> GatedRun:
+    """``skgate run --root ROOT [--quiet] OPTIONS -- COMMAND`` in ``cwd``, waited for."""
+    args = ["run", "--root", root, *(["--quiet"] if quiet else []), *options, "--", *command]
+    return GatedRun(run_skgate(*args, cwd=cwd, env=env, timeout=timeout), cwd / root)
 
 
 def read_json(path: Path) -> Any:

@@ -22,9 +22,9 @@ from conftest import (
     Reaper,
     end_leftover_sim_processes,
     events,
+    gated_run,
     pid_alive,
     read_json,
-    run_skgate,
     start_skgate,
     wait_for,
 )
@@ -63,24 +63,17 @@ def nothing_owned_alive(att: Path) -> bool:
 
 
 def test_success_on_the_simulator(tmp_path: Path) -> None:
-    res = run_skgate(
-        "run",
-        "--root",
-        "r",
-        "--quiet",
+    res = gated_run(
+        tmp_path,
+        [*LAUNCHER, "--inputs", "6"],
         "--jobs",
         "2",
         "--scan-interval",
         "0.05",
-        "--",
-        *LAUNCHER,
-        "--inputs",
-        "6",
-        cwd=tmp_path,
         env=sim_env(tmp_path, opc_seconds="0.2"),
     )
-    assert res.returncode == 0, res.stdout + res.stderr
-    att = attempt(tmp_path)
+    assert res.returncode == 0, res.output
+    att = res.attempt
     census = read_json(att / "census.json")
     assert census["totals"] == {"error_logs": 0, "succ_logs": 6, "run_packages": 1}
     assert (
@@ -94,22 +87,11 @@ def test_success_on_the_simulator(tmp_path: Path) -> None:
 
 
 def test_input_failure_is_failed_with_final_error_logs(tmp_path: Path) -> None:
-    res = run_skgate(
-        "run",
-        "--root",
-        "r",
-        "--quiet",
-        "--jobs",
-        "2",
-        "--",
-        *LAUNCHER,
-        "--inputs",
-        "4",
-        cwd=tmp_path,
-        env=sim_env(tmp_path, "fail=1"),
+    res = gated_run(
+        tmp_path, [*LAUNCHER, "--inputs", "4"], "--jobs", "2", env=sim_env(tmp_path, "fail=1")
     )
     assert res.returncode == 1
-    verdict = read_json(attempt(tmp_path) / "verdict.json")
+    verdict = res.verdict()
     assert verdict["state"] == "failed" and verdict["natural_return"] is True
     assert verdict["census"]["totals"]["error_logs"] == 1
 
@@ -201,22 +183,15 @@ def test_foreign_opc_before_launch_refused_and_untouched(tmp_path: Path, reaper:
     )
     wait_for(lambda: pid_alive(foreign.pid), what="the foreign opc")
     canary = tmp_path / "static_kernel_compile_outputs"
-    res = run_skgate(
-        "run",
-        "--root",
-        "r",
-        "--quiet",
+    res = gated_run(
+        tmp_path,
+        [*LAUNCHER, "--inputs", "1"],
         "--foreign",
         "refuse",
-        "--",
-        *LAUNCHER,
-        "--inputs",
-        "1",
-        cwd=tmp_path,
         env={**sim_env(tmp_path), **REAL_COMPILER_NAMES},
     )
-    assert res.returncode == 3, res.stdout + res.stderr
-    verdict = read_json(attempt(tmp_path) / "verdict.json")
+    assert res.returncode == 3, res.output
+    verdict = res.verdict()
     assert verdict["state"] == "not_started"
     assert any(f"[{foreign.pid}]" in r for r in verdict["reasons"])
     assert not canary.exists(), "nothing may be launched when blocked"
@@ -267,23 +242,10 @@ def test_leader_exits_early_runner_waits_for_orphaned_opc(tmp_path: Path, reaper
 
 
 def gate(tmp_path: Path, faults: str, *extra: str) -> tuple[int, dict[str, Any]]:
-    res = run_skgate(
-        "run",
-        "--root",
-        "r",
-        "--quiet",
-        "--jobs",
-        "2",
-        *extra,
-        "--",
-        *LAUNCHER,
-        "--inputs",
-        "3",
-        cwd=tmp_path,
-        env=sim_env(tmp_path, faults),
+    res = gated_run(
+        tmp_path, [*LAUNCHER, "--inputs", "3"], "--jobs", "2", *extra, env=sim_env(tmp_path, faults)
     )
-    verdict: dict[str, Any] = read_json(attempt(tmp_path) / "verdict.json")
-    return res.returncode, verdict
+    return res.returncode, res.verdict()
 
 
 def test_launcher_killed_by_a_signal_is_interrupted_and_its_tree_waited_for(

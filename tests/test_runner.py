@@ -17,6 +17,7 @@ import pytest
 from conftest import (
     Reaper,
     events,
+    gated_run,
     pid_alive,
     read_json,
     run_skgate,
@@ -64,7 +65,7 @@ def test_success_records_everything_and_leaves_nothing_alive(tmp_path: Path) -> 
         "ok.py",
         PRELUDE + f"print('compiling'); print({SUMMARY_OK!r}); mark('done')\n",
     )
-    res = run_skgate("run", "--root", "r", "--json", "--", *cmd, str(tmp_path), cwd=tmp_path)
+    res = gated_run(tmp_path, [*cmd, str(tmp_path)], "--json", quiet=False)
     assert res.returncode == 0, res.stderr
     verdict = read_json(attempt_of(tmp_path / "r") / "verdict.json")
     assert verdict["state"] == "succeeded"
@@ -90,17 +91,17 @@ def test_success_records_everything_and_leaves_nothing_alive(tmp_path: Path) -> 
 def test_nonzero_exit_after_natural_return_is_failed(tmp_path: Path) -> None:
     bad = "[summary] stage=compile inputs=2 succeeded=1 failed=1"
     cmd = script(tmp_path, "bad.py", f"import sys; print({bad!r}); sys.exit(1)\n")
-    res = run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
+    res = gated_run(tmp_path, cmd)
     assert res.returncode == 1
     assert "naturally returned final compiler failures" in res.stdout
 
 
 def test_missing_summary_is_unknown_never_failed(tmp_path: Path) -> None:
     cmd = script(tmp_path, "nosum.py", "import sys; sys.exit(3)\n")
-    res = run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
+    res = gated_run(tmp_path, cmd)
     assert res.returncode == 1  # exit status 3 after natural return: failed (C2.3)
     cmd = script(tmp_path, "nosum0.py", "print('no summary here')\n")
-    res = run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
+    res = gated_run(tmp_path, cmd)
     assert res.returncode == 5
     assert "final aggregate summary" in res.stdout
 
@@ -280,8 +281,7 @@ def test_status_after_runner_died_reads_in_progress_then_unknown(
 
 def test_classify_recomputes_the_same_verdict(tmp_path: Path) -> None:
     cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
-    run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
-    att = attempt_of(tmp_path / "r")
+    att = gated_run(tmp_path, cmd).attempt
     res = run_skgate("classify", str(att), "--json", cwd=tmp_path)
     assert res.returncode == 0
     again = __import__("json").loads(res.stdout)
@@ -315,7 +315,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], needle: s
 
 
 def test_missing_command_is_recorded_not_started_exit_3(tmp_path: Path) -> None:
-    res = run_skgate("run", "--root", "r", "--", "no-such-command-skgate", cwd=tmp_path)
+    res = gated_run(tmp_path, ["no-such-command-skgate"], quiet=False)
     assert res.returncode == 3
     assert "Traceback" not in res.stderr
     verdict = read_json(attempt_of(tmp_path / "r") / "verdict.json")
@@ -328,7 +328,7 @@ def test_unwritable_root_refuses_to_launch(tmp_path: Path) -> None:
     blocker = tmp_path / "root-is-a-file"
     blocker.write_text("")
     cmd = script(tmp_path, "touch.py", f"open({str(canary)!r}, 'w').close()\n")
-    res = run_skgate("run", "--root", str(blocker), "--", *cmd, cwd=tmp_path)
+    res = gated_run(tmp_path, cmd, root=str(blocker), quiet=False)
     assert res.returncode == 3
     assert "Not a directory" in res.stderr and "choose a writable --root" in res.stderr
     assert "Traceback" not in res.stderr
@@ -420,24 +420,21 @@ def test_stale_outputs_of_an_earlier_run_do_not_decide_the_verdict(tmp_path: Pat
     (stale / "old_compile_error.log").write_text("from a run last week\n")
     (stale.parent / "static_kernel_old.run").write_text("")
     cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
-    res = run_skgate("run", "--root", "r", "--quiet", "--json", "--", *cmd, cwd=tmp_path)
+    res = gated_run(tmp_path, cmd, "--json")
     assert res.returncode == 0, res.stdout
     verdict = read_json(attempt_of(tmp_path / "r") / "verdict.json")
     assert verdict["census"]["preexisting"] == 1
     assert verdict["census"]["totals"]["error_logs"] == 0
     assert any("before launch were not counted" in r for r in verdict["reasons"])
     # An old .run cannot satisfy --package required for this attempt.
-    res = run_skgate(
-        "run", "--root", "r2", "--quiet", "--package", "required", "--", *cmd, cwd=tmp_path
-    )
+    res = gated_run(tmp_path, cmd, "--package", "required", root="r2")
     assert res.returncode == 1
     assert "no .run package" in res.stdout
 
 
 def test_damaged_journal_field_is_one_line_exit_2(tmp_path: Path) -> None:
     cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
-    run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
-    att = attempt_of(tmp_path / "r")
+    att = gated_run(tmp_path, cmd).attempt
     journal = att / "events.jsonl"
     journal.write_text(journal.read_text().replace('"escaped_alive":0', '"escaped_alive":null'))
     # classify recomputes from the files; status and report show the recorded verdict,
@@ -454,9 +451,7 @@ def test_damaged_journal_field_is_one_line_exit_2(tmp_path: Path) -> None:
 
 def test_missing_journal_or_manifest_is_unknown_never_a_result(tmp_path: Path) -> None:
     cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
-    run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
-    run_skgate("run", "--root", "r", "--quiet", "--", *cmd, cwd=tmp_path)
-    first, second = attempt_of(tmp_path / "r", 1), attempt_of(tmp_path / "r", 2)
+    first, second = gated_run(tmp_path, cmd).attempt, gated_run(tmp_path, cmd).attempt
     (first / "events.jsonl").unlink()
     res = run_skgate("classify", str(first), "--json", cwd=tmp_path)
     assert res.returncode == 5, res.stdout + res.stderr
@@ -528,7 +523,7 @@ def test_unwritable_ledger_refuses_and_leaves_a_readable_attempt(tmp_path: Path)
     (root / "ledger.jsonl").mkdir(parents=True)  # the ledger path cannot be appended to
     canary = tmp_path / "canary"
     cmd = script(tmp_path, "touch.py", f"open({str(canary)!r}, 'w').close()\n")
-    res = run_skgate("run", "--root", str(root), "--", *cmd, cwd=tmp_path)
+    res = gated_run(tmp_path, cmd, root=str(root), quiet=False)
     assert res.returncode == 3, res.stderr
     assert "ledger" in res.stderr
     assert "Traceback" not in res.stderr
