@@ -181,14 +181,13 @@ def _wait_fd_open(pid: int, path: Path) -> None:
     wait_for(opened, what="child opening the file")
 
 
-def test_refuses_while_an_owned_process_is_alive(
-    sc: Scene, ended: list[subprocess.Popen[bytes]], tmp_path: Path
-) -> None:
+def _live_opc(ended: list[subprocess.Popen[bytes]]) -> ProcessRecord:
+    """A live process of our own, recorded as an owned ``opc`` (ended by the fixture)."""
     proc = _sleeper()
     ended.append(proc)
     st = observe.read_stat(proc.pid)
     assert st is not None
-    rec = ProcessRecord(
+    return ProcessRecord(
         pid=proc.pid,
         start_ticks=st.start_ticks,
         ppid=os.getpid(),
@@ -199,6 +198,12 @@ def test_refuses_while_an_owned_process_is_alive(
         first_seen=0.0,
         last_seen=0.0,
     )
+
+
+def test_refuses_while_an_owned_process_is_alive(
+    sc: Scene, ended: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    rec = _live_opc(ended)
     own = Ownership(
         boot_id=observe.boot_id(),
         runner_pid=1,
@@ -217,7 +222,7 @@ def test_refuses_while_an_owned_process_is_alive(
     write_json_new(a2 / CONTROL, control_of(sc.request))
     write_json_new(a2 / OWNERSHIP, own.to_dict())
     before = sorted(os.listdir(sc.work))
-    with pytest.raises(BlockedError, match=f"still running \\(owned pid {proc.pid} \\(opc\\)\\)"):
+    with pytest.raises(BlockedError, match=f"still running \\(owned pid {rec.pid} \\(opc\\)\\)"):
         artifacts.cleanup(sc.work, sc.root)
     assert sorted(os.listdir(sc.work)) == before
     assert not (a2 / "scene").exists()
@@ -507,21 +512,7 @@ def test_liveness_uses_the_status_identity_rule(
     # Why (quality item 4): cleanup had its own liveness check. It now uses the one of
     # skgate status: a process the runner saw exit is not counted again, and a manifest
     # of another boot has nothing alive, whatever pids exist now.
-    proc = _sleeper()
-    ended.append(proc)
-    st = observe.read_stat(proc.pid)
-    assert st is not None
-    rec = ProcessRecord(
-        pid=proc.pid,
-        start_ticks=st.start_ticks,
-        ppid=os.getpid(),
-        pgid=st.pgid,
-        sid=st.sid,
-        argv=("opc",),
-        name="opc",
-        first_seen=0.0,
-        last_seen=0.0,
-    )
+    rec = _live_opc(ended)
     control = evidence.load_control(sc.attempt)
     a2 = ledger.allocate(sc.root)
 
@@ -543,7 +534,7 @@ def test_liveness_uses_the_status_identity_rule(
         write_json_new(a2 / OWNERSHIP, o.to_dict())
 
     own(observe.boot_id(), rec, rec)
-    assert artifacts.owned_alive(a2, control) == [f"owned pid {proc.pid} (opc)"]  # once
+    assert artifacts.owned_alive(a2, control) == [f"owned pid {rec.pid} (opc)"]  # once
     own("an-earlier-boot", rec)
     assert artifacts.owned_alive(a2, control) == []
     own(observe.boot_id(), dataclasses.replace(rec, exit_status=0))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -264,18 +265,7 @@ def test_cli_uninstall_records_every_candidate(inst: Install, tmp_path: Path) ->
         encoding="utf-8",
     )
     record = tmp_path / "rec.json"
-    res = run_skgate(
-        "uninstall",
-        "--from-log",
-        str(log),
-        "--outputs",
-        str(inst.outputs),
-        "--ascend-home",
-        str(inst.home),
-        "--record",
-        str(record),
-        cwd=tmp_path,
-    )
+    res = _uninstall_cli(inst, tmp_path, log, "--record", str(record))
     assert res.returncode == 1  # the full-uninstall line was refused
     assert "RUN (exit 0)" in res.stdout
     assert "REFUSED" in res.stdout
@@ -284,19 +274,7 @@ def test_cli_uninstall_records_every_candidate(inst: Install, tmp_path: Path) ->
     assert data["complete"] is True
     assert [c["action"] for c in data["candidates"]] == ["run", "refused"]
     assert not inst.canary.exists()
-    again = run_skgate(
-        "uninstall",
-        "--from-log",
-        str(log),
-        "--outputs",
-        str(inst.outputs),
-        "--ascend-home",
-        str(inst.home),
-        "--record",
-        str(record),
-        "--dry-run",
-        cwd=tmp_path,
-    )
+    again = _uninstall_cli(inst, tmp_path, log, "--record", str(record), "--dry-run")
     assert again.returncode == 2  # a record is never overwritten
     assert "never overwritten" in again.stderr
     nolog = run_skgate("uninstall", "--from-log", "missing.log", cwd=tmp_path)
@@ -304,7 +282,9 @@ def test_cli_uninstall_records_every_candidate(inst: Install, tmp_path: Path) ->
     assert "no such log file" in nolog.stderr
 
 
-def _uninstall_cli(inst: Install, tmp_path: Path, log: Path, *extra: str) -> tuple[int, str]:
+def _uninstall_cli(
+    inst: Install, tmp_path: Path, log: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
     from conftest import run_skgate
 
     res = run_skgate(
@@ -318,10 +298,16 @@ def _uninstall_cli(inst: Install, tmp_path: Path, log: Path, *extra: str) -> tup
         *extra,
         cwd=tmp_path,
     )
-    return res.returncode, res.stderr
+    return res
 
 
-def test_record_that_cannot_be_created_runs_nothing(inst: Install, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("option", "blocker", "says"),
+    [("--record", "rec.json", "already exists"), ("--root", "root-is-a-file", "")],
+)
+def test_record_that_cannot_be_created_runs_nothing(
+    inst: Install, tmp_path: Path, option: str, blocker: str, says: str
+) -> None:
     # Why (audit finding 7): the scripts ran first and the record was written last, so an
     # existing --record or an unwritable --root left scripts run and nothing recorded.
     log = tmp_path / "run.log"
@@ -329,17 +315,13 @@ def test_record_that_cannot_be_created_runs_nothing(inst: Install, tmp_path: Pat
         line(str(inst.script("static_kernel_A_1"))) + line(str(inst.script("static_kernel_B_2"))),
         encoding="utf-8",
     )
-    existing = tmp_path / "rec.json"
+    existing = tmp_path / blocker
     existing.write_text("earlier record\n", encoding="utf-8")
-    code, err = _uninstall_cli(inst, tmp_path, log, "--record", str(existing))
-    assert code == 2
-    assert "already exists" in err and "nothing was run" in err and err.count("\n") == 1
+    res = _uninstall_cli(inst, tmp_path, log, option, str(existing))
+    assert res.returncode == 2
+    err = res.stderr
+    assert says in err and "nothing was run" in err and err.count("\n") == 1
     assert existing.read_text(encoding="utf-8") == "earlier record\n"
-    not_a_dir = tmp_path / "root-is-a-file"
-    not_a_dir.write_text("", encoding="utf-8")
-    code, err = _uninstall_cli(inst, tmp_path, log, "--root", str(not_a_dir))
-    assert code == 2
-    assert "nothing was run" in err and err.count("\n") == 1
     assert list(inst.marks.iterdir()) == []  # no script ran
     assert not inst.canary.exists()
 
@@ -361,8 +343,8 @@ def test_record_is_filled_as_each_script_runs(inst: Install, tmp_path: Path) -> 
         + line(str(inst.script("static_kernel_B_2"))),
         encoding="utf-8",
     )
-    code, err = _uninstall_cli(inst, tmp_path, log, "--record", str(record))
-    assert code == 1, err  # the /etc line was refused
+    res = _uninstall_cli(inst, tmp_path, log, "--record", str(record))
+    assert res.returncode == 1, res.stderr  # the /etc line was refused
     seen_a = json.loads((inst.marks / "static_kernel_A_1.seen").read_text(encoding="utf-8"))
     assert seen_a["schema"] == "skgate.uninstall/2"
     assert seen_a["complete"] is False
