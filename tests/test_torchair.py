@@ -47,7 +47,12 @@ def env(tmp: Path, faults: str = "", opc_seconds: str = "0.2") -> dict[str, str]
 
 
 def gate(
-    tmp: Path, *launcher_args: str, faults: str = "", jobs: str = "2", root: str = "r"
+    tmp: Path,
+    *launcher_args: str,
+    faults: str = "",
+    jobs: str = "2",
+    root: str = "r",
+    run_args: tuple[str, ...] = (),
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     res = run_skgate(
         "run",
@@ -59,6 +64,7 @@ def gate(
         jobs,
         "--scan-interval",
         "0.05",
+        *run_args,
         "--",
         *TORCHAIR,
         "--inputs",
@@ -266,3 +272,49 @@ def test_command_failing_with_no_compiler_says_so(tmp_path: Path) -> None:
     assert "no compiler process (op_compiler) was observed" in joined
     assert "127 usually means a command was not found" in joined
     assert "kept error logs are now final compiler evidence" not in joined
+
+
+def test_regress_health_refuses_a_cache_hit_as_compile_health_evidence(tmp_path: Path) -> None:
+    marker = ("--completion-marker", "inference completed")
+    first, ref = gate(tmp_path, "--cache", run_args=marker)
+    assert first.returncode == 0 and verdict(ref)["compiled"] is True
+    # Same source and workload: the health run hits the cache the reference filled, so
+    # nothing compiled and the gate cannot judge compile health (blocked, exit 3).
+    res = run_skgate(
+        "regress",
+        "--health",
+        "--reference",
+        str(ref),
+        "--root",
+        "h",
+        cwd=tmp_path,
+        env=env(tmp_path),
+        timeout=120,
+    )
+    assert res.returncode == 3, res.stdout + res.stderr
+    assert "no compile ran: a cached package was installed" in res.stdout + res.stderr
+    cached = sorted((tmp_path / "h" / "attempts").iterdir())[-1]
+    assert verdict(cached)["compiled"] is False
+    # A cache-hit attempt is no reference either (bad input, exit 2, nothing run).
+    refused = run_skgate(
+        "regress", "--health", "--reference", str(cached), cwd=tmp_path, env=env(tmp_path)
+    )
+    assert refused.returncode == 2
+    assert "no compile ran: a cached package was installed" in refused.stderr
+
+
+def test_regress_health_refuses_a_reference_whose_jobs_were_not_in_effect(
+    tmp_path: Path,
+) -> None:
+    _, ref = gate(
+        tmp_path,
+        "--cpu-count",
+        "3",
+        jobs="1",
+        run_args=("--completion-marker", "inference completed"),
+    )
+    res = run_skgate(
+        "regress", "--health", "--reference", str(ref), cwd=tmp_path, env=env(tmp_path)
+    )
+    assert res.returncode == 2
+    assert "frozen jobs 1, but op_compiler ran with -j 3" in res.stderr

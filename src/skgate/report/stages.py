@@ -22,6 +22,10 @@ _WORDS = {
         "en": "no op_compiler process was observed",
         "zh": "没有观察到 op_compiler 进程",
     },
+    "no_record": {
+        "en": "no stage record (stages.json is absent: an attempt of an older skgate)",
+        "zh": "没有阶段记录（缺少 stages.json：较早版本 skgate 的尝试）",
+    },
     "source": {"en": "summary source", "zh": "汇总来源"},
     "no_source": {"en": "none (no final summary)", "zh": "无（没有最终汇总）"},
     "inputs": {"en": "inputs", "zh": "输入"},
@@ -81,7 +85,9 @@ def stage_lines(
     out.append(f"- {_w('source', lang)}{colon}{shown}")
     if verdict.compiled is False:
         out.append(f"- {_w('cache', lang)}")
-    if stages is None or not stages.stages:
+    if stages is None:
+        out.append(f"- {_w('no_record', lang)}")
+    elif not stages.stages:
         out.append(f"- {_w('none', lang)}")
     else:
         natural = verdict.natural_return
