@@ -318,3 +318,25 @@ def test_regress_health_refuses_a_reference_whose_jobs_were_not_in_effect(
     )
     assert res.returncode == 2
     assert "frozen jobs 1, but op_compiler ran with -j 3" in res.stderr
+
+
+def test_python_cpu_count_opt_in_is_recorded_and_judged_by_the_argv(tmp_path: Path) -> None:
+    # Explicit opt-in only: PYTHON_CPU_COUNT changes os.cpu_count() for the whole launcher
+    # on Python >= 3.13. Whether it worked is read from op_compiler's -j, never assumed.
+    res, att = gate(tmp_path, jobs="1", run_args=("--python-cpu-count",))
+    assert res.returncode == 0, res.stdout + res.stderr
+    control = read_json(att / "control.json")
+    rec = control["controls"]["jobs"]["python_cpu_count"]
+    assert rec["opted_in"] is True and rec["variable"] == "PYTHON_CPU_COUNT" and rec["value"] == 1
+    assert control["request"]["python_cpu_count"] is True
+    assert control["controls"]["env"]["delta"]["added"]["PYTHON_CPU_COUNT"] == "1"
+    v = verdict(att)
+    honoured = v["effective_jobs"] == [1]
+    assert rec["in_effect"] is (sys.version_info >= (3, 13))
+    if not honoured:
+        assert any(
+            r.startswith("C5: frozen jobs 1, but op_compiler ran with") for r in v["reasons"]
+        )
+    plain, att2 = gate(tmp_path, jobs="1", root="r2")
+    assert plain.returncode == 0
+    assert "python_cpu_count" not in read_json(att2 / "control.json")["controls"]["jobs"]

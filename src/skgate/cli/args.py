@@ -81,6 +81,13 @@ def add_hook_options(p: argparse.ArgumentParser) -> None:
         "--freeze-baseline' (C6)",
     )
     p.add_argument(
+        "--python-cpu-count",
+        action="store_true",
+        help="also set PYTHON_CPU_COUNT to the frozen jobs value, so a launcher that passes "
+        "-j $(os.cpu_count()) uses it (Python >= 3.13 only; changes os.cpu_count() for the "
+        "whole launcher; recorded in control.json) (C5)",
+    )
+    p.add_argument(
         "--strict-hooks",
         action="store_true",
         help="refuse even the known distribution hooks the catalogue allows by content "
@@ -161,6 +168,7 @@ def request_from_args(args: argparse.Namespace, command: list[str]) -> RunReques
         approved_hooks=tuple(args.approve_hook),
         hook_baseline=args.hook_baseline,
         strict_hooks=bool(args.strict_hooks),
+        python_cpu_count=bool(args.python_cpu_count),
         foreign_policy=args.foreign,
         lease_timeout=args.lease_timeout,
         devices=tuple(args.devices),

@@ -57,6 +57,8 @@ class RunRequest:
     hook_baseline: str | None = None
     #: C6: refuse even the known distribution hooks the catalogue would allow.
     strict_hooks: bool = False
+    #: Opt-in (C5): also hand the frozen jobs to ``os.cpu_count()`` (PYTHON_CPU_COUNT).
+    python_cpu_count: bool = False
     foreign_policy: str = "wait"  # "wait" or "refuse"
     lease_timeout: float = 600.0
     devices: tuple[int, ...] = ()
@@ -94,6 +96,7 @@ class RunRequest:
             "approved_hooks": list(self.approved_hooks),
             "hook_baseline": self.hook_baseline,
             "strict_hooks": self.strict_hooks,
+            "python_cpu_count": self.python_cpu_count,
             "foreign_policy": self.foreign_policy,
             "lease_timeout": self.lease_timeout,
             "devices": list(self.devices),
@@ -126,6 +129,7 @@ class RunRequest:
                 approved_hooks=tuple(data.get("approved_hooks", ())),
                 hook_baseline=data.get("hook_baseline"),
                 strict_hooks=bool(data.get("strict_hooks", False)),
+                python_cpu_count=bool(data.get("python_cpu_count", False)),
                 foreign_policy=str(data.get("foreign_policy", "wait")),
                 lease_timeout=float(data.get("lease_timeout", 600.0)),
                 devices=tuple(int(d) for d in data.get("devices", ())),

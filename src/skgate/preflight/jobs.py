@@ -316,3 +316,38 @@ def decide(
 def frozen_value(controls: Any) -> int | None:
     """The jobs value an earlier attempt froze, from its ``control.json["controls"]``."""
     return frozen_jobs(controls)
+
+
+#: Python >= 3.13 reads this at start-up: ``os.cpu_count()`` then returns it for the
+#: whole process, so a launcher that passes ``-j $(os.cpu_count())`` (torchair) passes it.
+CPU_COUNT_VAR = "PYTHON_CPU_COUNT"
+
+
+def python_cpu_count(value: object, version: object, env: dict[str, str]) -> dict[str, object]:
+    """``--python-cpu-count``: hand the frozen jobs value to ``os.cpu_count()`` (C5).
+
+    An explicit opt-in, never silent: it changes ``os.cpu_count()`` for the whole
+    launcher process (every use, not only the compile's ``-j``), and only Python >= 3.13
+    honours it. Sets ``PYTHON_CPU_COUNT`` in ``env`` and returns the record for
+    ``control.json`` (``jobs.python_cpu_count``). Whether the launcher honoured it is
+    seen afterwards in the op_compiler argv (``effective_jobs``).
+    """
+    in_effect: bool | None = None
+    if isinstance(version, str) and version[:1].isdigit():
+        parts = version.split(".")
+        try:
+            in_effect = (int(parts[0]), int(parts[1])) >= (3, 13)
+        except (ValueError, IndexError):
+            in_effect = None
+    record: dict[str, object] = {
+        "opted_in": True,
+        "variable": CPU_COUNT_VAR,
+        "value": value,
+        "python_version": version,
+        "in_effect": in_effect,
+        "note": "os.cpu_count() of the whole launcher process returns this value on "
+        "Python >= 3.13; older Pythons ignore the variable",
+    }
+    if isinstance(value, int):
+        env[CPU_COUNT_VAR] = str(value)
+    return record

@@ -264,6 +264,10 @@ def prepare(
             }
         )
     controls["python"] = python
+    if request.python_cpu_count:
+        jobs_record["python_cpu_count"] = jobs.python_cpu_count(
+            jobs_record.get("value"), python.get("version"), env
+        )
     controls["pythonpath"] = (
         [dict(e) for e in scan.pythonpath] if scan is not None else ordered_pythonpath(env)
     )
