@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -279,3 +280,226 @@ def make_attempt(
 def live_verdict_of(path: Path) -> Verdict:
     """Stands in for evidence.current_verdict on a hand-built live attempt."""
     return verdict_for(State.IN_PROGRESS, path.name, census(3, 1, 0, True), ())
+
+
+# ---------------------------------------------------------------------------
+# Attempts for the HTML report: a swallowed failure with stages.json, a large tree, a
+# root of many attempts with retries.
+
+
+def stages_record(
+    out_root: str, names: list[str], failed: set[str], jobs: int = 8
+) -> dict[str, Any]:
+    """A ``skgate.stages/1`` record of one op_compiler (pid 501) after natural return."""
+    named = [
+        {
+            "name": n,
+            "outcome": "failed" if n in failed else "succeeded",
+            "logs": [
+                f"{out_root}/501_compile_log/{n}_compile_"
+                + ("error.log" if n in failed else "succ.log")
+            ],
+        }
+        for n in names
+    ]
+    argv = ["op_compiler", "-p", f"{out_root}/500_opcompile_selected", "-v", "Ascend910B1"]
+    argv += ["-j", str(jobs), "-o", out_root, "-l", "error", "-f", "true"]
+    return {
+        "schema": "skgate.stages/1",
+        "stages": [
+            {
+                "name": "op_compiler pid 501",
+                "pid": 501,
+                "start_ticks": 1501,
+                "argv": argv,
+                "parsed": {"jobs": jobs, "output": out_root},
+                "first_seen": T0 + 1,
+                "last_seen": T0 + 9,
+                "ended": True,
+                "exit_status": 1 if failed else 0,
+                "exit_signal": None,
+                "inputs_first_seen": len(names),
+                "census": {
+                    "params_dir": f"{out_root}/500_opcompile_selected",
+                    "output_root": out_root,
+                    "params_readable": True,
+                    "inputs": len(names),
+                    "succeeded": len(names) - len(failed),
+                    "failed": len(failed),
+                    "no_log": 0,
+                    "both_logs": 0,
+                    "named": named,
+                    "run_packages": [],
+                    "unreadable": 0,
+                    "after_return": True,
+                    "omitted": 0,
+                },
+            }
+        ],
+        "peak_opc": min(jobs, len(names)),
+        "compiler_names": ["op_compiler", "opc"],
+        "complete": True,
+    }
+
+
+SWALLOWED_REASONS = (
+    "C2.3: the compiler stack returned naturally with exit status 0",
+    "C2.3: the final summary reports failures: stage op_compiler pid 501: 1 of 8 failed",
+    "C2.3: kept error logs are now final compiler evidence",
+)
+
+
+def make_swallowed_failure(root: Path, n: int = 1) -> Path:
+    """A torchair-like attempt: the launcher exits 0, op_compiler failed one input."""
+    d = make_attempt(root, n, State.FAILED, summary_lines=())
+    out_root = "/w/static_kernel_compile_outputs/ts20261101120000000001_pid500_outputs"
+    names = [f"static_kernel_Op{i}_{i:064x}_500_d0" for i in range(8)]
+    (d / "stages.json").write_text(
+        json.dumps(stages_record(out_root, names, {names[2]})), encoding="utf-8"
+    )
+    v = Verdict(
+        state=State.FAILED,
+        cause=None,
+        reasons=SWALLOWED_REASONS,
+        natural_return=True,
+        exit_status=0,
+        attempt=d.name,
+        census=census(1, 7, 0, False),
+    )
+    (d / "verdict.json").write_text(json.dumps(v.to_dict()), encoding="utf-8")
+    return d
+
+
+def make_big_attempt(root: Path, processes: int, n: int = 1) -> Path:
+    """A succeeded attempt whose tree had ``processes`` owned processes (opc, 16 at once)."""
+    d = make_attempt(root, n, State.SUCCEEDED)
+    opc = max(processes - 2, 0)
+    span = 600.0
+    each = span * 16 / max(opc, 1)
+    leader = proc(500, "bash", exit_status=0, first_seen=T0 + 0.2, last_seen=T0 + span + 2)
+    stage = proc(
+        501, "op_compiler", ppid=500, exit_status=0, first_seen=T0 + 0.5, last_seen=T0 + span + 1
+    )
+    kids = []
+    for i in range(opc):
+        start = T0 + 1 + (i // 16) * each
+        kids.append(
+            proc(
+                1000 + i,
+                "opc",
+                ppid=501,
+                argv=("opc", f"/w/in/op{i}.json", "--jobs=16"),
+                first_seen=start,
+                last_seen=start + each * 0.9,
+                exit_status=1 if i % 997 == 5 else 0,
+            )
+        )
+    own = Ownership(
+        boot_id="b-1",
+        runner_pid=400,
+        runner_start_ticks=77,
+        leader=leader,
+        pgid=500,
+        sid=500,
+        owned=(leader, stage, *kids),
+        foreign=(),
+        complete=True,
+        updated_at=T0 + span + 3,
+        scan_interval=0.25,
+    )
+    (d / "ownership.json").write_text(json.dumps(own.to_dict()), encoding="utf-8")
+
+    def ev(event: str, t: float, **kw: Any) -> dict[str, Any]:
+        return {"schema": "skgate.event/1", "event": event, "t": T0 + t, "mono": t, **kw}
+
+    events = [
+        ev("created", 0),
+        ev(
+            "launched",
+            0.2,
+            pid=500,
+            pgid=500,
+            sid=500,
+            start_ticks=1500,
+            deadline_wall=T0 + 7200.2,
+            timeout=7200.0,
+            grace=30.0,
+        ),
+    ]
+    for k in range(60):
+        done = min(opc, int(opc * k / 60))
+        events.append(
+            ev(
+                "observation",
+                1 + k * 10,
+                owned_alive=18,
+                counts={"error_logs": 16, "succ_logs": done, "run_packages": 0},
+            )
+        )
+    events += [ev("reaped", p.last_seen - T0, pid=p.pid, exit_status=p.exit_status) for p in kids]
+    events += [
+        ev("leader_exited", span + 2, pid=500, exit_status=0, exit_signal=None),
+        ev("tree_ended", span + 2.1, escaped_alive=0),
+        ev("finished", span + 2.5, state="succeeded", cause=None),
+    ]
+    (d / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return d
+
+
+def make_many(root: Path, count: int = 50) -> list[Path]:
+    """``count`` attempts: mostly successes, some failures, interruptions each retried."""
+    out: list[Path] = []
+    n = 1
+    while n <= count:
+        k = n % 10
+        if k == 3 and n < count:
+            first = make_attempt(root, n, State.INTERRUPTED)
+            second = make_attempt(root, n + 1, State.SUCCEEDED, retry_of=str(first))
+            out += [first, second]
+            n += 2
+            continue
+        state = State.FAILED if k == 7 else State.UNKNOWN if k == 9 else State.SUCCEEDED
+        out.append(make_attempt(root, n, state))
+        n += 1
+    return out
+
+
+def make_sigkill_timeout(root: Path, n: int = 1) -> Path:
+    """An interrupted attempt whose opc ignored SIGTERM: SIGTERM, grace, then SIGKILL."""
+    d = make_attempt(root, n, State.INTERRUPTED)
+    kids = [
+        proc(502, "opc", ppid=501, first_seen=T0 + 1, last_seen=T0 + 7231.0, exit_signal=9),
+        proc(503, "opc", ppid=501, first_seen=T0 + 1, last_seen=T0 + 3, exit_status=0),
+    ]
+    leader = proc(500, "bash", first_seen=T0 + 0.2, last_seen=T0 + 7201.0, exit_signal=15)
+    stage = proc(
+        501, "op_compiler", ppid=500, first_seen=T0 + 0.5, last_seen=T0 + 7201.0, exit_signal=15
+    )
+    own = replace(ownership(), leader=leader, owned=(leader, stage, *kids))
+    (d / "ownership.json").write_text(json.dumps(own.to_dict()), encoding="utf-8")
+    events = [
+        e for e in events_for(State.INTERRUPTED) if e["event"] not in ("tree_ended", "finished")
+    ]
+
+    def ev(event: str, dt: float, **kw: Any) -> dict[str, Any]:
+        return {"schema": "skgate.event/1", "event": event, "t": T0 + dt, "mono": dt, **kw}
+
+    events += [
+        ev("reaped", 7201.0, pid=501, exit_status=None, exit_signal=15),
+        ev("signal_sent", 7230.3, signal=9, name="SIGKILL", target=-500, reason="grace-expired"),
+        ev("reaped", 7231.0, pid=502, exit_status=None, exit_signal=9),
+        ev("tree_ended", 7231.1, escaped_alive=0),
+        ev("finished", 7231.5, state="interrupted", cause="timeout"),
+    ]
+    (d / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    v = verdict_for(State.INTERRUPTED, d.name, census(3, 1, 0, False), ())
+    v = replace(
+        v,
+        reasons=(
+            "C2.4: the frozen top-level timeout fired; the runner signalled only its own "
+            "process group: SIGTERM (timeout), SIGKILL (grace-expired)",
+            v.reasons[1],
+        ),
+    )
+    (d / "verdict.json").write_text(json.dumps(v.to_dict()), encoding="utf-8")
+    return d

@@ -56,7 +56,11 @@ def test_interrupted_says_clean_retry_and_never_failed(tmp_path: Path, lang: str
         assert "暂时性 error 命名文件" in text
     assert f"skgate retry {a}" in text
     # Timeline: launch, the timeout, the signal the runner sent, the exit.
-    for needle in ("pid 500, pgid 500", "SIGTERM (target -500, reason timeout)", "signal SIGTERM"):
+    needles = {
+        "en": ("pid 500, pgid 500", "SIGTERM (target -500, reason timeout)", "signal SIGTERM"),
+        "zh": ("pid 500, pgid 500", "SIGTERM (目标 -500，原因 timeout)", "信号 SIGTERM"),
+    }
+    for needle in needles[lang]:
         assert needle in text
 
 

@@ -1,6 +1,12 @@
-"""The facts both report formats show, and the JSON form (schema ``skgate.report/1``).
+"""The facts every report format shows, and the JSON form (schema ``skgate.report/1``).
 
-Schema history: ``skgate.report/1``: first version (2026-11)."""
+The Markdown and HTML renderers print what :func:`report_json` carries (their sentences
+come from :mod:`skgate.report.sentences`), so the three formats state the same facts.
+
+Schema history: ``skgate.report/1``: first version (2026-11); 2026-12: ``reasons`` (in
+the report's language; ``verdict.reasons`` keeps the originals), ``controls_table``,
+``stages``, ``error_logs_to_read``, ``error_logs_total``, ``seal``, and ``matrix`` at
+the top level (added fields only: readers of the first version are unaffected)."""
 
 from __future__ import annotations
 
@@ -15,15 +21,16 @@ from skgate.evidence.load import health_statement
 from skgate.model.errors import UsageError
 from skgate.model.phrases import C7
 from skgate.model.records import Census, State, Verdict
+from skgate.report import rows
 from skgate.report.load import AttemptEvidence, Report
 from skgate.verdict.classify import signal_name
-from skgate.verdict.words import EVENT_WORDS, NEXT_STEP, WORDS
+from skgate.verdict.words import EVENT_WORDS, NEXT_STEP, WORDS, duration, in_language, phrase
 
 SCHEMA_REPORT = "skgate.report/1"
 
 LANGS = ("en", "zh")
 
-FORMATS = ("md", "json")
+FORMATS = ("md", "json", "html")
 
 
 def census_label(census: Census | None, verdict: Verdict) -> str:
@@ -67,38 +74,48 @@ def _counts_text(counts: Any, lang: str) -> str:
     succ = counts.get("succ_logs", 0)
     run = counts.get("run_packages", 0)
     if lang == "zh":
-        return f"error 命名文件 {err}（暂时性）、succ 日志 {succ}、.run {run}"
+        return f"error 命名文件 {err}（暂时性）、succ 日志 {succ}、.run 包 {run}"
     return f"error-named files {err} (provisional), succ logs {succ}, .run {run}"
 
 
+def _sig(value: Any) -> str:
+    return signal_name(value) if isinstance(value, int) else str(value)
+
+
+def _secs(value: Any, lang: str) -> str:
+    return duration(float(value), lang) if isinstance(value, (int, float)) else "?"
+
+
 def _event_detail(e: Mapping[str, Any], lang: str) -> str:
+    zh = lang == "zh"
     name = e.get("event")
     if name == "launched":
-        return (
-            f"pid {e.get('pid')}, pgid {e.get('pgid')}, sid {e.get('sid')}, "
-            f"timeout {e.get('timeout')} s, grace {e.get('grace')} s"
-        )
+        t, g = _secs(e.get("timeout"), lang), _secs(e.get("grace"), lang)
+        ids = f"pid {e.get('pid')}, pgid {e.get('pgid')}, sid {e.get('sid')}"
+        if zh:
+            return f"{ids}，超时 {t}，宽限期 {g}"
+        return f"{ids}, timeout {t}, grace {g}"
     if name == "observation":
         alive = e.get("owned_alive")
-        label = "自有存活进程" if lang == "zh" else "owned alive"
+        label = "自有存活进程" if zh else "owned alive"
         return f"{label} {alive}; {_counts_text(e.get('counts'), lang)}"
     if name in ("signal_sent", "signal_received"):
         sig = e.get("signal")
         sname = e.get("name") or (signal_name(sig) if isinstance(sig, int) else "?")
         extra = []
         if e.get("target") is not None:
-            extra.append(f"target {e.get('target')}")
+            extra.append(f"{'目标' if zh else 'target'} {e.get('target')}")
         if e.get("reason"):
-            extra.append(f"reason {e.get('reason')}")
-        return f"{sname}" + (f" ({', '.join(extra)})" if extra else "")
+            extra.append(f"{'原因' if zh else 'reason'} {e.get('reason')}")
+        sep = "，" if zh else ", "
+        return f"{sname}" + (f" ({sep.join(extra)})" if extra else "")
     if name in ("leader_exited", "reaped"):
         pid = f"pid {e['pid']}, " if e.get("pid") is not None else ""
         if e.get("exit_signal") is not None:
-            sig = e["exit_signal"]
-            return f"{pid}signal {signal_name(sig) if isinstance(sig, int) else sig}"
-        return f"{pid}exit status {e.get('exit_status')}"
+            return f"{pid}{'信号' if zh else 'signal'} {_sig(e['exit_signal'])}"
+        return f"{pid}{phrase('exit_status', lang)} {e.get('exit_status')}"
     if name == "tree_ended":
-        return f"escaped alive {e.get('escaped_alive', 0)}"
+        return f"{'仍存活的脱离进程' if zh else 'escaped alive'} {e.get('escaped_alive', 0)}"
     if name in ("foreign_wait", "foreign_wait_end"):
         return _wait_detail(e, lang)
     if name == "preflight" and e.get("step") == "lease_wait":
@@ -112,8 +129,10 @@ def _event_detail(e: Mapping[str, Any], lang: str) -> str:
         secs = f"{waited:.1f}" if isinstance(waited, (int, float)) else "?"
         return f"等待 {secs} 秒" if lang == "zh" else f"after {secs} s"
     if name == "finished":
-        cause = f", cause {e['cause']}" if e.get("cause") else ""
-        return f"state {e.get('state')}{cause}"
+        cause = ""
+        if e.get("cause"):
+            cause = f"，{phrase('cause', lang)} {e['cause']}" if zh else f", cause {e['cause']}"
+        return f"{phrase('state', lang)} {e.get('state')}{cause}"
     if name == "blocked":
         return str(e.get("reason") or e.get("reasons") or "")
     return ""
@@ -195,6 +214,8 @@ def attempt_json(
 ) -> dict[str, Any]:
     v = ev.verdict
     label = census_label(ev.census, v)
+    stage_rows = rows.stage_rows_of(ev.stages)
+    logs, n_logs = rows.error_logs_to_read(v, ev.census, stage_rows)
     return {
         "attempt": ev.attempt,
         "path": str(ev.path),
@@ -217,7 +238,50 @@ def attempt_json(
         "summary_lines": list(ev.summary_lines),
         "summary_source": ev.summary_source or None,
         "missing": list(v.missing),
+        "reasons": [in_language(r, lang) for r in v.reasons],
+        "controls_table": [r.to_dict() for r in rows.control_rows(ev.control.get("controls"))],
+        "stages": [s.to_dict() for s in stage_rows],
+        "error_logs_to_read": logs,
+        "error_logs_total": n_logs,
+        "seal": ev.seal.to_dict() if ev.seal else None,
     }
+
+
+#: Column heads of the attribution table (C6), in md and html.
+MATRIX_HEAD: Mapping[str, tuple[str, ...]] = {
+    "en": ("arm", "the one change", "verdict per repeat", "outcome", "proves", "does not prove"),
+    "zh": ("分组", "唯一的改动", "每次重复的结论", "结果", "证明了什么", "不能证明什么"),
+}
+
+
+def matrix_rows(matrix: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The attribution table of a matrix record: one row per arm, baseline first."""
+    if not matrix:
+        return None
+    rows = []
+    arms = [matrix.get("baseline"), *(matrix.get("arms") or [])]
+    for row in arms:
+        if not isinstance(row, Mapping):
+            continue
+        runs = [r for r in row.get("runs") or [] if isinstance(r, Mapping)]
+        verdicts = ", ".join(
+            str(r.get("state"))
+            + ("" if r.get("status") in ("pass", "fail") else f" ({r.get('status')})")
+            for r in runs
+        )
+        rows.append(
+            {
+                "arm": str(row.get("arm", "")),
+                "change": str(row.get("change", "")),
+                "verdicts": verdicts,
+                "outcome": str(row.get("outcome", "")),
+                "proves": str(row.get("proves", "")),
+                "does_not_prove": str(row.get("does_not_prove", "")),
+            }
+        )
+    conclusion = matrix.get("conclusion")
+    lines = conclusion.get("lines") if isinstance(conclusion, Mapping) else None
+    return {"rows": rows, "conclusion": [str(x) for x in lines or []]}
 
 
 def report_json(report: Report, lang: str = "en") -> dict[str, Any]:
@@ -236,6 +300,7 @@ def report_json(report: Report, lang: str = "en") -> dict[str, Any]:
             for a in report.attempts
         ],
         "health": report_health(report),
+        "matrix": matrix_rows(report.matrix),
     }
 
 

@@ -1,10 +1,11 @@
 """Reading what a report shows: one attempt's evidence, or every attempt of an evidence root
-(oldest first, each retry linked to what it retries, C7)."""
+(oldest first, each retry linked to what it retries, C7), or of a diagnosis matrix's
+session root (one evidence root per arm, and the attribution record ``regress.json``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from skgate.evidence.files import (
     CONTROL,
     EVENTS,
     OWNERSHIP,
+    REGRESS_FILE,
     STAGES,
     SUMMARY,
     VERDICT,
@@ -27,6 +29,7 @@ from skgate.model.records import Census, Ownership, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL, check_schema
 from skgate.model.stages import Stages
+from skgate.report import rows
 
 VerdictOf = Callable[[Path], Verdict]
 
@@ -52,6 +55,7 @@ class AttemptEvidence:
     summary_source: str
     #: ``stages.json``: every observed op_compiler invocation (None before it existed).
     stages: Stages | None = None
+    seal: rows.SealStatus | None = None
 
 
 def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> AttemptEvidence:
@@ -97,6 +101,7 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
         summary_lines=summary_lines,
         summary_source=source,
         stages=load_stages(path / STAGES),
+        seal=rows.seal_status(path),
     )
 
 
@@ -125,13 +130,43 @@ class Report:
     attempts: tuple[AttemptEvidence, ...]
     retry_of: Mapping[str, str | None]
     retried_by: Mapping[str, tuple[str, ...]]
+    matrix: Mapping[str, Any] | None = None
+
+
+def _matrix_record(target: Path) -> Mapping[str, Any] | None:
+    """A diagnosis matrix's ``regress.json`` (kind ``matrix``) at ``target``, if any."""
+    path = target / REGRESS_FILE
+    if not path.is_file():
+        return None
+    data = _read_json(path)
+    if isinstance(data, dict) and data.get("kind") == "matrix":
+        return data
+    return None
+
+
+def _matrix_attempts(target: Path, verdict_of: VerdictOf) -> list[AttemptEvidence]:
+    # A matrix session keeps one evidence root per arm (runs/<arm>/attempts/NNNN); the
+    # attempt is named <arm>/<id> so ids stay unique across arms.
+    out: list[AttemptEvidence] = []
+    runs = target / "runs"
+    arms = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+    for arm in arms:
+        for path in resolve(arm):
+            ev = load_attempt(path, verdict_of)
+            out.append(replace(ev, attempt=f"{arm.name}/{ev.attempt}"))
+    return out
 
 
 def build_report(target: Path, verdict_of: VerdictOf = default_verdict_of) -> Report:
-    """Read an attempt directory or an evidence root (oldest attempt first)."""
-    paths = resolve(target)
-    kind = "attempt" if len(paths) == 1 and paths[0] == target else "root"
-    attempts = tuple(load_attempt(p, verdict_of) for p in paths)
+    """Read an attempt directory, an evidence root or a matrix session (oldest first)."""
+    matrix = None if (target / CONTROL).exists() else _matrix_record(target)
+    if matrix is not None and not (target / "attempts").is_dir():
+        attempts = tuple(_matrix_attempts(target, verdict_of))
+        kind = "root"
+    else:
+        paths = resolve(target)
+        kind = "attempt" if len(paths) == 1 and paths[0] == target else "root"
+        attempts = tuple(load_attempt(p, verdict_of) for p in paths)
     by_path: dict[Path, str] = {}
     for a in attempts:
         try:
@@ -151,4 +186,5 @@ def build_report(target: Path, verdict_of: VerdictOf = default_verdict_of) -> Re
         attempts=attempts,
         retry_of=retry_of,
         retried_by={k: tuple(v) for k, v in retried_by.items()},
+        matrix=matrix,
     )

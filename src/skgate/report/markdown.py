@@ -1,21 +1,14 @@
-"""Reports of attempts in the contract's language (C7), English and Chinese, md and json.
+"""Markdown reports of attempts in the contract's language (C7), English and Chinese.
 
-The report only renders: the state comes from the verdict (``skgate.evidence.load``), never
-from this module. What it guarantees:
-
-- the state is named in the C7 words of the chosen language (``WORDS``);
-- "compile failed" / 编译失败 appear only for ``failed`` after natural return (C7);
-- the census is labelled provisional while live, and after any verdict but a naturally
-  returned ``failed`` (C1); error-named files are never described without that label;
-- the ``[summary]`` lines are quoted verbatim in a code block (C3);
-- ``unknown`` lists the missing evidence; ``interrupted`` says a clean retry is required
-  before anyone judges compiler support (C2.4, C4);
-- for an evidence root, attempts come oldest first, each retry is linked to what it
-  retries, and a retry's terminal verdict is shown as the valid clean-retry result (C7).
-
-The JSON form (schema ``skgate.report/1``, :mod:`skgate.report.facts`) carries the same
-facts for controllers; what is read comes from :mod:`skgate.report.load`. Renderers return
-strings; the CLI prints or writes them.
+The facts come from :mod:`skgate.report.facts` and their sentences from
+:mod:`skgate.report.sentences` (shared with the JSON and HTML forms); this module only
+lays them out as Markdown: the headline verdict, the reasons, the next step (after a
+natural failure, the error logs to read), the timeline, the frozen controls as a table,
+the stages, the ownership manifest, the census (labelled
+provisional unless final, C1), the verbatim ``[summary]`` lines in a code block (C3) and
+the seal. ``unknown`` lists the missing evidence; ``interrupted`` says a clean retry is
+required before anyone judges compiler support (C2.4, C4). Renderers return strings; the
+CLI prints or writes them.
 """
 
 from __future__ import annotations
@@ -25,26 +18,38 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skgate.model.errors import UsageError
-from skgate.model.phrases import C7
-from skgate.model.records import ProcessRecord, State
+from skgate.model.records import State
 from skgate.model.request import frozen_jobs
+from skgate.report import rows
 from skgate.report.facts import (
     FORMATS,
-    census_label,
+    MATRIX_HEAD,
     check_lang,
     fmt_time,
     headline,
+    matrix_rows,
     report_health,
     report_json,
     timeline,
 )
+from skgate.report.html import render_html
 from skgate.report.load import AttemptEvidence, Report, VerdictOf, build_report, default_verdict_of
+from skgate.report.sentences import (
+    backticks,
+    census_heading,
+    census_lines,
+    colon,
+    counts_line,
+    ownership_lines,
+    path_line,
+    request_lines,
+    retry_lines,
+    seal_text,
+    section_label,
+    verdict_facts,
+)
 from skgate.report.stages import stage_lines, stage_title
-from skgate.verdict.classify import signal_name
 from skgate.verdict.words import NEXT_STEP, in_language, phrase
-
-# ---------------------------------------------------------------------------
-# Building and rendering
 
 
 def _fence(lines: Sequence[str]) -> list[str]:
@@ -59,50 +64,53 @@ def _fence(lines: Sequence[str]) -> list[str]:
     return [fence + "text", *lines, fence]
 
 
-def _bool(flag: bool, lang: str) -> str:
-    return phrase("yes" if flag else "no", lang)
+def _items(lines: Sequence[tuple[int, str]]) -> list[str]:
+    return [f"{'  ' * level}- {text}" for level, text in lines]
 
 
-def _proc(p: ProcessRecord, lang: str) -> str:
-    end = ""
-    if p.exit_signal is not None:
-        end = f", signal {signal_name(p.exit_signal)}"
-    elif p.exit_status is not None:
-        end = f", exit {p.exit_status}"
-    esc = (", 已脱离进程组" if lang == "zh" else ", escaped the group") if p.escaped else ""
-    return f"pid {p.pid} `{p.name}` (start {p.start_ticks}, pgid {p.pgid}{end}{esc})"
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _controls(ev: AttemptEvidence, lang: str) -> list[str]:
+    table = rows.control_rows(ev.control.get("controls"))
+    if not table:
+        return []
+    head = [phrase("col_section", lang), phrase("col_key", lang), phrase("col_value", lang)]
+    body = [(section_label(r.section, lang), f"`{r.key}`", f"`{r.value}`") for r in table]
+    return ["", *_table(head, body)]
+
+
+def _logs(ev: AttemptEvidence, lang: str) -> list[str]:
+    logs, total = rows.error_logs_to_read(ev.verdict, ev.census, rows.stage_rows_of(ev.stages))
+    if not logs:
+        return []
+    out = [phrase("read_logs", lang), ""]
+    out += [f"- `{log}`" for log in logs]
+    if total > len(logs):
+        out.append(f"- {phrase('more', lang).format(n=total - len(logs))}")
+    out.append("")
+    return out
+
+
+def _md_census(ev: AttemptEvidence, lang: str, hh: str) -> list[str]:
+    return [f"{hh} {census_heading(ev, lang)}", "", *_items(census_lines(ev, lang, backticks)), ""]
 
 
 def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> list[str]:
     h = "#" * level
     hh = "#" * (level + 1)
     v = ev.verdict
-    out: list[str] = []
-    title = f"{phrase('title_attempt', lang)} {ev.attempt}"
-    out += [f"{h} {title}", ""]
-    out.append(f"**{phrase('verdict', lang)}: {headline(ev, lang)}**")
-    out.append("")
-    facts = [
-        f"{phrase('state', lang)} `{v.state.value}`",
-        f"{phrase('cause', lang)} `{v.cause.value if v.cause else '-'}`",
-        f"{phrase('exit_status', lang)} {v.exit_status if v.exit_status is not None else '-'}",
-    ]
-    if v.exit_signal is not None:
-        facts.append(f"{phrase('exit_signal', lang)} {signal_name(v.exit_signal)}")
-    facts.append(f"{phrase('natural', lang)}: {_bool(v.natural_return, lang)}")
-    out += ["- " + "; ".join(facts), f"- path: `{ev.path}`"]
-    parent = report.retry_of.get(ev.attempt)
-    if ev.request is not None and ev.request.retry_of:
-        shown = parent or ev.request.retry_of
-        out.append(f"- {phrase('retry_of', lang)}: {shown}")
-    kids = report.retried_by.get(ev.attempt, ())
-    if kids:
-        by_id = {a.attempt: a for a in report.attempts}
-        parts = []
-        for k in kids:
-            child = by_id[k]
-            parts.append(f"{k} ({headline(child, lang)})")
-        out.append(f"- {phrase('retried_by', lang)}: " + "; ".join(parts))
+    out: list[str] = [f"{h} {phrase('title_attempt', lang)} {ev.attempt}", ""]
+    out += [f"**{phrase('verdict', lang)}{colon(lang)}{headline(ev, lang)}**", ""]
+    out += ["- " + verdict_facts(v, lang, backticks), f"- {path_line(ev, lang, backticks)}"]
+    out += [f"- {line}" for line in retry_lines(report, ev, lang)]
     out.append("")
 
     out += [f"{hh} {phrase('reasons', lang)}", ""]
@@ -117,6 +125,7 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
         out.append("")
 
     out += [f"{hh} {phrase('next', lang)}", "", NEXT_STEP[v.state][lang].format(a=ev.path), ""]
+    out += _logs(ev, lang)
 
     out += [f"{hh} {phrase('timeline', lang)}", ""]
     tl = timeline(ev.events, lang)
@@ -130,41 +139,12 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
     out.append("")
 
     out += [f"{hh} {phrase('controls', lang)}", ""]
-    if ev.request is not None:
-        r = ev.request
-        out.append(f"- command: `{' '.join(r.argv)}`")
-        out.append(f"- cwd: `{r.cwd}`; outputs: `{r.outputs or '-'}`")
-        out.append(
-            f"- timeout {r.timeout:g} s, grace {r.grace:g} s, package {r.package_mode.value}"
-        )
-    controls = ev.control.get("controls")
-    if isinstance(controls, dict):
-        for key in sorted(controls):
-            text = json.dumps(controls[key], ensure_ascii=False, sort_keys=True)
-            if len(text) > 300:
-                text = text[:297] + "..."
-            out.append(f"- {key}: `{text}`")
+    out += [f"- {line}" for line in request_lines(ev, lang, backticks)]
+    out += _controls(ev, lang)
     out.append("")
 
     out += [f"{hh} {phrase('ownership', lang)}", ""]
-    own = ev.ownership
-    if own is None:
-        out.append(f"- {phrase('no_ownership', lang)}")
-    else:
-        if own.leader is not None:
-            out.append(f"- leader: {_proc(own.leader, lang)}")
-        out.append(f"- pgid {own.pgid}, sid {own.sid}, complete: {_bool(own.complete, lang)}")
-        out.append(f"- owned: {len(own.owned)}")
-        out += [f"  - {_proc(p, lang)}" for p in own.owned[:20]]
-        if len(own.owned) > 20:
-            out.append(f"  - ... {len(own.owned) - 20} more")
-        esc = own.escaped
-        out.append(
-            f"- escaped: {len(esc)}" + (f" ({', '.join(str(p.pid) for p in esc)})" if esc else "")
-        )
-        foreign_note = "（从未触碰，C4）" if lang == "zh" else " (never touched, C4)"
-        out.append(f"- foreign compilers seen: {len(own.foreign)}{foreign_note}")
-        out += [f"  - {_proc(p, lang)}" for p in own.foreign[:20]]
+    out += _items(ownership_lines(ev, lang, backticks))
     out.append("")
 
     out += _md_census(ev, lang, hh)
@@ -179,56 +159,21 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
     else:
         out.append(f"- {phrase('no_summary', lang)}")
     out.append("")
+    out += [f"{hh} {phrase('seal', lang)}", "", f"- {seal_text(ev, lang)}"]
+    if ev.seal is not None:
+        out += [f"  - {p}" for p in ev.seal.problems]
+    out.append("")
     return out
 
 
-def _md_census(ev: AttemptEvidence, lang: str, hh: str) -> list[str]:
-    c = ev.census
-    label = census_label(c, ev.verdict)
-    out: list[str] = []
-    if lang == "zh":
-        tag = {"provisional": "暂时性", "final": "最终", "none": ""}[label]
-    else:
-        tag = label if label != "none" else ""
-    out += [f"{hh} {phrase('census', lang)}" + (f" ({tag})" if tag else ""), ""]
-    if c is None:
-        return [*out, f"- {phrase('no_census', lang)}", ""]
-    if not c.exists:
-        return [*out, f"- `{c.outputs}`: {phrase('no_outputs', lang)}", ""]
-    if label == "final":
-        err_words = (
-            f"error 命名文件 {c.error_logs}：{C7['final_failure']['zh']}的最终证据"
-            if lang == "zh"
-            else f"error-named files {c.error_logs}: final evidence of {C7['final_failure']['en']}"
-        )
-    elif lang == "zh":
-        err_words = f"error 命名文件 {c.error_logs}：{C7['provisional']['zh']}（C1：不是失败证据）"
-    else:
-        err_words = (
-            f"error-named files {c.error_logs}: {C7['provisional']['en']} "
-            "(C1: not evidence of failure)"
-        )
-    when = "（编译进行中时统计）" if lang == "zh" and c.live else ""
-    if lang == "en" and c.live:
-        when = " (taken while compilation was live)"
-    out.append(f"- outputs: `{c.outputs}`{when}")
-    out.append(f"- {err_words}")
-    out.append(f"- succ logs {c.succ_logs}, .run packages {c.run_packages}")
-    if c.unreadable:
-        out.append(
-            f"- 不完整：{c.unreadable} 个目录无法读取，计数只是下限"
-            if lang == "zh"
-            else f"- incomplete: {c.unreadable} director(ies) could not be read; "
-            "the counts are a lower bound"
-        )
-    for r in c.roots:
-        prov = "暂时性" if lang == "zh" else "provisional"
-        fin = "最终编译证据" if lang == "zh" else "final compiler evidence"
-        out.append(
-            f"  - `{r.root}`: error-named {r.error_logs} ({fin if label == 'final' else prov}), "
-            f"succ {r.succ_logs}, .run {r.run_packages}"
-        )
-    out.append("")
+def _md_matrix(report: Report, lang: str) -> list[str]:
+    m = matrix_rows(report.matrix)
+    if m is None:
+        return []
+    title = "单因素诊断矩阵（C6）" if lang == "zh" else "One-factor-at-a-time diagnosis (C6)"
+    keys = ("arm", "change", "verdicts", "outcome", "proves", "does_not_prove")
+    out = [f"## {title}", "", *_table(MATRIX_HEAD[lang], [[r[k] for k in keys] for r in m["rows"]])]
+    out += ["", *(f"- {line}" for line in m["conclusion"]), ""]
     return out
 
 
@@ -242,6 +187,8 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     out += [f"## {phrase('attempts', lang)}", ""]
     if not report.attempts:
         out.append(f"- {phrase('none', lang)}")
+    else:
+        out += [counts_line(report, lang), ""]
     for a in report.attempts:
         line = f"- {a.attempt}: {headline(a, lang)}"
         parent = report.retry_of.get(a.attempt)
@@ -258,18 +205,21 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     health = report_health(report)
     if health is not None:
         out += [f"## {phrase('health', lang)}", "", f"- {in_language(health, lang)}", ""]
+    out += _md_matrix(report, lang)
     for a in report.attempts:
         out += _md_attempt(report, a, lang, 2)
     return "\n".join(out).rstrip() + "\n"
 
 
 def render(report: Report, lang: str = "en", fmt: str = "md") -> str:
-    """The report as text in the chosen language and format."""
+    """The report as text in the chosen language and format (md, json or html)."""
     check_lang(lang)
     if fmt == "md":
         return render_markdown(report, lang)
     if fmt == "json":
         return json.dumps(report_json(report, lang), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "html":
+        return render_html(report, lang)
     raise UsageError(f"unknown report format {fmt!r}; use one of: {', '.join(FORMATS)}")
 
 

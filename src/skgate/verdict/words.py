@@ -8,6 +8,7 @@ themselves are :data:`skgate.model.phrases.C7`, quoted here.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 
@@ -94,6 +95,51 @@ TEXT: Mapping[str, Mapping[str, str]] = {
         "zh": "没有归档 [summary] 行或匹配的汇总行",
     },
     "none": {"en": "none", "zh": "无"},
+    "seal": {"en": "Seal", "zh": "封存"},
+    "path": {"en": "path", "zh": "路径"},
+    "command": {"en": "command", "zh": "命令"},
+    "seal_intact": {
+        "en": "sealed; every file matches seal.json",
+        "zh": "已封存；每个文件都与 seal.json 一致",
+    },
+    "seal_problems": {
+        "en": "seal problems (skgate verify names them):",
+        "zh": "封存有问题（skgate verify 会逐项列出）：",
+    },
+    "seal_not_sealed": {
+        "en": "not sealed yet (the attempt is still running)",
+        "zh": "尚未封存（尝试仍在运行）",
+    },
+    "col_section": {"en": "control", "zh": "控制项"},
+    "col_key": {"en": "field", "zh": "字段"},
+    "col_value": {"en": "value", "zh": "取值"},
+    "stages": {"en": "Stages (one per op_compiler)", "zh": "编译阶段（每个 op_compiler 一个）"},
+    "stage_final": {"en": "returned naturally, final", "zh": "已自然返回，结果为最终"},
+    "stage_not_final": {
+        "en": "not returned naturally: outcomes provisional",
+        "zh": "未自然返回：结果为暂时性",
+    },
+    "failed_input": {"en": "failed input", "zh": "失败的输入"},
+    "no_log": {"en": "no error log found", "zh": "没有找到 error 日志"},
+    "unaccounted": {"en": "input without a final log", "zh": "没有最终日志的输入"},
+    "read_logs": {
+        "en": "Error logs to read next (final compiler evidence after natural return):",
+        "zh": "接下来请阅读这些 error 日志（自然返回后是最终编译证据）：",
+    },
+    "more": {"en": "... and {n} more", "zh": "……另有 {n} 个"},
+}
+
+#: Section names of the frozen-controls table (control.json "controls").
+CONTROL_SECTIONS: Mapping[str, Mapping[str, str]] = {
+    "jobs": {"en": "compile jobs (C5)", "zh": "编译并发数（C5）"},
+    "env": {"en": "environment delta", "zh": "环境变量差异"},
+    "pythonpath": {"en": "PYTHONPATH (in order)", "zh": "PYTHONPATH（按顺序）"},
+    "profiler": {"en": "profiler schedule (C6)", "zh": "性能分析调度（C6）"},
+    "hooks": {"en": "start-up hook scan (C6)", "zh": "启动钩子扫描（C6）"},
+    "python": {"en": "Python interpreter", "zh": "Python 解释器"},
+    "foreign": {"en": "foreign compilers (C4)", "zh": "外部编译进程（C4）"},
+    "leases": {"en": "device leases", "zh": "设备租约"},
+    "host": {"en": "host", "zh": "主机"},
 }
 
 NEXT_STEP: Mapping[State, Mapping[str, str]] = {
@@ -337,12 +383,21 @@ _REASON_PATTERNS = tuple(
 )
 
 
+# Fragments the templates above capture verbatim, said in Chinese too.
+_FRAGMENTS_ZH: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"stage (.+?): (\d+) of (\d+) failed"), r"阶段 \1：\3 个输入中 \2 个失败"),
+)
+
+
 def reason_zh(reason: str) -> str | None:
     """The Chinese form of one classifier reason, or None when it has no template."""
     for pattern, zh in _REASON_PATTERNS:
         match = pattern.match(reason)
         if match:
-            return match.expand(zh)
+            text = match.expand(zh)
+            for fragment, fzh in _FRAGMENTS_ZH:
+                text = fragment.sub(fzh, text)
+            return text
     return None
 
 
@@ -357,3 +412,37 @@ def in_language(text: str, lang: str, kind: str = "reason") -> str:
         return text
     zh = reason_zh(text) if kind == "reason" else missing_zh(text)
     return zh if zh is not None else f"{text}（原文）"
+
+
+# ---------------------------------------------------------------------------
+# Durations people read
+
+_UNITS = {
+    "en": ("s", "min", "h", "d"),
+    "zh": ("秒", "分钟", "小时", "天"),
+}
+
+
+def duration(seconds: float, lang: str = "en") -> str:
+    """A duration as a person reads it: "45 s", "12 min", "2 h", "3.5 d", or "no limit".
+
+    A timeout of 1e30 s (how "never" is often spelt) reads "no limit" rather than a float
+    in exponent form; anything up to a year reads in the largest unit that keeps it short.
+    """
+    zh = lang == "zh"
+    if math.isnan(seconds) or seconds >= 365 * 86400:  # beyond a year: no real limit
+        return "不限" if zh else "no limit"
+    s_, m_, h_, d_ = _UNITS["zh" if zh else "en"]
+    sep = "" if zh else " "
+    a = abs(seconds)
+    # Thresholds just under the round values, so 7199.8 s reads "2 h", not "120 min".
+    if a < 119.5:
+        value, unit = seconds, s_
+    elif a < 7170:
+        value, unit = seconds / 60, m_
+    elif a < 3 * 86400 - 1800:
+        value, unit = seconds / 3600, h_
+    else:
+        value, unit = seconds / 86400, d_
+    text = f"{value:.1f}".rstrip("0").rstrip(".") if abs(value) < 100 else f"{value:.0f}"
+    return f"{text}{sep}{unit}"

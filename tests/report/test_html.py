@@ -1,0 +1,282 @@
+"""HTML report (report/html.py): the same facts as md and json, self-contained, aggregated.
+
+The browser checks (console errors, DOM, screenshots) are in test_browser.py; these run
+without a browser.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evidence_fixtures import (
+    live_verdict_of,
+    make_attempt,
+    make_big_attempt,
+    make_many,
+    make_swallowed_failure,
+)
+from skgate.cli.main import main
+from skgate.model.records import ProcessRecord, State
+from skgate.report import chart, load, markdown, sentences
+from skgate.report.html import render_html
+from skgate.verdict.words import C7, WORDS
+
+
+class _Text(HTMLParser):
+    """The text a person reads (tags dropped, entities decoded, SVG text included)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag in ("style", "title"):
+            self._skip += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("style", "title"):
+            self._skip -= 1
+
+    def handle_data(self, d: str) -> None:
+        if not self._skip:
+            self.parts.append(d)
+
+
+def page_text(page: str) -> str:
+    parser = _Text()
+    parser.feed(page)
+    # Parts join without a space: inline <code> sits inside a sentence.
+    return " ".join("".join(parser.parts).split())
+
+
+def flat(text: str) -> str:
+    return " ".join(text.replace("`", "").split())
+
+
+def facts_of(doc: dict[str, Any]) -> list[str]:
+    """Sentences every format must state, taken from the JSON form."""
+    out: list[str] = []
+    for a in doc["attempts"]:
+        out += [a["headline"], *a["reasons"], a["next_step"], *a["summary_lines"]]
+        out += a["error_logs_to_read"]
+        for st in a["stages"]:
+            out += [f["input"] for f in st["failed_inputs"]]
+    if doc["health"]:
+        out.append(doc["health"])
+    return out
+
+
+def build(path: Path, lang: str, live: bool = False) -> tuple[str, dict[str, Any], str]:
+    verdict_of = live_verdict_of if live else load.default_verdict_of
+    rep = load.build_report(path, verdict_of)
+    md_text = markdown.render(rep, lang, "md")
+    doc = json.loads(markdown.render(rep, lang, "json"))
+    return md_text, doc, render_html(rep, lang)
+
+
+CASES = [*(s for s in State), "swallowed", "root"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_three_formats_state_the_same_facts(tmp_path: Path, case: object, lang: str) -> None:
+    if case == "swallowed":
+        path = make_swallowed_failure(tmp_path)
+    elif case == "root":
+        make_many(tmp_path, 8)
+        path = tmp_path
+    else:
+        assert isinstance(case, State)
+        path = make_attempt(tmp_path, 1, case)
+    md_text, doc, page = build(path, lang, live=case is State.IN_PROGRESS)
+    md_flat, html_flat = flat(md_text), page_text(page)
+    facts = facts_of(doc)
+    assert facts, "the fixture states no facts"
+    for fact in facts:
+        assert flat(fact) in md_flat, f"markdown lacks: {fact}"
+        assert flat(fact) in html_flat, f"html lacks: {fact}"
+    # Census counts and the seal's status, said in the same words in md and html.
+    for a in doc["attempts"]:
+        if a["census"] is not None and a["census"]["exists"]:
+            succ = "succ 日志" if lang == "zh" else "succ logs"
+            assert re.search(rf"{succ} {a['census']['roots'][0]['succ_logs']}\b", html_flat)
+    assert doc["lang"] == lang
+
+
+def test_swallowed_failure_names_the_failed_input_and_its_log(tmp_path: Path) -> None:
+    a = make_swallowed_failure(tmp_path)
+    _, doc, page = build(a, "en")
+    att = doc["attempts"][0]
+    assert att["state"] == "failed" and att["verdict"]["exit_status"] == 0
+    [stage] = att["stages"]
+    assert (stage["inputs"], stage["failed"], stage["final"]) == (8, 1, True)
+    log = stage["failed_inputs"][0]["error_log"]
+    assert log.endswith("_compile_error.log")
+    assert att["error_logs_to_read"] == [log]
+    text = page_text(page)
+    assert "stage op_compiler pid 501: 1 of 8 failed, 7 succeeded (-j 8" in text
+    assert f"Error logs to read next (final compiler evidence after natural return):{log}" in text
+    assert WORDS[State.FAILED]["en"] in text
+
+
+def test_no_error_log_is_named_before_natural_return(tmp_path: Path) -> None:
+    # C1: an error-named file next to a live or interrupted compiler is not a log to read.
+    for n, state in enumerate((State.INTERRUPTED, State.UNKNOWN, State.SUCCEEDED), 1):
+        a = make_attempt(tmp_path, n, state, errors=4)
+        _, doc, page = build(a, "en")
+        assert doc["attempts"][0]["error_logs_to_read"] == []
+        assert "Error logs to read next" not in page
+
+
+def test_page_is_self_contained(tmp_path: Path) -> None:
+    a = make_swallowed_failure(tmp_path)
+    for lang in ("en", "zh"):
+        page = build(a, lang)[2]
+        parser = _Text()
+        parser.feed(page)
+        tags = {t for t, _ in parser.tags}
+        assert not tags & {"script", "link", "img", "iframe", "object", "embed"}
+        for _, attrs in parser.tags:
+            for key in ("src", "href"):
+                value = attrs.get(key)
+                assert value is None or value.startswith("#"), (key, value)
+        # The only URL is the SVG namespace name, which no browser fetches.
+        urls = set(re.findall(r"https?://[^\s\"'<>]+", page))
+        assert urls <= {"http://www.w3.org/2000/svg"}
+        assert "default-src 'none'" in page
+
+
+def test_timeline_draws_signals_deadline_grace_and_sigkill(tmp_path: Path) -> None:
+    a = make_attempt(tmp_path, 1, State.INTERRUPTED)
+    page = build(a, "en")[2]
+    text = page_text(page)
+    assert "frozen deadline (timeout 2 h)" in text
+    assert "SIGTERM: runner → -500 (timeout)" in text
+    assert 'class="grace"' in page and 'class="deadline"' in page
+    assert C7["interruption"]["en"] in text
+
+
+def _records(n: int) -> list[ProcessRecord]:
+    return [
+        ProcessRecord(
+            pid=10 + i,
+            start_ticks=i,
+            ppid=1,
+            pgid=1,
+            sid=1,
+            argv=("opc",),
+            name="opc",
+            first_seen=float(i % 7),
+            last_seen=float(i % 7 + i % 3 + 1),
+            exit_status=0,
+        )
+        for i in range(n)
+    ]
+
+
+def test_concurrency_curve_is_exact_and_keeps_peaks() -> None:
+    procs = _records(50)
+    brute = max(
+        sum(1 for p in procs if p.first_seen <= t < p.last_seen)
+        for t in (x / 10 for x in range(100))
+    )
+    curve = chart._sweep((p.first_seen, p.last_seen) for p in procs)
+    assert max(n for _, n in curve) == brute
+    assert curve[-1][1] == 0
+    reduced = chart._reduce(curve, 10.0) if len(curve) > chart.BINS * 2 else curve
+    assert max(n for _, n in reduced) == brute
+
+
+def test_large_tree_is_aggregated_small_and_counted_exactly(tmp_path: Path) -> None:
+    a = make_big_attempt(tmp_path, 10_000)
+    rep = load.build_report(a)
+    page = render_html(rep, "en")
+    assert len(page.encode()) < 5_000_000
+    bars = page.count('class="bar ')
+    assert 3 <= bars <= chart.MAX_BARS
+    assert 'class="strip"' in page
+    text = page_text(page)
+    assert "of 10000 owned processes are drawn as density strips" in text
+    ev = rep.attempts[0]
+    c = chart.chart_of(ev.events, ev.ownership, frozen_jobs=8)
+    assert c is not None
+    # 16 opc at once by construction (make_big_attempt), whatever the aggregation.
+    assert c.peak_opc == 16
+    assert c.aggregated + len(c.bars) == 10_000
+    assert len(c.concurrency) <= 2 * chart.BINS + 1
+
+
+def test_root_lists_attempts_links_retries_and_marks_clean_retry(tmp_path: Path) -> None:
+    make_many(tmp_path, 50)
+    _, doc, page = build(tmp_path, "en")
+    assert len(doc["attempts"]) == 50
+    assert "<th>attempt</th><th>Verdict</th><th>retry of</th><th>retried by</th>" in page
+    retry = next(a for a in doc["attempts"] if a["retry_of_attempt"])
+    assert f'href="#a-{retry["retry_of_attempt"]}"' in page
+    assert f'id="a-{retry["attempt"]}"' in page
+    assert retry["clean_retry_result"]
+    clean = sum(1 for a in doc["attempts"] if a["clean_retry_result"])
+    assert clean and page.count('<td><span class="badge s-succeeded clean"') == clean
+    # One line counts every state, in the C7 words, in md and html alike.
+    rep = load.build_report(tmp_path)
+    head, parts = sentences.state_counts(rep, "en")
+    assert (
+        head == "50 attempts" and ("succeeded clean", f"{C7['clean_retry']['en']} {clean}") in parts
+    )
+    assert sum(int(text.rsplit(" ", 1)[1]) for state, text in parts if " " not in state) == 50
+    md_text = markdown.render(rep, "en", "md")
+    text = page_text(page)
+    for _, part in parts:
+        assert part in md_text and part in text
+
+
+def test_cli_writes_html(tmp_path: Path) -> None:
+    a = make_swallowed_failure(tmp_path / "root")
+    out = tmp_path / "r.html"
+    assert main(["report", str(a), "--format", "html", "--lang", "zh", "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and 'lang="zh-CN"' in page
+    assert WORDS[State.FAILED]["zh"] in page_text(page)
+
+
+ENGLISH_LABELS = (
+    "path:",
+    "command:",
+    "timeout ",
+    "grace ",
+    "exit status",
+    "succ logs",
+    "stage op_compiler",
+    "Frozen controls",
+    "Reasons",
+    "escaped:",
+    "owned:",
+    "outputs:",
+)
+
+
+@pytest.mark.parametrize("case", ["swallowed", State.INTERRUPTED, State.SUCCEEDED], ids=str)
+def test_chinese_report_has_no_english_labels(tmp_path: Path, case: object) -> None:
+    if isinstance(case, State):
+        a = make_attempt(tmp_path, 1, case)
+    else:
+        a = make_swallowed_failure(tmp_path)
+    md_text, doc, page = build(a, "zh")
+    for text in (md_text, page_text(page)):
+        for label in ENGLISH_LABELS:
+            assert label not in text, label
+    assert "最终编译失败的最终" not in md_text + page
+    # Reasons in Chinese in the JSON, originals kept in verdict.reasons.
+    att = doc["attempts"][0]
+    assert att["reasons"] and all("（原文）" not in r for r in att["reasons"])
+    assert att["verdict"]["reasons"][0].startswith("C2.")
+    assert att["reasons"] != att["verdict"]["reasons"]
