@@ -4,11 +4,10 @@ The facts come from :mod:`skgate.report.facts` and their sentences from
 :mod:`skgate.report.sentences` (shared with the JSON and HTML forms); this module only
 lays them out as Markdown: the headline verdict, the reasons, the next step (after a
 natural failure, the error logs to read), the timeline, the frozen controls as a table,
-the stages, the ownership manifest, the census (labelled
-provisional unless final, C1), the verbatim ``[summary]`` lines in a code block (C3) and
-the seal. ``unknown`` lists the missing evidence; ``interrupted`` says a clean retry is
-required before anyone judges compiler support (C2.4, C4). Renderers return strings; the
-CLI prints or writes them.
+the stages, the ownership manifest, the census (labelled provisional unless final, C1),
+the verbatim ``[summary]`` lines in a code block (C3) and the seal. ``unknown`` lists the
+missing evidence; ``interrupted`` says a clean retry is required before anyone judges
+compiler support (C2.4, C4). Renderers return strings; the CLI prints or writes them.
 """
 
 from __future__ import annotations
