@@ -88,9 +88,24 @@ def test_golden_covers_success_failure_and_timeout() -> None:
     }
 
 
-def test_demo_default_is_success_in_a_fresh_temp_dir(tmp_path: Path) -> None:
-    res = run_skgate("demo", cwd=tmp_path, env={"TMPDIR": str(tmp_path)})
+def test_demo_keeps_its_evidence_where_it_says_and_the_next_steps_work(tmp_path: Path) -> None:
+    res = run_skgate("demo", cwd=tmp_path)
     assert res.returncode == 0, res.stdout[-3000:]
     assert "SUCCEEDED" in res.stdout
     assert "expected succeeded, the gate said succeeded" in res.stdout
-    assert list(tmp_path.glob("skgate-demo-success-*/skgate-runs/attempts/0001/verdict.json"))
+    root = tmp_path / "skgate-demo" / "success" / "skgate-runs"
+    assert (root / "attempts" / "0001" / "verdict.json").is_file()
+    assert f"evidence kept in {root}" in res.stdout
+    # The commands the demo prints (and the README repeats) work as printed.
+    steps = [line.strip() for line in res.stdout.splitlines() if line.startswith("  skgate ")]
+    assert steps == [
+        "skgate status skgate-demo/success/skgate-runs",
+        "skgate report skgate-demo/success/skgate-runs",
+        "skgate report --format html -o skgate-demo-report.html skgate-demo/success/skgate-runs",
+    ]
+    for step in steps:
+        done = run_skgate(*step.split()[1:], cwd=tmp_path)
+        assert done.returncode == 0, (step, done.stderr)
+    assert "<svg" in (tmp_path / "skgate-demo-report.html").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "`skgate status skgate-demo/success/skgate-runs`" in readme

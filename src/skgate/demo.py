@@ -9,7 +9,6 @@ give; the demo exits 0 when it did, 1 when it did not.
 from __future__ import annotations
 
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +116,11 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
+#: Where the demo keeps its evidence by default: one directory per scenario under the
+#: current directory, kept after the demo so a person can look at it afterwards.
+DEMO_DIR = "skgate-demo"
+
+
 @dataclass(frozen=True)
 class HookApprovals:
     """``--approve-hook`` / ``--hook-baseline`` / ``--strict-hooks``, as for ``run`` (C6)."""
@@ -188,7 +192,7 @@ def run_demo(
     show: Callable[[Verdict, bool], None],
     hooks: HookApprovals | None = None,
 ) -> int:
-    where = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"skgate-demo-{name}-"))
+    where = (Path(workdir) if workdir else Path(DEMO_DIR) / name).absolute()
     where.mkdir(parents=True, exist_ok=True)
     out = sys.stderr if as_json else sys.stdout
     if name == DIAGNOSE:
@@ -217,6 +221,8 @@ def run_demo(
         + ("as it should" if ok else "NOT what this scenario must give: " + "; ".join(problems)),
         file=out,
     )
+    for line in look_at(where):
+        print(line, file=out)
     return 0 if ok else 1
 
 
@@ -230,6 +236,25 @@ def scenario_problems(sc: Scenario, verdict: Verdict) -> list[str]:
     if sc.compiled is not None and verdict.compiled is not sc.compiled:
         problems.append(f"compiled {verdict.compiled}, not {sc.compiled}")
     return problems
+
+
+def look_at(where: Path) -> list[str]:
+    """How to look at the demo's evidence afterwards (it is kept, never removed)."""
+    root = where / "skgate-runs"
+    shown = _relative(root)
+    return [
+        f"skgate demo: evidence kept in {root}; look at it with:",
+        f"  skgate status {shown}",
+        f"  skgate report {shown}",
+        f"  skgate report --format html -o skgate-demo-report.html {shown}",
+    ]
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _print_report(verdict: Verdict, lang: str) -> None:

@@ -22,10 +22,11 @@ from evidence_fixtures import (
     make_swallowed_failure,
 )
 from skgate.cli.main import main
+from skgate.model.phrases import C7
 from skgate.model.records import ProcessRecord, State
 from skgate.report import chart, load, markdown, sentences
 from skgate.report.html import render_html
-from skgate.verdict.words import C7, WORDS
+from skgate.verdict.words import WORDS
 
 
 class _Text(HTMLParser):

@@ -121,17 +121,76 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         default=PackageMode.OPTIONAL.value,
         help="whether a .run package is required (C8)",
     )
-    p.add_argument("--summary-pattern", action="append", default=[], metavar="REGEX")
-    p.add_argument("--completion-marker", default=None, metavar="REGEX")
+    p.add_argument(
+        "--summary-pattern",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="also archive run-log lines matching REGEX as final summary lines, besides "
+        "[summary] (repeatable; C3)",
+    )
+    p.add_argument(
+        "--completion-marker",
+        default=None,
+        metavar="REGEX",
+        help="run-log line that shows inference reached its normal completion point "
+        "(recorded; regress --health requires it, C6)",
+    )
     add_hook_options(p)
     p.add_argument("--python", default=None, metavar="PATH", help="interpreter to scan (C6)")
-    p.add_argument("--foreign", choices=["wait", "refuse"], default="wait")
-    p.add_argument("--lease-timeout", type=seconds, default=600.0)
-    p.add_argument("--devices", type=devices, default=())
-    p.add_argument("--profiler-schedule", default=None, metavar="SPEC")
-    p.add_argument("--vary", action="append", default=[], choices=["jobs"])
-    p.add_argument("--env", action="append", type=env_item, default=[], metavar="NAME=VALUE")
-    p.add_argument("--unset-env", action="append", default=[], metavar="NAME")
+    p.add_argument(
+        "--foreign",
+        choices=["wait", "refuse"],
+        default="wait",
+        help="a compiler this attempt does not own is running: wait for it (up to "
+        "--lease-timeout) or refuse to launch; it is never signalled (C4; default "
+        "%(default)s)",
+    )
+    p.add_argument(
+        "--lease-timeout",
+        type=seconds,
+        default=600.0,
+        metavar="S",
+        help="how long to wait for foreign compilers and device leases before the run "
+        "is blocked (seconds, default %(default)s)",
+    )
+    p.add_argument(
+        "--devices",
+        type=devices,
+        default=(),
+        metavar="IDS",
+        help="device ids to lease for this attempt, e.g. 0,1 (other skgate runs wait for them; C4)",
+    )
+    p.add_argument(
+        "--profiler-schedule",
+        default=None,
+        metavar="SPEC",
+        help="profiler schedule wait=N,warmup=N,active=N[,repeat=N][,skip_first=N], "
+        "recorded and handed to the launcher in SKGATE_PROFILER_SCHEDULE (C6)",
+    )
+    p.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        choices=["jobs"],
+        help="declare that this attempt changes the compile jobs on purpose, so it is not "
+        "blocked for differing from earlier attempts of the root (C5)",
+    )
+    p.add_argument(
+        "--env",
+        action="append",
+        type=env_item,
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a variable for the command, recorded in the environment delta (repeatable)",
+    )
+    p.add_argument(
+        "--unset-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="remove a variable from the command's environment, recorded in the delta (repeatable)",
+    )
     p.add_argument(
         "--compiler-name",
         action="append",

@@ -31,9 +31,25 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "verbatim [summary] lines of an attempt (or of every attempt in an evidence root, "
         "oldest first) in the contract's words (C7).",
     )
-    p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), metavar="ATTEMPT|ROOT")
-    p.add_argument("--lang", choices=facts.LANGS, default="en")
-    p.add_argument("--format", choices=facts.FORMATS, default="md", dest="fmt")
+    p.add_argument(
+        "target",
+        nargs="?",
+        default=str(DEFAULT_ROOT),
+        metavar="ATTEMPT|ROOT",
+        help="an attempt directory, an evidence root (every attempt), or a regress session "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--lang", choices=facts.LANGS, default="en", help="report language (default %(default)s)"
+    )
+    p.add_argument(
+        "--format",
+        choices=facts.FORMATS,
+        default="md",
+        dest="fmt",
+        help="md (Markdown), json (schema skgate.report/1, for controllers) or html (one "
+        "self-contained page with a timeline; write it with -o) (default %(default)s)",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -53,24 +69,27 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(
         "lint-report",
         help="check a report against the contract's language (C1, C2, C7)",
-        description="Print FILE:LINE: RULE message for each claim that breaks C7; "
-        "exit 1 if any, 0 if clean.",
+        description="Print FILE:LINE: RULE message for each claim that breaks C7 (for "
+        "example 'compile failed' from error-named files alone).",
     )
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE", help="report files to check")
     p.add_argument("--attempt", metavar="ATTEMPT", help="the attempt the reports are about")
     p.set_defaults(handler=cmd_lint)
 
     p = sub.add_parser(
         "check-outputs",
         help="C8 output check, only after natural return",
-        description="Upstream's sk_check_static_kernel_outputs, contract-aware: exit 0 ok, "
-        "1 failure, 5 unknown (unreadable directories may hide a .run), 6 in progress (with "
-        "--attempt of a live attempt). Without --attempt the "
-        "judgement rests on file names alone and says so: natural return is not verified.",
+        description="Upstream's sk_check_static_kernel_outputs, contract-aware (C8): *.run "
+        "is the success artifact, an error log with no .run after natural return a failure. "
+        "Without --attempt the judgement rests on file names alone and says so: natural "
+        "return is not verified.",
     )
-    p.add_argument("directory", metavar="DIR")
+    p.add_argument("directory", metavar="DIR", help="the outputs directory to check")
     p.add_argument(
-        "--package", choices=[m.value for m in PackageMode], default=PackageMode.OPTIONAL.value
+        "--package",
+        choices=[m.value for m in PackageMode],
+        default=PackageMode.OPTIONAL.value,
+        help="required: no .run is a failure; optional: it is not (C8; default %(default)s)",
     )
     p.add_argument(
         "--attempt",

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from skgate import __version__
+from skgate.model import exits
 from skgate.model.errors import SkgateError
-from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE, verdict_help
+from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE
 
 #: Which area module registers each command. Only the area of the command being run is
 #: imported: ``skgate run`` must not pay for the report, cleanup or regress code on every
@@ -39,7 +40,18 @@ COMMAND_AREA = {
     "regress": "regress",
 }
 
-EXIT_CODES_HELP = verdict_help()
+
+class _Formatter(argparse.HelpFormatter):
+    """Wraps prose; keeps the exit-status lists (indented lines) as they are written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        for line in text.splitlines():
+            if line.startswith("  ") or line.endswith(":"):
+                out.append(indent + line)
+            else:
+                out.append(super()._fill_text(line, width, indent))
+        return "\n".join(out)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,8 +66,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="skgate",
         description="Process-safety gate for Ascend SuperKernel static compilation.",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=exits.verdict_help(),
+        formatter_class=_Formatter,
     )
     parser.add_argument("--version", action="version", version=f"skgate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -63,6 +75,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     area_of = COMMAND_AREA.get(command or "")
     for name in (area_of,) if area_of else AREAS:
         importlib.import_module(f"skgate.cli.{name}").register(sub)
+    # Every command's epilog lists its own exit statuses, from the one table (model/).
+    for command_name, sub_parser in sub.choices.items():
+        sub_parser.formatter_class = _Formatter
+        if command_name in exits.COMMANDS:
+            sub_parser.epilog = exits.command_epilog(command_name)
     return parser
 
 

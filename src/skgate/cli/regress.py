@@ -42,10 +42,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
             "(startup_hook, profiler, sk_trace, cache_seed, jobs), each in a fresh root, "
             "and an attribution table."
         ),
-        epilog=(
-            "exit status: --health 0 pass, 1 fail, 2 bad input, 3 blocked/not attributable; "
-            "--matrix 0 complete, 1 incomplete (invalid arms need a clean retry), 2 bad input"
-        ),
     )
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--health", action="store_true", help="the compile-health gate")

@@ -38,10 +38,23 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_run)
 
-    p = sub.add_parser("status", help="read-only state of an attempt or the latest of a root")
-    p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), metavar="ATTEMPT|ROOT")
+    p = sub.add_parser(
+        "status",
+        help="read-only state of an attempt or the latest of a root",
+        description="The current state of an attempt (or of the latest attempt of an evidence "
+        "root), recorded if it finished, else a live read-only look. Never sends a signal, "
+        "never writes evidence.",
+    )
+    p.add_argument(
+        "target",
+        nargs="?",
+        default=str(DEFAULT_ROOT),
+        metavar="ATTEMPT|ROOT",
+        help="an attempt directory, or an evidence root for its latest attempt "
+        "(default %(default)s)",
+    )
     p.add_argument("--all", action="store_true", help="every attempt of a root")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
     p.add_argument(
         "--watch",
         action="store_true",
@@ -50,21 +63,42 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--interval", type=positive_seconds, default=2.0, help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_status)
 
-    p = sub.add_parser("classify", help="recompute a verdict from the archived evidence alone")
-    p.add_argument("target", metavar="ATTEMPT")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser(
+        "classify",
+        help="recompute a verdict from the archived evidence alone",
+        description="Recompute the verdict of a finished attempt from its files alone, in the "
+        "fixed C2 order (a pure function of the evidence: the same files always give the "
+        "same verdict). Writes nothing.",
+    )
+    p.add_argument("target", metavar="ATTEMPT", help="the attempt directory to classify")
+    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
     p.set_defaults(handler=cmd_classify)
 
-    p = sub.add_parser("demo", help="run the CANN simulator under the gate")
+    p = sub.add_parser(
+        "demo",
+        help="run the CANN simulator under the gate",
+        description="Run one scenario of skgate's CANN simulator under the gate, as a user "
+        "runs their own launcher, print its verdict and report, and check it is the verdict "
+        "the scenario must give. The evidence is kept in ./skgate-demo/SCENARIO/ (or "
+        "--workdir); the demo prints how to look at it.",
+    )
     p.add_argument(
         "--scenario",
         choices=demo_mod.scenario_names(),
         default="success",
         help="what to show (default %(default)s)",
     )
-    p.add_argument("--workdir", default=None, help="where to run (default: a new temp dir)")
-    p.add_argument("--lang", choices=["en", "zh"], default="en")
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--workdir",
+        default=None,
+        help="where to run and keep the evidence (default: ./skgate-demo/SCENARIO)",
+    )
+    p.add_argument(
+        "--lang", choices=["en", "zh"], default="en", help="language of the report shown"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the verdict as JSON on stdout (no report)"
+    )
     # A stock interpreter may carry start-up hooks: the demo is approved like a run (C6).
     add_hook_options(p)
     p.set_defaults(handler=cmd_demo)

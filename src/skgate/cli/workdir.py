@@ -29,14 +29,26 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(
         "verify",
         help="check seals and the ledger's hash chain; exit 1 naming what changed",
+        description="Check that every sealed file of an attempt (or of every attempt of a "
+        "root) still matches its seal, that preserved scenes match their manifests, and that "
+        "the root's hash-chained ledger is intact. Names each change; changes nothing.",
     )
-    p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), help="ATTEMPT or ROOT")
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "target",
+        nargs="?",
+        default=str(DEFAULT_ROOT),
+        metavar="ATTEMPT|ROOT",
+        help="an attempt directory or an evidence root (default %(default)s)",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_verify)
 
     p = sub.add_parser(
         "retry",
         help="clean retry: preserve the attempt's scene, rerun the same frozen controls",
+        description="A clean retry (C2.4, C4): preserve the attempt's working-directory "
+        "outputs into its scene, then run the same command with the same frozen controls "
+        "as a new attempt linked to it. The retried attempt is never rewritten.",
     )
     p.add_argument("attempt", help="the attempt directory to retry")
     p.add_argument("--root", default=None, help="evidence root (default: the attempt's own)")
@@ -46,6 +58,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(
         "cleanup",
         help="preserve the working-directory outputs into their attempt's scene, then clear",
+        description="Upstream's cleanup of a working directory (C8), made safe: first move "
+        "static_kernel_compile_outputs, aclnn_static_shape_kernel_outputs, "
+        ".static_kernel_records.json, sk_meta and kernel_meta into the scene of the attempt "
+        "that produced them, then leave the directory clear. Refuses while an owned process "
+        "of that attempt is alive.",
     )
     p.add_argument("--workdir", default=".", help="working directory (default: .)")
     p.add_argument("--root", default=str(DEFAULT_ROOT), help="evidence root (default %(default)s)")
@@ -53,12 +70,16 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--all", action="store_true", help="also preserve and clear log/, tmp/, profiling/"
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_cleanup)
 
     p = sub.add_parser(
         "uninstall",
         help="run only validated package uninstall.sh scripts (from a log or stale records)",
+        description="Run only per-package uninstall.sh scripts that are exactly "
+        "$ASCEND_HOME_PATH/opp/static_kernel/ai_core/<package>/uninstall.sh for a .run this "
+        "attempt produced (C8): no '..', no symbolic link, no redirect, never the "
+        "full-uninstall ai_core/uninstall.sh. Every candidate and its outcome are recorded.",
     )
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--from-log", metavar="LOG", default=None, help="run log to scan")
@@ -73,7 +94,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--dry-run", action="store_true", help="validate only; run nothing")
     p.add_argument("--root", default=str(DEFAULT_ROOT), help="evidence root for the record")
     p.add_argument("--record", default=None, help="record file (default: ROOT/uninstall/...)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_uninstall)
 
 

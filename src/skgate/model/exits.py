@@ -1,8 +1,12 @@
 """The exit-code table: the one place that says what each exit status of ``skgate`` means.
 
-``skgate --help`` is rendered from it (:func:`verdict_help`), :class:`~skgate.model.records.Verdict`
-and the errors of :mod:`skgate.model.errors` take their codes from it, and README's table is
-meant to agree with it. Nothing here does I/O.
+``skgate --help`` is rendered from it (:func:`verdict_help`), and so is every command's
+``--help`` epilog (:func:`command_epilog`) and README's exit-code table
+(:func:`markdown_table`; tests/model/test_exit_codes.py keeps them equal).
+:class:`~skgate.model.records.Verdict` and the errors of :mod:`skgate.model.errors` take
+their codes from it. Code 1 does not mean the same for every command (changes found by
+``verify``, lint violations, a refused uninstall, a demo mismatch): ``for_command`` says
+what it means for each command that gives it another sense. Nothing here does I/O.
 
 A verdict state maps to one code (C2: the five states, plus ``not_started``, which is a
 blocked launch and never a compile result); the other rows are outcomes of skgate itself.
@@ -10,10 +14,28 @@ blocked launch and never a compile result); the other rows are outcomes of skgat
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from skgate.model.phrases import C7
+
+#: Every command of the CLI, in the order ``skgate --help`` lists them.
+COMMANDS = (
+    "run",
+    "status",
+    "classify",
+    "demo",
+    "preflight",
+    "report",
+    "lint-report",
+    "check-outputs",
+    "verify",
+    "retry",
+    "cleanup",
+    "uninstall",
+    "regress",
+)
 
 #: Commands whose exit status is the verdict of an attempt.
 VERDICT_COMMANDS = ("run", "status", "classify", "retry")
@@ -33,6 +55,8 @@ class ExitCode:
     state: str | None = None
     #: The words ``skgate --help`` shows beside the number (None: not shown there).
     help_label: str | None = None
+    #: What this code means for a command that gives it another sense than ``meaning``.
+    for_command: Mapping[str, str] = field(default_factory=dict)
 
 
 EXIT_TABLE: tuple[ExitCode, ...] = (
@@ -60,6 +84,16 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         ),
         state="failed",
         help_label="failed",
+        for_command={
+            "check-outputs": "the C8 output check failed after natural return",
+            "regress": "--health: the health check failed; --matrix: not complete (invalid "
+            "arms need a clean retry)",
+            "lint-report": "violations found in the report",
+            "verify": "changes found: a seal, a scene or the ledger chain differs",
+            "cleanup": "something was refused or left in place",
+            "uninstall": "refused a candidate, or an uninstall.sh failed",
+            "demo": "mismatch: the scenario did not give the verdict it shows",
+        },
     ),
     ExitCode(
         2,
@@ -72,9 +106,15 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         3,
         "blocked",
         "blocked before launch (recorded as not started; never a compile result)",
-        (*VERDICT_COMMANDS, "preflight", "regress"),
+        (*VERDICT_COMMANDS, "demo", "preflight", "regress", "cleanup", "check-outputs"),
         state="not_started",
         help_label="blocked before launch",
+        for_command={
+            "regress": "--health: blocked, or not attributable",
+            "cleanup": "refused while an owned process of the attempt is alive or the outputs "
+            "are in use (nothing moved)",
+            "check-outputs": "the attempt given with --attempt never started",
+        },
     ),
     ExitCode(
         4,
@@ -99,7 +139,7 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         "in progress (`status`, `check-outputs --attempt`)",
         ("status", "classify", "check-outputs"),
         state="in_progress",
-        help_label="in progress (status only)",
+        help_label="in progress (status, check-outputs --attempt)",
     ),
     ExitCode(
         130,
@@ -126,9 +166,65 @@ EXIT_INTERRUPTED_BY_USER = code_of("keyboard_interrupt")
 STATE_CODES: Mapping[str, int] = {row.state: row.code for row in EXIT_TABLE if row.state}
 
 
+def returns(row: ExitCode, command: str) -> bool:
+    return "*" in row.commands or command in row.commands
+
+
+def rows_for(command: str) -> list[tuple[int, str]]:
+    """(code, meaning for this command) of every status ``command`` can return."""
+    return [
+        (row.code, row.for_command.get(command, row.meaning))
+        for row in EXIT_TABLE
+        if returns(row, command)
+    ]
+
+
+def codes_for(command: str) -> list[int]:
+    return [code for code, _ in rows_for(command)]
+
+
+def _wrapped(text: str) -> list[str]:
+    # Indented lines: the help formatter keeps them as they are, so wrap them here.
+    return textwrap.wrap(
+        text, 76, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False
+    )
+
+
+def _plain(text: str) -> str:
+    return text.replace("`", "")
+
+
+def command_epilog(command: str) -> str:
+    """The exit statuses of one command, for its ``--help`` epilog."""
+    lines = [f"exit status of {command}:"]
+    for code, meaning in rows_for(command):
+        lines += _wrapped(f"{code:<3} {_plain(meaning)}")
+    return "\n".join(lines) + "\n"
+
+
+def _who(commands: tuple[str, ...]) -> str:
+    return "all commands" if "*" in commands else ", ".join(commands)
+
+
 def verdict_help() -> str:
     """The exit-status part of ``skgate --help``, rendered from :data:`EXIT_TABLE`."""
-    items = [f"{row.code} {row.help_label}" for row in EXIT_TABLE if row.help_label]
-    # Four items on the first line, the rest on the second: the layout of the help text.
-    lines = ["   ".join(items[:4]), "   ".join(items[4:])]
-    return "exit status (run, status, classify):\n" + "".join(f"  {ln}\n" for ln in lines)
+    lines = ["exit status (each command's own list: skgate COMMAND --help):"]
+    for row in EXIT_TABLE:
+        label = row.help_label or _plain(row.meaning)
+        usual = [c for c in row.commands if c not in row.for_command]
+        lines += _wrapped(f"{row.code} {label} [{_who(tuple(usual))}]")
+        for command, meaning in row.for_command.items():
+            lines += _wrapped(f"  {command}: {meaning}")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table() -> list[str]:
+    """README's exit-code table: one row per code and meaning, naming its commands."""
+    out = ["| code | meaning | commands |", "| --- | --- | --- |"]
+    for row in EXIT_TABLE:
+        usual = tuple(c for c in row.commands if c not in row.for_command)
+        who = "all" if "*" in usual else ", ".join(f"`{c}`" for c in usual)
+        out.append(f"| {row.code} | {row.meaning} | {who} |")
+        for command, meaning in row.for_command.items():
+            out.append(f"| {row.code} | {meaning} | `{command}` |")
+    return out
