@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import run_skgate
+from evidence_fixtures import make_attempt
 from skgate.cli import main as cli
+from skgate.model.records import State
 
 
 def registered(area: str) -> set[str]:
@@ -78,3 +83,19 @@ def test_status_all_reports_a_damaged_attempt_and_the_others(
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2
     assert all("damaged evidence" in line for line in out)
+
+
+def test_status_of_a_copied_root_names_where_the_attempt_is_now(tmp_path: Path) -> None:
+    # verdict.json records the absolute path at run time; after a copy, status must point
+    # at the copy a person can open, not at the original (issue 14).
+    a = make_attempt(tmp_path / "orig", 1, State.SUCCEEDED)
+    data = json.loads((a / "verdict.json").read_text())
+    data["attempt"] = str(a)
+    (a / "verdict.json").write_text(json.dumps(data))
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "orig", copy)
+    shutil.rmtree(tmp_path / "orig")
+    res = run_skgate("status", str(copy), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert f"evidence: {copy / 'attempts' / '0001'}" in res.stdout
+    assert "orig" not in res.stdout

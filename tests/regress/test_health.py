@@ -330,6 +330,9 @@ def test_interrupted_arm_is_invalid_and_needs_a_clean_retry(tmp_path: Path) -> N
     assert result.exit_code == 1
     text = "\n".join(matrix.render_matrix_markdown(result))
     assert "interrupted (invalid)" in text and "need a clean retry" in text
+    # Each run's line says its state once (issue 14: not "succeeded: succeeded").
+    assert "- baseline #1: succeeded (" in text
+    assert not any(f"{s.value}: {s.value}" in text for s in State)
 
 
 # --------------------------------------------------------------------------- health gate

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from test_classify import evidence
 
 from skgate.model.records import Evidence
 from skgate.verdict.classify import classify
 from skgate.verdict.lint import lint_text
-from skgate.verdict.words import in_language, missing_zh, reason_zh
+from skgate.verdict.words import duration, in_language, missing_zh, reason_zh
 
 
 @settings(max_examples=300)
@@ -77,3 +78,20 @@ def test_health_statements_have_a_chinese_form() -> None:
         zh = reason_zh(result(kind).statement())
         assert zh is not None, kind
         assert ("可以接受" in zh) == (kind == "pass")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "en", "zh"),
+    [
+        (45, "45 s", "45秒"),
+        (2.5, "2.5 s", "2.5秒"),
+        (600, "10 min", "10分钟"),
+        (7199.8, "2 h", "2小时"),
+        (3 * 86400, "3 d", "3天"),
+        (1e30, "over a year", "超过一年"),
+    ],
+)
+def test_durations_read_as_people_say_them(seconds: float, en: str, zh: str) -> None:
+    # A huge timeout (1e30 s is how "never" is often spelt) never shows as "1e+30 s".
+    assert duration(seconds, "en") == en
+    assert duration(seconds, "zh") == zh

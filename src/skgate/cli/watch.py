@@ -24,7 +24,7 @@ from rich.text import Text
 from skgate.evidence import files
 from skgate.evidence.load import current_verdict, live_owned, load_ownership
 from skgate.model.records import State, Verdict
-from skgate.verdict.words import HEADLINE
+from skgate.verdict.words import HEADLINE, duration
 
 STYLE = {
     State.IN_PROGRESS: "bold cyan",
@@ -110,7 +110,7 @@ def render(view: View) -> Group:
     facts = Table.grid(padding=(0, 2))
     facts.add_row("attempt", str(view.attempt))
     if view.seconds_left is not None and state is State.IN_PROGRESS:
-        facts.add_row("frozen deadline in", f"{max(view.seconds_left, 0):.0f} s")
+        facts.add_row("frozen deadline in", duration(max(view.seconds_left, 0.0)))
     if view.counts is not None:
         facts.add_row(
             "last observed artifacts",

@@ -231,9 +231,15 @@ def current_verdict(attempt_dir: Path) -> Verdict:
     verdict_path = attempt_dir / files.VERDICT
     if verdict_path.exists():
         try:
-            return Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
+            recorded = Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
         except EvidenceError:
             pass  # damaged: fall back to recomputing from the rest of the evidence
+        else:
+            # A root copied or moved elsewhere: name the attempt where it is now, not
+            # where it was recorded (the file itself is sealed and stays as it is).
+            if recorded.attempt and Path(recorded.attempt).is_absolute():
+                return recorded.with_attempt(str(attempt_dir))
+            return recorded
     return classify(load_evidence(attempt_dir, live=True)).with_attempt(str(attempt_dir))
 
 

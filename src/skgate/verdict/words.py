@@ -424,14 +424,15 @@ _UNITS = {
 
 
 def duration(seconds: float, lang: str = "en") -> str:
-    """A duration as a person reads it: "45 s", "12 min", "2 h", "3.5 d", or "no limit".
+    """A duration as a person reads it: "45 s", "12 min", "2 h", "3.5 d", "over a year".
 
-    A timeout of 1e30 s (how "never" is often spelt) reads "no limit" rather than a float
-    in exponent form; anything up to a year reads in the largest unit that keeps it short.
+    A timeout of 1e30 s (how "never" is often spelt) reads "over a year" rather than a
+    float in exponent form; anything up to a year reads in the largest unit that keeps it
+    short.
     """
     zh = lang == "zh"
-    if math.isnan(seconds) or seconds >= 365 * 86400:  # beyond a year: no real limit
-        return "不限" if zh else "no limit"
+    if math.isnan(seconds) or seconds >= 365 * 86400:
+        return "超过一年" if zh else "over a year"
     s_, m_, h_, d_ = _UNITS["zh" if zh else "en"]
     sep = "" if zh else " "
     a = abs(seconds)

@@ -438,7 +438,11 @@ def render_matrix_markdown(result: MatrixResult) -> list[str]:
     out += ["", "## Attempts", ""]
     for row in (result.baseline, *result.rows):
         for i, r in enumerate(row.runs, 1):
-            out.append(f"- {row.arm} #{i}: {r.state}: {r.detail} ({r.attempt or 'not recorded'})")
+            # The detail often starts with the state's own word ("succeeded"): say it once.
+            said = (
+                r.detail if r.detail.split(":")[0].strip() == r.state else f"{r.state}: {r.detail}"
+            )
+            out.append(f"- {row.arm} #{i}: {said} ({r.attempt or 'not recorded'})")
     if result.path:
         out += ["", f"result file: `{result.path}`"]
     return out
