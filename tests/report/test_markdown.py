@@ -58,7 +58,7 @@ def test_interrupted_says_clean_retry_and_never_failed(tmp_path: Path, lang: str
     # Timeline: launch, the timeout, the signal the runner sent, the exit.
     needles = {
         "en": ("pid 500, pgid 500", "SIGTERM (target -500, reason timeout)", "signal SIGTERM"),
-        "zh": ("pid 500, pgid 500", "SIGTERM (目标 -500，原因 timeout)", "信号 SIGTERM"),
+        "zh": ("pid 500, pgid 500", "SIGTERM (目标 -500，原因 超时)", "信号 SIGTERM"),
     }
     for needle in needles[lang]:
         assert needle in text

@@ -27,6 +27,7 @@ from typing import Any
 
 from skgate.model.records import Ownership, ProcessRecord
 from skgate.verdict.classify import signal_name
+from skgate.verdict.words import SIGNAL_REASONS_ZH
 
 MAX_BARS = 60
 BINS = 240
@@ -261,8 +262,14 @@ def _mark_label(e: Mapping[str, Any], lang: str) -> str | None:
         reason = e.get("reason")
         target = e.get("target")
         by = "运行器" if zh else "runner"
-        to = f" → {target}" if target is not None else ""
-        why = f" ({reason})" if reason else ""
+        shown = str(target)
+        if zh and shown.startswith("process group "):
+            shown = "进程组 " + shown.removeprefix("process group ")
+        to = f" → {shown}" if target is not None else ""
+        if reason and zh:
+            why = f"（{SIGNAL_REASONS_ZH.get(str(reason), str(reason))}）"
+        else:
+            why = f" ({reason})" if reason else ""
         return f"{sname}: {by}{to}{why}"
     if name == "signal_received":
         sender = e.get("sender_pid") or e.get("sender")

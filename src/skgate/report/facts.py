@@ -24,7 +24,15 @@ from skgate.model.records import Census, State, Verdict
 from skgate.report import rows
 from skgate.report.load import AttemptEvidence, Report
 from skgate.verdict.classify import signal_name
-from skgate.verdict.words import EVENT_WORDS, NEXT_STEP, WORDS, duration, in_language, phrase
+from skgate.verdict.words import (
+    EVENT_WORDS,
+    NEXT_STEP,
+    SIGNAL_REASONS_ZH,
+    WORDS,
+    duration,
+    in_language,
+    phrase,
+)
 
 SCHEMA_REPORT = "skgate.report/1"
 
@@ -103,10 +111,16 @@ def _event_detail(e: Mapping[str, Any], lang: str) -> str:
         sig = e.get("signal")
         sname = e.get("name") or (signal_name(sig) if isinstance(sig, int) else "?")
         extra = []
-        if e.get("target") is not None:
-            extra.append(f"{'目标' if zh else 'target'} {e.get('target')}")
-        if e.get("reason"):
-            extra.append(f"{'原因' if zh else 'reason'} {e.get('reason')}")
+        target = e.get("target")
+        if target is not None:
+            shown = str(target)
+            if zh and shown.startswith("process group "):
+                shown = "进程组 " + shown.removeprefix("process group ")
+            extra.append(f"{'目标' if zh else 'target'} {shown}")
+        reason = e.get("reason")
+        if reason:
+            said = SIGNAL_REASONS_ZH.get(str(reason), str(reason)) if zh else str(reason)
+            extra.append(f"{'原因' if zh else 'reason'} {said}")
         sep = "，" if zh else ", "
         return f"{sname}" + (f" ({sep.join(extra)})" if extra else "")
     if name in ("leader_exited", "reaped"):

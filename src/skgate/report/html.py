@@ -274,7 +274,7 @@ def _events(a: Mapping[str, Any], lang: str) -> str:
     rows = []
     for item in a["timeline"]:
         off = item["offset"]
-        rel = f"{off:+.1f} s" if isinstance(off, float) else ""
+        rel = f"{off:+.1f}{' 秒' if lang == 'zh' else ' s'}" if isinstance(off, float) else ""
         rows.append((_e(facts.fmt_time(item["t"])), _e(rel), _e(item["label"]), _e(item["detail"])))
     if not rows:
         return f"<p>{_e(phrase('no_events', lang))}</p>"

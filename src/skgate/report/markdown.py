@@ -132,8 +132,9 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
         out.append(f"- {phrase('no_events', lang)}")
     for item in tl:
         off = item["offset"]
-        rel = f" ({off:+.1f} s)" if isinstance(off, float) else ""
-        detail = f": {item['detail']}" if item["detail"] else ""
+        unit = " 秒" if lang == "zh" else " s"
+        rel = f" ({off:+.1f}{unit})" if isinstance(off, float) else ""
+        detail = f"{colon(lang)}{item['detail']}" if item["detail"] else ""
         out.append(f"- {fmt_time(item['t'])}{rel} {item['label']}{detail}")
     out.append("")
 

@@ -386,7 +386,18 @@ _REASON_PATTERNS = tuple(
 # Fragments the templates above capture verbatim, said in Chinese too.
 _FRAGMENTS_ZH: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"stage (.+?): (\d+) of (\d+) failed"), r"阶段 \1：\3 个输入中 \2 个失败"),
+    (re.compile(r"(SIG[A-Z0-9]+) \(timeout\)"), r"\1（超时）"),
+    (re.compile(r"(SIG[A-Z0-9]+) \(grace-expired\)"), r"\1（宽限期已过）"),
+    (re.compile(r"(SIG[A-Z0-9]+) \(forwarded\)"), r"\1（转发）"),
+    (re.compile(r"）, (SIG)"), r"）、\1"),
 )
+
+#: Why the runner sent a signal (``signal_sent.reason``), in Chinese.
+SIGNAL_REASONS_ZH: Mapping[str, str] = {
+    "timeout": "超时",
+    "grace-expired": "宽限期已过",
+    "forwarded": "转发外部信号",
+}
 
 
 def reason_zh(reason: str) -> str | None:
