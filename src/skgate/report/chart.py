@@ -125,11 +125,11 @@ def _shown_name(p: ProcessRecord, role: str) -> str:
     return role if role in ("op_compiler", "opc") else p.name
 
 
-def _ended(p: ProcessRecord) -> str:
+def _ended(p: ProcessRecord, lang: str) -> str:
     if p.exit_signal is not None:
         return signal_name(p.exit_signal)
     if p.exit_status is not None:
-        return f"exit {p.exit_status}"
+        return f"{'退出码' if lang == 'zh' else 'exit'} {p.exit_status}"
     return ""
 
 
@@ -407,7 +407,7 @@ def chart_of(
                 start=a,
                 end=b,
                 open_end=open_end,
-                ended=_ended(p),
+                ended=_ended(p, lang),
                 escaped=p.escaped,
                 depth=depth.get(p.pid, 0),
             )

@@ -354,7 +354,8 @@ def _ownership(ev: load.AttemptEvidence, lang: str) -> str:
         if len(own.owned) > MAX_PROCESS_ROWS:
             more = _h("more_rows", lang).format(n=len(own.owned) - MAX_PROCESS_ROWS)
             rows.append(("…", _e(more), "", "", "", ""))
-        head = ["pid", "name", "ppid", "pgid", "结束" if lang == "zh" else "end", "argv"]
+        zh = lang == "zh"
+        head = ["pid", "名称" if zh else "name", "ppid", "pgid", "结束" if zh else "end", "argv"]
         out.append(
             f"<details><summary>{_e(phrase('ownership', lang))} ({len(own.owned)})</summary>"
         )

@@ -67,7 +67,7 @@ def _flatten(section: str, prefix: str, value: Any, out: list[ControlRow]) -> No
             if section == "pythonpath" and value:
                 # Order matters (C6: a prepended directory is a start-up hook path).
                 out.extend(
-                    ControlRow(section, f"{prefix or 'entry'} {i}", _scalar(v))
+                    ControlRow(section, f"{prefix}[{i}]" if prefix else f"[{i}]", _scalar(v))
                     for i, v in enumerate(value, 1)
                 )
             else:
