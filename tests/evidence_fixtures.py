@@ -169,27 +169,30 @@ def verdict_for(state: State, attempt: str, cen: Census | None, lines: tuple[str
     )
 
 
+def ev(event: str, dt: float, **kw: Any) -> dict[str, Any]:
+    """One journal event ``dt`` seconds after T0."""
+    return {"schema": "skgate.event/1", "event": event, "t": T0 + dt, "mono": dt, **kw}
+
+
+def launched(deadline_in: float = 7200.0) -> dict[str, Any]:
+    return ev(
+        "launched",
+        0.2,
+        pid=500,
+        pgid=500,
+        sid=500,
+        start_ticks=1500,
+        deadline_wall=T0 + deadline_in,
+        timeout=7200.0,
+        grace=30.0,
+    )
+
+
 def events_for(state: State) -> list[dict[str, Any]]:
-    def ev(event: str, dt: float, **kw: Any) -> dict[str, Any]:
-        return {"schema": "skgate.event/1", "event": event, "t": T0 + dt, "mono": dt, **kw}
 
     if state is State.NOT_STARTED:
         return [ev("created", 0), ev("blocked", 0.1, reasons=["foreign opc 900"])]
-    out = [
-        ev("created", 0),
-        ev("preflight", 0.1),
-        ev(
-            "launched",
-            0.2,
-            pid=500,
-            pgid=500,
-            sid=500,
-            start_ticks=1500,
-            deadline_wall=T0 + 7200,
-            timeout=7200.0,
-            grace=30.0,
-        ),
-    ]
+    out = [ev("created", 0), ev("preflight", 0.1), launched()]
     counts = {"error_logs": 3, "succ_logs": 1, "run_packages": 0}
     out += [ev("observation", 1.0 + i, owned_alive=3, counts=counts) for i in range(5)]
     if state is State.IN_PROGRESS:
@@ -409,23 +412,7 @@ def make_big_attempt(root: Path, processes: int, n: int = 1) -> Path:
     )
     (d / "ownership.json").write_text(json.dumps(own.to_dict()), encoding="utf-8")
 
-    def ev(event: str, t: float, **kw: Any) -> dict[str, Any]:
-        return {"schema": "skgate.event/1", "event": event, "t": T0 + t, "mono": t, **kw}
-
-    events = [
-        ev("created", 0),
-        ev(
-            "launched",
-            0.2,
-            pid=500,
-            pgid=500,
-            sid=500,
-            start_ticks=1500,
-            deadline_wall=T0 + 7200.2,
-            timeout=7200.0,
-            grace=30.0,
-        ),
-    ]
+    events = [ev("created", 0), launched(7200.2)]
     for k in range(60):
         done = min(opc, int(opc * k / 60))
         events.append(
@@ -480,9 +467,6 @@ def make_sigkill_timeout(root: Path, n: int = 1) -> Path:
     events = [
         e for e in events_for(State.INTERRUPTED) if e["event"] not in ("tree_ended", "finished")
     ]
-
-    def ev(event: str, dt: float, **kw: Any) -> dict[str, Any]:
-        return {"schema": "skgate.event/1", "event": event, "t": T0 + dt, "mono": dt, **kw}
 
     events += [
         ev("reaped", 7201.0, pid=501, exit_status=None, exit_signal=15),
