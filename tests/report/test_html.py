@@ -124,7 +124,8 @@ def test_swallowed_failure_names_the_failed_input_and_its_log(tmp_path: Path) ->
     assert log.endswith("_compile_error.log")
     assert att["error_logs_to_read"] == [log]
     text = page_text(page)
-    assert "stage op_compiler pid 501: 1 of 8 failed, 7 succeeded (-j 8" in text
+    assert "op_compiler pid 501: -j 8, inputs 8, succeeded 7, failed 1" in text
+    assert f"read next {log}" in text
     assert f"Error logs to read next (final compiler evidence after natural return):{log}" in text
     assert WORDS[State.FAILED]["en"] in text
 
@@ -281,3 +282,23 @@ def test_chinese_report_has_no_english_labels(tmp_path: Path, case: object) -> N
     assert att["reasons"] and all("（原文）" not in r for r in att["reasons"])
     assert att["verdict"]["reasons"][0].startswith("C2.")
     assert att["reasons"] != att["verdict"]["reasons"]
+
+
+def test_a_foreign_wait_is_drawn_and_never_blamed(tmp_path: Path) -> None:
+    # C4: a compiler this attempt does not own is waited for; the wait shows on the
+    # timeline with the blockers' pids, before the launch.
+    a = make_attempt(tmp_path, 1, State.SUCCEEDED)
+    ev = load.load_attempt(a)
+    t0 = ev.events[0]["t"]
+    blocker = {"pid": 900, "start_ticks": 1, "name": "opc"}
+    events = [
+        ev.events[0],
+        {"event": "foreign_wait", "t": t0 + 0.05, "blockers": [blocker], "timeout": 600},
+        {"event": "foreign_wait_end", "t": t0 + 0.15, "outcome": "cleared", "waited_s": 0.1},
+        *ev.events[1:],
+    ]
+    c = chart.chart_of(events, ev.ownership, frozen_jobs=8)
+    assert c is not None
+    [span] = c.foreign
+    assert (round(span.start, 2), round(span.end, 2)) == (0.05, 0.15)
+    assert "pid 900" in span.label and "never touched (C4)" in span.label

@@ -222,19 +222,18 @@ def _slices(intervals: Sequence[tuple[float, float]], t_end: float) -> tuple[int
 
 
 def _foreign_spans(events: Sequence[Mapping[str, Any]], t0: float, lang: str) -> list[Span]:
+    """Waits for compilers this attempt does not own (``foreign_wait`` .. ``_end``, C4)."""
     spans: list[Span] = []
     start: float | None = None
     what = ""
     for e in events:
-        if e.get("event") != "preflight":
-            continue
+        name = e.get("event")
         t = _num(e.get("t"))
-        if t is None:
+        if t is None or name not in ("foreign_wait", "foreign_wait_end"):
             continue
-        step = e.get("step")
-        if step == "foreign_wait":
+        if name == "foreign_wait":
             start = t - t0
-            procs = e.get("processes")
+            procs = e.get("blockers")
             pids = [str(p.get("pid")) for p in procs if isinstance(p, dict)] if procs else []
             shown = ", ".join(pids[:5]) + (" ..." if len(pids) > 5 else "")
             what = (
@@ -242,11 +241,11 @@ def _foreign_spans(events: Sequence[Mapping[str, Any]], t0: float, lang: str) ->
                 if lang == "zh"
                 else f"waited for foreign compilers (pid {shown}), never touched (C4)"
             )
-        elif step == "foreign_cleared" and start is not None:
+        elif start is not None:
             spans.append(Span(start, t - t0, what))
             start = None
     if start is not None:
-        # Never cleared: the wait ended with the attempt blocked (or is still going).
+        # No end recorded (the runner died waiting): the wait lasts to the last record.
         ends = [_num(e.get("t")) for e in events]
         last = max((t for t in ends if t is not None), default=t0 + start)
         spans.append(Span(start, last - t0, what))
