@@ -113,11 +113,12 @@ def findings(record: Stages | None, tree_natural: bool) -> StageFindings:
         c = st.census
         if returned_naturally(st, tree_natural) and c is not None and c.after_return and c.failed:
             failed = c.of(InputOutcome.FAILED)
-            shown = "; ".join(f"{r.name} (log: {r.logs[0]})" for r in failed[:MAX_LISTED])
+            # Names and paths only (no words): the Chinese report shows the same detail.
+            shown = "; ".join(f"{r.name} ({r.logs[0]})" for r in failed[:MAX_LISTED])
             more = c.failed - min(len(failed), MAX_LISTED)
             failures.append(
                 f"C2.3: {st.name} naturally returned with {c.failed} of {c.inputs} input(s) "
-                f"failed: {shown}" + (f" and {more} more" if more > 0 else "")
+                f"failed: {shown}" + (f"; +{more}" if more > 0 else "")
             )
         elif returned_naturally(st, tree_natural) and st.exit_status:
             failures.append(f"C2.3: {st.name} returned naturally with exit status {st.exit_status}")
