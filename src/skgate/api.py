@@ -26,7 +26,7 @@ from typing import Any
 
 from skgate.evidence.ledger import DEFAULT_ROOT, latest
 from skgate.evidence.load import current_verdict
-from skgate.model.errors import BlockedError, SkgateError, UsageError
+from skgate.model.errors import BlockedError, SkgateError, UnfinishedError, UsageError
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 
@@ -58,6 +58,8 @@ def run_attempt(request: RunRequest) -> Verdict:
         code = int(result.get("exit_code", 2))
         if code == BlockedError.exit_code:
             raise BlockedError(str(result["error"]))
+        if code == UnfinishedError.exit_code:
+            raise UnfinishedError(str(result["error"]))
         raise UsageError(str(result["error"]))
     return Verdict.from_dict(result)
 

@@ -40,14 +40,15 @@ from skgate.evidence.census import take_census, top_entries
 from skgate.evidence.load import load_evidence
 from skgate.evidence.logscan import LogScanner
 from skgate.evidence.stages import StageTracker
-from skgate.model.errors import BlockedError, SkgateError
+from skgate.model.errors import BlockedError, SkgateError, UnfinishedError
 from skgate.model.records import Ownership, ProcessRecord, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight import prepare as preflight
 from skgate.preflight.request import outputs_dir, validate
 from skgate.proc.observe import boot_id, self_stat
-from skgate.proc.supervise import Supervisor, become_subreaper, cpu_seconds
+from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, name_of
+from skgate.proc.supervise import Outcome, Supervisor, become_subreaper, cpu_seconds
 from skgate.verdict.classify import classify
 
 Echo = Callable[[bytes], None]
@@ -65,8 +66,16 @@ def resolve_command(argv0: str, env: dict[str, str], cwd: str) -> str | None:
 class _Attempt:
     """The files of one attempt being written by this runner."""
 
-    def __init__(self, request: RunRequest, attempt_dir: Path) -> None:
+    def __init__(
+        self,
+        request: RunRequest,
+        attempt_dir: Path,
+        stops: StopSignals | None = None,
+        notify: Notify | None = None,
+    ) -> None:
         self.request = request
+        self.stops = stops or StopSignals()
+        self.notify: Notify = notify or (lambda _msg: None)
         self.dir = attempt_dir
         self.root = Path(request.root)
         self.journal = files.Journal(attempt_dir / files.EVENTS)
@@ -79,7 +88,51 @@ class _Attempt:
         self.leader: ProcessRecord | None = None
 
     def emit(self, event: str, **fields: Any) -> object:
-        return self.journal.emit(event, mono=time.monotonic(), **fields)
+        with deferred():  # a journal line is written whole, never cut by a stop signal
+            return self.journal.emit(event, mono=time.monotonic(), **fields)
+
+    def record_signals(self) -> None:
+        """Journal the stop signals received outside supervision (the Supervisor journals
+        its own as ``signal_received``). These never make a verdict ``interrupted``: before
+        launch nothing ran; after the natural return the compile had already ended."""
+        for signum, phase in self.stops.unrecorded():
+            finishing = phase is Phase.FINISHING
+            action = (
+                "recorded; the evidence is finished and sealed first"
+                if finishing
+                else "the attempt ends not started; nothing is launched"
+            )
+            self.emit(
+                "runner_signal",
+                signal=signum,
+                name=name_of(signum),
+                phase=phase.value,
+                action=action,
+            )
+            if finishing:
+                self.notify(
+                    f"skgate: {name_of(signum)} received after the command's tree ended; "
+                    "finishing and sealing the evidence first (send it again to cut that short)"
+                )
+
+    def cut_short(self, signum: int) -> UnfinishedError:
+        """A second stop signal of one kind while finishing: record it while the journal
+        is still open (it is sealed with the rest), and say what is left to do."""
+        if not (self.dir / files.SEAL).exists():
+            with contextlib.suppress(OSError, ValueError):
+                self.record_signals()
+                self.emit(
+                    "finishing_cut_short",
+                    signal=signum,
+                    name=name_of(signum),
+                    verdict_written=(self.dir / files.VERDICT).exists(),
+                )
+        self.journal.close()
+        return UnfinishedError(
+            f"{name_of(signum)} received twice while finishing the evidence: finishing was "
+            f"cut short and {self.dir} is unfinished; run 'skgate recover {self.dir}' "
+            "once its owned processes are gone"
+        )
 
     def write_control(self, controls: dict[str, Any]) -> None:
         files.write_json_new(
@@ -122,9 +175,20 @@ class _Attempt:
         """Classify from the files, exactly as ``skgate classify`` will later (C2).
 
         ``indexed=False`` skips the ledger (when the ledger is what cannot be written).
+        Stop signals are only recorded meanwhile; a second one of a kind cuts it short
+        (:class:`UnfinishedError`, the attempt is left for ``skgate recover``).
         """
+        self.stops.phase = Phase.FINISHING
+        try:
+            return self._finish(indexed)
+        except StopRequested as stop:
+            raise self.cut_short(stop.signum) from None
+
+    def _finish(self, indexed: bool) -> Verdict:
+        self.record_signals()
         verdict = classify(load_evidence(self.dir, finishing=True)).with_attempt(str(self.dir))
         files.write_json_new(self.dir / files.VERDICT, verdict.to_dict())
+        self.record_signals()
         self.emit(
             "finished",
             state=verdict.state.value,
@@ -137,8 +201,25 @@ class _Attempt:
         # can be verified later, and a rebuilt seal.json breaks the chain).
         seal.seal_attempt(self.dir, chain=False)
         if indexed:
-            ledger.record_end(self.root, self.dir, verdict)  # chains the seal's hash
+            with deferred():  # one ledger line, whole
+                # Signals that came once the journal was sealed are recorded here.
+                late = [name_of(s) for s, _ in self.stops.unrecorded()]
+                ledger.record_end(  # chains the seal's hash
+                    self.root, self.dir, verdict, {"signals_while_sealing": late} if late else None
+                )
         return verdict
+
+    def stopped_before_launch(self, signum: int, where: str) -> Verdict:
+        """A stop signal before launch: the attempt ends not started, the signal on record."""
+        self.stops.phase = Phase.FINISHING
+        self.record_signals()
+        return self.not_started(
+            (
+                f"the runner received {name_of(signum)} {where}, before launch; nothing was "
+                "started (a clean retry is needed)",
+            ),
+            None,
+        )
 
     def abandon(self, reason: str) -> None:
         """Record a not-started attempt without the ledger (it is what failed)."""
@@ -168,18 +249,69 @@ def run_here(
     without stalling supervision); ``notify`` receives one-line notes for the person
     running it (a forwarded stop signal, for example, or a wait for a foreign compiler
     and its progress every ``progress_every`` seconds).
+
+    Stop signals are deferred, never lost, from the allocation of the attempt to its last
+    ledger entry (see :mod:`skgate.proc.signals`); the dispositions are restored on return.
     """
     validate(request)
-    attempt_dir = ledger.allocate(Path(request.root))
-    att = _Attempt(request, attempt_dir)
-    att.emit("created", attempt=str(attempt_dir), argv=list(request.argv), cwd=request.cwd)
+    stops = StopSignals()
+    stops.install()
     try:
-        ledger.record_start(att.root, attempt_dir, request.retry_of)
-    except (OSError, SkgateError) as exc:
-        # Never run unrecorded: leave a readable not-started attempt and refuse (exit 3).
-        reason = f"the evidence root's ledger cannot be written ({exc}); nothing was started"
-        att.abandon(reason)
-        raise BlockedError(reason) from None
+        return _run(request, stops, echo, notify, progress_every)
+    finally:
+        stops.restore()
+        # After the last ledger entry nothing is left to record them in: say so.
+        for signum, _ in stops.unrecorded():
+            if notify is not None:
+                notify(f"skgate: {name_of(signum)} received after the attempt was recorded")
+
+
+def _run(
+    request: RunRequest,
+    stops: StopSignals,
+    echo: Echo | None,
+    notify: Notify | None,
+    progress_every: float,
+) -> Verdict:
+    att: _Attempt | None = None
+    try:
+        with deferred():  # an attempt directory never exists without its first records
+            attempt_dir = ledger.allocate(Path(request.root))
+            att = _Attempt(request, attempt_dir, stops, notify)
+            att.emit(
+                "created",
+                attempt=str(attempt_dir),
+                argv=list(request.argv),
+                cwd=request.cwd,
+                # Who owns it, before control.json exists: what 'skgate recover' checks.
+                runner={"pid": att.runner_pid, "start_ticks": att.runner_start_ticks},
+                boot_id=att.boot_id,
+            )
+            if stops.ignored:
+                att.emit(
+                    "signals_ignored",
+                    signals=[name_of(s) for s in stops.ignored],
+                    note="inherited ignored (nohup); kept, and passed on to the workload",
+                )
+            try:
+                ledger.record_start(att.root, attempt_dir, request.retry_of)
+            except (OSError, SkgateError) as exc:
+                # Never run unrecorded: leave a readable not-started attempt, refuse (exit 3).
+                reason = (
+                    f"the evidence root's ledger cannot be written ({exc}); nothing was started"
+                )
+                att.abandon(reason)
+                raise BlockedError(reason) from None
+        return _before_launch(att, echo, notify, progress_every)
+    except StopRequested as stop:
+        assert att is not None  # allocation runs deferred: a stop acts only after it
+        return att.stopped_before_launch(stop.signum, "during preflight")
+
+
+def _before_launch(
+    att: _Attempt, echo: Echo | None, notify: Notify | None, progress_every: float
+) -> Verdict:
+    request = att.request
     env = preflight.base_env(request, os.environ)
     if resolve_command(request.argv[0], env, request.cwd) is None:
         # Nothing to scan or freeze for a command that cannot start: say so first.
@@ -198,6 +330,7 @@ def run_here(
         att.not_started((f"preflight could not run: {exc}",), None)
         raise
     except KeyboardInterrupt:
+        # Only when SIGINT is not ours (an embedding caller's handler raised it).
         att.not_started(("interrupted during preflight, before launch",), None)
         raise
     try:
@@ -210,9 +343,13 @@ def run_here(
             "path": str(outputs_dir(request)),
             "entries": len(before),
             "names": sorted(name for name, _ in before)[:50],
+            # (name, inode) of every entry: a census taken later (skgate recover) excludes
+            # exactly these, as the runner's own census does.
+            "ids": sorted([name, ino] for name, ino in before),
             "note": "entries present before launch are not counted in this attempt's census",
         }
-        att.write_control(controls)
+        with deferred():
+            att.write_control(controls)
         if plan.blocked:
             return att.not_started(plan.blocked, controls)
         return _supervise(att, plan, echo, notify, before)
@@ -345,7 +482,19 @@ def _supervise(
         on_scan=tracker.on_scan,
     )
     subreaper = become_subreaper()
+    # The handover: from here the Supervisor owns the stop signals and forwards them to
+    # the group once it exists; one that came during the handover still stops the launch.
+    att.stops.phase = Phase.HANDOVER
     sup.install_handlers()
+    early = att.stops.handover_stop()
+    if early is None:
+        early = next(iter(sup.pending_stops()), None)
+    if early is not None:
+        sup.restore_handlers()
+        os.close(log_fd)
+        if echoer is not None:
+            echoer.close()
+        return att.stopped_before_launch(early, "while launching")
     try:
         try:
             proc = sup.launch(plan.lease_fds)
@@ -377,11 +526,43 @@ def _supervise(
         outcome = sup.wait(launched_mono)
         sup.reap_leader()
     finally:
+        # Back to the runner's handlers, which only record (the tree has returned or the
+        # runner is failing); what the Supervisor caught after its last look is kept.
+        att.stops.phase = Phase.FINISHING
         sup.restore_handlers()
+        att.stops.add(sup.pending_stops())
+    try:
+        return _finish_after_return(
+            att,
+            scanner=scanner,
+            tracker=tracker,
+            records=sup.records(),
+            outcome=outcome,
+            before=before,
+            log_fd=log_fd,
+            echoer=echoer,
+        )
+    except StopRequested as stop:
+        raise att.cut_short(stop.signum) from None
+
+
+def _finish_after_return(
+    att: _Attempt,
+    *,
+    scanner: LogScanner,
+    tracker: StageTracker,
+    records: list[ProcessRecord],
+    outcome: Outcome,
+    before: frozenset[tuple[str, int]],
+    log_fd: int,
+    echoer: _Echo | None,
+) -> Verdict:
+    request = att.request
+    att.record_signals()
     scan = scanner.finish()
     census = take_census(outputs_dir(request), live=outcome.escaped_alive > 0, exclude=before)
     # After the tree ended: each stage's per-input logs are final now (C1), not before.
-    stages = tracker.finish(sup.records(), after_return=outcome.escaped_alive == 0)
+    stages = tracker.finish(records, after_return=outcome.escaped_alive == 0)
     own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     try:
         files.write_batch_new(

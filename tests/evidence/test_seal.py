@@ -115,15 +115,61 @@ def test_unindexed_attempt_and_missing_seal_are_reported(tmp_path: Path) -> None
     b = ended_attempt(tmp_path, record=False)
     (b / SEAL).unlink()
     problems = seal.verify(tmp_path)
-    assert "0002: has a verdict but no seal.json (sealing interrupted or removed)" in problems
+    # The ledger chained its seal's hash: the missing seal was removed (tampering).
+    assert "0002/seal.json: removed (the ledger recorded it)" in problems
     assert "0002: not in the ledger (added by hand?)" in problems
+    assert not any("interrupted" in p for p in problems)
+
+
+def live_control(a: Path, runner_pid: int, start_ticks: int) -> None:
+    from skgate.model.request import RunRequest
+
+    request = RunRequest(argv=("true",), cwd=str(a), root=str(a.parent.parent)).to_dict()
+    write_json_new(
+        a / CONTROL,
+        {
+            "schema": "skgate.control/1",
+            "attempt": a.name,
+            "request": request,
+            "runner": {"pid": runner_pid, "start_ticks": start_ticks, "boot_id": ""},
+        },
+    )
 
 
 def test_in_progress_attempt_has_nothing_to_verify(tmp_path: Path) -> None:
+    from skgate.proc.observe import self_stat
+
     a = ledger.allocate(tmp_path)
-    write_json_new(a / CONTROL, {"schema": "skgate.control/1"})
+    me = self_stat()
+    live_control(a, me.pid, me.start_ticks)  # this test process plays the live runner
     ledger.record_start(tmp_path, a, None)
     assert seal.verify(tmp_path) == []
+
+
+def test_unfinished_attempts_are_named_apart_from_tampering(tmp_path: Path) -> None:
+    """Issue 12: a dead runner's attempt fails verify as unfinished, by name."""
+    from skgate.proc.observe import self_stat
+
+    me = self_stat()
+    a = ledger.allocate(tmp_path)
+    live_control(a, me.pid, me.start_ticks + 1)  # same pid, other start: a dead runner
+    ledger.record_start(tmp_path, a, None)
+    b = ledger.allocate(tmp_path)  # a runner killed before freezing its controls
+    (b / EVENTS).write_text('{"schema":"skgate.event/1","event":"created"}\n')
+    c = ledger.allocate(tmp_path)
+    (c / CONTROL).write_bytes(b"")  # 0 bytes (an old, non-atomic writer)
+    d = ledger.allocate(tmp_path)
+    (d / CONTROL).write_text("{garbage")
+    e = ended_attempt(tmp_path, record=False)  # sealed, chained, no end in the ledger...
+    problems = seal.verify(tmp_path)
+    kinds = {p.split(":", 1)[0].split("/")[0]: seal.problem_kind(p) for p in problems}
+    assert any(p.startswith("0001: never finished") for p in problems), problems
+    assert any(p.startswith("0002: unfinished: no control.json") for p in problems), problems
+    assert any(p.startswith("0003/control.json: damaged") for p in problems), problems
+    assert any(p.startswith("0004/control.json: damaged") for p in problems), problems
+    assert kinds["0001"] == kinds["0002"] == "unfinished"
+    assert kinds["0003"] == kinds["0004"] == "changed"
+    assert e.name not in kinds or kinds[e.name] == "changed"  # not recorded: hand-made
 
 
 def test_scene_after_sealing_is_checked_against_its_manifest(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ COMMAND_AREA = {
     "lint-report": "evidence",
     "check-outputs": "evidence",
     "verify": "workdir",
+    "recover": "workdir",
     "retry": "workdir",
     "cleanup": "workdir",
     "uninstall": "workdir",

@@ -1,4 +1,5 @@
-"""Command-line glue for the ledger area: ``verify``, ``retry``, ``cleanup``, ``uninstall``.
+"""Command-line glue for the ledger area: ``verify``, ``recover``, ``retry``, ``cleanup``,
+``uninstall``.
 
 Thin: parse, call the library, print, return an exit status. ``verify``, ``cleanup`` and
 ``uninstall`` exit 1 when anything changed, was refused or failed; a refusal because a
@@ -19,6 +20,7 @@ from skgate.evidence import seal
 from skgate.evidence.ledger import DEFAULT_ROOT, resolve
 from skgate.model.errors import UsageError
 from skgate.workdir import cleanup as artifacts
+from skgate.workdir import recover
 from skgate.workdir import retry as clean_retry
 from skgate.workdir.uninstall import core as uninstall
 from skgate.workdir.uninstall import stale
@@ -42,6 +44,23 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_verify)
+
+    p = sub.add_parser(
+        "recover",
+        help="finish an attempt whose runner died (census labelled late, verdict, seal, "
+        "ledger end); idempotent",
+        description="Finish what can honestly be finished of an attempt (or every attempt "
+        "of a root) whose runner died before its verdict, seal or ledger end: files the "
+        "runner had not written are made now (the census is labelled late), the verdict "
+        "says it was recovered and why, then the seal and the ledger's end entry. A sealed "
+        "and indexed attempt is left alone. Nothing is ever signalled.",
+        epilog="exit status: 0 recovered, or nothing to recover   2 bad input or damaged "
+        "evidence (a seal that does not match is tampering, never repaired)   6 its runner "
+        "or an owned process is still alive (wait for the natural return)",
+    )
+    p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), help="ATTEMPT or ROOT")
+    p.add_argument("--json", action="store_true", help="print what was done as JSON")
+    p.set_defaults(handler=cmd_recover)
 
     p = sub.add_parser(
         "retry",
@@ -98,6 +117,16 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=cmd_uninstall)
 
 
+def cmd_recover(args: argparse.Namespace) -> int:
+    done = recover.recover(Path(args.target))
+    if args.json:
+        print(recover.dumps(done))
+    else:
+        for line in recover.render(done):
+            print(line)
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     target = Path(args.target)
     problems = seal.verify(target)
@@ -106,7 +135,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(json.dumps({"target": str(target), "ok": not problems, "problems": problems}))
     elif problems:
         for problem in problems:
-            print(f"CHANGED: {problem}")
+            # An interrupted or unfinished attempt is not a changed one (issue 12).
+            print(f"{seal.problem_kind(problem).upper()}: {problem}")
         print(f"verify: {len(problems)} problem(s) in {target}", file=sys.stderr)
     else:
         print(f"OK: {count} attempt(s) in {target}: seals match, ledger chain intact")

@@ -5,8 +5,11 @@ state, so ``status``, ``classify`` and ``report`` can run later, from another pr
 
 Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
 
-- final evidence files are created exclusively (``O_EXCL``) and fsync'd: a second write
-  of the same file is refused, never a silent overwrite;
+- every evidence file appears whole or not at all: it is written under a temporary name
+  in the same directory, fsync'd, then linked to its final name (never over an existing
+  one: a second write of the same file is refused, never a silent overwrite), and the
+  directory is fsync'd; a runner killed at any instant leaves at most a dot-named
+  ``*.tmp`` file, never a truncated ``verdict.json`` (issue 12);
 - the ownership manifest is a snapshot while the attempt runs, replaced atomically
   (temp file + rename), so a reader never sees half a file;
 - ``events.jsonl`` is append-only, one JSON object per line, flushed and fsync'd as each
@@ -71,7 +74,8 @@ def _write_all(fd: int, payload: bytes) -> None:
 def create_exclusive(path: Path, text: str | bytes) -> int:
     """Create ``path`` (``O_EXCL``, mode 0644) and write ``text``; return the open fd.
 
-    The one exclusive-create step of every evidence writer: ``FileExistsError`` if
+    The exclusive-create step under every evidence writer (on a temporary name, see
+    ``replace_text``: final names are only ever linked, whole): ``FileExistsError`` if
     anything is at ``path`` (never an overwrite), any other ``OSError`` as raised. The
     caller fsyncs and closes the descriptor (alone or batched, see ``write_batch_new``).
     """
@@ -84,6 +88,34 @@ def create_exclusive(path: Path, text: str | bytes) -> int:
     return fd
 
 
+def temp_name(path: Path) -> Path:
+    """A fresh temporary name beside ``path`` (dot-named, ends in ``.tmp``, holds our pid)."""
+    return path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+
+
+def is_temp_name(name: str) -> bool:
+    """Is ``name`` a temporary file of :func:`temp_name` (never published evidence)?"""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def _create_temp(path: Path, text: str | bytes) -> tuple[Path, int]:
+    """Write ``text`` to a new temporary file beside ``path``; return its name and open fd."""
+    for _ in range(100):
+        tmp = temp_name(path)
+        try:
+            return tmp, create_exclusive(tmp, text)
+        except FileExistsError:
+            continue  # a leftover of the same name: draw another
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path.parent))
+
+
+def _publish(tmp: Path, path: Path, only_new: bool) -> None:
+    if only_new:
+        _link_new(tmp, path)
+    else:
+        os.replace(tmp, path)
+
+
 def replace_text(
     path: Path, text: str | bytes, *, sync: bool = True, only_new: bool = False
 ) -> None:
@@ -92,36 +124,24 @@ def replace_text(
     A reader or a crash sees the previous or the next complete file, never half of one.
     ``sync=True`` fsyncs the temp file before the rename and the directory after it, so
     the new content is durable when this returns; ``sync=False`` leaves both flushes to
-    the caller (see ``write_batch_new``). ``only_new=True`` refuses with
-    ``FileExistsError`` if anything is at ``path`` (a hard link, which cannot race a new
-    file; a checked rename on file systems without links). Other failures raise
-    ``OSError``; the temp file never stays behind.
+    the caller. ``only_new=True`` refuses with ``FileExistsError`` if anything is at
+    ``path`` (a hard link, which cannot race a new file; a checked rename on file
+    systems without links). Other failures raise ``OSError``; the temp file never stays
+    behind (except after a SIGKILL, as a dot-named ``*.tmp`` that is never evidence).
     """
-    parent = path.parent
-    for _ in range(100):
-        tmp = parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        try:
-            fd = create_exclusive(tmp, text)
-        except FileExistsError:
-            continue  # a leftover of the same name: draw another
-        break
-    else:
-        raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent))
+    tmp, fd = _create_temp(path, text)
     try:
         try:
             if sync:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        if only_new:
-            _link_new(tmp, path)
-        else:
-            os.replace(tmp, path)
+        _publish(tmp, path, only_new)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
     if sync:
-        fsync_dir(parent)
+        fsync_dir(path.parent)
 
 
 def _link_new(tmp: Path, path: Path) -> None:
@@ -139,39 +159,39 @@ def _link_new(tmp: Path, path: Path) -> None:
         os.replace(tmp, path)
 
 
+def _exists_error(path: Path) -> EvidenceError:
+    return EvidenceError(f"{path}: already exists; evidence is never overwritten")
+
+
 def write_new(path: Path, text: str | bytes) -> None:
-    """Create ``path`` exclusively and durably; refuse if it exists (never overwrite)."""
+    """Create ``path`` whole and durably; refuse if it exists (never overwrite)."""
     try:
-        fd = create_exclusive(path, text)
+        replace_text(path, text, only_new=True)
     except FileExistsError:
-        raise EvidenceError(f"{path}: already exists; evidence is never overwritten") from None
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_dir(path.parent)
+        raise _exists_error(path) from None
 
 
 def write_batch_new(
     directory: Path, items: Mapping[str, str | bytes], also_sync: Iterable[int] = ()
 ) -> None:
-    """Create several evidence files exclusively, then make them all durable at once.
+    """Create several evidence files, each whole or not at all, durable all at once.
 
-    The files are written first and fsync'd together from a few threads, plus the
-    directory once: concurrent fsyncs share one journal commit on ext4/xfs, so four files
-    cost about one flush instead of eight (the runner's last-exit-to-verdict latency).
-    ``also_sync`` adds already open descriptors (the run log) to the same flush.
+    The files are written under temporary names and fsync'd together from a few threads,
+    then linked to their final names, and the directory is fsync'd once: concurrent
+    fsyncs share one journal commit on ext4/xfs, so four files cost about one flush
+    instead of eight (the runner's last-exit-to-verdict latency). ``also_sync`` adds
+    already open descriptors (the run log) to the same flush.
     """
+    for name in items:
+        if os.path.lexists(directory / name):
+            raise _exists_error(directory / name)
+    temps: list[tuple[Path, Path]] = []
     fds: list[int] = []
     try:
         for name, text in items.items():
-            path = directory / name
-            try:
-                fds.append(create_exclusive(path, text))
-            except FileExistsError:
-                raise EvidenceError(
-                    f"{path}: already exists; evidence is never overwritten"
-                ) from None
+            tmp, fd = _create_temp(directory / name, text)
+            temps.append((tmp, directory / name))
+            fds.append(fd)
         # Plain threads (not concurrent.futures): that import alone costs the start-up
         # of every run more than this whole flush does.
         errors: list[OSError] = []
@@ -189,9 +209,20 @@ def write_batch_new(
             t.join()
         if errors:
             raise errors[0]
+        for fd in fds:
+            os.close(fd)
+        fds.clear()
+        for tmp, path in temps:
+            try:
+                _link_new(tmp, path)
+            except FileExistsError:
+                raise _exists_error(path) from None
     finally:
         for fd in fds:
             os.close(fd)
+        for tmp, _ in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     fsync_dir(directory)
 
 

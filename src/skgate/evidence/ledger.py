@@ -28,7 +28,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -227,11 +227,14 @@ def record_start(root: Path, attempt: Path, parent: str | None) -> None:
     )
 
 
-def record_end(root: Path, attempt: Path, verdict: Verdict) -> None:
+def record_end(
+    root: Path, attempt: Path, verdict: Verdict, extra: Mapping[str, Any] | None = None
+) -> None:
     """Index an attempt's end: its state, cause and the hash of its seal when present.
 
     Putting the seal's hash in the chain means a rewritten ``seal.json`` (one re-made to
-    match edited evidence) no longer matches the ledger.
+    match edited evidence) no longer matches the ledger. ``extra`` adds facts that came
+    after the journal was sealed (stop signals received while sealing, a recovery).
     """
     seal = attempt / SEAL
     append_entry(
@@ -243,6 +246,7 @@ def record_end(root: Path, attempt: Path, verdict: Verdict) -> None:
             "state": verdict.state.value,
             "cause": verdict.cause.value if verdict.cause else None,
             "seal_sha256": sha256_file(seal) if seal.is_file() else None,
+            **(extra or {}),
         },
     )
 

@@ -23,6 +23,7 @@ from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError
 from skgate.model.logscan import LogScan
 from skgate.model.records import (
+    RECOVERED_WHEN,
     Census,
     Evidence,
     Ownership,
@@ -155,6 +156,7 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
     signals: list[SignalSent] = []
     external: list[int] = []
     finished = False
+    recovered: str | None = None
     deadline_wall: float | None = None
     for ev in events:
         name = ev.get("event")
@@ -179,6 +181,11 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
             external.append(_event_int(ev, "signal", where))
         elif name == "finished":
             finished = True
+        elif name == "recovered":
+            # 'skgate recover' finished the attempt after its runner died (issue 12).
+            finished = True
+            when = ev.get("when")
+            recovered = when if when in RECOVERED_WHEN else None
 
     ownership = load_ownership(attempt_dir)
     scan = load_logscan(attempt_dir)
@@ -213,12 +220,19 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
         frozen_jobs=frozen_jobs(control.controls),
         package_mode=control.request.package_mode,
         journal_missing=journal_missing,
+        recovered=recovered,
     )
 
 
 def recompute(attempt_dir: Path) -> Verdict:
-    """``skgate classify``: the verdict from the archived files alone (no liveness)."""
-    return classify(load_evidence(attempt_dir)).with_attempt(str(attempt_dir))
+    """``skgate classify``: the verdict from the archived files alone.
+
+    For an attempt the runner finished that is all there is. For an unfinished one the
+    liveness of its runner and owned processes is looked at (read-only), so it reads
+    ``in_progress`` or ``unknown`` ("the runner died before the verdict was written"),
+    never a final state from a partial set of files (issue 12).
+    """
+    return classify(load_evidence(attempt_dir, live=True)).with_attempt(str(attempt_dir))
 
 
 def current_verdict(attempt_dir: Path) -> Verdict:
@@ -226,7 +240,9 @@ def current_verdict(attempt_dir: Path) -> Verdict:
 
     A live attempt of another runner reads ``in_progress``; an attempt whose runner died
     without a verdict reads ``in_progress`` while its owned processes live and its
-    deadline has not passed, else ``unknown``.
+    deadline has not passed, else ``unknown``: "the runner died before the verdict was
+    written (after/before natural return)", never a final state derived from the partial
+    set of files it left (no census, say, would skip the C8 check).
     """
     verdict_path = attempt_dir / files.VERDICT
     if verdict_path.exists():

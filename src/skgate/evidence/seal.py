@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence import digest, ledger
-from skgate.evidence.files import SEAL, is_attempt_dir, read_json, write_json_new
+from skgate.evidence.files import CONTROL, SEAL, VERDICT, is_attempt_dir, read_json, write_json_new
+from skgate.evidence.load import load_control, runner_is_alive
 from skgate.model.errors import EvidenceError
 from skgate.model.schema import check_schema, require
 
@@ -226,12 +227,84 @@ def scene_dirs(attempt: Path) -> list[Path]:
         return []
 
 
-def verify_attempt(attempt: Path) -> list[str]:
-    """Problems in one attempt: its seal, its scene manifests, files added after sealing."""
+def _runner_alive(attempt: Path) -> bool:
+    """Is the runner that owns this unsealed attempt alive (then it is not unfinished)?"""
+    try:
+        return runner_is_alive(load_control(attempt))
+    except EvidenceError:
+        return False
+
+
+def _sealed_in_ledger(root: Path | None) -> set[str]:
+    """Attempts whose seal hash the ledger holds (an end or seal entry with one)."""
+    if root is None or not (root / ledger.LEDGER).exists():
+        return set()
+    return {
+        str(e.get("attempt"))
+        for e in ledger.read_ledger(root)
+        if e.get("event") in ("end", "seal") and isinstance(e.get("seal_sha256"), str)
+    }
+
+
+#: Words that mark a verify problem as an interrupted or unfinished attempt (one that
+#: 'skgate recover' finishes), not a changed one.
+UNFINISHED_MARKS = ("interrupted while sealing", "never finished", ": unfinished:")
+
+
+def problem_kind(problem: str) -> str:
+    """``"unfinished"`` (the runner died; recover finishes it) or ``"changed"``."""
+    return "unfinished" if any(m in problem for m in UNFINISHED_MARKS) else "changed"
+
+
+def unfinished_problem(attempt: Path, *, recorded: bool = False) -> str | None:
+    """Why an unsealed attempt is unfinished or damaged, or None (sealed, or still running).
+
+    Told apart from tampering (issue 12): a runner that died leaves an attempt that
+    ``skgate recover`` can finish; ``verify`` fails on it, naming it and saying so.
+    ``recorded``: the ledger holds this attempt's seal hash, so a missing seal was
+    removed, not interrupted (the ledger check reports that).
+    """
+    label = attempt.name
+    if os.path.lexists(attempt / SEAL) or recorded:
+        return None
+    control = attempt / CONTROL
+    if not control.exists():
+        return (
+            f"{label}: unfinished: no control.json (the runner died before freezing its "
+            f"controls, or it was removed); run 'skgate recover {attempt}'"
+        )
+    try:
+        load_control(attempt)
+    except EvidenceError as exc:
+        return (
+            f"{label}/{CONTROL}: damaged and not sealed ({exc}); it was altered, or written "
+            "by a skgate without whole-file writes: inspect it by hand"
+        )
+    if _runner_alive(attempt):
+        return None  # in progress: its runner seals it when it is done
+    if (attempt / VERDICT).exists():
+        return (
+            f"{label}: interrupted while sealing: it has a verdict but no {SEAL} (the runner "
+            f"died before sealing); run 'skgate recover {attempt}'"
+        )
+    return (
+        f"{label}: never finished: no verdict.json and its runner is gone (it died before "
+        f"the verdict was written); run 'skgate recover {attempt}'"
+    )
+
+
+def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
+    """Problems in one attempt: its seal, its scene manifests, files added after sealing.
+
+    ``recorded``: the ledger holds the attempt's seal hash (see :func:`unfinished_problem`).
+    """
     label = attempt.name
     problems: list[str] = []
     seal_path = attempt / SEAL
     sealed: set[str] = set()
+    unfinished = unfinished_problem(attempt, recorded=recorded)
+    if unfinished is not None:
+        return [unfinished]
     if seal_path.is_file() and not seal_path.is_symlink():
         try:
             data, entries = load_manifest(seal_path, SCHEMA_SEAL)
@@ -245,9 +318,6 @@ def verify_attempt(attempt: Path) -> list[str]:
         sealed = {e.name for e in entries}
     elif os.path.lexists(seal_path):
         return [f"{label}/{SEAL}: not a regular file"]
-    elif (attempt / "verdict.json").exists():
-        problems.append(f"{label}: has a verdict but no {SEAL} (sealing interrupted or removed)")
-        return problems
     else:
         return problems  # in progress: nothing sealed yet, nothing to check
     covered: set[str] = set(sealed)
@@ -297,6 +367,7 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
     problems = ledger.check_chain(root)
     where = root / ledger.LEDGER
     started: set[str] = set()
+    ended: set[str] = set()
     scenes: set[tuple[str, str]] = set()
     seals: set[str] = set()
     for entry in ledger.read_ledger(root):
@@ -315,6 +386,8 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
             if not attempt.is_dir():
                 problems.append(f"{where}: attempt {name} is indexed but its directory is gone")
         elif event in ("end", "seal"):
+            if event == "end":
+                ended.add(name)
             want = entry.get("seal_sha256")
             if isinstance(want, str):
                 seals.add(name)
@@ -338,7 +411,16 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
             if attempt.name not in started:
                 problems.append(f"{attempt.name}: not in the ledger (added by hand?)")
             elif (attempt / SEAL).exists() and attempt.name not in seals:
-                problems.append(f"{attempt.name}/{SEAL}: not recorded in the ledger (re-made?)")
+                if attempt.name not in ended and not _compare_seal(attempt):
+                    # The seal matches the files and the ledger has no end at all: the
+                    # runner died between the two writes. Interrupted, not tampered.
+                    problems.append(
+                        f"{attempt.name}: interrupted while sealing: {SEAL} matches the files "
+                        "but the ledger has no end entry; run 'skgate recover "
+                        f"{attempt}' to index it"
+                    )
+                else:
+                    problems.append(f"{attempt.name}/{SEAL}: not recorded in the ledger (re-made?)")
             for scene in scene_dirs(attempt):
                 rel = f"{SCENE_DIR}/{scene.name}/{SCENE_MANIFEST}"
                 if (scene / SCENE_MANIFEST).is_file() and (attempt.name, rel) not in scenes:
@@ -346,17 +428,43 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
     return problems
 
 
+def _compare_seal(attempt: Path) -> list[str]:
+    try:
+        _, entries = load_manifest(attempt / SEAL, SCHEMA_SEAL)
+    except EvidenceError as exc:
+        return [str(exc)]
+    return _compare(attempt, attempt.name, entries, "sealing")
+
+
+def _orphans(root: Path) -> list[str]:
+    """Attempt directories without control.json (a runner that died early): unfinished."""
+    base = root / ledger.ATTEMPTS
+    try:
+        dirs = sorted(e.path for e in os.scandir(base) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+    problems = []
+    for d in dirs:
+        path = Path(d)
+        if path.name.isdigit() and not is_attempt_dir(path):
+            problem = unfinished_problem(path)
+            if problem is not None:
+                problems.append(problem)
+    return problems
+
+
 def verify(target: Path) -> list[str]:
     """Problems found in an attempt or a whole evidence root (empty list: all intact)."""
     if is_attempt_dir(target):
-        problems = verify_attempt(target)
         root = ledger.root_of(target)
+        problems = verify_attempt(target, recorded=target.name in _sealed_in_ledger(root))
         if root is not None and (root / ledger.LEDGER).exists():
             problems += _ledger_problems(root, only=target.name)
         return list(dict.fromkeys(problems))
     attempts = ledger.resolve(target)  # raises a one-line EvidenceError for a bad target
-    problems = []
+    problems = _orphans(target)
+    recorded = _sealed_in_ledger(target)
     for attempt in attempts:
-        problems += verify_attempt(attempt)
+        problems += verify_attempt(attempt, recorded=attempt.name in recorded)
     problems += _ledger_problems(target)
     return list(dict.fromkeys(problems))  # several ledger entries may name one change

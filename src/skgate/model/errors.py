@@ -35,3 +35,10 @@ class BlockedError(SkgateError):
     def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.reasons = reasons or (message,)
+
+
+class UnfinishedError(SkgateError):
+    """The runner stopped before it finished the evidence (a second stop signal while
+    finishing): the attempt is unfinished, its state unknown until recovered (exit 5)."""
+
+    exit_code = 5

@@ -380,6 +380,13 @@ class Evidence:
     launcher: LauncherFacts | None = None
     #: The frozen NPU_STATIC_KERNEL_COMPILE_JOBS of control.json (None: not frozen).
     frozen_jobs: int | None = None
+    #: ``skgate recover`` finished this attempt after its runner died: when it died
+    #: (one of :data:`RECOVERED_WHEN`), else None.
+    recovered: str | None = None
+
+
+#: When a runner died, as ``skgate recover`` establishes it from the files.
+RECOVERED_WHEN = ("before launch", "before natural return", "after natural return")
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from skgate.preflight.hooks import scan as hooks
 from skgate.preflight.interpreter import Interpreter, find_interpreter
 from skgate.preflight.render import render_lines
 from skgate.proc import leases
+from skgate.proc.signals import deferred
 
 Emit = Callable[..., object]
 
@@ -186,16 +187,19 @@ def _hooks_step(
         )
         return interp, None, record, blocked
     try:
-        result = hooks.scan(
-            interp.path,
-            env,
-            cwd=request.cwd,
-            flags=interp.flags,
-            approved=approved,
-            baseline=baseline,
-            strict=request.strict_hooks,
-            approve_all=approve_all,
-        )
+        # A stop signal waits until the probes are gone (bounded by their timeout): the
+        # runner never leaves an interpreter it started running on its own.
+        with deferred():
+            result = hooks.scan(
+                interp.path,
+                env,
+                cwd=request.cwd,
+                flags=interp.flags,
+                approved=approved,
+                baseline=baseline,
+                strict=request.strict_hooks,
+                approve_all=approve_all,
+            )
     except hooks.InterpreterError as exc:
         if request.python:
             raise UsageError(

@@ -42,11 +42,12 @@ from typing import Any
 
 from skgate.model.records import ProcessRecord
 from skgate.proc.observe import ProcStat, direct_children, read_cmdline, read_stat, tree
+from skgate.proc.signals import STOP_SIGNALS, inherited_ignore
 
 PR_SET_CHILD_SUBREAPER = 36
 
 #: Signals that, sent to the runner, are forwarded to its own group (C2.4: external).
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+FORWARDED = STOP_SIGNALS
 
 Emit = Callable[..., object]
 
@@ -176,7 +177,14 @@ class Supervisor:
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._old_wakeup = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
         for sig in (signal.SIGCHLD, *FORWARDED):
+            if inherited_ignore(sig):
+                continue  # nohup: an inherited ignore is kept, and the workload inherits it
             self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+
+    def pending_stops(self) -> list[int]:
+        """Take the stop signals caught but not yet acted on (before launch, or after the
+        loop ended): the runner records them; nothing is lost between two handlers."""
+        return [s for s in self._drain_pending() if s != signal.SIGCHLD]
 
     def restore_handlers(self) -> None:
         for sig, handler in self._old_handlers.items():

@@ -151,6 +151,41 @@ def _preexisting_note(ev: Evidence) -> list[str]:
     ]
 
 
+def _when_died(ev: Evidence, natural: bool) -> str:
+    return "after natural return" if natural else "before natural return"
+
+
+def _unfinished(ev: Evidence, natural: bool, escapes: list[str]) -> Verdict:
+    reasons = [
+        f"C2.5: the runner died before the verdict was written ({_when_died(ev, natural)}); "
+        "no final state is derived from a partial set of files. Once no owned process "
+        "lives, 'skgate recover' finishes what can honestly be finished"
+    ]
+    if ev.launched and ev.owned_alive and ev.deadline_passed:
+        reasons.append(
+            f"C2.5: the runner is gone without a verdict, its deadline has passed and "
+            f"{ev.owned_alive} owned process(es) still live; nobody enforces the timeout "
+            "now. Do not kill by name or age; inspect the ownership manifest"
+        )
+    missing = ["the verdict (verdict.json), the runner's final record"]
+    if not ev.ownership_recorded and ev.launched:
+        missing.insert(0, "ownership manifest (ownership.json)")
+    return _verdict(ev, State.UNKNOWN, None, (*reasons, *escapes), tuple(missing))
+
+
+def _recovered_note(ev: Evidence) -> list[str]:
+    if ev.recovered is None:
+        return []
+    late = {
+        "before launch": "nothing had been launched (no run log exists)",
+        "before natural return": "nobody saw the owned tree end, so its natural return "
+        "cannot be established",
+        "after natural return": "the natural return was recorded; the files the runner had "
+        "not written yet (census, summary) were made at recovery, the census labelled late",
+    }[ev.recovered]
+    return [f"C2.5: recovered by 'skgate recover' after the runner died {ev.recovered}: {late}"]
+
+
 def classify(ev: Evidence) -> Verdict:
     """Classify one attempt in the fixed C2 order."""
     if ev.journal_missing:
@@ -166,16 +201,6 @@ def classify(ev: Evidence) -> Verdict:
             ),
             ("event journal (events.jsonl)",),
         )
-    if not ev.launched:
-        return Verdict(
-            state=State.NOT_STARTED,
-            cause=None,
-            reasons=(
-                "nothing was launched; this is not a compile result",
-                *ev.not_started_reasons,
-            ),
-        )
-
     natural = natural_return(ev)
     escapes = _escape_note(ev) + _preexisting_note(ev)
     termination_begun = ev.timeout_fired or bool(ev.signals_sent) or bool(ev.external_signals)
@@ -193,7 +218,7 @@ def classify(ev: Evidence) -> Verdict:
                     *escapes,
                 ),
             )
-        if ev.owned_alive and not ev.deadline_passed:
+        if ev.launched and ev.owned_alive and not ev.deadline_passed:
             return _verdict(
                 ev,
                 State.IN_PROGRESS,
@@ -206,6 +231,30 @@ def classify(ev: Evidence) -> Verdict:
                     *escapes,
                 ),
             )
+
+    if not ev.runner_finished and not ev.runner_alive:
+        # The runner died before its verdict: what it left is a partial set of files
+        # (no census, no final manifest...), and no final state is derived from one.
+        return _unfinished(ev, natural, escapes)
+    if ev.recovered == "before launch" or not ev.launched:
+        return Verdict(
+            state=State.NOT_STARTED,
+            cause=None,
+            reasons=(
+                "nothing was launched; this is not a compile result",
+                *_recovered_note(ev),
+                *ev.not_started_reasons,
+            ),
+        )
+    if ev.recovered == "before natural return":
+        return _verdict(
+            ev,
+            State.UNKNOWN,
+            None,
+            (*_recovered_note(ev), *escapes),
+            ("terminal status (the runner's final record)",),
+        )
+    escapes = _recovered_note(ev) + escapes
 
     view = stage_rules.summary_view(ev, natural)
     summary = view.summary
@@ -338,14 +387,9 @@ def classify(ev: Evidence) -> Verdict:
     if not ev.ownership_recorded:
         missing.append("ownership manifest (ownership.json)")
     if not ev.runner_finished:
-        if ev.owned_alive and ev.deadline_passed:
-            reasons.append(
-                f"C2.5: the runner is gone without a verdict, its deadline has passed and "
-                f"{ev.owned_alive} owned process(es) still live; nobody enforces the timeout "
-                "now. Do not kill by name or age; inspect the ownership manifest"
-            )
-        else:
-            reasons.append("C2.5: the runner ended without recording the terminal status")
+        # Only a live runner gets here (a dead one is unfinished, above): it is still
+        # ending its own group after a timeout or a signal and has not recorded the end.
+        reasons.append("C2.5: the runner has not recorded the terminal status yet")
         missing.append("terminal status (the runner's final record)")
     elif ev.escaped_alive:
         reasons.append(

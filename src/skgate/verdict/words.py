@@ -288,8 +288,40 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
         "现在没有人执行超时。不要按名称或进程年龄终止进程；请查看进程归属清单",
     ),
     (
-        r"C2\.5: the runner ended without recording the terminal status",
-        "C2.5：运行器结束时没有记录终止状态",
+        r"C2\.5: the runner has not recorded the terminal status yet",
+        "C2.5：运行器尚未记录终止状态",
+    ),
+    (
+        r"C2\.5: the runner died before the verdict was written \(after natural return\); no "
+        r"final state is derived from a partial set of files\. Once no owned process lives, "
+        r"'skgate recover' finishes what can honestly be finished",
+        "C2.5：运行器在写出结论之前终止（在自然返回之后）；不从不完整的文件集合推出最终状态。"
+        "待没有自有进程存活后，'skgate recover' 会完成能如实完成的部分",
+    ),
+    (
+        r"C2\.5: the runner died before the verdict was written \(before natural return\); no "
+        r"final state is derived from a partial set of files\. Once no owned process lives, "
+        r"'skgate recover' finishes what can honestly be finished",
+        "C2.5：运行器在写出结论之前终止（在自然返回之前）；不从不完整的文件集合推出最终状态。"
+        "待没有自有进程存活后，'skgate recover' 会完成能如实完成的部分",
+    ),
+    (
+        r"C2\.5: recovered by 'skgate recover' after the runner died before launch: nothing "
+        r"had been launched \(no run log exists\)",
+        "C2.5：运行器在启动之前终止，由 'skgate recover' 恢复：没有启动任何进程（不存在运行日志）",
+    ),
+    (
+        r"C2\.5: recovered by 'skgate recover' after the runner died before natural return: "
+        r"nobody saw the owned tree end, so its natural return cannot be established",
+        "C2.5：运行器在自然返回之前终止，由 'skgate recover' 恢复：无人看到自有进程树结束，"
+        "因此无法确定其自然返回",
+    ),
+    (
+        r"C2\.5: recovered by 'skgate recover' after the runner died after natural return: "
+        r"the natural return was recorded; the files the runner had not written yet "
+        r"\(census, summary\) were made at recovery, the census labelled late",
+        "C2.5：运行器在自然返回之后终止，由 'skgate recover' 恢复：自然返回已有记录；"
+        "运行器尚未写出的文件（产物统计、汇总）在恢复时生成，产物统计标记为迟到",
     ),
     (
         r"C2\.5: (\d+) escaped owned process\(es\) still lived when the runner finished, so "
@@ -376,6 +408,9 @@ _MISSING_ZH: Mapping[str, str] = {
         "完整的产物统计（输出目录下有无法读取的目录）"
     ),
     "event journal (events.jsonl)": "事件日志（events.jsonl）",
+    "the verdict (verdict.json), the runner's final record": (
+        "结论（verdict.json），运行器的最终记录"
+    ),
 }
 
 _REASON_PATTERNS = tuple(

@@ -1,0 +1,166 @@
+"""The runner's stop signals: deferred, never lost, from allocation to the last ledger entry.
+
+A person or a supervisor stops ``skgate run`` with SIGINT, SIGTERM or SIGHUP at any
+instant. What that must mean depends on where the attempt is (issue 12):
+
+* **before launch** (allocating, preflight, waiting for a foreign compiler or a lease):
+  nothing of the workload runs yet, so the attempt ends ``not_started`` with the signal
+  recorded. Python's default would kill the runner on SIGTERM/SIGHUP with no record, and
+  leave a hook probe it started running on its own; here the signal is turned into
+  :class:`StopRequested` at the next safe point instead;
+* **while launching and supervising**: :class:`~skgate.proc.supervise.Supervisor` owns the
+  dispositions and forwards the signal to the own process group (C2.4, C4);
+* **after the tree returned**: the compile already ended on its own, so the signal is only
+  recorded, and the evidence (census, verdict, seal, ledger end) is finished first. A
+  second signal *of the same kind* is an explicit "now": it cuts the finishing short
+  (:class:`StopRequested` again), which the runner records as far as it still can.
+
+Short critical sections (a ledger append, a journal line) run :func:`deferred`: a signal
+arriving inside one is acted on when it ends, never in the middle of a write.
+
+An inherited *ignored* SIGHUP or SIGINT stays ignored: ``nohup skgate run ...`` (SIGHUP)
+and a background job of a non-interactive shell (SIGINT) ask for exactly that, and the
+workload inherits the ignore as it would without skgate. Nothing here sends a signal.
+"""
+
+from __future__ import annotations
+
+import enum
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+#: The signals that ask the runner to stop (the Supervisor forwards the same set).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Stop signals whose inherited ignore is kept (nohup; background jobs of a shell).
+KEEP_IGNORED = (signal.SIGHUP, signal.SIGINT)
+
+
+def name_of(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def inherited_ignore(signum: int) -> bool:
+    """Did this process inherit ``signum`` ignored, in a way skgate must keep?"""
+    return signum in KEEP_IGNORED and signal.getsignal(signum) is signal.SIG_IGN
+
+
+class StopRequested(BaseException):
+    """A stop signal acted on at a safe point (a BaseException: no ``except Exception``
+    on the way may swallow it, as with KeyboardInterrupt)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by {name_of(signum)}")
+        self.signum = signum
+
+
+class Phase(enum.Enum):
+    """Where the attempt is, which decides what a stop signal does (see module doc)."""
+
+    BEFORE_LAUNCH = "before_launch"
+    HANDOVER = "handover"  # the Supervisor takes the signals over; only recorded here
+    FINISHING = "finishing"
+
+
+class StopSignals:
+    """The dispositions of the stop signals for one attempt (install once, restore once)."""
+
+    def __init__(self) -> None:
+        self.phase = Phase.BEFORE_LAUNCH
+        #: Every stop signal this object received, with the phase it came in.
+        self.received: list[tuple[int, Phase]] = []
+        self.ignored: tuple[int, ...] = ()
+        self._recorded = 0
+        self._acted = 0
+        self._depth = 0
+        self._old: dict[int, Any] = {}
+
+    # -- install / restore ----------------------------------------------------------
+
+    def install(self) -> None:
+        global _active
+        ignored = []
+        for sig in STOP_SIGNALS:
+            if inherited_ignore(sig):
+                ignored.append(int(sig))
+                continue
+            self._old[sig] = signal.signal(sig, self._on_signal)
+        self.ignored = tuple(ignored)
+        _active = self
+
+    def restore(self) -> None:
+        global _active
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+        self._old.clear()
+        if _active is self:
+            _active = None
+
+    # -- receiving ------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.received.append((signum, self.phase))
+        if self._depth == 0:
+            self._act()
+
+    def add(self, signums: list[int]) -> None:
+        """Signals another handler caught and did not act on (the Supervisor's last ones).
+
+        Never raises: they are recorded; a later signal may still act on them.
+        """
+        self.received.extend((s, self.phase) for s in signums)
+
+    def _act(self) -> None:
+        """Raise StopRequested if the current phase says a received signal must act now."""
+        while self._acted < len(self.received):
+            signum, phase = self.received[self._acted]
+            self._acted += 1
+            if phase is Phase.BEFORE_LAUNCH:
+                raise StopRequested(signum)
+            if phase is Phase.FINISHING:
+                kind = [s for s, p in self.received[: self._acted] if p is Phase.FINISHING]
+                if kind.count(signum) >= 2:
+                    raise StopRequested(signum)
+
+    def handover_stop(self) -> int | None:
+        """The first stop signal received during the handover to the Supervisor, if any
+        (one received earlier has already raised StopRequested)."""
+        return next((s for s, p in self.received if p is Phase.HANDOVER), None)
+
+    def unrecorded(self) -> list[tuple[int, Phase]]:
+        """Signals not yet written to the journal (each is returned once)."""
+        new = self.received[self._recorded :]
+        self._recorded = len(self.received)
+        return new
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+        # Only after a section that completed: an error already on its way wins.
+        if self._depth == 0:
+            self._act()
+
+
+_active: StopSignals | None = None
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Run a short critical section with stop signals deferred to its end.
+
+    A no-op when no :class:`StopSignals` is installed (a library caller's process).
+    """
+    active = _active
+    if active is None:
+        yield
+        return
+    with active.deferred():
+        yield

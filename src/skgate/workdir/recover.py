@@ -1,0 +1,326 @@
+"""``skgate recover``: finish what can honestly be finished of an attempt whose runner died.
+
+A runner killed at any instant (SIGKILL, OOM, a lost host session) leaves a partial set
+of files; ``status`` then reads ``unknown`` ("the runner died before the verdict was
+written") and ``verify`` fails naming the attempt. Once nothing the attempt owned is
+alive, this module finishes it, as far as the evidence honestly allows (issue 12):
+
+* the runner's own work is kept as it is: a verdict it wrote stays its verdict, a seal
+  it wrote is only checked (a seal that does not match the files is tampering, never
+  repaired) and then indexed;
+* files the runner had not written are made now: the artifact census (taken now, and
+  labelled ``late``), the run log's summary and scan; a temporary file the dead runner
+  left (dot-named ``*.tmp``, never evidence) is removed;
+* the journal gets a ``recovered`` event saying when the runner died (before launch,
+  before or after the natural return); the classifier reads it: a tree nobody saw end
+  stays ``unknown``, and "after natural return" keeps the recorded natural return and
+  says the census is late;
+* then the seal, and the ledger's end entry (a ``start`` first, if the runner died
+  before indexing the attempt).
+
+Idempotent: an attempt that is sealed and has its ledger end is left alone. Nothing is
+ever signalled; a live runner or owned process refuses the recovery (exit 6).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from skgate import __version__
+from skgate.evidence import files, ledger, seal
+from skgate.evidence.census import take_census
+from skgate.evidence.load import (
+    live_owned,
+    load_control,
+    load_evidence,
+    load_ownership,
+    runner_is_alive,
+)
+from skgate.evidence.logscan import scan_file
+from skgate.model.errors import EvidenceError, SkgateError
+from skgate.model.records import Verdict
+from skgate.model.request import RunRequest
+from skgate.model.schema import SCHEMA_CONTROL
+from skgate.preflight.request import outputs_dir
+from skgate.proc.observe import boot_id, is_alive
+from skgate.verdict.classify import classify
+
+
+class StillRunningError(SkgateError):
+    """The attempt's runner or an owned process is alive: nothing to recover yet (exit 6)."""
+
+    exit_code = 6
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What ``recover`` did for one attempt (``done`` empty: nothing to recover)."""
+
+    attempt: Path
+    done: tuple[str, ...]
+    verdict: Verdict | None
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return not self.done
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempt": str(self.attempt),
+            "done": list(self.done),
+            "state": self.verdict.state.value if self.verdict else None,
+        }
+
+
+def _ledger_entries(root: Path | None, name: str) -> set[str]:
+    if root is None or not (root / ledger.LEDGER).exists():
+        return set()
+    return {
+        str(e.get("event"))
+        for e in ledger.read_ledger(root)
+        if isinstance(e, dict) and e.get("attempt") == name
+    }
+
+
+def _events(attempt: Path) -> list[dict[str, Any]]:
+    return files.read_events(attempt / files.EVENTS)
+
+
+def _check_nothing_alive(attempt: Path, events: list[dict[str, Any]]) -> None:
+    """Refuse while the runner or anything the attempt owned lives (read-only checks)."""
+    if (attempt / files.CONTROL).exists():
+        control = load_control(attempt)
+        if runner_is_alive(control):
+            raise StillRunningError(
+                f"{attempt}: its runner (pid {control.runner_pid}) is alive and finishing it; "
+                "nothing to recover (see skgate status)"
+            )
+    else:
+        created = next((e for e in events if e.get("event") == "created"), None)
+        runner = created.get("runner") if created else None
+        if not isinstance(runner, dict) or not isinstance(runner.get("pid"), int):
+            raise EvidenceError(
+                f"{attempt}: no control.json and no runner identity in its journal; cannot "
+                "tell whether its runner is alive, so it is not recovered (inspect it by hand)"
+            )
+        same_boot = created is not None and created.get("boot_id") in (None, "", boot_id())
+        if same_boot and is_alive(runner["pid"], int(runner.get("start_ticks", -1))):
+            raise StillRunningError(
+                f"{attempt}: its runner (pid {runner['pid']}) is alive; nothing to recover"
+            )
+    alive = live_owned(load_ownership(attempt))
+    if alive:
+        shown = ", ".join(f"{p.name or '?'}[{p.pid}]" for p in alive[:6])
+        raise StillRunningError(
+            f"{attempt}: {len(alive)} owned process(es) still live ({shown}); wait for their "
+            "natural return (nothing is ever signalled), then recover"
+        )
+
+
+def _remove_temp_files(attempt: Path) -> list[str]:
+    removed = []
+    with os.scandir(attempt) as it:
+        names = [e.name for e in it if e.is_file(follow_symlinks=False)]
+    for name in names:
+        if files.is_temp_name(name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(attempt / name)
+            removed.append(name)
+    return removed
+
+
+def _control_from_journal(attempt: Path, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The control record of an attempt whose runner died before freezing its controls."""
+    created = next(e for e in events if e.get("event") == "created")
+    root = ledger.root_of(attempt)
+    request = RunRequest(
+        argv=tuple(str(a) for a in created.get("argv", [])) or ("?",),
+        cwd=str(created.get("cwd", "")),
+        root=str(root or attempt.parent),
+    )
+    runner = created["runner"]
+    return {
+        "schema": SCHEMA_CONTROL,
+        "attempt": attempt.name,
+        "created_at": created.get("t"),
+        "skgate_version": __version__,
+        "request": request.to_dict(),
+        "runner": {
+            "pid": runner["pid"],
+            "start_ticks": runner.get("start_ticks", -1),
+            "boot_id": created.get("boot_id", ""),
+        },
+        "controls": {
+            "recovered": "written by skgate recover from the journal: the runner died "
+            "before freezing the controls; nothing was launched under them"
+        },
+    }
+
+
+def _when(attempt: Path, names: list[str]) -> str:
+    if "launched" not in names and not (attempt / files.RUN_LOG).exists():
+        return "before launch"  # run.log is made before the command is started
+    if "tree_ended" in names and "leader_exited" in names:
+        return "after natural return"
+    return "before natural return"
+
+
+def _late_files(attempt: Path, when: str) -> tuple[dict[str, str], list[str]]:
+    """The finishing files the runner had not written, made now (census labelled late)."""
+    control = load_control(attempt)
+    request = control.request
+    made: dict[str, str] = {}
+    notes: list[str] = []
+    if when == "before launch":
+        return made, notes
+    if not (attempt / files.LOGSCAN).exists() and (attempt / files.RUN_LOG).exists():
+        scan = scan_file(
+            attempt / files.RUN_LOG, request.summary_patterns, request.completion_marker
+        )
+        made[files.LOGSCAN] = files.dumps(scan.to_dict())
+        if not (attempt / files.SUMMARY).exists():
+            made[files.SUMMARY] = "".join(line + "\n" for line in scan.summary.lines)
+        notes.append("scanned run.log for the summary (as far as the runner had written it)")
+    if not (attempt / files.CENSUS).exists():
+        before = control.controls.get("outputs_before", {})
+        ids = before.get("ids") if isinstance(before, dict) else None
+        exclude = (
+            frozenset((str(n), int(i)) for n, i in ids) if isinstance(ids, list) else frozenset()
+        )
+        census = take_census(outputs_dir(request), live=False, exclude=exclude)
+        data = census.to_dict()
+        data["late"] = {
+            "taken_at": time.time(),
+            "by": "skgate recover",
+            "note": "taken after the runner died, not at the natural return; the outputs "
+            "may have changed since",
+        }
+        made[files.CENSUS] = files.dumps(data)
+        notes.append("took the artifact census now (labelled late)")
+    return made, notes
+
+
+def recover_attempt(attempt: Path) -> Recovery:
+    """Finish one attempt whose runner died (see the module doc). Idempotent."""
+    root = ledger.root_of(attempt)
+    indexed = _ledger_entries(root, attempt.name)
+    sealed = (attempt / files.SEAL).exists()
+    if sealed and "end" in indexed:
+        verdict_path = attempt / files.VERDICT
+        verdict = (
+            Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
+            if verdict_path.exists()
+            else None
+        )
+        return Recovery(attempt, (), verdict)
+    events = _events(attempt)
+    names = [str(e.get("event")) for e in events]
+    if "created" not in names and not (attempt / files.CONTROL).exists():
+        raise EvidenceError(
+            f"{attempt}: neither control.json nor a journal with its creation; not an "
+            "attempt skgate can recover"
+        )
+    _check_nothing_alive(attempt, events)
+    done: list[str] = []
+    if sealed:
+        # Died between the seal and the ledger end: index it only if the seal holds.
+        problems = seal.verify_attempt(attempt)
+        if problems:
+            raise EvidenceError(
+                f"{attempt}: sealed, but the seal does not match the files ({problems[0]}); "
+                "that is tampering or damage, not an interruption: not repaired"
+            )
+        verdict = Verdict.from_dict(
+            files.read_json(attempt / files.VERDICT), str(attempt / files.VERDICT)
+        )
+    else:
+        removed = _remove_temp_files(attempt)
+        if removed:
+            done.append(f"removed {len(removed)} temporary file(s) the runner left")
+        if not (attempt / files.CONTROL).exists():
+            files.write_json_new(attempt / files.CONTROL, _control_from_journal(attempt, events))
+            done.append("wrote control.json from the journal (the runner died in preflight)")
+        verdict, more = _finish_unsealed(attempt, names)
+        done.extend(more)
+        seal.seal_attempt(attempt, chain=False)
+        done.append("sealed the attempt")
+    if root is not None:
+        if "start" not in indexed:
+            ledger.record_start(root, attempt, None)
+            done.append("indexed the attempt's start in the ledger")
+        ledger.record_end(root, attempt, verdict, {"recovered": True})
+        done.append("wrote the ledger's end entry")
+    return Recovery(attempt, tuple(done), verdict)
+
+
+def _finish_unsealed(attempt: Path, names: list[str]) -> tuple[Verdict, list[str]]:
+    done: list[str] = []
+    verdict_path = attempt / files.VERDICT
+    journal = files.Journal(attempt / files.EVENTS)
+    try:
+        if verdict_path.exists():
+            # The runner's own verdict stands; only its "finished" record may be missing.
+            verdict = Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
+            if "finished" not in names and "recovered" not in names:
+                journal.emit("recovered", when=None, by="skgate recover", note="verdict kept")
+                done.append("journalled the end (the runner's verdict is kept)")
+            return verdict, done
+        when = _when(attempt, names)
+        made, notes = _late_files(attempt, when)
+        if made:
+            files.write_batch_new(attempt, made)
+            done.extend(notes)
+        journal.emit(
+            "recovered",
+            when=when,
+            by="skgate recover",
+            made=sorted(made),
+            census_late=files.CENSUS in made,
+        )
+        verdict = classify(load_evidence(attempt, finishing=True)).with_attempt(str(attempt))
+        verdict = replace(verdict, extra={**verdict.extra, "recovered": {"when": when}})
+        files.write_json_new(verdict_path, verdict.to_dict())
+        done.append(f"wrote the verdict ({verdict.state.value}; the runner died {when})")
+        return verdict, done
+    finally:
+        journal.close()
+
+
+def attempts_to_recover(target: Path) -> list[Path]:
+    """An attempt, or every attempt directory of a root (those without control.json too)."""
+    if (target / files.CONTROL).exists() or (target / files.EVENTS).exists():
+        return [target]
+    base = target / ledger.ATTEMPTS
+    if not base.is_dir():
+        ledger.resolve(target)  # the one-line error for a bad target
+        return []
+    return sorted(
+        (p for p in base.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)
+    )
+
+
+def recover(target: Path) -> list[Recovery]:
+    """``skgate recover ATTEMPT|ROOT``: recover each unfinished attempt (see module doc)."""
+    return [recover_attempt(a) for a in attempts_to_recover(target)]
+
+
+def render(recoveries: list[Recovery]) -> list[str]:
+    lines: list[str] = []
+    for r in recoveries:
+        if r.nothing_to_do:
+            lines.append(f"{r.attempt}: nothing to recover (sealed and indexed)")
+            continue
+        state = r.verdict.state.value if r.verdict else "?"
+        lines.append(f"{r.attempt}: recovered ({state})")
+        lines.extend(f"  - {d}" for d in r.done)
+    return lines
+
+
+def dumps(recoveries: list[Recovery]) -> str:
+    return json.dumps([r.to_dict() for r in recoveries], ensure_ascii=False, indent=2)
