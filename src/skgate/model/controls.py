@@ -34,6 +34,13 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _ids(value: Any) -> frozenset[tuple[str, int]] | None:
+    if not isinstance(value, list):
+        return None
+    pairs = [v for v in value if isinstance(v, list) and len(v) == 2]
+    return frozenset((n, i) for n, i in pairs if isinstance(n, str) and _int(i) is not None)
+
+
 @dataclass(frozen=True)
 class HookFinding:
     """One start-up hook finding as the controls froze it (C6)."""
@@ -75,6 +82,9 @@ class FrozenControls:
     host_hostname: str | None = None
     host_machine: str | None = None
     host_kernel: str | None = None
+    #: (name, inode) of each outputs entry present before launch (C8: never this
+    #: attempt's); None when not recorded (older attempts: only the first names were).
+    outputs_before_ids: frozenset[tuple[str, int]] | None = None
     #: The object read, returned unchanged by ``to_dict`` (byte-stable control.json).
     raw: Mapping[str, Any] = field(default_factory=dict)
 
@@ -104,6 +114,7 @@ class FrozenControls:
             host_hostname=_text(host.get("hostname")),
             host_machine=_text(host.get("machine")),
             host_kernel=_text(host.get("kernel")),
+            outputs_before_ids=_ids(_sub(data, "outputs_before").get("ids")),
             raw=dict(data),
         )
 

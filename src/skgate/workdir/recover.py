@@ -188,18 +188,19 @@ def _late_files(attempt: Path, when: str) -> tuple[dict[str, str], list[str]]:
             made[files.SUMMARY] = "".join(line + "\n" for line in scan.summary.lines)
         notes.append("scanned run.log for the summary (as far as the runner had written it)")
     if not (attempt / files.CENSUS).exists():
-        before = control.controls.get("outputs_before", {})
-        ids = before.get("ids") if isinstance(before, dict) else None
-        exclude = (
-            frozenset((str(n), int(i)) for n, i in ids) if isinstance(ids, list) else frozenset()
-        )
+        exclude = control.controls.outputs_before_ids or frozenset()
         census = take_census(outputs_dir(request), live=False, exclude=exclude)
         data = census.to_dict()
         data["late"] = {
             "taken_at": time.time(),
             "by": "skgate recover",
             "note": "taken after the runner died, not at the natural return; the outputs "
-            "may have changed since",
+            "may have changed since"
+            + (
+                ""
+                if control.controls.outputs_before_ids is not None
+                else "; entries present before launch were not recorded, so not excluded"
+            ),
         }
         made[files.CENSUS] = files.dumps(data)
         notes.append("took the artifact census now (labelled late)")
