@@ -463,3 +463,122 @@ def test_incomplete_census_cannot_prove_a_missing_package() -> None:
     assert classify(natural(leader_exit_status=1, summary=BAD, census=hidden)).state is (
         State.FAILED
     )
+
+
+# -- found by mutation testing (mutmut over classify.py and words.py, issue 12) ------------
+# Each test below kills a mutant that survived the suite: a changed comparison or operator
+# that no test could tell apart. The survivors left are listed in the issue note.
+
+
+def test_c8_optional_mode_with_no_package_and_no_error_log_is_success() -> None:
+    """C8 optional: no .run is fine when no error log exists (kills `>= 0`, `or`)."""
+    v = classify(natural(census=census(error=0, succ=4, run=0)))
+    assert v.state is State.SUCCEEDED
+    assert not any(r.startswith("C8") for r in v.reasons)
+
+
+def test_the_verdict_carries_the_evidence_facts() -> None:
+    ev = natural(
+        leader_exit_status=None,
+        leader_exit_signal=signal.SIGKILL,
+        timeout_fired=True,
+        escaped_total=2,
+        signals_sent=(SignalSent(signal.SIGTERM, "timeout"), SignalSent(signal.SIGKILL, "grace")),
+    )
+    v = classify(ev)
+    assert (v.exit_status, v.exit_signal, v.timeout_fired, v.escaped) == (
+        None,
+        signal.SIGKILL,
+        True,
+        2,
+    )
+    assert v.census == ev.census and v.summary == ev.summary and not v.natural_return
+    ok = classify(natural())
+    assert (ok.exit_status, ok.exit_signal, ok.timeout_fired, ok.natural_return) == (
+        0,
+        None,
+        False,
+        True,
+    )
+
+
+def test_escape_and_preexisting_notes_appear_exactly_when_they_apply() -> None:
+    plain = classify(natural()).reasons
+    assert not any(r.startswith("C4:") for r in plain)
+    assert not any("before launch were not counted" in r for r in plain)
+    escaped = classify(natural(escaped_total=1)).reasons
+    assert any(r.startswith("C4: 1 owned process(es) left the process group") for r in escaped)
+    stale = replace(census(), preexisting=3)
+    assert any(
+        r.startswith("C8: 3 entr(ies) already in the outputs")
+        for r in classify(natural(census=stale)).reasons
+    )
+
+
+def test_journal_missing_names_the_journal_as_missing() -> None:
+    v = classify(natural(journal_missing=True))
+    assert v.state is State.UNKNOWN and v.missing == ("event journal (events.jsonl)",)
+
+
+def test_reasons_name_the_signals() -> None:
+    timeout = classify(
+        natural(
+            leader_exit_status=None,
+            leader_exit_signal=signal.SIGTERM,
+            timeout_fired=True,
+            signals_sent=(SignalSent(signal.SIGTERM, "timeout"),),
+        )
+    )
+    assert any("own process group: SIGTERM (timeout)" in r for r in timeout.reasons)
+    quiet_timeout = classify(natural(timeout_fired=True))
+    assert any("no signal was needed" in r for r in quiet_timeout.reasons)
+    outside = classify(
+        natural(
+            leader_exit_status=None,
+            leader_exit_signal=signal.SIGINT,
+            external_signals=(signal.SIGINT, signal.SIGTERM),
+            signals_sent=(SignalSent(signal.SIGINT, "forwarded"),),
+        )
+    )
+    assert "C2.4: the runner received SIGINT, SIGTERM from outside and forwarded it" in (
+        outside.reasons
+    )
+    assert "C2.4: the top-level process was ended by SIGINT" in outside.reasons
+    assert "C2.4: the runner signalled its own process group: SIGINT" in outside.reasons
+    crash = classify(natural(leader_exit_status=None, leader_exit_signal=signal.SIGSEGV))
+    assert any(
+        r.endswith("either way the compile did not return naturally)") for r in crash.reasons
+    )
+    sent = classify(
+        natural(
+            leader_exit_status=None,
+            leader_exit_signal=signal.SIGKILL,
+            signals_sent=(SignalSent(signal.SIGKILL, "escalated"),),
+        )
+    )
+    assert "C2.4: the top-level process was ended by SIGKILL" in sent.reasons
+
+
+def test_missing_lists_only_what_is_missing() -> None:
+    no_summary = classify(natural(summary=None))
+    assert len(no_summary.missing) == 1
+    assert no_summary.missing[0].startswith("final aggregate summary ([summary] lines")
+    assert no_summary.state is State.UNKNOWN
+    assert "C2.5: exit status, summary and outputs disagree" not in no_summary.reasons
+    no_manifest = classify(natural(ownership_recorded=False))
+    assert no_manifest.missing[0] == "ownership manifest (ownership.json)"
+    no_exit = classify(natural(leader_ended=False, leader_exit_status=None))
+    assert "exit status of the top-level process" in no_exit.missing
+    assert "ownership manifest (ownership.json)" not in no_exit.missing
+
+
+def test_failure_reason_names_each_failed_stage() -> None:
+    two = Summary(
+        lines=("a", "b"),
+        stages=(Stage("compile", 4, 3, 1), Stage("link", 2, 2, 0), Stage("pack", 3, 1, 2)),
+    )
+    v = classify(natural(summary=two, census=census(error=3, run=0)))
+    assert (
+        "C2.3: the final summary reports failures: stage compile: 1 of 4 failed; "
+        "stage pack: 2 of 3 failed"
+    ) in v.reasons

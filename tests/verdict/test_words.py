@@ -101,3 +101,14 @@ def test_durations_read_as_people_say_them(seconds: float, en: str, zh: str) -> 
     # A huge timeout (1e30 s is how "never" is often spelt) never shows as "1e+30 s".
     assert duration(seconds, "en") == en
     assert duration(seconds, "zh") == zh
+
+
+def test_translated_reasons_and_missing_items_are_shown_in_chinese() -> None:
+    """Found by mutation testing: in_language must use the tables, per kind."""
+    reason = "C2.2: the compiler stack returned naturally with exit status 0"
+    assert in_language(reason, "zh") == "C2.2：编译栈自然返回，退出码为 0"
+    assert in_language(reason, "en") == reason
+    item = "event journal (events.jsonl)"
+    assert in_language(item, "zh", kind="missing") == "事件日志（events.jsonl）"
+    assert in_language(item, "zh") == f"{item}（原文）"  # a missing item is not a reason
+    assert in_language(reason, "zh", kind="missing") == f"{reason}（原文）"
