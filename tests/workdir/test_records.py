@@ -61,7 +61,8 @@ def test_gone_recycled_kept(setup: tuple[Path, Path, Path, Path]) -> None:
     work, home, marks, canary = setup
     me = observe.self_stat()
     dead_pid, dead_ticks = gone_pid()
-    boot = stale._boot_time()
+    boot = stale.boot_time()
+    assert boot is not None
     records = {
         "P1": rec(home, "P1", dead_pid, dead_ticks),  # gone
         "P2": rec(home, "P2", me.pid, me.start_ticks),  # alive, same start: keep
@@ -154,3 +155,104 @@ def test_missing_records_file_is_nothing_to_do(setup: tuple[Path, Path, Path, Pa
     res = stale.uninstall_stale_records(work, str(home))
     assert res.candidates == ()
     assert res.ok
+
+
+# -- the unit of process_start_time (issue 12: a real safety bug) -------------------------
+
+#: Clock ticks since boot of a process started after ~143 days of uptime at 100 Hz: past
+#: 10**9, where the old "small means ticks" rule read it as epoch seconds.
+LONG_UPTIME_TICKS = 1_234_567_890
+
+
+@pytest.fixture
+def long_uptime(monkeypatch: pytest.MonkeyPatch) -> int:
+    """This test process, seen as started LONG_UPTIME_TICKS after boot (a host up > 116 days)."""
+    from dataclasses import replace as dc_replace
+
+    me = observe.self_stat()
+    real = observe.read_stat
+
+    def read_stat(pid: int) -> observe.ProcStat | None:
+        st = real(pid)
+        return dc_replace(st, start_ticks=LONG_UPTIME_TICKS) if st and pid == me.pid else st
+
+    monkeypatch.setattr(observe, "read_stat", read_stat)
+    return me.pid
+
+
+def test_torchair_ticks_past_1e9_of_a_live_owner_are_kept(
+    setup: tuple[Path, Path, Path, Path], long_uptime: int
+) -> None:
+    """torchair writes ticks (int) beside an ISO record_create_time: compared as ticks,
+    whatever their magnitude; a live owner's package is never uninstalled."""
+    work, home, marks, _ = setup
+    records = {
+        "P1": rec(home, "P1", long_uptime, LONG_UPTIME_TICKS),  # alive, same ticks: keep
+        "P2": rec(home, "P2", long_uptime, LONG_UPTIME_TICKS + 1),  # recycled pid
+    }
+    (work / stale.RECORDS).write_text(json.dumps(records), encoding="utf-8")
+    res = stale.uninstall_stale_records(work, str(home))
+    actions = {c.source: c.action for c in res.candidates}
+    assert actions == {"record 'P1'": "kept", "record 'P2'": "run"}
+    assert sorted(os.listdir(marks)) == ["P2"]
+
+
+def test_unknown_boot_time_keeps_records_it_cannot_compare(
+    setup: tuple[Path, Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/proc/stat unreadable (no btime): epoch records of a live pid cannot be compared,
+    so they are kept ("cannot tell" is never "stale")."""
+    work, home, marks, _ = setup
+    me = observe.self_stat()
+    monkeypatch.setattr(stale, "boot_time", lambda: None)
+    no_create = {
+        k: v for k, v in rec(home, "P2", me.pid, 1_700_000_000).items() if k != "record_create_time"
+    }
+    records = {
+        "P1": rec(home, "P1", me.pid, 1_700_000_000.5),  # epoch float
+        "P2": no_create,  # int, no create time: ticks differ, epoch unknown
+        "P3": rec(home, "P3", me.pid, "2026-01-01T00:00:00"),  # ISO
+    }
+    (work / stale.RECORDS).write_text(json.dumps(records), encoding="utf-8")
+    res = stale.uninstall_stale_records(work, str(home))
+    assert {c.action for c in res.candidates} == {"kept"}
+    assert all("cannot be compared" in c.reason for c in res.candidates)
+    assert not os.listdir(marks)
+
+
+def test_boot_time_reads_btime_or_says_unknown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = stale.boot_time()
+    assert real is not None and real > 0
+    import builtins
+
+    opened = builtins.open
+
+    def fake_open(path: object, *a: object, **kw: object) -> object:
+        if path == "/proc/stat":
+            raise PermissionError(13, "Permission denied", "/proc/stat")
+        return opened(path, *a, **kw)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    assert stale.boot_time() is None
+
+
+def test_an_int_without_create_time_matches_as_ticks_or_as_epoch_seconds(
+    setup: tuple[Path, Path, Path, Path],
+) -> None:
+    work, home, marks, _ = setup
+    me = observe.self_stat()
+    boot = stale.boot_time()
+    assert boot is not None
+    epoch = int(boot + me.start_ticks / observe.clock_ticks())
+
+    def bare(pkg: str, start: object) -> dict[str, object]:
+        return {k: v for k, v in rec(home, pkg, me.pid, start).items() if k != "record_create_time"}
+
+    records = {"P1": bare("P1", me.start_ticks), "P2": bare("P2", epoch), "P3": bare("P3", 7)}
+    (work / stale.RECORDS).write_text(json.dumps(records), encoding="utf-8")
+    res = stale.uninstall_stale_records(work, str(home))
+    actions = {c.source: c.action for c in res.candidates}
+    assert actions == {"record 'P1'": "kept", "record 'P2'": "kept", "record 'P3'": "run"}
+    assert sorted(os.listdir(marks)) == ["P3"]

@@ -27,22 +27,40 @@ RECORDS = ".static_kernel_records.json"
 MAX_RECORDS_BYTES = 16 * 1024 * 1024
 
 
-def _start_matches(recorded: Any, pid: int) -> bool | None:
-    """Does ``pid``'s start time equal the recorded one? None: cannot tell.
+def _start_matches(rec: Mapping[str, Any], pid: int) -> bool | None:
+    """Does ``pid``'s start time equal the one the record holds? None: cannot tell.
 
-    Accepts the forms seen in the field: clock ticks since boot (int, /proc stat field
-    22), epoch seconds (float, psutil ``create_time``) or an ISO timestamp.
+    The unit is decided from the record's own fields, never from the magnitude (a tick
+    count passes 10**9 on a host up more than ~116 days at 100 Hz, so "small means
+    ticks" judged a live owner stale and ran its uninstall.sh):
+
+    * an integer ``process_start_time`` beside an ISO ``record_create_time`` is the
+      torchair form: clock ticks since boot (``/proc/<pid>/stat`` field 22);
+    * a float, or a string (ISO timestamp or number), is epoch seconds (psutil's
+      ``create_time``), compared through the boot time;
+    * an integer without ``record_create_time`` may be either: it matches if either
+      reading matches, and is "not the same" only if both readings could be compared.
+
+    "Cannot tell" (no boot time: /proc/stat unreadable or without ``btime``; a start
+    time of no known form) keeps the record (C4: never act against a live owner).
     """
     st = observe.read_stat(pid)
     if st is None or st.zombie:
         return False
+    recorded = rec.get("process_start_time")
     if isinstance(recorded, bool) or recorded is None:
         return None
+    torchair = isinstance(rec.get("record_create_time"), str)
+    if isinstance(recorded, int):
+        if recorded == st.start_ticks:
+            return True
+        if torchair:
+            return False  # ticks, compared exactly
+        by_epoch = _epoch_matches(float(recorded), st.start_ticks)
+        return by_epoch  # True, False, or None when the boot time is unknown
     epoch: float | None = None
-    if isinstance(recorded, int) and recorded < 10**9:
-        return recorded == st.start_ticks
-    if isinstance(recorded, (int, float)):
-        epoch = float(recorded)
+    if isinstance(recorded, float):
+        epoch = recorded
     elif isinstance(recorded, str):
         try:
             epoch = _dt.datetime.fromisoformat(recorded).timestamp()
@@ -53,20 +71,29 @@ def _start_matches(recorded: Any, pid: int) -> bool | None:
                 return None
     if epoch is None:
         return None
-    started = _boot_time() + st.start_ticks / observe.clock_ticks()
+    return _epoch_matches(epoch, st.start_ticks)
+
+
+def _epoch_matches(epoch: float, start_ticks: int) -> bool | None:
+    boot = boot_time()
+    if boot is None:
+        return None  # cannot tell: the record is kept
+    started = boot + start_ticks / observe.clock_ticks()
     # Start times in seconds are rounded by whoever wrote them: one second of slack.
     return abs(started - epoch) <= 1.0
 
 
-def _boot_time() -> float:
+def boot_time() -> float | None:
+    """The host's boot time in epoch seconds (``btime`` of /proc/stat), or None."""
     try:
         with open("/proc/stat", "rb") as fh:
             for line in fh:
                 if line.startswith(b"btime "):
-                    return float(line.split()[1])
-    except OSError:
+                    value = float(line.split()[1])
+                    return value if value > 0 else None
+    except (OSError, ValueError, IndexError):
         pass
-    return 0.0
+    return None
 
 
 def load_records(path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -137,7 +164,7 @@ def uninstall_stale_records(
                 Candidate(upath, source, UninstallAction.REFUSED, "pid missing or invalid")
             )
             continue
-        same = _start_matches(rec.get("process_start_time"), pid)
+        same = _start_matches(rec, pid)
         if same is True:
             candidates.append(
                 Candidate(
