@@ -54,9 +54,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "runner had not written are made now (the census is labelled late), the verdict "
         "says it was recovered and why, then the seal and the ledger's end entry. A sealed "
         "and indexed attempt is left alone. Nothing is ever signalled.",
-        epilog="exit status: 0 recovered, or nothing to recover   2 bad input or damaged "
-        "evidence (a seal that does not match is tampering, never repaired)   6 its runner "
-        "or an owned process is still alive (wait for the natural return)",
     )
     p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), help="ATTEMPT or ROOT")
     p.add_argument("--json", action="store_true", help="print what was done as JSON")

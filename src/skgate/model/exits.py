@@ -31,6 +31,7 @@ COMMANDS = (
     "lint-report",
     "check-outputs",
     "verify",
+    "recover",
     "retry",
     "cleanup",
     "uninstall",
@@ -89,7 +90,8 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
             "regress": "--health: the health check failed; --matrix: not complete (invalid "
             "arms need a clean retry)",
             "lint-report": "violations found in the report",
-            "verify": "changes found: a seal, a scene or the ledger chain differs",
+            "verify": "changes found (a seal, a scene or the ledger chain differs), or "
+            "unfinished attempts (their runner died: skgate recover finishes them)",
             "cleanup": "something was refused or left in place",
             "uninstall": "refused a candidate, or an uninstall.sh failed",
             "demo": "mismatch: the scenario did not give the verdict it shows",
@@ -137,9 +139,13 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         6,
         "in_progress",
         "in progress (`status`, `check-outputs --attempt`)",
-        ("status", "classify", "check-outputs"),
+        ("status", "classify", "check-outputs", "recover"),
         state="in_progress",
         help_label="in progress (status, check-outputs --attempt)",
+        for_command={
+            "recover": "its runner or an owned process is still alive: nothing recovered; "
+            "wait for the natural return"
+        },
     ),
     ExitCode(
         130,
