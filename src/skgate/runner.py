@@ -25,10 +25,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import queue
 import shutil
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +44,7 @@ from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight import prepare as preflight
 from skgate.preflight.request import outputs_dir, validate
+from skgate.proc.echo import TerminalEcho
 from skgate.proc.observe import boot_id, self_stat
 from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, name_of
 from skgate.proc.supervise import Outcome, Supervisor, become_subreaper, cpu_seconds
@@ -391,52 +390,6 @@ def _observer(
     return tick
 
 
-class _Echo:
-    """Echo the command's output from a thread, never blocking the supervision loop.
-
-    The loop that enforces the frozen deadline (C4) must not wait on a terminal: a
-    paused pager or a full pipe on stdout would stall the timeout and the run log. The
-    loop hands chunks to a bounded queue; when the terminal does not keep up, chunks are
-    dropped from the echo (never from ``run.log``, the evidence) and counted.
-    """
-
-    MAX_CHUNKS = 256
-
-    def __init__(self, write: Echo) -> None:
-        self._write = write
-        self._queue: queue.Queue[bytes | None] = queue.Queue(self.MAX_CHUNKS)
-        self.dropped = 0
-        self._thread = threading.Thread(target=self._run, name="skgate-echo", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            data = self._queue.get()
-            if data is None:
-                return
-            with contextlib.suppress(OSError, ValueError):  # a closed terminal
-                self._write(data)
-
-    def __call__(self, data: bytes) -> None:
-        try:
-            self._queue.put_nowait(data)
-        except queue.Full:
-            self.dropped += len(data)
-
-    def close(self, timeout: float = 1.0) -> None:
-        """Let the thread flush what is queued, waiting at most ``timeout``; never blocks
-        the caller on the terminal itself (the thread is a daemon)."""
-        if self.dropped:
-            with contextlib.suppress(queue.Full):
-                self._queue.put_nowait(
-                    f"\n[skgate: {self.dropped} bytes of output were not echoed because the "
-                    "terminal did not keep up; run.log has all of it]\n".encode()
-                )
-        with contextlib.suppress(queue.Full):
-            self._queue.put(None, timeout=timeout)
-        self._thread.join(timeout)
-
-
 def _supervise(
     att: _Attempt,
     plan: preflight.LaunchPlan,
@@ -452,7 +405,7 @@ def _supervise(
         0o644,
     )
 
-    echoer = _Echo(echo) if echo is not None else None
+    echoer = TerminalEcho(echo) if echo is not None else None
     # C2/C3: every owned op_compiler invocation becomes a stage of its own.
     tracker = StageTracker(preflight.compiler_names(request, plan.env), cwd=request.cwd)
 
@@ -555,7 +508,7 @@ def _finish_after_return(
     outcome: Outcome,
     before: frozenset[tuple[str, int]],
     log_fd: int,
-    echoer: _Echo | None,
+    echoer: TerminalEcho | None,
 ) -> Verdict:
     request = att.request
     att.record_signals()
