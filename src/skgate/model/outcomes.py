@@ -84,3 +84,12 @@ class OutputStatus(Word):
     IN_PROGRESS = "in_progress"
     INTERRUPTED = "interrupted"
     NOT_STARTED = "not_started"
+
+
+class MoveMethod(Word):
+    """How ``skgate cleanup`` preserved one output into the attempt's scene (C8)."""
+
+    #: One ``rename`` on the same file system.
+    RENAME = "rename"
+    #: Across file systems: copy, verify every hash, then remove the source.
+    COPY = "copy"

@@ -38,6 +38,7 @@ from skgate.evidence import digest, ledger, seal
 from skgate.evidence.files import CONTROL, write_json_new
 from skgate.evidence.load import Control, live_owned, load_control, load_ownership, runner_is_alive
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
+from skgate.model.outcomes import MoveMethod
 from skgate.model.request import OUTPUTS_DIRNAME
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.proc import observe
@@ -58,11 +59,11 @@ OPTIONAL_OUTPUTS = ("log", "tmp", "profiling")
 class Moved:
     name: str
     kind: str  # "dir" or "file"
-    method: str  # "rename" or "copy"
+    method: MoveMethod
     source: str
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "method": self.method.value}
 
 
 @dataclass(frozen=True)
@@ -340,14 +341,14 @@ def cleanup_checked(
                 # Relative to held directory fds: a directory swapped for a link after
                 # the check above cannot redirect the move elsewhere.
                 os.rename(name, name, src_dir_fd=wfd, dst_dir_fd=sfd)
-                method = "rename"
+                method = MoveMethod.RENAME
             except OSError as exc:
                 if exc.errno != errno.EXDEV:
                     raise EvidenceError(
                         f"{real_work / name}: cannot move into {scene} ({exc.strerror})"
                     ) from None
                 _copy_verify_remove(real_work / name, scene / name, kind == "dir")
-                method = "copy"
+                method = MoveMethod.COPY
             moved.append(Moved(name, kind, method, str(real_work / name)))
         os.fsync(wfd)
         os.fsync(sfd)
