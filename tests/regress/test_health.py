@@ -333,6 +333,8 @@ def test_interrupted_arm_is_invalid_and_needs_a_clean_retry(tmp_path: Path) -> N
     # Each run's line says its state once (issue 14: not "succeeded: succeeded").
     assert "- baseline #1: succeeded (" in text
     assert not any(f"{s.value}: {s.value}" in text for s in State)
+    # States and outcomes print as their words, never as Python enum names.
+    assert "- hang #1: interrupted: " in text and "State." not in text and "Outcome." not in text
 
 
 # --------------------------------------------------------------------------- health gate

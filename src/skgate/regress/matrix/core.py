@@ -439,9 +439,8 @@ def render_matrix_markdown(result: MatrixResult) -> list[str]:
     for row in (result.baseline, *result.rows):
         for i, r in enumerate(row.runs, 1):
             # The detail often starts with the state's own word ("succeeded"): say it once.
-            said = (
-                r.detail if r.detail.split(":")[0].strip() == r.state else f"{r.state}: {r.detail}"
-            )
+            word = r.state.value
+            said = r.detail if r.detail.split(":")[0].strip() == word else f"{word}: {r.detail}"
             out.append(f"- {row.arm} #{i}: {said} ({r.attempt or 'not recorded'})")
     if result.path:
         out += ["", f"result file: `{result.path}`"]
