@@ -302,3 +302,35 @@ def test_a_foreign_wait_is_drawn_and_never_blamed(tmp_path: Path) -> None:
     [span] = c.foreign
     assert (round(span.start, 2), round(span.end, 2)) == (0.05, 0.15)
     assert "pid 900" in span.label and "never touched (C4)" in span.label
+
+
+def test_matrix_session_shows_the_attribution_table(tmp_path: Path) -> None:
+    # A regress --matrix session: one evidence root per arm, regress.json with the rows.
+    session = tmp_path / "diag"
+    make_attempt(session / "runs" / "baseline", 1, State.SUCCEEDED)
+    make_attempt(session / "runs" / "startup_hook", 1, State.FAILED)
+    row = {"runs": [{"state": "succeeded", "status": "pass"}], "proves": "p", "does_not_prove": "q"}
+    record = {
+        "schema": "skgate.regress/1",
+        "kind": "matrix",
+        "baseline": {**row, "arm": "baseline", "change": "none", "outcome": "baseline"},
+        "arms": [
+            {
+                **row,
+                "arm": "startup_hook",
+                "change": "start-up hook hooks/override",
+                "outcome": "fail",
+                "runs": [{"state": "failed", "status": "fail"}],
+                "proves": "the start-up hook launch path triggers the failure",
+            }
+        ],
+        "conclusion": {"kind": "startup_hook_trigger", "lines": ["only the hook arm fails"]},
+    }
+    (session / "regress.json").write_text(json.dumps(record), encoding="utf-8")
+    md_text, doc, page = build(session, "en")
+    assert [a["attempt"] for a in doc["attempts"]] == ["baseline/0001", "startup_hook/0001"]
+    assert doc["matrix"]["rows"][1]["verdicts"] == "failed"
+    text = page_text(page)
+    for needle in ("the start-up hook launch path triggers the failure", "only the hook arm fails"):
+        assert needle in text and needle in md_text
+    assert "<th>the one change</th>" in page
