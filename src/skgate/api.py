@@ -12,6 +12,15 @@ Example::
     from skgate.api import run
     verdict = run(["bash", "run.sh"], timeout=7200, jobs="auto")
     if verdict.state is State.INTERRUPTED: ...   # a clean retry is needed (C2.4)
+
+For runs that outlive the caller (an agent, a Ray task): :func:`start` returns once the
+detached runner has launched the command, :func:`wait` waits read-only in bounded steps,
+:func:`stop` asks the runner to interrupt (see :mod:`skgate.control`)::
+
+    started = start(["bash", "run.sh"], timeout=7200)
+    while (result := wait(started.attempt, max_seconds=120)).outcome == "in_progress":
+        ...  # the compile runs on, untouched
+    stop(started.attempt, "auto-tune budget spent")  # the one sanctioned interruption
 """
 
 from __future__ import annotations
@@ -24,9 +33,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from skgate import control
+from skgate.control import Started, StopResult, WaitResult
 from skgate.evidence.ledger import DEFAULT_ROOT, latest
 from skgate.evidence.load import current_verdict
-from skgate.model.errors import BlockedError, SkgateError, UnfinishedError, UsageError
+from skgate.model.protocol import read_reply
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 
@@ -44,23 +55,11 @@ def run_attempt(request: RunRequest) -> Verdict:
         env=env,
         check=False,
     )
-    lines = proc.stdout.decode("utf-8", "backslashreplace").strip().splitlines()
-    try:
-        result: Any = json.loads(lines[-1]) if lines else None
-    except json.JSONDecodeError:
-        result = None
-    if not isinstance(result, dict):
-        raise SkgateError(
-            f"the skgate runner ended without a result (exit status {proc.returncode}); "
-            f"see the evidence root {request.root}"
-        )
-    if "error" in result:
-        code = int(result.get("exit_code", 2))
-        if code == BlockedError.exit_code:
-            raise BlockedError(str(result["error"]))
-        if code == UnfinishedError.exit_code:
-            raise UnfinishedError(str(result["error"]))
-        raise UsageError(str(result["error"]))
+    result = read_reply(
+        proc.stdout,
+        f"the skgate runner ended without a result (exit status {proc.returncode}); "
+        f"see the evidence root {request.root}",
+    )
     return Verdict.from_dict(result)
 
 
@@ -77,7 +76,33 @@ def run(
     **options: Any,
 ) -> Verdict:
     """Convenience wrapper: build a :class:`RunRequest` and run it."""
-    request = RunRequest(
+    request = _request(
+        argv,
+        root=root,
+        cwd=cwd,
+        timeout=timeout,
+        grace=grace,
+        jobs=jobs,
+        env=env,
+        quiet=quiet,
+        options=options,
+    )
+    return run_attempt(request)
+
+
+def _request(
+    argv: Sequence[str],
+    *,
+    root: str | os.PathLike[str],
+    cwd: str | os.PathLike[str] | None,
+    timeout: float,
+    grace: float,
+    jobs: str | int | None,
+    env: Mapping[str, str] | None,
+    quiet: bool,
+    options: dict[str, Any],
+) -> RunRequest:
+    return RunRequest(
         argv=tuple(argv),
         cwd=str(Path(cwd) if cwd is not None else Path.cwd()),
         root=str(Path(root).absolute()),
@@ -88,7 +113,46 @@ def run(
         quiet=quiet,
         **options,
     )
-    return run_attempt(request)
+
+
+def start(
+    argv: Sequence[str],
+    *,
+    root: str | os.PathLike[str] = DEFAULT_ROOT,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout: float = RunRequest.timeout,
+    grace: float = RunRequest.grace,
+    jobs: str | int | None = None,
+    env: Mapping[str, str] | None = None,
+    **options: Any,
+) -> Started:
+    """Launch under a detached runner and return at once (``skgate start``). A fresh
+    interpreter runs it, so nothing of the caller's process (threads, locks, sockets)
+    is copied into the runner."""
+    request = _request(
+        argv,
+        root=root,
+        cwd=cwd,
+        timeout=timeout,
+        grace=grace,
+        jobs=jobs,
+        env=env,
+        quiet=True,
+        options=options,
+    )
+    return control.start(request)
+
+
+def wait(
+    target: str | os.PathLike[str] = DEFAULT_ROOT, *, max_seconds: float | None = None
+) -> WaitResult:
+    """Wait read-only for the final verdict, at most ``max_seconds`` (``skgate wait``)."""
+    return control.wait(target, max_seconds=max_seconds)
+
+
+def stop(target: str | os.PathLike[str], reason: str = "") -> StopResult:
+    """Ask the attempt's runner to interrupt it, with a reason (``skgate stop``)."""
+    return control.stop(target, reason)
 
 
 def status(target: str | os.PathLike[str] = DEFAULT_ROOT) -> Verdict:

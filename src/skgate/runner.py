@@ -52,6 +52,11 @@ from skgate.verdict.classify import classify
 
 Echo = Callable[[bytes], None]
 Notify = Callable[[str], None]
+#: Receives every journal record right after it is written (``--events jsonl``, the
+#: detached runner's hand-shake with ``skgate start``).
+OnEvent = Callable[[dict[str, Any]], None]
+#: Returns the pending ``skgate stop`` request of an attempt, if any (skgate.control).
+StopRequest = Callable[[Path], "dict[str, Any] | None"]
 
 
 def resolve_command(argv0: str, env: dict[str, str], cwd: str) -> str | None:
@@ -71,10 +76,14 @@ class _Attempt:
         attempt_dir: Path,
         stops: StopSignals | None = None,
         notify: Notify | None = None,
+        on_event: OnEvent | None = None,
+        stop_request: StopRequest | None = None,
     ) -> None:
         self.request = request
         self.stops = stops or StopSignals()
         self.notify: Notify = notify or (lambda _msg: None)
+        self.on_event = on_event
+        self.stop_request = stop_request
         self.dir = attempt_dir
         self.root = Path(request.root)
         self.journal = files.Journal(attempt_dir / files.EVENTS)
@@ -88,7 +97,10 @@ class _Attempt:
 
     def emit(self, event: str, **fields: Any) -> object:
         with deferred():  # a journal line is written whole, never cut by a stop signal
-            return self.journal.emit(event, mono=time.monotonic(), **fields)
+            record = self.journal.emit(event, mono=time.monotonic(), **fields)
+        if self.on_event is not None:
+            self.on_event(record)
+        return record
 
     def record_signals(self) -> None:
         """Journal the stop signals received outside supervision (the Supervisor journals
@@ -212,10 +224,12 @@ class _Attempt:
         """A stop signal before launch: the attempt ends not started, the signal on record."""
         self.stops.phase = Phase.FINISHING
         self.record_signals()
+        stop = self.stop_request(self.dir) if self.stop_request is not None else None
+        why = f" (through skgate stop: {stop.get('reason')})" if stop else ""
         return self.not_started(
             (
-                f"the runner received {name_of(signum)} {where}, before launch; nothing was "
-                "started (a clean retry is needed)",
+                f"the runner received {name_of(signum)} {where}, before launch{why}; nothing "
+                "was started (a clean retry is needed)",
             ),
             None,
         )
@@ -241,13 +255,17 @@ def run_here(
     notify: Notify | None = None,
     *,
     progress_every: float = 30.0,
+    on_event: OnEvent | None = None,
+    stop_request: StopRequest | None = None,
 ) -> Verdict:
     """Run one attempt in this process and return its verdict (see the module doc).
 
     ``echo`` receives the command's output as it streams (from a thread; it may block
     without stalling supervision); ``notify`` receives one-line notes for the person
     running it (a forwarded stop signal, for example, or a wait for a foreign compiler
-    and its progress every ``progress_every`` seconds).
+    and its progress every ``progress_every`` seconds); ``on_event`` every journal
+    record as it is written; ``stop_request`` is asked, when a SIGTERM arrives, whether
+    it is a ``skgate stop`` request (see :mod:`skgate.control`).
 
     Stop signals are deferred, never lost, from the allocation of the attempt to its last
     ledger entry (see :mod:`skgate.proc.signals`); the dispositions are restored on return.
@@ -256,7 +274,7 @@ def run_here(
     stops = StopSignals()
     stops.install()
     try:
-        return _run(request, stops, echo, notify, progress_every)
+        return _run(request, stops, echo, notify, progress_every, (on_event, stop_request))
     finally:
         stops.restore()
         # After the last ledger entry nothing is left to record them in: say so.
@@ -271,12 +289,13 @@ def _run(
     echo: Echo | None,
     notify: Notify | None,
     progress_every: float,
+    hooks: tuple[OnEvent | None, StopRequest | None] = (None, None),
 ) -> Verdict:
     att: _Attempt | None = None
     try:
         with deferred():  # an attempt directory never exists without its first records
             attempt_dir = ledger.allocate(Path(request.root))
-            att = _Attempt(request, attempt_dir, stops, notify)
+            att = _Attempt(request, attempt_dir, stops, notify, *hooks)
             att.emit(
                 "created",
                 attempt=str(attempt_dir),
@@ -433,6 +452,7 @@ def _supervise(
         notify=notify,
         on_process=tracker.on_process,
         on_scan=tracker.on_scan,
+        stop_request=(lambda: att.stop_request(att.dir)) if att.stop_request else None,
     )
     subreaper = become_subreaper()
     # The handover: from here the Supervisor owns the stop signals and forwards them to

@@ -21,7 +21,19 @@ from skgate.model.request import RunRequest
 from skgate.report import load
 from skgate.report import markdown as report
 
-NAMES = ("control", "ownership", "verdict", "census", "event", "logscan", "seal", "report")
+NAMES = (
+    "control",
+    "ownership",
+    "verdict",
+    "census",
+    "event",
+    "logscan",
+    "seal",
+    "report",
+    "start",
+    "wait",
+    "stop",
+)
 
 
 def schema(name: str) -> dict[str, Any]:

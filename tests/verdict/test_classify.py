@@ -582,3 +582,27 @@ def test_failure_reason_names_each_failed_stage() -> None:
         "C2.3: the final summary reports failures: stage compile: 1 of 4 failed; "
         "stage pack: 2 of 3 failed"
     ) in v.reasons
+def test_a_live_runner_in_preflight_is_in_progress_with_its_blockers() -> None:
+    blocker = "foreign opc[7] (never signalled, C4)"
+    v = classify(Evidence(launched=False, runner_alive=True, waiting_for=(blocker,)))
+    assert v.state is State.IN_PROGRESS
+    assert any(blocker in r and r.startswith("C4: waiting for blockers") for r in v.reasons)
+    # The same journal once the runner has finished: not started, never a result.
+    finished = Evidence(launched=False, runner_alive=True, runner_finished=True)
+    assert classify(finished).state is State.NOT_STARTED
+
+
+def test_a_stop_request_is_named_in_the_interrupted_verdict() -> None:
+    ev = Evidence(
+        launched=True,
+        ownership_recorded=True,
+        leader_ended=True,
+        leader_exit_signal=15,
+        tree_ended=True,
+        runner_finished=True,
+        external_signals=(15,),
+        stop_reasons=("budget spent",),
+    )
+    v = classify(ev)
+    assert (v.state, v.cause) == (State.INTERRUPTED, Cause.EXTERNAL)
+    assert v.reasons[0] == "C2.4: stopped through skgate stop: budget spent"

@@ -54,6 +54,8 @@ def test_reasons_of_rare_evidence_have_a_chinese_form() -> None:
         natural(escaped_total=2, escaped_alive=1),
         Evidence(launched=True, journal_missing=True),
         Evidence(launched=False),
+        Evidence(launched=False, runner_alive=True, waiting_for=("foreign opc[7]",)),
+        natural(leader_exit_signal=15, external_signals=(15,), stop_reasons=("budget",)),
     ]
     for ev in cases:
         verdict = classify(ev)

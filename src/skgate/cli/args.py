@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from skgate.evidence.ledger import DEFAULT_ROOT
+from skgate.model.errors import UsageError
 from skgate.model.records import PackageMode
 from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
 
@@ -238,3 +239,12 @@ def request_from_args(args: argparse.Namespace, command: list[str]) -> RunReques
         compiler_names=tuple(args.compiler_name),
         job_memory_mb=args.job_memory_mb,
     )
+
+
+def command_after_dashes(args: argparse.Namespace, verb: str) -> list[str]:
+    command: list[str] | None = getattr(args, "command_argv", None)
+    if command is None or getattr(args, "stray", None):
+        raise UsageError(f"missing '--' before the command: skgate {verb} [options] -- COMMAND...")
+    if not command:
+        raise UsageError(f"no command after '--': skgate {verb} [options] -- COMMAND...")
+    return command

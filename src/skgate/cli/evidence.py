@@ -6,6 +6,7 @@ Thin: parse, call the library, print, return an exit status. The library never p
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="ATTEMPT",
         help="the attempt that produced DIR: judge only after its natural return",
     )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_check_outputs)
 
 
@@ -132,6 +134,9 @@ def cmd_lint(args: argparse.Namespace) -> int:
 def cmd_check_outputs(args: argparse.Namespace) -> int:
     verdict = _attempt_verdict(args.attempt)
     result = outputs.check_outputs(Path(args.directory), PackageMode(args.package), verdict)
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        return result.exit_code
     for message in result.messages:
         print(f"{result.directory}: {message}")
     return result.exit_code

@@ -23,7 +23,7 @@ from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE
 #: imported: ``skgate run`` must not pay for the report, cleanup or regress code on every
 #: launch (start-up overhead is a benchmark target). tests/cli/test_main.py checks the map
 #: against what the areas really register.
-AREAS = ("run", "preflight", "evidence", "workdir", "regress")
+AREAS = ("run", "preflight", "evidence", "workdir", "regress", "agents")
 COMMAND_AREA = {
     "run": "run",
     "status": "run",
@@ -39,6 +39,10 @@ COMMAND_AREA = {
     "cleanup": "workdir",
     "uninstall": "workdir",
     "regress": "regress",
+    "start": "agents",
+    "wait": "agents",
+    "stop": "agents",
+    "mcp": "agents",
 }
 
 

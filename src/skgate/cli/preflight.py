@@ -22,9 +22,8 @@ from skgate.cli.args import add_run_options, request_from_args
 from skgate.model.errors import UsageError
 from skgate.model.exits import EXIT_BLOCKED
 from skgate.preflight.hooks import scan as hooks
-from skgate.preflight.prepare import prepare, render_lines
-
-SCHEMA_PREFLIGHT = "skgate.preflight/1"
+from skgate.preflight.prepare import prepare
+from skgate.preflight.render import preflight_record, render_lines
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -83,13 +82,9 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         # The findings are approved from now on: only other reasons still block.
         blocked = [r for r in blocked if "unapproved start-up hook" not in r]
     if args.json:
-        out = {
-            "schema": SCHEMA_PREFLIGHT,
-            "would_block": bool(blocked),
-            "blocked": blocked,
-            "controls": plan.controls,
-            "baseline": args.freeze_baseline if baseline is not None else None,
-        }
+        out = preflight_record(
+            plan, blocked, args.freeze_baseline if baseline is not None else None
+        )
         print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
         for line in render_lines(plan):

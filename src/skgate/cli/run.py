@@ -12,10 +12,13 @@ from skgate import demo as demo_mod
 from skgate.cli.args import (
     add_hook_options,
     add_run_options,
+    command_after_dashes,
     positive_seconds,
     request_from_args,
 )
 from skgate.cli.show import print_verdict
+from skgate.evidence import files
+from skgate.evidence.follow import verdict_record
 from skgate.evidence.ledger import DEFAULT_ROOT, latest, resolve
 from skgate.evidence.load import current_verdict, recompute
 from skgate.model.errors import SkgateError, UsageError
@@ -34,6 +37,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     add_run_options(p)
     p.add_argument("--quiet", action="store_true", help="do not echo the command's output")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
+    p.add_argument(
+        "--events",
+        choices=["jsonl"],
+        default=None,
+        help="write every journal event to stdout as one JSON object per line as it "
+        "happens, then a final 'verdict' line (schemas/event.json); the command's output "
+        "goes to stderr",
+    )
     # Catches a command given without '--', to say exactly that instead of a vague error.
     p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_run)
@@ -104,19 +115,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=cmd_demo)
 
 
-def command_after_dashes(args: argparse.Namespace, verb: str) -> list[str]:
-    command: list[str] | None = getattr(args, "command_argv", None)
-    if command is None or getattr(args, "stray", None):
-        raise UsageError(f"missing '--' before the command: skgate {verb} [options] -- COMMAND...")
-    if not command:
-        raise UsageError(f"no command after '--': skgate {verb} [options] -- COMMAND...")
-    return command
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     command = command_after_dashes(args, "run")
     request = request_from_args(args, command)
-    out = sys.stderr if args.json else sys.stdout
+    out = sys.stderr if args.json or args.events else sys.stdout
 
     def echo(data: bytes) -> None:
         out.buffer.write(data)
@@ -125,11 +127,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     def notify(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    def stream(record: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+
     # Waits (foreign compilers, leases) report progress every few seconds to a person
     # at a terminal, every 30 s into a log.
     every = 5.0 if sys.stderr.isatty() else 30.0
-    verdict = run_here(request, None if args.quiet else echo, notify, progress_every=every)
-    print_verdict(verdict, args.json)
+    verdict = run_here(
+        request,
+        None if args.quiet else echo,
+        notify,
+        progress_every=every,
+        on_event=stream if args.events else None,
+    )
+    if args.events:
+        stream(verdict_record(verdict, "final", verdict.exit_code))
+    else:
+        print_verdict(verdict, args.json)
     return verdict.exit_code
 
 
@@ -158,7 +173,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         last = rows[-1][1] if rows else None
         return last.exit_code if last else 0
-    attempt = target if (target / "control.json").is_file() else latest(target)
+    # An attempt still in preflight (waiting for a blocker) has a journal, no controls yet.
+    is_attempt = (target / "control.json").is_file() or (target / files.EVENTS).is_file()
+    attempt = target if is_attempt else latest(target)
     if args.watch:
         if args.json:
             raise UsageError("--watch is a view for people; use --json without --watch to poll")

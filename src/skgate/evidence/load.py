@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files
+from skgate.evidence.follow import Progress
 from skgate.evidence.stages import load_stages
 from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError
@@ -63,6 +64,56 @@ def load_control(attempt_dir: Path) -> Control:
         boot_id=str(runner.get("boot_id", "")),
         controls=FrozenControls.from_dict(data.get("controls")),
         raw=dict(data),
+    )
+
+
+@dataclass(frozen=True)
+class RunnerRef:
+    """The runner that owns an attempt: pid, start time, boot."""
+
+    pid: int
+    start_ticks: int
+    boot_id: str
+
+    def alive(self) -> bool:
+        return self.boot_id in ("", boot_id()) and is_alive(self.pid, self.start_ticks)
+
+
+def runner_ref(attempt_dir: Path) -> RunnerRef | None:
+    """The owning runner, from ``control.json`` or, before preflight has frozen the
+    controls (a runner still waiting for a blocker), from the journal's ``created``."""
+    if (attempt_dir / files.CONTROL).exists():
+        c = load_control(attempt_dir)
+        return RunnerRef(c.runner_pid, c.runner_start_ticks, c.boot_id)
+    for ev in files.iter_events(attempt_dir / files.EVENTS):
+        runner = ev.get("runner") if ev.get("event") == "created" else None
+        if isinstance(runner, dict) and _is_int(runner.get("pid")):
+            ticks = runner.get("start_ticks")
+            if isinstance(ticks, int) and _is_int(ticks):
+                boot = runner.get("boot_id", ev.get("boot_id", ""))
+                return RunnerRef(runner["pid"], ticks, str(boot))
+    return None
+
+
+def prelaunch_evidence(attempt_dir: Path) -> Evidence:
+    """Evidence of an attempt whose controls are not frozen yet (preflight under way)."""
+    progress = Progress()
+    finished = False
+    blocked: list[str] = []
+    journal = attempt_dir / files.EVENTS
+    for ev in files.iter_events(journal):
+        progress.update(ev)
+        finished = finished or ev.get("event") == "finished"
+        if ev.get("event") == "blocked":
+            blocked.extend(str(r) for r in ev.get("reasons", []))
+    ref = runner_ref(attempt_dir)
+    return Evidence(
+        launched=False,
+        not_started_reasons=tuple(blocked),
+        runner_finished=finished,
+        runner_alive=not finished and ref is not None and ref.alive(),
+        waiting_for=tuple(progress.waiting),
+        journal_missing=not journal.exists(),
     )
 
 
@@ -155,6 +206,7 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
     timeout_fired = False
     signals: list[SignalSent] = []
     external: list[int] = []
+    stops: list[str] = []
     finished = False
     recovered: str | None = None
     deadline_wall: float | None = None
@@ -179,6 +231,9 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
             signals.append(SignalSent(_event_int(ev, "signal", where), str(ev.get("reason", ""))))
         elif name == "signal_received":
             external.append(_event_int(ev, "signal", where))
+            stop = ev.get("stop_request")
+            if isinstance(stop, dict):
+                stops.append(str(stop.get("reason") or "no reason given"))
         elif name == "finished":
             finished = True
         elif name == "recovered":
@@ -221,6 +276,7 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
         package_mode=control.request.package_mode,
         journal_missing=journal_missing,
         recovered=recovered,
+        stop_reasons=tuple(stops),
     )
 
 
@@ -245,6 +301,10 @@ def current_verdict(attempt_dir: Path) -> Verdict:
     set of files it left (no census, say, would skip the C8 check).
     """
     verdict_path = attempt_dir / files.VERDICT
+    if not (attempt_dir / files.CONTROL).exists() and (attempt_dir / files.EVENTS).exists():
+        # Still in preflight (or ended there without controls): the journal alone says
+        # whether a live runner is waiting for a blocker.
+        return classify(prelaunch_evidence(attempt_dir)).with_attempt(str(attempt_dir))
     if verdict_path.exists():
         try:
             recorded = Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))

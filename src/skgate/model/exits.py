@@ -39,7 +39,7 @@ COMMANDS = (
 )
 
 #: Commands whose exit status is the verdict of an attempt.
-VERDICT_COMMANDS = ("run", "status", "classify", "retry")
+VERDICT_COMMANDS = ("run", "status", "classify", "retry", "wait")
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         3,
         "blocked",
         "blocked before launch (recorded as not started; never a compile result)",
-        (*VERDICT_COMMANDS, "demo", "preflight", "regress", "cleanup", "check-outputs"),
+        (*VERDICT_COMMANDS, "demo", "preflight", "regress", "cleanup", "check-outputs", "start"),
         state="not_started",
         help_label="blocked before launch",
         for_command={
@@ -130,8 +130,9 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         5,
         "unknown",
         "unknown: evidence missing or contradictory (also `check-outputs` when unreadable "
-        "directories may hide a `.run`)",
-        (*VERDICT_COMMANDS, "check-outputs"),
+        "directories may hide a `.run`, and `wait` / `stop` when the runner died without a "
+        "verdict)",
+        (*VERDICT_COMMANDS, "check-outputs", "stop"),
         state="unknown",
         help_label="unknown",
     ),
@@ -139,7 +140,7 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         6,
         "in_progress",
         "in progress (`status`, `check-outputs --attempt`)",
-        ("status", "classify", "check-outputs", "recover"),
+        ("status", "classify", "check-outputs", "recover", "wait"),
         state="in_progress",
         help_label="in progress (status, check-outputs --attempt)",
         for_command={

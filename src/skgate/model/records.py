@@ -383,6 +383,10 @@ class Evidence:
     #: ``skgate recover`` finished this attempt after its runner died: when it died
     #: (one of :data:`RECOVERED_WHEN`), else None.
     recovered: str | None = None
+    #: Blockers a live runner waits for before launch (foreign compilers, leases; C4).
+    waiting_for: tuple[str, ...] = ()
+    #: Reasons given to ``skgate stop`` requests the runner acted on (C2.4, external).
+    stop_reasons: tuple[str, ...] = ()
 
 
 #: When a runner died, as ``skgate recover`` establishes it from the files.

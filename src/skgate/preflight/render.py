@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from skgate.preflight import jobs
 
 if TYPE_CHECKING:
     from skgate.preflight.prepare import LaunchPlan
+
+
+SCHEMA_PREFLIGHT = "skgate.preflight/1"
+
+
+def preflight_record(
+    plan: LaunchPlan, blocked: Iterable[str] | None = None, baseline: str | None = None
+) -> dict[str, Any]:
+    """``skgate preflight --json`` (and the MCP tool ``preflight``)."""
+    reasons = list(plan.blocked if blocked is None else blocked)
+    return {
+        "schema": SCHEMA_PREFLIGHT,
+        "would_block": bool(reasons),
+        "blocked": reasons,
+        "controls": plan.controls,
+        "baseline": baseline,
+    }
 
 
 def render_lines(plan: LaunchPlan) -> list[str]:

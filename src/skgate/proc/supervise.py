@@ -139,6 +139,7 @@ class Supervisor:
         notify: Callable[[str], None] | None = None,
         on_process: Callable[[ProcessRecord], None] | None = None,
         on_scan: Callable[[list[tuple[int, int]]], None] | None = None,
+        stop_request: Callable[[], dict[str, Any] | None] | None = None,
     ) -> None:
         self.argv = argv
         self.env = env
@@ -155,6 +156,7 @@ class Supervisor:
         # of the owned processes alive at each scan (the most opc alive at once).
         self.on_process = on_process
         self.on_scan = on_scan
+        self.stop_request = stop_request
         self.tracked: dict[tuple[int, int], Tracked] = {}
         self._by_pid: dict[int, tuple[int, int]] = {}  # the latest key of each pid
         self._dirty = False
@@ -262,8 +264,27 @@ class Supervisor:
                         check_children = True
                         continue
                     out.external_signals.append(signum)
-                    self.emit("signal_received", signal=signum, name=_name(signum))
-                    if len(out.external_signals) == 1:
+                    stop = None
+                    if signum == signal.SIGTERM and self.stop_request is not None:
+                        stop = self.stop_request()
+                    if stop is not None:
+                        self.emit(
+                            "signal_received", signal=signum, name=_name(signum), stop_request=stop
+                        )
+                    else:
+                        self.emit("signal_received", signal=signum, name=_name(signum))
+                    if stop is not None and kill_at is None and not escalated:
+                        # ``skgate stop``: an external interruption, asked for explicitly,
+                        # so it ends like the frozen timeout does (C4): SIGTERM to the own
+                        # group now, SIGKILL to it after the grace; nothing else is touched.
+                        self._signal_group(pid, signum, "stop-requested")
+                        kill_at = now + self.grace
+                        escalated = True
+                        self.notify(
+                            f"skgate: stop requested ({stop.get('reason')}); SIGTERM sent to "
+                            f"the command's process group {pid}, SIGKILL after {self.grace:g} s"
+                        )
+                    elif len(out.external_signals) == 1:
                         # Forwarded to the own group only (C4), once. No automatic SIGKILL
                         # follows: only the frozen timeout may end what ignores it.
                         self._signal_group(pid, signum, "forwarded")

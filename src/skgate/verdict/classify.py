@@ -207,6 +207,19 @@ def classify(ev: Evidence) -> Verdict:
 
     # 1. in_progress: an owned process lives and the frozen timeout has not fired.
     if not ev.runner_finished and not termination_begun:
+        if ev.runner_alive and not ev.launched:
+            # Preflight is still running (for example waiting for a foreign compiler): the
+            # attempt is live, not "not started"; nothing of it may be judged or killed.
+            waits = "; ".join(ev.waiting_for)
+            return Verdict(
+                state=State.IN_PROGRESS,
+                cause=None,
+                reasons=(
+                    "C2.1: the runner that owns this attempt is alive and has not launched "
+                    "the command yet (preflight); keep waiting, kill nothing",
+                    *([f"C4: waiting for blockers, which are never signalled: {waits}"] * bool(waits)),
+                ),
+            )
         if ev.runner_alive:
             return _verdict(
                 ev,
@@ -350,7 +363,7 @@ def classify(ev: Evidence) -> Verdict:
             view=view,
         )
     if ev.external_signals or ev.signals_sent or ev.leader_exit_signal is not None:
-        why = []
+        why = [f"C2.4: stopped through skgate stop: {r}" for r in ev.stop_reasons]
         if ev.external_signals:
             names = ", ".join(signal_name(s) for s in ev.external_signals)
             why.append(f"C2.4: the runner received {names} from outside and forwarded it")

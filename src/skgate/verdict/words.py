@@ -258,6 +258,19 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
         "判断编译器是否支持之前，必须先做一次干净重试",
     ),
     (
+        r"C2\.1: the runner that owns this attempt is alive and has not launched the "
+        r"command yet \(preflight\); keep waiting, kill nothing",
+        "C2.1：拥有本次尝试的运行器仍在运行，尚未启动命令（预检中）；继续等待，不终止任何进程",
+    ),
+    (
+        r"C4: waiting for blockers, which are never signalled: (.+)",
+        r"C4：正在等待阻塞项，绝不向它们发送信号：\1",
+    ),
+    (
+        r"C2\.4: stopped through skgate stop: (.*)",
+        r"C2.4：通过 skgate stop 停止：\1",
+    ),
+    (
         r"C2\.4: the runner received (.+) from outside and forwarded it",
         r"C2.4：运行器从外部收到 \1，并转发给了自己的进程组",
     ),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from skgate.evidence.census import FirstNames, count_tree
 from skgate.model.errors import UsageError
@@ -32,6 +33,7 @@ from skgate.model.records import EXIT_CODES, PackageMode, State, Verdict
 
 #: How many file names a message lists before it says "and N more".
 SHOW = 10
+SCHEMA_OUTPUT_CHECK = "skgate.output-check/1"
 
 STATUS_EXIT = {OutputStatus.OK: 0, OutputStatus.FAILURE: 1}
 
@@ -48,6 +50,22 @@ class OutputCheck:
     succ_logs: int
     run_packages: int
     exit_code: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``skgate check-outputs --json`` (and the MCP tool ``check_outputs``)."""
+        return {
+            "schema": SCHEMA_OUTPUT_CHECK,
+            "directory": self.directory,
+            "mode": self.mode.value,
+            "status": self.status,
+            "messages": list(self.messages),
+            "counts": {
+                "error_logs": self.error_logs,
+                "succ_logs": self.succ_logs,
+                "run_packages": self.run_packages,
+            },
+            "exit_code": self.exit_code,
+        }
 
 
 def _more(shown: list[str], total: int) -> str:

@@ -1,0 +1,465 @@
+"""Runs that outlive their caller, the caller's side: ``start``, ``wait`` and ``stop``.
+
+* :func:`start` starts the detached runner (:mod:`skgate.detach`, the runner's side) as
+  a fresh interpreter and returns once the command is launched, refused, or waiting
+  for a blocker.
+
+* :func:`wait` is read-only and never signals: woken by inotify on the attempt
+  directory and by the runner's pidfd (:mod:`skgate.evidence.follow`), it returns on
+  the final verdict, when its bound runs out (the attempt is still in progress), or at
+  once when the runner died without a verdict.
+* :func:`stop` is the one sanctioned way to interrupt: it leaves a request for the
+  attempt's runner (``<root>/control/<attempt>.stop.json``: never inside the attempt,
+  which is sealed evidence) and sends SIGTERM to the runner only, identified by pid and
+  start time through a pidfd. The runner records the request with its reason and ends
+  its own process group as the frozen timeout would (SIGTERM, grace, SIGKILL; C4): the
+  verdict is ``interrupted`` / ``external``. The workload is never signalled from here,
+  and nothing at all is signalled when the runner is gone. :func:`stop_pending` is the
+  runner's side of that request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence import files
+from skgate.evidence.follow import (
+    FALLBACK_POLL,
+    DirWatch,
+    JournalFollower,
+    Progress,
+    attempt_dirs,
+    verdict_record,
+    wait_readable,
+)
+from skgate.evidence.ledger import DEFAULT_ROOT
+from skgate.evidence.load import current_verdict, runner_ref
+from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.protocol import read_reply
+from skgate.model.records import EXIT_CODES, State, Verdict
+from skgate.model.request import RunRequest
+from skgate.proc.handle import ProcessHandle
+
+SCHEMA_START = "skgate.start/1"
+SCHEMA_WAIT = "skgate.wait/1"
+SCHEMA_STOP = "skgate.stop/1"
+SCHEMA_STOP_REQUEST = "skgate.stop-request/1"
+CONTROL_DIR = "control"
+#: Exit status of ``wait`` when a live runner had no verdict yet (as ``status``).
+EXIT_IN_PROGRESS = EXIT_CODES[State.IN_PROGRESS]
+#: Exit status of ``wait`` / ``stop`` when the runner died without a verdict.
+EXIT_RUNNER_GONE = EXIT_CODES[State.UNKNOWN]
+#: How long ``wait`` gives a runner that journalled ``finished`` to seal and exit.
+SEAL_GRACE = 5.0
+#: How long ``stop`` waits for the runner to acknowledge its request.
+STOP_ACK_TIMEOUT = 10.0
+
+
+# --------------------------------------------------------------------------- start
+
+
+@dataclass(frozen=True)
+class Started:
+    """What ``skgate start --json`` prints."""
+
+    attempt: str
+    state: str  # in_progress | not_started
+    runner_pid: int
+    phase: str  # running | waiting_for_blockers | not_started
+    waiting_for: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[State.NOT_STARTED] if self.state == "not_started" else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_START,
+            "attempt": self.attempt,
+            "state": self.state,
+            "phase": self.phase,
+            "runner_pid": self.runner_pid,
+            "waiting_for": list(self.waiting_for),
+            "reasons": list(self.reasons),
+        }
+
+
+def start(request: RunRequest) -> Started:
+    """Launch ``request`` under a detached runner started as a fresh interpreter
+    (``python -m skgate.detach``), and return once it is launched or refused.
+
+    Nothing of the calling process (its threads, locks, descriptors) reaches the runner,
+    so a library caller or a server can use it. Raises UsageError (bad input: the runner
+    refuses before recording anything) or BlockedError (no writable evidence root).
+    """
+    r, w = os.pipe2(os.O_CLOEXEC)
+    try:
+        _spawn_runner(request, w)
+    finally:
+        os.close(w)
+    return read_started(r, request)
+
+
+def read_started(r: int, request: RunRequest) -> Started:
+    """Read the detached runner's one reply line from ``r`` (closed here) to its end."""
+    try:
+        raw = _read_all(r)
+    finally:
+        os.close(r)
+    return _parse_started(raw, request)
+
+
+def _spawn_runner(request: RunRequest, w: int) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skgate.detach", str(w)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        pass_fds=(w,),
+        close_fds=True,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None
+    with proc.stdin:
+        proc.stdin.write(json.dumps(request.to_dict()).encode())
+    proc.wait()
+
+
+def _read_all(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        data = os.read(fd, 1 << 16)
+        if not data:
+            return b"".join(chunks)
+        chunks.append(data)
+
+
+def _parse_started(raw: bytes, request: RunRequest) -> Started:
+    got = read_reply(
+        raw,
+        f"the detached skgate runner ended before it could report; see the evidence root "
+        f"{request.root} (runner.log of the newest attempt)",
+    )
+    return Started(
+        attempt=str(got["attempt"]),
+        state=str(got["state"]),
+        runner_pid=int(got["runner_pid"]),
+        phase=str(got["phase"]),
+        waiting_for=tuple(str(x) for x in got.get("waiting_for", [])),
+        reasons=tuple(str(x) for x in got.get("reasons", [])),
+    )
+
+
+# --------------------------------------------------------------------------- attempts
+
+
+def find_attempt(target: str | os.PathLike[str] = DEFAULT_ROOT) -> Path:
+    """An attempt directory, or the newest attempt of a root (one still in preflight
+    included). Raises UsageError when ``target`` is neither."""
+    path = Path(target)
+    if (path / files.EVENTS).is_file() or files.is_attempt_dir(path):
+        return path
+    found = attempt_dirs(path)
+    if found:
+        return found[-1]
+    if not path.exists():
+        raise UsageError(f"{path}: no such attempt directory or evidence root")
+    raise UsageError(f"{path}: not an attempt directory nor an evidence root with attempts")
+
+
+def _runner_handle(attempt: Path) -> ProcessHandle | None:
+    try:
+        ref = runner_ref(attempt)
+    except EvidenceError:
+        return None
+    if ref is None or not ref.alive():
+        return None
+    return ProcessHandle.open(ref.pid, ref.start_ticks)
+
+
+# --------------------------------------------------------------------------- wait
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    """What ``skgate wait --json`` prints."""
+
+    attempt: str
+    outcome: str  # final | in_progress | runner_gone
+    verdict: Verdict
+    progress: dict[str, Any]
+    waited_s: float
+
+    @property
+    def exit_code(self) -> int:
+        if self.outcome == "final":
+            return self.verdict.exit_code
+        return EXIT_IN_PROGRESS if self.outcome == "in_progress" else EXIT_RUNNER_GONE
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_WAIT,
+            "attempt": self.attempt,
+            "outcome": self.outcome,
+            "state": self.verdict.state.value,
+            "exit_code": self.exit_code,
+            "waited_s": round(self.waited_s, 3),
+            "deadline_remaining_s": self.progress.get("deadline_remaining_s"),
+            "progress": self.progress,
+            "verdict": self.verdict.to_dict(),
+        }
+
+
+def wait(
+    target: str | os.PathLike[str] = DEFAULT_ROOT,
+    *,
+    max_seconds: float | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    progress_every: float = 5.0,
+) -> WaitResult:
+    """Wait read-only for an attempt's final verdict (see the module doc). Never signals.
+
+    ``on_event`` receives every journal record, from the first, as it appears;
+    ``on_progress`` a progress line now and every ``progress_every`` seconds.
+    """
+    if max_seconds is not None and not max_seconds >= 0:
+        raise UsageError("--max must be a number of seconds >= 0")
+    attempt = find_attempt(target)
+    began = time.monotonic()
+    end = None if max_seconds is None else began + max_seconds
+    watch = DirWatch(attempt)  # before the first read, so no change can be missed
+    follower = JournalFollower(attempt / files.EVENTS)
+    progress = Progress()
+    handle = _runner_handle(attempt)
+    finished_at: float | None = None
+    next_line = began
+    outcome = "in_progress"
+
+    def absorb() -> None:
+        for ev in follower.poll():
+            progress.update(ev)
+            if on_event is not None:
+                on_event(ev)
+
+    try:
+        while True:
+            watch.drain()
+            absorb()
+            now = time.monotonic()
+            if progress.phase == "final":
+                finished_at = finished_at or now
+                # Return once the runner has sealed and gone, so the evidence is complete.
+                if handle is None or not handle.alive() or now - finished_at > SEAL_GRACE:
+                    outcome = "final"
+                    break
+            elif handle is None or not handle.alive():
+                if handle is None:
+                    handle = _runner_handle(attempt)
+                    if handle is not None:
+                        continue  # a runner that only now recorded who it is
+                absorb()  # gone: one more read, the verdict may have been its last act
+                if progress.phase != "final":
+                    outcome = "runner_gone"
+                    break
+                continue
+            if end is not None and now >= end:
+                break
+            if on_progress is not None and now >= next_line:
+                on_progress(progress.line(time.time()))
+                next_line = now + progress_every
+            horizon = [next_line if on_progress is not None else None, end]
+            if finished_at is not None:
+                horizon.append(finished_at + SEAL_GRACE)
+            if not watch.active or (handle is not None and handle.fileno() < 0):
+                horizon.append(now + FALLBACK_POLL)
+            due = [h for h in horizon if h is not None]
+            timeout = max(0.0, min(due) - now) if due else None
+            wait_readable([watch.fd, handle.fileno() if handle else -1], timeout)
+    finally:
+        watch.close()
+        if handle is not None:
+            handle.close()
+    verdict = current_verdict(attempt)
+    return WaitResult(
+        str(attempt), outcome, verdict, progress.to_dict(time.time()), time.monotonic() - began
+    )
+
+
+def verdict_event(result: WaitResult) -> dict[str, Any]:
+    """The last line of ``wait --follow`` (see :func:`~skgate.evidence.follow.verdict_record`)."""
+    return verdict_record(result.verdict, result.outcome, result.exit_code)
+
+
+# --------------------------------------------------------------------------- stop
+
+
+def stop_request_path(attempt: Path) -> Path:
+    """Where ``stop`` leaves its request: beside the attempts, never inside one (a
+    sealed attempt may hold nothing that was not sealed; C4)."""
+    return attempt.parent.parent / CONTROL_DIR / f"{attempt.name}.stop.json"
+
+
+def stop_pending(attempt: Path) -> dict[str, Any] | None:
+    """The runner's side: the ``skgate stop`` request for ``attempt``, if one is there."""
+    try:
+        data = json.loads(stop_request_path(attempt).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_STOP_REQUEST:
+        return None
+    return {k: data.get(k) for k in ("reason", "requested_by_pid", "requested_at")}
+
+
+@dataclass(frozen=True)
+class StopResult:
+    """What ``skgate stop --json`` prints."""
+
+    attempt: str
+    action: str  # requested | already_final | runner_gone
+    message: str
+    state: str
+    reason: str
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_RUNNER_GONE if self.action == "runner_gone" else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_STOP,
+            "attempt": self.attempt,
+            "action": self.action,
+            "state": self.state,
+            "reason": self.reason,
+            "message": self.message,
+            "exit_code": self.exit_code,
+        }
+
+
+def _final_state(attempt: Path) -> str | None:
+    """The recorded final state, or None while the attempt has none."""
+    if not (attempt / files.VERDICT).exists():
+        for ev in files.iter_events(attempt / files.EVENTS):
+            if ev.get("event") == "finished":
+                return str(ev.get("state"))
+        return None
+    return current_verdict(attempt).state.value
+
+
+def stop(
+    target: str | os.PathLike[str], reason: str = "", *, ack_timeout: float = STOP_ACK_TIMEOUT
+) -> StopResult:
+    """Ask an attempt's runner to interrupt it (see the module doc).
+
+    Returns after the runner has recorded the request (or the attempt turned out to be
+    final already, or its runner gone). Never signals the workload; never anything when
+    the runner is gone.
+    """
+    attempt = find_attempt(target)
+    reason = reason.strip() or "no reason given"
+    final = _final_state(attempt)
+    if final is not None:
+        return StopResult(
+            str(attempt),
+            "already_final",
+            "the attempt is final; nothing was changed",
+            final,
+            reason,
+        )
+    handle = _runner_handle(attempt)
+    if handle is None:
+        return StopResult(
+            str(attempt),
+            "runner_gone",
+            "the runner of this attempt is gone, so nothing was signalled: nobody can record "
+            "a stop; never kill its processes by name or age (C4)",
+            current_verdict(attempt).state.value,
+            reason,
+        )
+    path = stop_request_path(attempt)
+    follower = JournalFollower(attempt / files.EVENTS)
+    seen = Progress()
+    for ev in follower.poll():
+        seen.update(ev)
+    if seen.tree_ended:
+        handle.close()
+        return StopResult(
+            str(attempt),
+            "already_final",
+            "the command has already returned; "
+            "the runner is writing the verdict, nothing was changed",
+            "in_progress",
+            reason,
+        )
+    watch = DirWatch(attempt)
+    try:
+        path.parent.mkdir(exist_ok=True)
+        files.replace_json(
+            path,
+            {
+                "schema": SCHEMA_STOP_REQUEST,
+                "attempt": str(attempt),
+                "reason": reason,
+                "requested_by_pid": os.getpid(),
+                "requested_at": time.time(),
+            },
+        )
+        # The runner only, by pidfd: its handler reads the request and ends its own group.
+        delivered = handle.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + ack_timeout
+        acked = False
+        while delivered and time.monotonic() < deadline:
+            watch.drain()
+            for ev in follower.poll():
+                seen.update(ev)
+                acked = acked or bool(ev.get("stop_request")) or ev.get("event") == "blocked"
+            if acked or seen.finished_state is not None or not handle.alive():
+                break
+            fds = [watch.fd, handle.fileno()]
+            poll = FALLBACK_POLL if not watch.active or handle.fileno() < 0 else None
+            wait_readable(fds, min(poll or 1.0, max(0.0, deadline - time.monotonic())))
+    finally:
+        watch.close()
+        handle.close()
+    if not delivered:
+        return StopResult(
+            str(attempt),
+            "runner_gone",
+            "the runner ended before the request reached it; nothing was signalled",
+            _final_state(attempt) or "unknown",
+            reason,
+        )
+    if not acked and seen.finished_state is not None:
+        with contextlib.suppress(OSError):
+            path.unlink()  # not taken: the attempt finished first, the request is void
+        return StopResult(
+            str(attempt),
+            "already_final",
+            "the attempt finished before the request arrived; nothing was changed",
+            seen.finished_state,
+            reason,
+        )
+    return StopResult(
+        str(attempt),
+        "requested",
+        "the runner recorded the request and ends its own process group: SIGTERM, then "
+        "SIGKILL after its grace (C4); the verdict will be interrupted/external. "
+        "Use skgate wait to see it"
+        if acked
+        else f"SIGTERM sent to the runner; it has not recorded the request within "
+        f"{ack_timeout:g} s (see skgate status)",
+        "in_progress",
+        reason,
+    )

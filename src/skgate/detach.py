@@ -1,0 +1,201 @@
+"""``skgate start``: launch under a detached runner and return at once.
+
+An AI agent's shell tool ends its command's process group when its own time limit runs
+out; a static compile takes far longer. If the gate ran in that group, the agent would
+interrupt the very compile the contract protects (C2.4). So :func:`start` detaches the
+runner: it runs in its own session (not in the caller's process group, no controlling
+terminal), with stdin, stdout and stderr on ``/dev/null`` and the attempt's
+``runner.log`` and no other inherited descriptor, and is re-parented away from the
+caller (double fork). It is still the child subreaper of its workload
+(:mod:`skgate.proc.supervise`). ``start`` returns once the attempt is recorded and the
+command launched, refused, or waiting for a blocker: foreign compilers and device leases
+are waited for by the detached runner, never by the caller (C4). Waiting and stopping
+are in :mod:`skgate.control`.
+
+Protocol of the detached runner: ``python -m skgate.detach FD`` with a
+:class:`~skgate.model.records.RunRequest` as JSON on stdin; it forks once more, and the
+grandchild (the runner) writes one JSON line to descriptor FD: the :class:`Started`
+record, or ``{"error": MESSAGE, "exit_code": N}``; then it closes FD. The caller reads
+until end of file. (The CLI forks directly, without a new interpreter, when it is
+single-threaded: that saves an interpreter start-up on every ``skgate start``.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from skgate.control import Started, read_started, stop_pending
+from skgate.control import start as control_start
+from skgate.evidence.follow import Progress
+from skgate.model.errors import SkgateError
+from skgate.model.records import EXIT_CODES, State
+from skgate.model.request import RunRequest
+from skgate.preflight.request import validate
+from skgate.runner import run_here
+
+RUNNER_LOG = "runner.log"
+
+
+class StopRequested(KeyboardInterrupt):
+    """SIGTERM to a detached runner before launch: record not_started, launch nothing."""
+
+
+def start(request: RunRequest, *, fork: bool | None = None) -> Started:
+    """Launch ``request`` under a detached runner; return once it is launched or refused.
+
+    ``fork`` (default: only when this process is single-threaded, as the CLI is) forks
+    this process instead of starting a new interpreter (one interpreter start-up less
+    per ``skgate start``); otherwise :func:`skgate.control.start` starts a fresh one, so
+    no lock or descriptor of a threaded caller is copied into the runner.
+    Raises UsageError (bad input, nothing recorded) or BlockedError (no evidence root).
+    """
+    validate(request)
+    if fork is None:
+        fork = threading.active_count() == 1
+    if not fork:
+        return control_start(request)
+    r, w = os.pipe2(os.O_CLOEXEC)
+    try:
+        _fork_runner(request, r, w)
+    finally:
+        os.close(w)
+    return read_started(r, request)
+
+
+def _fork_runner(request: RunRequest, r: int, w: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()  # or the child would write the caller's buffered output again
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (runs in the forked child; its effects are tested)
+        code = 70
+        try:
+            os.close(r)
+            os.setsid()
+            if os.fork() != 0:
+                os._exit(0)
+            code = _runner_main(request, w)
+        finally:
+            os._exit(code)
+    os.waitpid(pid, 0)  # the intermediate exits at once; the runner is re-parented
+
+
+def _detach_stdio() -> None:
+    """No descriptor of the caller stays open in the runner (0-2 to /dev/null; the rest
+    closed), so a caller reading our output sees end of file when ``start`` returns."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    if null > 2:
+        os.close(null)
+
+
+def _runner_main(request: RunRequest, handshake: int) -> int:
+    """The detached runner (forked or ``python -m skgate.detach``): run and report."""
+    _detach_stdio()
+    os.closerange(3, handshake)
+    os.closerange(handshake + 1, 1 << 16)
+    os.set_inheritable(handshake, False)
+    reply: list[int] = [handshake]
+    launched = [False]
+    progress = Progress()
+    attempt: list[str] = [""]
+    blocked: list[str] = []
+
+    def tell(payload: dict[str, Any]) -> None:
+        if reply[0] < 0:
+            return
+        with contextlib.suppress(OSError):
+            os.write(reply[0], (json.dumps(payload) + "\n").encode())
+        with contextlib.suppress(OSError):
+            os.close(reply[0])
+        reply[0] = -1
+
+    def on_event(ev: dict[str, Any]) -> None:
+        progress.update(ev)
+        name = ev.get("event")
+        if name == "created":
+            attempt[0] = str(ev.get("attempt"))
+            # The runner's own tracebacks and notes land in the attempt, not nowhere.
+            with contextlib.suppress(OSError):
+                log = os.open(
+                    Path(attempt[0]) / RUNNER_LOG,
+                    os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
+                    0o644,
+                )
+                os.dup2(log, 1)
+                os.dup2(log, 2)
+                os.close(log)
+        elif name == "launched":
+            launched[0] = True
+            tell(_started(attempt[0], "in_progress", "running", ()))
+        elif progress.phase == "waiting_for_blockers":
+            tell(_started(attempt[0], "in_progress", "waiting_for_blockers", progress.waiting))
+        elif name == "blocked":
+            blocked.extend(str(r) for r in ev.get("reasons", []))
+        elif name == "finished" and not launched[0]:
+            tell(_started(attempt[0], str(ev.get("state")), "not_started", (), blocked))
+
+    def on_term(_signum: int, _frame: object) -> None:
+        # Before launch a stop (or any SIGTERM) ends the attempt as not started; after
+        # launch the supervisor's own handler is in place and forwards it (C2.4).
+        if not launched[0]:
+            why = stop_pending(Path(attempt[0])) if attempt[0] else None
+            reason = (why or {}).get("reason")
+            raise StopRequested(
+                "stopped before launch"
+                + (f" through skgate stop: {reason}" if why else " by SIGTERM")
+                + "; nothing was started"
+            )
+
+    signal.signal(signal.SIGTERM, on_term)
+
+    def notify(message: str) -> None:
+        with contextlib.suppress(OSError):
+            os.write(2, (message + "\n").encode())
+
+    code = 0
+    try:
+        verdict = run_here(request, None, notify, on_event=on_event, stop_request=stop_pending)
+        code = verdict.exit_code
+        if reply[0] >= 0:  # finished without a launch or refusal record (not expected)
+            tell(_started(attempt[0], verdict.state.value, "not_started", ()))
+    except SkgateError as exc:
+        tell({"error": str(exc), "exit_code": exc.exit_code})
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        tell(_started(attempt[0], "not_started", "not_started", ()))
+        code = EXIT_CODES[State.NOT_STARTED]
+    return code
+
+
+def _started(
+    attempt: str, state: str, phase: str, waiting: Any, reasons: Any = ()
+) -> dict[str, Any]:
+    return Started(attempt, state, os.getpid(), phase, tuple(waiting), tuple(reasons)).to_dict()
+
+
+# --------------------------------------------------------------------------- entry
+
+
+def _child_main(argv: list[str]) -> int:  # pragma: no cover (a separate process)
+    try:
+        handshake = int(argv[1])
+        request = RunRequest.from_dict(json.loads(sys.stdin.buffer.read()))
+    except (IndexError, ValueError, SkgateError) as exc:
+        print(f"skgate.detach: bad invocation: {exc}", file=sys.stderr)
+        return 2
+    if os.fork() != 0:
+        os._exit(0)  # the runner is re-parented away from the caller
+    os._exit(_runner_main(request, handshake))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(_child_main(sys.argv))

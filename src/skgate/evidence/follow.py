@@ -1,0 +1,332 @@
+"""Following a live attempt read-only: its journal as it grows, woken by the kernel.
+
+``skgate wait`` and ``skgate wait --follow`` must return within milliseconds of the
+runner's last record, without a poll loop that wakes many times a second for hours.
+:class:`DirWatch` asks the kernel (inotify, through ``ctypes``: the standard library has
+no binding) to make a descriptor readable whenever anything in the attempt directory
+changes: an appended journal line, a created ``verdict.json`` or ``seal.json``.
+:class:`JournalFollower` then reads only the complete new lines of ``events.jsonl``.
+
+Fallback: where inotify is unavailable (no ``inotify_init1``, a file system that does
+not report changes, the per-user watch limit reached), :attr:`DirWatch.fd` is -1 and the
+caller re-reads every :data:`FALLBACK_POLL` seconds instead; the answers are the same,
+only later by up to that interval.
+
+Nothing here writes a file or sends a signal (C2.1: observation of a live attempt is
+read-only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import select
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence import files
+from skgate.model.records import Verdict
+from skgate.model.schema import SCHEMA_EVENT
+
+# <sys/inotify.h>
+IN_MODIFY = 0x00000002
+IN_ATTRIB = 0x00000004
+IN_CLOSE_WRITE = 0x00000008
+IN_MOVED_TO = 0x00000080
+IN_CREATE = 0x00000100
+IN_DELETE_SELF = 0x00000400
+IN_NONBLOCK = 0o4000
+IN_CLOEXEC = 0o2000000
+WATCH_MASK = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF
+
+#: Re-read interval when inotify is unavailable (see the module doc).
+FALLBACK_POLL = 0.05
+
+
+class DirWatch:
+    """A descriptor that becomes readable when something in ``path`` changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = -1
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = int(libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC))
+        except (OSError, AttributeError):
+            return
+        if fd < 0:
+            return
+        wd = int(libc.inotify_add_watch(fd, os.fsencode(path), WATCH_MASK))
+        if wd < 0:
+            os.close(fd)
+            return
+        self.fd = fd
+
+    @property
+    def active(self) -> bool:
+        return self.fd >= 0
+
+    def drain(self) -> None:
+        """Consume the pending notifications (their content is not needed: re-read)."""
+        if self.fd < 0:
+            return
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while os.read(self.fd, 1 << 14):
+                pass
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def wait_readable(fds: Iterable[int], timeout: float | None) -> list[int]:
+    """The descriptors of ``fds`` (ignoring -1) readable within ``timeout`` seconds."""
+    watched = [fd for fd in fds if fd >= 0]
+    if timeout is not None:
+        timeout = max(0.0, timeout)
+    if not watched:
+        if timeout:
+            select.select([], [], [], timeout)
+        return []
+    poller = select.poll()
+    for fd in watched:
+        poller.register(fd, select.POLLIN)
+    ms = None if timeout is None else int(timeout * 1000) + (timeout > 0)
+    return [fd for fd, _ in poller.poll(ms)]
+
+
+class JournalFollower:
+    """Reads the complete lines appended to an attempt's ``events.jsonl`` since last time.
+
+    A line is taken only once its newline is there: the runner writes each event with
+    one ``write``, and a reader that catches it half-way sees the rest at the next look.
+    """
+
+    def __init__(self, journal: Path) -> None:
+        self.journal = journal
+        self._offset = 0
+        self._partial = b""
+
+    def poll(self) -> list[dict[str, Any]]:
+        try:
+            fd = os.open(self.journal, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return []
+        try:
+            chunks = []
+            while True:
+                data = os.pread(fd, 1 << 16, self._offset)
+                if not data:
+                    break
+                self._offset += len(data)
+                chunks.append(data)
+        finally:
+            os.close(fd)
+        if not chunks:
+            return []
+        buf = self._partial + b"".join(chunks)
+        *lines, self._partial = buf.split(b"\n")
+        out: list[dict[str, Any]] = []
+        for raw in lines:
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue  # a damaged line: the classifier reports damage, not the follower
+            if isinstance(record, dict) and record.get("schema") == SCHEMA_EVENT:
+                out.append(record)
+        return out
+
+
+#: Journal events (or ``preflight`` steps) that start a wait for a blocker, and those
+#: that end one (C4: blockers are waited for, never signalled).
+WAIT_EVENTS = ("foreign_wait", "lease_wait")
+WAIT_END_EVENTS = ("foreign_wait_end", "lease_wait_end", "foreign_cleared", "lease_acquired")
+
+
+def _kind(ev: dict[str, Any]) -> str:
+    name = str(ev.get("event", ""))
+    return str(ev.get("step", "")) if name == "preflight" else name
+
+
+def is_wait_start(ev: dict[str, Any]) -> bool:
+    return _kind(ev) in WAIT_EVENTS
+
+
+def is_wait_end(ev: dict[str, Any]) -> bool:
+    return _kind(ev) in WAIT_END_EVENTS
+
+
+def blocker_text(ev: dict[str, Any]) -> list[str]:
+    """One line per blocker named by a wait event: pid, name, never signalled (C4)."""
+    out: list[str] = []
+    for p in ev.get("blockers") or ev.get("processes") or []:
+        if isinstance(p, dict):
+            out.append(f"foreign {p.get('name')}[{p.get('pid')}] (never signalled, C4)")
+    if _kind(ev) == "lease_wait":
+        holder = ev.get("holder") or {}
+        who = f" held by pid {holder.get('pid')}" if isinstance(holder, dict) else ""
+        out.append(f"device {ev.get('device')} lease{who} (never signalled, C4)")
+    if not out:
+        out.append(f"{_kind(ev)} (never signalled, C4)")
+    return out
+
+
+@dataclass
+class Progress:
+    """What the journal says so far about a live attempt (counts are provisional, C1)."""
+
+    created_t: float | None = None
+    launched_t: float | None = None
+    deadline_wall: float | None = None
+    waiting: list[str] = field(default_factory=list)
+    waiting_since: float | None = None
+    counts: dict[str, Any] | None = None
+    owned_alive: int | None = None
+    stage: str | None = None
+    inputs_done: int | None = None
+    inputs_total: int | None = None
+    signals: list[str] = field(default_factory=list)
+    stop_reason: str | None = None
+    tree_ended: bool = False
+    finished_state: str | None = None
+    last_event: str | None = None
+
+    def update(self, ev: dict[str, Any]) -> None:
+        name = str(ev.get("event"))
+        t = ev.get("t") if isinstance(ev.get("t"), (int, float)) else None
+        self.last_event = name
+        if name == "created":
+            self.created_t = t
+        elif is_wait_start(ev):
+            self.waiting = blocker_text(ev)
+            self.waiting_since = self.waiting_since or t
+        elif is_wait_end(ev):
+            self.waiting, self.waiting_since = [], None
+        elif name == "launched":
+            self.launched_t = t
+            self.waiting, self.waiting_since = [], None
+            if isinstance(ev.get("deadline_wall"), (int, float)):
+                self.deadline_wall = float(ev["deadline_wall"])
+        elif name == "observation":
+            if isinstance(ev.get("counts"), dict):
+                self.counts = dict(ev["counts"])
+                self._inputs(self.counts)
+            if isinstance(ev.get("owned_alive"), int):
+                self.owned_alive = ev["owned_alive"]
+        elif name.startswith("stage"):
+            self.stage = str(ev.get("name") or ev.get("stage") or self.stage)
+            self._inputs(ev)
+        elif name in ("signal_received", "signal_sent"):
+            self.signals.append(f"{ev.get('name') or ev.get('signal')} ({name})")
+            stop = ev.get("stop_request")
+            if isinstance(stop, dict):
+                self.stop_reason = str(stop.get("reason") or "")
+        elif name == "tree_ended":
+            self.tree_ended = True
+        elif name == "finished":
+            self.finished_state = str(ev.get("state"))
+
+    def _inputs(self, data: dict[str, Any]) -> None:
+        total = data.get("inputs")
+        if isinstance(total, int) and not isinstance(total, bool):
+            self.inputs_total = total
+        # Done = succ logs seen so far; provisional (C1): an error-named file may still
+        # turn into a succ log, so error-named files are never counted as done or failed.
+        done = data.get("inputs_done", data.get("succ_logs"))
+        if isinstance(done, int) and not isinstance(done, bool):
+            self.inputs_done = done
+
+    @property
+    def phase(self) -> str:
+        if self.finished_state is not None:
+            return "final"
+        if self.tree_ended:
+            return "finishing"
+        if self.launched_t is not None:
+            return "running"
+        if self.waiting:
+            return "waiting_for_blockers"
+        return "preflight"
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        """The progress record of ``skgate wait --json`` (counts labelled provisional)."""
+        since = self.launched_t or self.created_t
+        return {
+            "phase": self.phase,
+            "elapsed_s": None if since is None else round(max(0.0, now - since), 3),
+            "deadline_remaining_s": (
+                None
+                if self.deadline_wall is None or self.phase == "final"
+                else round(max(0.0, self.deadline_wall - now), 3)
+            ),
+            "waiting_for": list(self.waiting),
+            "stage": self.stage,
+            "provisional": {
+                "note": "counts taken while the compile lives prove nothing (C1)",
+                "counts": self.counts,
+                "inputs_done": self.inputs_done,
+                "inputs_total": self.inputs_total,
+                "owned_alive": self.owned_alive,
+            },
+            "signals": list(self.signals),
+            "stop_reason": self.stop_reason,
+        }
+
+    def line(self, now: float) -> str:
+        """One progress line for a person (stderr of ``skgate wait``)."""
+        d = self.to_dict(now)
+        parts = [d["phase"].replace("_", " ")]
+        if d["elapsed_s"] is not None:
+            parts.append(f"{d['elapsed_s']:.0f} s elapsed")
+        if d["deadline_remaining_s"] is not None:
+            parts.append(f"deadline in {d['deadline_remaining_s']:.0f} s")
+        if self.waiting:
+            parts.append("waiting for " + ", ".join(self.waiting))
+        if self.stage:
+            parts.append(f"stage {self.stage}")
+        if self.inputs_done is not None:
+            total = "?" if self.inputs_total is None else str(self.inputs_total)
+            parts.append(f"inputs done {self.inputs_done} of {total} (provisional, C1)")
+        if self.counts is not None:
+            parts.append(
+                f"{self.counts.get('error_logs', 0)} provisional error-named files (C1), "
+                f"{self.counts.get('succ_logs', 0)} succ logs, "
+                f"{self.counts.get('run_packages', 0)} .run"
+            )
+        return "; ".join(parts)
+
+
+def attempt_dirs(root: Path) -> list[Path]:
+    """Attempt directories of ``root`` with a journal, oldest first, including attempts
+    still in preflight (no ``control.json`` yet: a runner waiting for a blocker)."""
+    base = root / "attempts"
+    try:
+        entries = [e for e in os.scandir(base) if e.name.isdigit() and e.is_dir()]
+    except OSError:
+        return []
+    found = [Path(e.path) for e in entries if (Path(e.path) / files.EVENTS).is_file()]
+    return sorted(found, key=lambda p: int(p.name))
+
+
+def verdict_record(verdict: Verdict, outcome: str, exit_code: int) -> dict[str, Any]:
+    """The last line of an event stream (``run --events jsonl``, ``wait --follow``): not
+    a journal record but the verdict, in the same envelope (``schemas/event.json``).
+    ``outcome`` is ``final``, ``in_progress`` (a bounded wait ran out) or
+    ``runner_gone``."""
+    return {
+        "schema": SCHEMA_EVENT,
+        "t": time.time(),
+        "event": "verdict",
+        "attempt": verdict.attempt,
+        "outcome": outcome,
+        "state": verdict.state.value,
+        "exit_code": exit_code,
+        "verdict": verdict.to_dict(),
+    }

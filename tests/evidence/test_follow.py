@@ -1,0 +1,84 @@
+"""Following a journal: complete lines only, woken by inotify, progress in C1 words."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from skgate.evidence.follow import DirWatch, JournalFollower, Progress, attempt_dirs, wait_readable
+from skgate.model.schema import SCHEMA_EVENT
+
+
+def line(event: str, **fields: object) -> bytes:
+    return (
+        json.dumps({"schema": SCHEMA_EVENT, "t": 100.0, "event": event, **fields}) + "\n"
+    ).encode()
+
+
+def test_the_follower_takes_only_complete_lines(tmp_path: Path) -> None:
+    journal = tmp_path / "events.jsonl"
+    follower = JournalFollower(journal)
+    assert follower.poll() == []  # no journal yet: nothing, no error
+    whole = line("created")
+    part = line("launched", pid=1, pgid=1)
+    journal.write_bytes(whole + part[:10])
+    assert [e["event"] for e in follower.poll()] == ["created"]
+    with journal.open("ab") as fh:
+        fh.write(part[10:])
+    assert [e["event"] for e in follower.poll()] == ["launched"]
+    assert follower.poll() == []
+
+
+def test_the_watch_wakes_on_an_appended_line_and_not_before(tmp_path: Path) -> None:
+    journal = tmp_path / "events.jsonl"
+    journal.write_bytes(line("created"))
+    watch = DirWatch(tmp_path)
+    try:
+        assert watch.active, "inotify is available on the test hosts"
+        assert wait_readable([watch.fd], 0) == []
+        fd = os.open(journal, os.O_WRONLY | os.O_APPEND)
+        os.write(fd, line("launched", pid=1, pgid=1))
+        os.close(fd)
+        assert wait_readable([watch.fd], 10) == [watch.fd]
+        watch.drain()
+        assert wait_readable([watch.fd], 0) == []
+    finally:
+        watch.close()
+
+
+def test_progress_phases_and_provisional_counts() -> None:
+    p = Progress()
+    p.update(json.loads(line("created")))
+    assert p.phase == "preflight"
+    p.update(
+        json.loads(line("preflight", step="foreign_wait", processes=[{"pid": 7, "name": "opc"}]))
+    )
+    assert p.phase == "waiting_for_blockers"
+    assert p.waiting == ["foreign opc[7] (never signalled, C4)"]
+    p.update(json.loads(line("foreign_wait_end", outcome="cleared")))
+    assert p.phase == "preflight" and p.waiting == []
+    p.update(json.loads(line("launched", pid=1, pgid=1, deadline_wall=160.0)))
+    p.update(
+        json.loads(line("observation", owned_alive=3, counts={"error_logs": 2, "succ_logs": 5}))
+    )
+    assert p.phase == "running"
+    d = p.to_dict(now=110.0)
+    assert d["elapsed_s"] == 10.0 and d["deadline_remaining_s"] == 50.0
+    assert d["provisional"]["inputs_done"] == 5  # succ logs only: error-named ones are C1
+    text = p.line(110.0)
+    assert "2 provisional error-named files (C1)" in text and "deadline in 50 s" in text
+    p.update(json.loads(line("tree_ended")))
+    assert p.phase == "finishing"
+    p.update(json.loads(line("finished", state="succeeded")))
+    assert p.phase == "final" and p.to_dict(200.0)["deadline_remaining_s"] is None
+
+
+def test_attempt_dirs_include_attempts_still_in_preflight(tmp_path: Path) -> None:
+    for name, files in (("0001", ["control.json", "events.jsonl"]), ("0002", ["events.jsonl"])):
+        d = tmp_path / "attempts" / name
+        d.mkdir(parents=True)
+        for f in files:
+            (d / f).write_text("")
+    (tmp_path / "attempts" / "0003").mkdir()  # allocated, nothing written: not listed
+    assert [p.name for p in attempt_dirs(tmp_path)] == ["0001", "0002"]
