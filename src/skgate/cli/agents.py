@@ -14,27 +14,6 @@ from typing import Any
 from skgate.cli.args import add_run_options, command_after_dashes, request_from_args, seconds
 from skgate.evidence.ledger import DEFAULT_ROOT
 
-START_EPILOG = """\
-exit status: 0 launched (or waiting for a blocker in the detached runner), 2 bad input
-(nothing recorded), 3 blocked before launch (recorded as not_started).
-Then: skgate wait ATTEMPT --max 300 (repeat), skgate status ATTEMPT, skgate stop ATTEMPT.
-"""
-WAIT_EPILOG = """\
-exit status: as 'skgate run' once the attempt is final (0 succeeded, 1 failed,
-3 not started, 4 interrupted, 5 unknown); 6 still in progress when --max ran out (the
-workload is untouched: wait never signals); 5 at once when the runner died without a
-verdict; 2 bad input.
-"""
-STOP_EPILOG = """\
-exit status: 0 the runner recorded the request (or the attempt was already final:
-nothing changed); 5 the runner is gone, nothing was signalled; 2 bad input.
-"""
-MCP_EPILOG = """\
-exit status: 0 when the client closes the connection; 2 when the optional 'mcp' package
-is missing (pip install 'skgate[mcp]').
-"""
-
-
 RAW = argparse.RawDescriptionHelpFormatter
 
 
@@ -48,7 +27,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "attempt is recorded and the command launched, refused, or waiting for a foreign "
         "compiler or lease (the runner waits, never the caller). Prints the attempt "
         "directory.",
-        epilog=START_EPILOG,
         formatter_class=RAW,
     )
     add_run_options(p)
@@ -66,7 +44,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         description="Wait for the final verdict of an attempt (or of the newest attempt of "
         "a root), woken by the kernel (inotify, pidfd), never signalling anything. Progress "
         "goes to stderr; error-named file counts are provisional (C1).",
-        epilog=WAIT_EPILOG,
         formatter_class=RAW,
     )
     p.add_argument(
@@ -109,7 +86,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "external interruption (SIGTERM, grace, SIGKILL to that group only; C4), recorded "
         "with the reason: the verdict is interrupted/external. Signals the runner only, "
         "never the workload, and nothing when the runner is gone.",
-        epilog=STOP_EPILOG,
         formatter_class=RAW,
     )
     p.add_argument("target", metavar="ATTEMPT", help="the attempt directory to stop")
@@ -124,7 +100,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "status, wait, stop, report, check_outputs and preflight; each returns the JSON "
         "of the matching CLI command's --json. Needs the optional extra: "
         "pip install 'skgate[mcp]'.",
-        epilog=MCP_EPILOG,
         formatter_class=RAW,
     )
     p.add_argument(

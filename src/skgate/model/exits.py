@@ -36,6 +36,10 @@ COMMANDS = (
     "cleanup",
     "uninstall",
     "regress",
+    "start",
+    "wait",
+    "stop",
+    "mcp",
 )
 
 #: Commands whose exit status is the verdict of an attempt.
@@ -68,6 +72,12 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         ("*",),
         state="succeeded",
         help_label="succeeded",
+        for_command={
+            "start": "launched, or waiting for a blocker in the detached runner",
+            "stop": "the runner recorded the request, or the attempt was already final "
+            "(nothing changed)",
+            "mcp": "the client closed the connection",
+        },
     ),
     ExitCode(
         1,
@@ -116,6 +126,7 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
             "cleanup": "refused while an owned process of the attempt is alive or the outputs "
             "are in use (nothing moved)",
             "check-outputs": "the attempt given with --attempt never started",
+            "start": "refused before launch (recorded as not started; see its reasons)",
         },
     ),
     ExitCode(
@@ -130,11 +141,15 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         5,
         "unknown",
         "unknown: evidence missing or contradictory (also `check-outputs` when unreadable "
-        "directories may hide a `.run`, and `wait` / `stop` when the runner died without a "
-        "verdict)",
+        "directories may hide a `.run`)",
         (*VERDICT_COMMANDS, "check-outputs", "stop"),
         state="unknown",
         help_label="unknown",
+        for_command={
+            "wait": "unknown, or at once: the runner died without a verdict (nobody will "
+            "record one; never kill its processes)",
+            "stop": "the runner is gone; nothing was signalled",
+        },
     ),
     ExitCode(
         6,
@@ -142,10 +157,12 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         "in progress (`status`, `check-outputs --attempt`)",
         ("status", "classify", "check-outputs", "recover", "wait"),
         state="in_progress",
-        help_label="in progress (status, check-outputs --attempt)",
+        help_label="in progress (status, check-outputs --attempt, wait --max)",
         for_command={
             "recover": "its runner or an owned process is still alive: nothing recovered; "
-            "wait for the natural return"
+            "wait for the natural return",
+            "wait": "still in progress when --max ran out; the workload is untouched, wait "
+            "again",
         },
     ),
     ExitCode(
