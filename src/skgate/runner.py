@@ -29,6 +29,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,7 @@ class _Attempt:
         attempt_dir: Path,
         stops: StopSignals | None = None,
         notify: Notify | None = None,
+        *,
         on_event: OnEvent | None = None,
         stop_request: StopRequest | None = None,
     ) -> None:
@@ -274,7 +276,7 @@ def run_here(
     stops = StopSignals()
     stops.install()
     try:
-        return _run(request, stops, echo, notify, progress_every, (on_event, stop_request))
+        return _run(request, stops, echo, notify, progress_every, hooks=(on_event, stop_request))
     finally:
         stops.restore()
         # After the last ledger entry nothing is left to record them in: say so.
@@ -289,13 +291,16 @@ def _run(
     echo: Echo | None,
     notify: Notify | None,
     progress_every: float,
+    *,
     hooks: tuple[OnEvent | None, StopRequest | None] = (None, None),
 ) -> Verdict:
     att: _Attempt | None = None
     try:
         with deferred():  # an attempt directory never exists without its first records
             attempt_dir = ledger.allocate(Path(request.root))
-            att = _Attempt(request, attempt_dir, stops, notify, *hooks)
+            att = _Attempt(
+                request, attempt_dir, stops, notify, on_event=hooks[0], stop_request=hooks[1]
+            )
             att.emit(
                 "created",
                 attempt=str(attempt_dir),
@@ -452,7 +457,7 @@ def _supervise(
         notify=notify,
         on_process=tracker.on_process,
         on_scan=tracker.on_scan,
-        stop_request=(lambda: att.stop_request(att.dir)) if att.stop_request else None,
+        stop_request=partial(att.stop_request, att.dir) if att.stop_request else None,
     )
     subreaper = become_subreaper()
     # The handover: from here the Supervisor owns the stop signals and forwards them to

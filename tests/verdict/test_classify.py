@@ -582,6 +582,8 @@ def test_failure_reason_names_each_failed_stage() -> None:
         "C2.3: the final summary reports failures: stage compile: 1 of 4 failed; "
         "stage pack: 2 of 3 failed"
     ) in v.reasons
+
+
 def test_a_live_runner_in_preflight_is_in_progress_with_its_blockers() -> None:
     blocker = "foreign opc[7] (never signalled, C4)"
     v = classify(Evidence(launched=False, runner_alive=True, waiting_for=(blocker,)))

@@ -161,8 +161,7 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         for_command={
             "recover": "its runner or an owned process is still alive: nothing recovered; "
             "wait for the natural return",
-            "wait": "still in progress when --max ran out; the workload is untouched, wait "
-            "again",
+            "wait": "still in progress when --max ran out; the workload is untouched, wait again",
         },
     ),
     ExitCode(

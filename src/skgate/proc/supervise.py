@@ -264,25 +264,18 @@ class Supervisor:
                         check_children = True
                         continue
                     out.external_signals.append(signum)
-                    stop = None
-                    if signum == signal.SIGTERM and self.stop_request is not None:
-                        stop = self.stop_request()
-                    if stop is not None:
-                        self.emit(
-                            "signal_received", signal=signum, name=_name(signum), stop_request=stop
-                        )
-                    else:
-                        self.emit("signal_received", signal=signum, name=_name(signum))
+                    asked = signum == signal.SIGTERM and self.stop_request is not None
+                    stop = self.stop_request() if asked and self.stop_request else None
+                    extra = {"stop_request": stop} if stop else {}
+                    self.emit("signal_received", signal=signum, name=_name(signum), **extra)
                     if stop is not None and kill_at is None and not escalated:
-                        # ``skgate stop``: an external interruption, asked for explicitly,
-                        # so it ends like the frozen timeout does (C4): SIGTERM to the own
-                        # group now, SIGKILL to it after the grace; nothing else is touched.
+                        # 'skgate stop' ends it as the frozen timeout does (C4): SIGTERM to
+                        # the own group, SIGKILL to it after the grace; nothing else.
                         self._signal_group(pid, signum, "stop-requested")
-                        kill_at = now + self.grace
-                        escalated = True
+                        kill_at, escalated = now + self.grace, True
                         self.notify(
-                            f"skgate: stop requested ({stop.get('reason')}); SIGTERM sent to "
-                            f"the command's process group {pid}, SIGKILL after {self.grace:g} s"
+                            f"skgate: stop requested ({stop.get('reason')}); SIGTERM "
+                            f"to group {pid}, SIGKILL after {self.grace:g} s"
                         )
                     elif len(out.external_signals) == 1:
                         # Forwarded to the own group only (C4), once. No automatic SIGKILL

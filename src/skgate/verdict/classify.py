@@ -217,7 +217,10 @@ def classify(ev: Evidence) -> Verdict:
                 reasons=(
                     "C2.1: the runner that owns this attempt is alive and has not launched "
                     "the command yet (preflight); keep waiting, kill nothing",
-                    *([f"C4: waiting for blockers, which are never signalled: {waits}"] * bool(waits)),
+                    *(
+                        [f"C4: waiting for blockers, which are never signalled: {waits}"]
+                        * bool(waits)
+                    ),
                 ),
             )
         if ev.runner_alive:
