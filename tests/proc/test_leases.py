@@ -17,24 +17,29 @@ from skgate.proc import leases
 # A child that runs prepare() for device 0, records when it got the lease, "works"
 # until a go-file appears, then records the release time and releases.
 HOLDER = r"""
-import sys, time
+import os, sys, time
 from pathlib import Path
 from skgate.model.request import RunRequest
 from skgate.preflight.prepare import prepare
 root, tag, out, go = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+def put(name, text):
+    # Markers appear whole (write, then rename): the test reads them as soon as they exist.
+    tmp = out / (name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, out / name)
 def emit(event, **f):
     if f.get("step") == "lease_wait":
-        (out / (tag + ".waiting")).write_text(str(f.get("holder")))
+        put(tag + ".waiting", str(f.get("holder")))
 req = RunRequest(argv=(sys.executable, "-c", "pass"), cwd=str(out), root=str(out / tag),
                  jobs="1", devices=(0,), lease_timeout=60.0,
                  env={"SKGATE_LEASE_ROOT": root, "SKGATE_COMPILER_NAMES": "skgt-none-xyz"})
 plan = prepare(req, out / tag, emit)
 assert not plan.blocked, plan.blocked
 assert plan.env["SUPERKERNEL_DEVICE_LEASE_HELD"] == "1"
-(out / (tag + ".held")).write_text(repr(time.monotonic()))
+put(tag + ".held", repr(time.monotonic()))
 while not go.exists():
     time.sleep(0.02)
-(out / (tag + ".released")).write_text(repr(time.monotonic()))
+put(tag + ".released", repr(time.monotonic()))
 plan.release()
 """
 
