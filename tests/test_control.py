@@ -385,3 +385,35 @@ def test_nohup_start_keeps_the_inherited_sighup_ignore(tmp_path: Path, reaper: R
     (tmp_path / "m" / "go").write_text("\n")
     res = run_skgate("wait", started["attempt"], "--quiet", cwd=tmp_path, env=env)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_a_compiler_stage_is_announced_in_the_stream_with_its_inputs(tmp_path: Path) -> None:
+    # A stand-in op_compiler under a name only this test uses (the compiler names decide
+    # what a stage is, and which processes are foreign): argv[0] is that name, -p its
+    # input directory with three op JSONs.
+    name = f"op_compiler-agents-{os.getpid()}"
+    params = tmp_path / "params"
+    params.mkdir()
+    for i in range(3):
+        (params / f"op{i}.json").write_text("{}")
+    body = (
+        "import subprocess, sys\n"
+        f"subprocess.run([{name!r}, '-c', 'import time; time.sleep(0.3)', "
+        f"'-p', {str(params)!r}, '-o', 'out'], executable=sys.executable, check=True)\n"
+    )
+    res = run_skgate(
+        "run",
+        "--root",
+        "r",
+        "--events",
+        "jsonl",
+        "--scan-interval",
+        "0.05",
+        "--",
+        *script(tmp_path, "stage.py", body),
+        cwd=tmp_path,
+        env={"SKGATE_COMPILER_NAMES": name},
+    )
+    lines = [valid("event", json.loads(x)) for x in res.stdout.splitlines()]
+    seen = [e for e in lines if e["event"] == "stage_seen"]
+    assert [(e["inputs"], e["params_dir"]) for e in seen] == [(3, str(params))], res.stderr

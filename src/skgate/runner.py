@@ -36,6 +36,7 @@ from typing import Any
 from skgate import __version__
 from skgate.evidence import files, ledger, seal
 from skgate.evidence.census import take_census, top_entries
+from skgate.evidence.follow import stage_announcer
 from skgate.evidence.load import load_evidence
 from skgate.evidence.logscan import LogScanner
 from skgate.evidence.stages import StageTracker
@@ -455,7 +456,7 @@ def _supervise(
             att, outputs_dir(request), OBSERVATION_EVERY * request.scan_interval, before
         ),
         notify=notify,
-        on_process=tracker.on_process,
+        on_process=stage_announcer(tracker, att.emit),
         on_scan=tracker.on_scan,
         stop_request=partial(att.stop_request, att.dir) if att.stop_request else None,
     )

@@ -59,6 +59,7 @@ def test_progress_phases_and_provisional_counts() -> None:
     p.update(json.loads(line("foreign_wait_end", outcome="cleared")))
     assert p.phase == "preflight" and p.waiting == []
     p.update(json.loads(line("launched", pid=1, pgid=1, deadline_wall=160.0)))
+    p.update(json.loads(line("stage_seen", pid=9, start_ticks=1, inputs=8)))
     p.update(
         json.loads(line("observation", owned_alive=3, counts={"error_logs": 2, "succ_logs": 5}))
     )
@@ -66,8 +67,10 @@ def test_progress_phases_and_provisional_counts() -> None:
     d = p.to_dict(now=110.0)
     assert d["elapsed_s"] == 10.0 and d["deadline_remaining_s"] == 50.0
     assert d["provisional"]["inputs_done"] == 5  # succ logs only: error-named ones are C1
+    assert d["provisional"]["inputs_total"] == 8 and d["stage"] == "op_compiler pid 9 (8 inputs)"
     text = p.line(110.0)
     assert "2 provisional error-named files (C1)" in text and "deadline in 50 s" in text
+    assert "inputs done 5 of 8 (provisional, C1)" in text
     p.update(json.loads(line("tree_ended")))
     assert p.phase == "finishing"
     p.update(json.loads(line("finished", state="succeeded")))

@@ -24,13 +24,14 @@ import json
 import os
 import select
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files
-from skgate.model.records import Verdict
+from skgate.evidence.stages import StageTracker
+from skgate.model.records import ProcessRecord, Verdict
 from skgate.model.schema import SCHEMA_EVENT
 
 # <sys/inotify.h>
@@ -220,9 +221,11 @@ class Progress:
                 self._inputs(self.counts)
             if isinstance(ev.get("owned_alive"), int):
                 self.owned_alive = ev["owned_alive"]
-        elif name.startswith("stage"):
-            self.stage = str(ev.get("name") or ev.get("stage") or self.stage)
-            self._inputs(ev)
+        elif name == "stage_seen":
+            inputs = ev.get("inputs")
+            self.stage = f"op_compiler pid {ev.get('pid')} ({inputs} inputs)"
+            if isinstance(inputs, int) and not isinstance(inputs, bool):
+                self.inputs_total = (self.inputs_total or 0) + inputs
         elif name in ("signal_received", "signal_sent"):
             self.signals.append(f"{ev.get('name') or ev.get('signal')} ({name})")
             stop = ev.get("stop_request")
@@ -330,3 +333,28 @@ def verdict_record(verdict: Verdict, outcome: str, exit_code: int) -> dict[str, 
         "exit_code": exit_code,
         "verdict": verdict.to_dict(),
     }
+
+
+def stage_announcer(
+    tracker: StageTracker, emit: Callable[..., object]
+) -> Callable[[ProcessRecord], None]:
+    """The tracker's ``on_process``, journalling ``stage_seen`` for each new op_compiler
+    invocation with the inputs of its ``-p`` directory, so a live stream and ``wait``
+    can show "inputs done of total" (provisional, C1) while it runs."""
+
+    def on_process(record: ProcessRecord) -> None:
+        known = len(tracker.inputs_first_seen)
+        tracker.on_process(record)
+        if len(tracker.inputs_first_seen) > known:
+            args = tracker.args_of(record)
+            emit(
+                "stage_seen",
+                pid=record.pid,
+                start_ticks=record.start_ticks,
+                inputs=tracker.inputs_first_seen.get((record.pid, record.start_ticks)),
+                params_dir=args.params_dir,
+                output=args.output,
+                jobs=args.jobs,
+            )
+
+    return on_process
