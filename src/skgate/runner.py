@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import shutil
 import sys
 import time
@@ -41,14 +42,16 @@ from skgate.evidence.load import load_evidence
 from skgate.evidence.logscan import LogScanner
 from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError
-from skgate.model.records import Ownership, ProcessRecord, State, Verdict
+from skgate.model.records import Coverage, Ownership, ProcessRecord, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight import prepare as preflight
 from skgate.preflight.request import outputs_dir, validate
+from skgate.proc.cgroup import leaf_name
 from skgate.proc.echo import TerminalEcho
 from skgate.proc.observe import boot_id, self_stat
 from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, name_of
+from skgate.proc.sources import allowed_sources, open_sources
 from skgate.proc.supervise import Outcome, Supervisor, become_subreaper, cpu_seconds
 from skgate.verdict.classify import classify
 
@@ -166,7 +169,9 @@ class _Attempt:
             },
         )
 
-    def write_ownership(self, records: list[ProcessRecord], complete: bool) -> None:
+    def write_ownership(
+        self, records: list[ProcessRecord], complete: bool, coverage: Coverage | None = None
+    ) -> None:
         leader = next((r for r in records if r.pid == self.pgid), self.leader)
         own = Ownership(
             boot_id=self.boot_id,
@@ -180,6 +185,7 @@ class _Attempt:
             complete=complete,
             updated_at=time.time(),
             scan_interval=self.request.scan_interval,
+            coverage=coverage,
         )
         # A snapshot while running (atomic replace); the last write has complete=True and
         # is flushed together with the other final files (see _supervise).
@@ -209,6 +215,8 @@ class _Attempt:
             cause=verdict.cause.value if verdict.cause else None,
             # The runner's own CPU time (not its children's): its overhead, measured.
             runner_cpu_s=cpu_seconds(),
+            # Its peak resident memory (KiB): the bounded-record promise, measured (C3).
+            runner_maxrss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         )
         self.journal.close()
         # Seal first, so the ledger's end entry carries the seal's hash (C4: the scene
@@ -433,6 +441,24 @@ def _supervise(
     echoer = TerminalEcho(echo) if echo is not None else None
     # C2/C3: every owned op_compiler invocation becomes a stage of its own.
     tracker = StageTracker(preflight.compiler_names(request, plan.env), cwd=request.cwd)
+    procs_fd = os.open(
+        att.dir / files.PROCS,
+        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
+        0o644,
+    )
+
+    def journal(data: bytes) -> None:
+        # Appended, not fsync'd per line: a runner killed later still leaves it in the
+        # page cache for a reader on this boot (status after a runner death).
+        view = memoryview(data)
+        while view:
+            view = view[os.write(procs_fd, view) :]
+
+    # Subscribed and created before the launch, so the leader's first fork is seen and
+    # the leader is born in the leaf (C3).
+    sources = open_sources(
+        allowed_sources(os.environ), leaf_name(att.runner_pid, att.runner_start_ticks)
+    )
 
     def sink(data: bytes) -> None:
         view = memoryview(data)
@@ -459,6 +485,8 @@ def _supervise(
         on_process=stage_announcer(tracker, att.emit),
         on_scan=tracker.on_scan,
         stop_request=partial(att.stop_request, att.dir) if att.stop_request else None,
+        sources=sources,
+        journal=journal,
     )
     subreaper = become_subreaper()
     # The handover: from here the Supervisor owns the stop signals and forwards them to
@@ -471,6 +499,8 @@ def _supervise(
     if early is not None:
         sup.restore_handlers()
         os.close(log_fd)
+        os.close(procs_fd)
+        sources.close()
         if echoer is not None:
             echoer.close()
         return att.stopped_before_launch(early, "while launching")
@@ -479,6 +509,8 @@ def _supervise(
             proc = sup.launch(plan.lease_fds)
         except OSError as exc:
             os.close(log_fd)
+            os.close(procs_fd)
+            sources.close()
             if echoer is not None:
                 echoer.close()
             return att.not_started(
@@ -499,17 +531,22 @@ def _supervise(
             timeout=request.timeout,
             grace=request.grace,
             subreaper=subreaper,
+            ownership_sources=list(sources.used),
+            sources_unavailable=dict(sources.unavailable),
+            cgroup=str(sources.leaf.path) if sources.leaf else None,
             runner_cpu_s=cpu_seconds(),
         )
-        att.write_ownership(sup.records(), False)
+        att.write_ownership(sup.records(), False, sup.coverage_of(False))
         outcome = sup.wait(launched_mono)
         sup.reap_leader()
+        sup.finish_manifest()
     finally:
         # Back to the runner's handlers, which only record (the tree has returned or the
         # runner is failing); what the Supervisor caught after its last look is kept.
         att.stops.phase = Phase.FINISHING
         sup.restore_handlers()
         att.stops.add(sup.pending_stops())
+        sources.close()
     try:
         return _finish_after_return(
             att,
@@ -519,6 +556,7 @@ def _supervise(
             outcome=outcome,
             before=before,
             log_fd=log_fd,
+            procs_fd=procs_fd,
             echoer=echoer,
         )
     except StopRequested as stop:
@@ -534,6 +572,7 @@ def _finish_after_return(
     outcome: Outcome,
     before: frozenset[tuple[str, int]],
     log_fd: int,
+    procs_fd: int,
     echoer: TerminalEcho | None,
 ) -> Verdict:
     request = att.request
@@ -552,11 +591,12 @@ def _finish_after_return(
                 files.CENSUS: files.dumps(census.to_dict()),
                 files.STAGES: files.dumps(stages.to_dict()),
             },
-            also_sync=(log_fd, own_fd),
+            also_sync=(log_fd, own_fd, procs_fd),
         )
     finally:
         os.close(log_fd)
         os.close(own_fd)
+        os.close(procs_fd)
     try:
         return att.finish()
     finally:

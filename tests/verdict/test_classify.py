@@ -5,12 +5,14 @@ from __future__ import annotations
 import signal
 from dataclasses import replace
 
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from skgate.model.records import (
     Cause,
     Census,
+    Coverage,
     Evidence,
     PackageMode,
     RootCensus,
@@ -119,10 +121,15 @@ def test_contradictory_summary_is_unknown_never_failed() -> None:
     assert any("contradicts" in r for r in v.reasons)
 
 
-def test_runner_gone_with_owned_alive_before_deadline_is_in_progress() -> None:
+def test_runner_gone_with_owned_alive_is_in_progress_before_and_after_deadline() -> None:
+    # Issue 11: never unknown while something owned runs; after the deadline the words
+    # say that nobody enforces it.
     ev = Evidence(launched=True, ownership_recorded=True, owned_alive=3)
     assert classify(ev).state is State.IN_PROGRESS
-    assert classify(replace(ev, deadline_passed=True)).state is State.UNKNOWN
+    late = classify(replace(ev, deadline_passed=True))
+    assert late.state is State.IN_PROGRESS
+    assert "owned processes still running, runner gone" in late.reasons[0]
+    assert classify(replace(ev, owned_alive=0, deadline_passed=True)).state is State.UNKNOWN
 
 
 def test_escaped_survivors_make_it_unknown() -> None:
@@ -190,6 +197,18 @@ signals_sent = st.lists(
     st.builds(SignalSent, signal=sigs, reason=st.sampled_from(["timeout", "forwarded"])),
     max_size=2,
 ).map(tuple)
+coverages = st.one_of(
+    st.none(),
+    st.builds(
+        Coverage,
+        sources=st.sampled_from(
+            [("scan",), ("events", "scan"), ("cgroup", "scan"), ("events", "cgroup", "scan")]
+        ),
+        events_overruns=st.sampled_from([0, 0, 3]),
+        argv_late=st.sampled_from([0, 2]),
+        folded=st.sampled_from([{}, {"processes": 80_000, "full_records_limit": 5_000}]),
+    ),
+)
 
 
 @st.composite
@@ -205,6 +224,8 @@ def evidence(draw: st.DrawFn) -> Evidence:
         "census": draw(censuses),
         "package_mode": draw(st.sampled_from(list(PackageMode))),
         "escaped_total": draw(st.integers(0, 3)),
+        "coverage": draw(coverages),
+        "scan_interval": draw(st.sampled_from([1.0, 0.25])),
     }
     if shape == "not_launched":
         finished = draw(st.sampled_from([True, True, True, False]))
@@ -403,7 +424,7 @@ def test_never_final_without_the_runners_final_record(ev: Evidence) -> None:
 @given(evidence())
 def test_in_progress_while_owned_alive_and_no_timeout(ev: Evidence) -> None:
     quiet = not (ev.timeout_fired or ev.signals_sent or ev.external_signals)
-    owned_live = ev.runner_alive or (ev.launched and ev.owned_alive > 0 and not ev.deadline_passed)
+    owned_live = ev.runner_alive or (ev.launched and ev.owned_alive > 0)
     state = outcome(ev)
     if not ev.journal_missing and not ev.runner_finished and quiet and owned_live:
         assert state == "in_progress"
@@ -608,3 +629,48 @@ def test_a_stop_request_is_named_in_the_interrupted_verdict() -> None:
     v = classify(ev)
     assert (v.state, v.cause) == (State.INTERRUPTED, Cause.EXTERNAL)
     assert v.reasons[0] == "C2.4: stopped through skgate stop: budget spent"
+
+
+@pytest.mark.parametrize(
+    ("coverage", "expected"),
+    [
+        (None, "from scan: processes shorter than the scan interval (0.5 s) may be missing"),
+        (
+            Coverage(sources=("scan",)),
+            "from scan: processes shorter than the scan interval (0.5 s) may be missing",
+        ),
+        (
+            Coverage(sources=("events", "cgroup", "scan")),
+            "from events, cgroup, scan: every fork, exec and exit of the owned tree is on "
+            "record; the attempt's cgroup saw the whole tree return, escapes included",
+        ),
+        (
+            Coverage(sources=("events", "scan"), events_overruns=2, argv_late=1),
+            "from events, scan: the kernel dropped process events 2 time(s) under load, so "
+            "short-lived processes may be missing; 1 argv(s) were gone before they could be read",
+        ),
+        (
+            Coverage(
+                sources=("cgroup", "scan"),
+                folded={"processes": 5, "full_records_limit": 20000},
+            ),
+            "from cgroup, scan: processes shorter than the scan interval (0.5 s) may be "
+            "missing; the attempt's cgroup saw the whole tree return, escapes included; 5 "
+            "processes beyond the first 20000 are counted by name, not listed",
+        ),
+    ],
+)
+def test_coverage_line_names_sources_and_completeness(
+    coverage: Coverage | None, expected: str
+) -> None:
+    """C3/issue 11: one line, in every verdict, says how complete the manifest is."""
+    from skgate.verdict.words import reason_zh
+
+    v = classify(natural(coverage=coverage, scan_interval=0.5))
+    line = v.reasons[-1]
+    assert line == f"C3: ownership record {expected}"
+    zh = reason_zh(line)
+    assert zh is not None
+    assert zh.startswith("C3：进程归属记录来源")
+    # Without a manifest there is no record to qualify.
+    assert not any(r.startswith("C3: ownership") for r in classify(Evidence(launched=True)).reasons)

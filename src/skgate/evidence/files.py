@@ -34,6 +34,9 @@ from skgate.model.schema import SCHEMA_EVENT
 CONTROL = "control.json"
 OWNERSHIP = "ownership.json"
 EVENTS = "events.jsonl"
+#: The owned tree's fork/exec/exit lines, appended as the runner learns them (C3); a
+#: reader after a runner death finds there which owned processes were last known alive.
+PROCS = "procs.jsonl"
 RUN_LOG = "run.log"
 SUMMARY = "summary.txt"
 LOGSCAN = "logscan.json"

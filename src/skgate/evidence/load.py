@@ -35,7 +35,9 @@ from skgate.model.records import (
 )
 from skgate.model.request import RunRequest, frozen_jobs
 from skgate.model.schema import SCHEMA_CONTROL, SCHEMA_REGRESS, check_schema, require
-from skgate.proc.observe import boot_id, is_alive
+from skgate.proc.cgroup import LEAF_PREFIX, read_pids
+from skgate.proc.observe import boot_id, is_alive, read_stat
+from skgate.proc.owned import journal_alive
 from skgate.verdict.classify import classify
 
 
@@ -144,6 +146,36 @@ def live_owned(ownership: Ownership | None) -> list[ProcessRecord]:
     return alive
 
 
+def live_members(
+    attempt_dir: Path, ownership: Ownership | None, cgroup: str | None, same_boot: bool
+) -> int:
+    """Owned processes alive now, from every record the attempt left (read-only).
+
+    The last manifest is a snapshot and may predate a process; the process journal
+    (``procs.jsonl``) has every fork the runner learnt up to its death; the attempt's
+    cgroup, while it exists, lists every member now, even those forked after the runner
+    died. Each counts once, by (pid, start time): never unknown while something owned
+    runs (C2.1).
+    """
+    if not same_boot:
+        return 0
+    alive = {(p.pid, p.start_ticks) for p in live_owned(ownership)}
+    procs = attempt_dir / files.PROCS
+    if procs.exists():
+        with procs.open("rb") as fh:
+            for pid, ticks in journal_alive(fh):
+                if (pid, ticks) not in alive and is_alive(pid, ticks):
+                    alive.add((pid, ticks))
+    # Only a leaf skgate made (the name is the runner's): a damaged journal must not
+    # point the check at a whole hierarchy.
+    if cgroup and Path(cgroup).name.startswith(LEAF_PREFIX):
+        for pid in read_pids(Path(cgroup)):
+            st = read_stat(pid)
+            if st is not None and not st.zombie:
+                alive.add((pid, st.start_ticks))
+    return len(alive)
+
+
 def load_ownership(attempt_dir: Path) -> Ownership | None:
     path = attempt_dir / files.OWNERSHIP
     if not path.exists():
@@ -210,12 +242,15 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
     finished = False
     recovered: str | None = None
     deadline_wall: float | None = None
+    cgroup: str | None = None
     for ev in events:
         name = ev.get("event")
         if name == "launched":
             launched = True
             if isinstance(ev.get("deadline_wall"), (int, float)):
                 deadline_wall = float(ev["deadline_wall"])
+            if isinstance(ev.get("cgroup"), str):
+                cgroup = ev["cgroup"]
         elif name == "blocked":
             blocked.extend(str(r) for r in ev.get("reasons", []))
         elif name == "leader_exited":
@@ -249,7 +284,9 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
     deadline_passed = False
     if live and not finished:
         runner_alive = runner_is_alive(control)
-        owned_alive = len(live_owned(ownership))
+        owned_alive = live_members(
+            attempt_dir, ownership, cgroup, control.boot_id in ("", boot_id())
+        )
         deadline_passed = deadline_wall is not None and time.time() > deadline_wall
     return Evidence(
         launched=launched,
@@ -277,6 +314,8 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
         journal_missing=journal_missing,
         recovered=recovered,
         stop_reasons=tuple(stops),
+        coverage=ownership.coverage if ownership else None,
+        scan_interval=ownership.scan_interval if ownership else control.request.scan_interval,
     )
 
 

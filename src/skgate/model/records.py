@@ -82,6 +82,14 @@ class ProcessRecord:
     exit_status: int | None = None
     exit_signal: int | None = None
     escaped: bool = False
+    #: Which sources reported it: "events", "scan", "reap", "launch" (see proc.owned).
+    seen_by: tuple[str, ...] = ()
+    #: "proc" (read from /proc/<pid>/stat) or "event" (dead before it could be read:
+    #: the fork event's time, in the same boot clock ticks).
+    start_from: str = "proc"
+    #: It exec'ed and was gone before its argv could be read (argv is its parent's).
+    argv_late: bool = False
+    execs: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +105,10 @@ class ProcessRecord:
             "exit_status": self.exit_status,
             "exit_signal": self.exit_signal,
             "escaped": self.escaped,
+            "seen_by": list(self.seen_by),
+            "start_from": self.start_from,
+            "argv_late": self.argv_late,
+            "execs": self.execs,
         }
 
     @classmethod
@@ -115,6 +127,61 @@ class ProcessRecord:
             exit_status=opt_int(data, "exit_status", where),
             exit_signal=opt_int(data, "exit_signal", where),
             escaped=bool(data.get("escaped", False)),
+            seen_by=tuple(str(x) for x in data.get("seen_by", ())),
+            start_from=str(data.get("start_from", "proc")),
+            argv_late=bool(data.get("argv_late", False)),
+            execs=int(data.get("execs", 0)),
+        )
+
+
+#: Ownership sources (C3: the manifest says how it was made, and so how complete it is).
+SOURCE_EVENTS = "events"
+SOURCE_CGROUP = "cgroup"
+SOURCE_SCAN = "scan"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How complete an ownership manifest is: which sources made it, what they missed."""
+
+    sources: tuple[str, ...]
+    unavailable: Mapping[str, str] = field(default_factory=dict)  # source -> why not
+    events_overruns: int = 0  # times the kernel dropped events (ENOBUFS)
+    missed_by_events: int = 0  # processes only the scan or the reaper found
+    argv_late: int = 0  # processes whose argv was gone before it could be read
+    folded: Mapping[str, Any] = field(default_factory=dict)  # counted, not listed
+    cgroup: Mapping[str, Any] = field(default_factory=dict)  # path, kind, stats, removed
+
+    @property
+    def exact(self) -> bool:
+        """Every fork, exec and exit of the owned tree is on record."""
+        return SOURCE_EVENTS in self.sources and self.events_overruns == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sources": list(self.sources),
+            "unavailable": dict(self.unavailable),
+            "exact": self.exact,
+            "events_overruns": self.events_overruns,
+            "missed_by_events": self.missed_by_events,
+            "argv_late": self.argv_late,
+            "folded": dict(self.folded),
+            "cgroup": dict(self.cgroup),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> Coverage:
+        if not isinstance(data, dict):
+            raise EvidenceError(f"{where}: field 'coverage' has the wrong type")
+        sources = require(data, "sources", list, where)
+        return cls(
+            sources=tuple(str(s) for s in sources),
+            unavailable={str(k): str(v) for k, v in dict(data.get("unavailable") or {}).items()},
+            events_overruns=int(data.get("events_overruns", 0)),
+            missed_by_events=int(data.get("missed_by_events", 0)),
+            argv_late=int(data.get("argv_late", 0)),
+            folded=dict(data.get("folded") or {}),
+            cgroup=dict(data.get("cgroup") or {}),
         )
 
 
@@ -137,6 +204,8 @@ class Ownership:
     complete: bool
     updated_at: float
     scan_interval: float
+    #: None in manifests written before the sources were recorded (then: scan only).
+    coverage: Coverage | None = None
 
     @property
     def escaped(self) -> tuple[ProcessRecord, ...]:
@@ -156,6 +225,7 @@ class Ownership:
             "complete": self.complete,
             "updated_at": self.updated_at,
             "scan_interval": self.scan_interval,
+            **({"coverage": self.coverage.to_dict()} if self.coverage else {}),
         }
 
     @classmethod
@@ -181,6 +251,7 @@ class Ownership:
             complete=require(d, "complete", bool, where),
             updated_at=float(require(d, "updated_at", (int, float), where)),
             scan_interval=float(require(d, "scan_interval", (int, float), where)),
+            coverage=Coverage.from_dict(d["coverage"], where) if "coverage" in d else None,
         )
 
 
@@ -387,6 +458,10 @@ class Evidence:
     waiting_for: tuple[str, ...] = ()
     #: Reasons given to ``skgate stop`` requests the runner acted on (C2.4, external).
     stop_reasons: tuple[str, ...] = ()
+    #: How complete the ownership record is (None: a manifest from before sources were
+    #: recorded, made by the scan alone), and the scan interval it used.
+    coverage: Coverage | None = None
+    scan_interval: float = 1.0
 
 
 #: When a runner died, as ``skgate recover`` establishes it from the files.

@@ -6,10 +6,12 @@ The pure checks and the outputs rule itself are in :mod:`skgate.model.request`."
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest, validate_patterns
+from skgate.proc.sources import allowed_sources
 
 
 def validate(request: RunRequest) -> None:
@@ -37,6 +39,7 @@ def validate(request: RunRequest) -> None:
     if not cwd.is_dir():
         raise UsageError(f"working directory {request.cwd} is not a directory; pass a directory")
     validate_patterns(request.summary_patterns, request.completion_marker)
+    allowed_sources(os.environ)  # SKGATE_OWNERSHIP_SOURCES, read by the runner (C3)
 
 
 def outputs_dir(request: RunRequest) -> Path:

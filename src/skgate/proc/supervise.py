@@ -24,6 +24,11 @@ How the rules become code:
 * Escaped processes (an owned descendant that moved to another process group with
   ``setsid``) are owned, watched and waited for, but never signalled: the group signal
   cannot reach them and nothing else is allowed to. They are reported.
+* C3, the exact record: the sources of :mod:`skgate.proc.sources` feed one
+  :class:`~skgate.proc.owned.OwnedTree`: process events as they arrive (every fork, exec
+  and exit, however short-lived), the scan every interval (fallback and cross-check), the
+  reaper; the attempt's cgroup wakes the loop when its last member exits (``populated
+  0``). None of them ever decides a signal: signals stay as above (C4).
 """
 
 from __future__ import annotations
@@ -40,11 +45,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from skgate.model.records import ProcessRecord
-from skgate.proc.observe import ProcStat, direct_children, read_cmdline, read_stat, tree
+from skgate.model.records import Coverage, ProcessRecord
+from skgate.proc.observe import ProcStat, direct_children, read_stat, tree
+from skgate.proc.owned import OwnedTree
 from skgate.proc.signals import STOP_SIGNALS, inherited_ignore
+from skgate.proc.sources import Sources, coverage
 
 PR_SET_CHILD_SUBREAPER = 36
+
+#: While the owned tree is quiet, process events of the rest of the machine are read in
+#: batches (they queue in the socket meanwhile): one wake per event of a busy host would
+#: cost the runner more than 1 % of a core. The pause doubles from the first to the last
+#: value while batches hold only foreign events; any owned event resets it and keeps
+#: reading at once, so argv is read promptly while the tree is active.
+EVENTS_COALESCE = (0.025, 0.2)
 
 #: Signals that, sent to the runner, are forwarded to its own group (C2.4: external).
 FORWARDED = STOP_SIGNALS
@@ -77,36 +91,6 @@ def decode_wait_status(status: int) -> tuple[int | None, int | None]:
 
 
 @dataclass
-class Tracked:
-    """What the runner knows of one owned process while it runs."""
-
-    stat: ProcStat
-    argv: tuple[str, ...]
-    first_seen: float
-    last_seen: float
-    alive: bool = True
-    exit_status: int | None = None
-    exit_signal: int | None = None
-    escaped: bool = False
-
-    def record(self) -> ProcessRecord:
-        return ProcessRecord(
-            pid=self.stat.pid,
-            start_ticks=self.stat.start_ticks,
-            ppid=self.stat.ppid,
-            pgid=self.stat.pgid,
-            sid=self.stat.sid,
-            argv=self.argv,
-            name=self.stat.name,
-            first_seen=self.first_seen,
-            last_seen=self.last_seen,
-            exit_status=self.exit_status,
-            exit_signal=self.exit_signal,
-            escaped=self.escaped,
-        )
-
-
-@dataclass
 class Outcome:
     """Facts of one supervised run, as the journal also recorded them."""
 
@@ -133,13 +117,15 @@ class Supervisor:
         grace: float,
         emit: Emit,
         sink: Callable[[bytes], None],
-        on_manifest: Callable[[list[ProcessRecord], bool], None],
+        on_manifest: Callable[[list[ProcessRecord], bool, Coverage], None],
         scan_interval: float = 1.0,
         on_tick: Callable[[int], None] | None = None,
         notify: Callable[[str], None] | None = None,
         on_process: Callable[[ProcessRecord], None] | None = None,
         on_scan: Callable[[list[tuple[int, int]]], None] | None = None,
         stop_request: Callable[[], dict[str, Any] | None] | None = None,
+        sources: Sources | None = None,
+        journal: Callable[[bytes], None] | None = None,
     ) -> None:
         self.argv = argv
         self.env = env
@@ -153,12 +139,18 @@ class Supervisor:
         self.on_tick = on_tick
         self.notify: Callable[[str], None] = notify or (lambda _msg: None)
         # Stage hooks (C3): every new or exec'd owned process, and the (pid, start time)
-        # of the owned processes alive at each scan (the most opc alive at once).
+        # of the owned processes alive at each scan and, with the events, at each change
+        # of the tree (so the most opc alive at once is exact).
         self.on_process = on_process
         self.on_scan = on_scan
         self.stop_request = stop_request
-        self.tracked: dict[tuple[int, int], Tracked] = {}
-        self._by_pid: dict[int, tuple[int, int]] = {}  # the latest key of each pid
+        self.sources = sources or Sources()
+        self.owned = OwnedTree()
+        #: Receives the owned tree's fork/exec/exit lines as they are learnt (C3).
+        self.journal: Callable[[bytes], None] = journal or (lambda _data: None)
+        self.foreign_members: set[int] = set()  # in the leaf, not descended from the runner
+        if on_process is not None:
+            self.owned.on_process = lambda p: on_process(p.record())
         self._dirty = False
         self._next_manifest = 0.0
         self._pending: list[int] = []
@@ -205,19 +197,22 @@ class Supervisor:
 
         ``pass_fds`` are inherited by the command (the device lease locks).
         """
-        self._proc = subprocess.Popen(
-            list(self.argv),
-            cwd=self.cwd,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            # C4: a new session makes the command the leader of a fresh process group
-            # whose id is its own pid: the only group this runner may ever signal.
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=pass_fds,
-        )
+        # The leader is forked inside the attempt's cgroup, so it is a member before it
+        # executes anything (see skgate.proc.cgroup).
+        with self.sources.placing():
+            self._proc = subprocess.Popen(
+                list(self.argv),
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                # C4: a new session makes the command the leader of a fresh process group
+                # whose id is its own pid: the only group this runner may ever signal.
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=pass_fds,
+            )
         return self._proc
 
     # -- the wait loop --------------------------------------------------------------
@@ -242,20 +237,34 @@ class Supervisor:
         with contextlib.suppress(OSError, AttributeError):
             pidfd = os.pidfd_open(pid)
             sel.register(pidfd, selectors.EVENT_READ, "pidfd")
+        conn = self.sources.connector
+        events_resume: float | None = None  # when the paused events fd is watched again
+        pause = EVENTS_COALESCE[0]
+        if conn is not None:
+            sel.register(conn.fileno(), selectors.EVENT_READ, "events")
+            self._read_events()  # what queued since the subscription, the launch included
+        leaf = self.sources.leaf
+        if leaf is not None:
+            sel.register(leaf.watch_fd(), selectors.EVENT_READ, "cgroup")
 
         next_scan = time.monotonic()
         check_children = True
         try:
             while True:
                 now = time.monotonic()
+                if events_resume is not None and now >= events_resume and conn is not None:
+                    events_resume = None
+                    sel.register(conn.fileno(), selectors.EVENT_READ, "events")
                 if now >= next_scan:
+                    self._read_events()  # first, so the scan cross-checks fresh events
                     if self._observe(time.time()):
                         self._dirty = True
+                    self._flush_journal()
                     self._flush_manifest(now)
                     if self.on_tick is not None:
-                        self.on_tick(sum(1 for t in self.tracked.values() if t.alive))
+                        self.on_tick(self.owned.live_count())
                     if self.on_scan is not None:
-                        self.on_scan([k for k, t in self.tracked.items() if t.alive])
+                        self.on_scan(self.owned.alive_keys())
                     next_scan = now + self.scan_interval
                     check_children = True
 
@@ -305,7 +314,7 @@ class Supervisor:
                             leader_done = True
                             out.leader_exit_status, out.leader_exit_signal = status
                             out.last_exit_mono = time.monotonic()
-                            self._mark_exit(pid, status)
+                            self.owned.mark_exit(pid, status, time.time())
                             self._dirty = True
                             self.emit(
                                 "leader_exited",
@@ -320,9 +329,11 @@ class Supervisor:
                     if self._reap_orphans(pid):
                         self._dirty = True
                     if leader_done:
+                        self._read_events()
                         live = self._live_tree(pid)
                         if self._observe(time.time(), live):
                             self._dirty = True
+                        self._flush_journal()
                         if not live:
                             out.last_exit_mono = time.monotonic()
                             self.emit("tree_ended", escaped_alive=0, runner_cpu_s=cpu_seconds())
@@ -353,7 +364,7 @@ class Supervisor:
                     give_up_at = now + self.grace
                     check_children = True
 
-                wake = [next_scan, kill_at, give_up_at]
+                wake = [next_scan, kill_at, give_up_at, events_resume]
                 if not out.timeout_fired:
                     wake.append(deadline)
                 horizon = min(w for w in wake if w is not None)
@@ -365,6 +376,18 @@ class Supervisor:
                         _drain_fd(self._wake_r)
                     elif key.data == "pidfd":
                         check_children = True
+                    elif key.data == "events" and conn is not None:
+                        if self._read_events():
+                            self._dirty = True
+                            self._flush_journal()
+                            pause = EVENTS_COALESCE[0]
+                        else:
+                            sel.unregister(conn.fileno())
+                            events_resume = time.monotonic() + pause
+                            pause = min(2 * pause, EVENTS_COALESCE[1])
+                    elif key.data == "cgroup" and leaf is not None:
+                        leaf.rearm()
+                        check_children = True  # populated changed: the tree may have ended
         finally:
             self._drain_pipe(pipe_fd)
             with contextlib.suppress(KeyError, ValueError):
@@ -373,8 +396,14 @@ class Supervisor:
             if pidfd >= 0:
                 os.close(pidfd)
             proc.stdout.close()
-        self.on_manifest(self.records(), True)
+        self._read_events()
+        self._flush_journal()
         return out
+
+    def finish_manifest(self) -> None:
+        """The final manifest (``complete``), once the leader is reaped and the leaf gone."""
+        self.sources.close()
+        self.on_manifest(self.records(), True, self.coverage_of(True))
 
     def reap_leader(self) -> None:
         """Reap the leader zombie, only once no group signal can follow (see module doc)."""
@@ -403,12 +432,40 @@ class Supervisor:
             return
         self._dirty = False
         started = time.monotonic()
-        self.on_manifest(self.records(), False)
+        self.on_manifest(self.records(), False, self.coverage_of(False))
         spent = time.monotonic() - started
         self._next_manifest = now + max(self.scan_interval, 100 * spent)
 
     def records(self) -> list[ProcessRecord]:
-        return [t.record() for t in sorted(self.tracked.values(), key=lambda t: t.first_seen)]
+        return self.owned.records()
+
+    def coverage_of(self, final: bool) -> Coverage:
+        """How complete the record is, for ``ownership.json`` (C3)."""
+        return coverage(
+            self.sources,
+            missed_by_events=self.owned.missed_by_events() if self.sources.connector else 0,
+            argv_late=self.owned.argv_late_count(),
+            folded=self.owned.folded.to_dict(),
+            final=final,
+            foreign_members=sorted(self.foreign_members),
+        )
+
+    def _read_events(self) -> bool:
+        conn = self.sources.connector
+        if conn is None:
+            return False
+        changed = False
+        while True:
+            before = conn.received
+            if self.owned.on_events(conn.stream(interest=self.owned), conn, time.time()):
+                changed = True
+            if conn.received == before:
+                return changed
+
+    def _flush_journal(self) -> None:
+        data = self.owned.journal_lines()
+        if data:
+            self.journal(data)
 
     def _drain_pending(self) -> list[int]:
         # pop() is atomic against the handler (which only appends), so nothing is lost.
@@ -440,75 +497,39 @@ class Supervisor:
         )
 
     def _live_tree(self, leader: int, group_only: bool = False) -> dict[int, ProcStat]:
-        """Live (non-zombie) descendants of the runner, excluding the leader's zombie."""
-        return {
+        """Live (non-zombie) descendants of the runner, excluding the leader's zombie.
+
+        As a subreaper the runner keeps every descendant below it, so this is the whole
+        owned tree. A process in the attempt's cgroup that is not below the runner was
+        put there from outside: it is noted as foreign, never waited for or signalled.
+        """
+        live = {
             pid: st
             for pid, st in tree(os.getpid()).items()
             if not st.zombie and (not group_only or st.pgid == leader)
         }
+        leaf = self.sources.leaf
+        if leaf is not None and not group_only:
+            for member in leaf.members():
+                if member not in live and member != os.getpid():
+                    self.foreign_members.add(member)
+        return live
 
     def track_leader(self, wall: float) -> None:
         """Record the leader at once: it may exit before the first scan."""
         proc = self._proc
-        if proc is None:
-            return
-        st = read_stat(proc.pid)
-        if st is not None:
-            self._by_pid[proc.pid] = (proc.pid, st.start_ticks)
-            self.tracked[(proc.pid, st.start_ticks)] = Tracked(
-                stat=st, argv=tuple(self.argv), first_seen=wall, last_seen=wall
-            )
-            self._noted(self.tracked[(proc.pid, st.start_ticks)])
+        if proc is not None:
+            self.owned.add_leader(proc.pid, tuple(self.argv), wall)
+            self._flush_journal()
 
     def _observe(self, wall: float, live: dict[int, ProcStat] | None = None) -> bool:
-        """One read-only pass over the owned tree; True when the manifest changed."""
-        leader = self.pid_or_zero()
+        """One read-only scan of the owned tree; True when the manifest changed.
+
+        The escape test is the process group of every observation (see proc.owned).
+        """
         if live is None:
-            live = self._live_tree(leader)
-        changed = False
-        for pid, st in live.items():
-            key = (pid, st.start_ticks)
-            tracked = self.tracked.get(key)
-            if tracked is None:
-                self._by_pid[pid] = key
-                self.tracked[key] = Tracked(
-                    stat=st,
-                    argv=read_cmdline(pid),
-                    first_seen=wall,
-                    last_seen=wall,
-                    escaped=st.pgid != leader,
-                )
-                self._noted(self.tracked[key])
-                changed = True
-                continue
-            tracked.last_seen = wall
-            if st.name != tracked.stat.name:
-                # An exec (python -> opc) or a PR_SET_NAME: keep what it became.
-                tracked.argv = read_cmdline(pid) or tracked.argv
-                tracked.stat = st
-                self._noted(tracked)
-                changed = True
-            if st.pgid != tracked.stat.pgid or st.ppid != tracked.stat.ppid:
-                tracked.escaped = tracked.escaped or st.pgid != leader
-                tracked.stat = st
-                changed = True
-        for (pid, ticks), tracked in self.tracked.items():
-            current = live.get(pid)
-            if tracked.alive and (current is None or current.start_ticks != ticks):
-                tracked.alive = False
-                changed = True
-        return changed
-
-    def _noted(self, tracked: Tracked) -> None:
-        if self.on_process is not None:
-            self.on_process(tracked.record())
-
-    def _mark_exit(self, pid: int, status: tuple[int | None, int | None]) -> None:
-        tracked = self.tracked.get(self._by_pid.get(pid, (pid, -1)))
-        if tracked is not None and tracked.exit_status is None and tracked.exit_signal is None:
-            tracked.alive = False
-            tracked.exit_status, tracked.exit_signal = status
-            tracked.last_seen = time.time()
+            live = self._live_tree(self.pid_or_zero())
+        return self.owned.observe(live, wall)
 
     def pid_or_zero(self) -> int:
         return self._proc.pid if self._proc is not None else 0
@@ -531,19 +552,8 @@ class Supervisor:
                 continue
             if got == 0:
                 continue
-            now = time.time()
-            if st is not None and (child, st.start_ticks) not in self.tracked:
-                self._by_pid[child] = (child, st.start_ticks)
-                self.tracked[(child, st.start_ticks)] = Tracked(
-                    stat=st,
-                    argv=(),  # a zombie has no command line left
-                    first_seen=now,
-                    last_seen=now,
-                    escaped=st.pgid != leader,
-                )
-                self._noted(self.tracked[(child, st.start_ticks)])
             code, sig = decode_wait_status(status)
-            self._mark_exit(child, (code, sig))
+            self.owned.reaped(child, st, (code, sig), time.time())
             self.emit("reaped", pid=child, exit_status=code, exit_signal=sig)
             changed = True
         return changed

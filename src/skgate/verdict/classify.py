@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import signal
 
-from skgate.model.records import Cause, Evidence, PackageMode, State, Verdict
+from skgate.model.records import (
+    SOURCE_CGROUP,
+    SOURCE_EVENTS,
+    SOURCE_SCAN,
+    Cause,
+    Evidence,
+    PackageMode,
+    State,
+    Verdict,
+)
 from skgate.verdict import stages as stage_rules
 from skgate.verdict.stages import SummaryView
 
@@ -72,6 +81,55 @@ def census_inconclusive(ev: Evidence) -> str | None:
     return None
 
 
+def coverage_reason(ev: Evidence) -> str | None:
+    """C3: one line saying how complete the ownership record is, and from which sources.
+
+    Status and report both show it (it is a reason of the verdict), so they say the same.
+    """
+    if not ev.ownership_recorded:
+        return None
+    cov = ev.coverage
+    sources = cov.sources if cov is not None else (SOURCE_SCAN,)
+    clauses: list[str] = []
+    if SOURCE_EVENTS in sources and cov is not None:
+        if cov.events_overruns:
+            clauses.append(
+                f"the kernel dropped process events {cov.events_overruns} time(s) under load, "
+                "so short-lived processes may be missing"
+            )
+        else:
+            clauses.append("every fork, exec and exit of the owned tree is on record")
+    else:
+        clauses.append(
+            f"processes shorter than the scan interval ({ev.scan_interval:g} s) may be missing"
+        )
+    if SOURCE_CGROUP in sources:
+        clauses.append("the attempt's cgroup saw the whole tree return, escapes included")
+    if cov is not None and cov.folded.get("processes"):
+        clauses.append(
+            f"{cov.folded['processes']} processes beyond the first "
+            f"{cov.folded.get('full_records_limit', 0)} are counted by name, not listed"
+        )
+    if cov is not None and cov.argv_late:
+        clauses.append(f"{cov.argv_late} argv(s) were gone before they could be read")
+    return f"C3: ownership record from {', '.join(sources)}: " + "; ".join(clauses)
+
+
+def _evidence_extra(ev: Evidence) -> dict[str, object]:
+    """The owned tree's CPU time and peak memory from its cgroup (C3 evidence)."""
+    cov = ev.coverage
+    if cov is None:
+        return {}
+    tree: dict[str, object] = {
+        "sources": list(cov.sources),
+        "exact": cov.exact,
+    }
+    for key in ("usage_usec", "user_usec", "system_usec", "memory_peak_bytes"):
+        if key in cov.cgroup:
+            tree[f"tree_{key}"] = cov.cgroup[key]
+    return {"ownership": tree}
+
+
 def _verdict(
     ev: Evidence,
     state: State,
@@ -84,10 +142,12 @@ def _verdict(
     if view is not None:
         reasons = (*reasons, *view.notes)
     jobs = view.findings.effective_jobs if view is not None else ()
+    line = coverage_reason(ev)
     return Verdict(
         state=state,
         cause=cause,
-        reasons=reasons,
+        reasons=(*reasons, line) if line else reasons,
+        extra=_evidence_extra(ev),
         missing=missing,
         natural_return=natural_return(ev),
         exit_status=ev.leader_exit_status,
@@ -244,6 +304,23 @@ def classify(ev: Evidence) -> Verdict:
                     "has not passed; observe read-only, kill nothing. The runner that owns "
                     "this attempt is gone, so nobody will record the natural return: the "
                     "attempt can only end unknown, and a clean retry will be needed",
+                    *escapes,
+                ),
+            )
+        if ev.launched and ev.owned_alive:
+            # Never unknown while something owned runs (C2.1): the timeout has not fired,
+            # because the runner that would fire it is gone. Nothing may be cleaned up or
+            # retried over it, and nobody may kill it by name or age (C4).
+            return _verdict(
+                ev,
+                State.IN_PROGRESS,
+                None,
+                (
+                    f"C2.1: owned processes still running, runner gone: {ev.owned_alive} "
+                    "owned process(es) alive after the frozen deadline, which nobody "
+                    "enforces now; observe read-only, kill nothing by name or age, inspect "
+                    "the ownership manifest. The attempt can only end unknown, and a clean "
+                    "retry will be needed",
                     *escapes,
                 ),
             )

@@ -227,6 +227,15 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
         "拥有本次尝试的运行器已不在，无人会记录自然返回：本次尝试只能以“未知”结束，之后需要一次干净重试",
     ),
     (
+        r"C2\.1: owned processes still running, runner gone: (\d+) owned process\(es\) alive "
+        r"after the frozen deadline, which nobody enforces now; observe read-only, kill "
+        r"nothing by name or age, inspect the ownership manifest\. The attempt can only end "
+        r"unknown, and a clean retry will be needed",
+        r"C2.1：自有进程仍在运行，运行器已不在：截止时间已过，仍有 \1 个自有进程存活，"
+        "现在无人执行超时；只读观察，不要按名称或进程年龄终止任何进程，请查看进程归属清单。"
+        "本次尝试只能以“未知”结束，之后需要一次干净重试",
+    ),
+    (
         r"C2\.2: the compiler stack returned naturally with exit status 0",
         "C2.2：编译栈自然返回，退出码为 0",
     ),
@@ -448,8 +457,61 @@ SIGNAL_REASONS_ZH: Mapping[str, str] = {
 }
 
 
+#: The clauses of the C3 ownership-record line (classify.coverage_reason), in Chinese.
+_COVERAGE_CLAUSES_ZH: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(rf"\A{p}\Z"), zh)
+    for p, zh in (
+        (
+            r"every fork, exec and exit of the owned tree is on record",
+            "自有进程树的每一次 fork、exec 和退出都有记录",
+        ),
+        (
+            r"the kernel dropped process events (\d+) time\(s\) under load, so short-lived "
+            r"processes may be missing",
+            r"内核在高负载下丢弃了 \1 次进程事件，短命进程可能缺失",
+        ),
+        (
+            r"processes shorter than the scan interval \(([0-9.e+-]+) s\) may be missing",
+            r"短于扫描间隔（\1 秒）的进程可能缺失",
+        ),
+        (
+            r"the attempt's cgroup saw the whole tree return, escapes included",
+            "本次尝试的 cgroup 确认整棵进程树（包括脱离进程组的进程）均已返回",
+        ),
+        (
+            r"(\d+) processes beyond the first (\d+) are counted by name, not listed",
+            r"前 \2 个之后的 \1 个进程只按名称计数，未逐个列出",
+        ),
+        (
+            r"(\d+) argv\(s\) were gone before they could be read",
+            r"\1 个进程的 argv 在读取之前已消失",
+        ),
+    )
+)
+_COVERAGE_RE = re.compile(r"\AC3: ownership record from ([a-z, ]+): (.+)\Z", re.DOTALL)
+
+
+def _coverage_zh(reason: str) -> str | None:
+    match = _COVERAGE_RE.match(reason)
+    if match is None:
+        return None
+    parts: list[str] = []
+    for clause in match.group(2).split("; "):
+        for pattern, zh in _COVERAGE_CLAUSES_ZH:
+            got = pattern.match(clause)
+            if got:
+                parts.append(got.expand(zh))
+                break
+        else:
+            return None
+    return f"C3：进程归属记录来源 {match.group(1)}：" + "；".join(parts)
+
+
 def reason_zh(reason: str) -> str | None:
     """The Chinese form of one classifier reason, or None when it has no template."""
+    coverage = _coverage_zh(reason)
+    if coverage is not None:
+        return coverage
     for pattern, zh in _REASON_PATTERNS:
         match = pattern.match(reason)
         if match:

@@ -1,0 +1,319 @@
+"""A cgroup v2 leaf per attempt: exact membership, and an event when the whole tree is gone.
+
+Where a writable cgroup v2 hierarchy is available (detected, never assumed: a pure v2
+mount, the ``unified`` mount of a hybrid host, or a systemd-delegated scope), the runner
+creates a leaf under its *own* cgroup and the leader starts inside it. Every descendant
+inherits the leaf whatever it does with sessions and process groups (``setsid``,
+``setpgid``, double forks), so:
+
+* membership is exact: ``cgroup.procs`` lists every owned process alive now, escapes
+  included, and a reader in another process (``skgate status``) can ask it after the
+  runner died;
+* ``cgroup.events`` turns ``populated 0`` when the last member exits: an event-driven
+  "the whole owned tree has returned" (``poll`` reports ``POLLPRI`` on a change);
+* ``cpu.stat`` gives the tree's CPU time and, where the memory controller is enabled for
+  the leaf, ``memory.peak`` its peak memory: evidence for the verdict.
+
+The cgroup is for *knowing*, never for killing (C4: only the runner's own process group,
+only at the frozen timeout or when told to stop). This module never writes
+``cgroup.kill`` or ``cgroup.freeze``; it writes only ``cgroup.procs`` (the runner moving
+*itself*) and creates/removes its own leaf directory.
+
+Placement before exec, without ``preexec_fn`` (unsafe in a threaded runner): the runner
+moves itself into the leaf, forks the leader (which inherits the leaf before it executes
+anything), and moves itself back. :meth:`Leaf.create` proves both moves work before the
+launch, so a runner can never be left inside its own leaf.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skgate.proc.observe import is_alive
+
+PROC_SELF_CGROUP = Path("/proc/self/cgroup")
+#: Every leaf is named ``skgate-<runner pid>-<runner start ticks>``.
+LEAF_PREFIX = "skgate-"
+PROC_SELF_MOUNTINFO = Path("/proc/self/mountinfo")
+
+
+class CgroupUnavailable(Exception):
+    """No writable cgroup v2 leaf can be made here; ``str()`` says why (one line)."""
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """Where this process sits in the cgroup v2 hierarchy."""
+
+    mount: Path  # the cgroup2 mount point (``/sys/fs/cgroup`` or ``.../unified``)
+    own: Path  # this process's cgroup directory under it
+    kind: str  # "v2" (pure), "hybrid" (a cgroup2 mount beside v1 controllers)
+
+
+def _unescape(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as \ooo octal.
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1 : i + 4].isdigit() and i + 4 <= len(field):
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def detect(
+    cgroup_file: Path = PROC_SELF_CGROUP, mountinfo: Path = PROC_SELF_MOUNTINFO
+) -> Hierarchy:
+    """Find this process's cgroup v2 directory; :class:`CgroupUnavailable` if none."""
+    try:
+        lines = cgroup_file.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CgroupUnavailable(f"cannot read {cgroup_file} ({exc.strerror})") from None
+    rel = next((ln[3:] for ln in lines if ln.startswith("0::")), None)
+    if rel is None:
+        raise CgroupUnavailable("no cgroup v2 membership (a cgroup v1 only host)")
+    try:
+        mounts = mountinfo.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CgroupUnavailable(f"cannot read {mountinfo} ({exc.strerror})") from None
+    v1 = False
+    found: tuple[str, str] | None = None
+    for ln in mounts:
+        left, sep, right = ln.partition(" - ")
+        if not sep:
+            continue
+        fstype = right.split()[0] if right.split() else ""
+        parts = left.split()
+        if len(parts) < 5:
+            continue
+        if fstype == "cgroup":
+            v1 = True
+        elif fstype == "cgroup2" and found is None:
+            found = (_unescape(parts[3]), _unescape(parts[4]))
+    if found is None:
+        raise CgroupUnavailable("no cgroup2 filesystem is mounted")
+    mroot, mpoint = found
+    # Inside a cgroup namespace or a bind mount, the mount shows a subtree: strip it.
+    if mroot != "/":
+        if rel != mroot and not rel.startswith(mroot.rstrip("/") + "/"):
+            raise CgroupUnavailable(
+                f"this process's cgroup {rel} is outside the mounted cgroup2 tree {mroot}"
+            )
+        rel = rel[len(mroot.rstrip("/")) :] or "/"
+    own = Path(mpoint) / rel.lstrip("/")
+    if not (own / "cgroup.procs").exists():
+        raise CgroupUnavailable(f"{own} is not a cgroup directory")
+    return Hierarchy(mount=Path(mpoint), own=own, kind="hybrid" if v1 else "v2")
+
+
+def _write_pid(procs: Path, pid: int) -> None:
+    fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, f"{pid}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def read_pids(cgroup: Path) -> list[int]:
+    """Members of ``cgroup`` and of any sub-cgroup below it (read-only); [] if gone."""
+    pids: list[int] = []
+    for path in _walk(cgroup):
+        with contextlib.suppress(OSError, ValueError):
+            pids.extend(int(x) for x in (path / "cgroup.procs").read_text().split())
+    return pids
+
+
+def _walk(cgroup: Path) -> Iterator[Path]:
+    if not cgroup.is_dir():
+        return
+    yield cgroup
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(cgroup):
+            if entry.is_dir(follow_symlinks=False):
+                yield from _walk(Path(entry.path))
+
+
+def is_populated(cgroup: Path) -> bool | None:
+    """``populated`` from ``cgroup.events``; None when the cgroup is gone or unreadable."""
+    try:
+        text = (cgroup / "cgroup.events").read_text()
+    except OSError:
+        return None
+    return _populated(text)
+
+
+def _populated(text: str) -> bool | None:
+    for ln in text.splitlines():
+        key, _, value = ln.partition(" ")
+        if key == "populated":
+            return value.strip() == "1"
+    return None
+
+
+class Leaf:
+    """The attempt's leaf cgroup, created under the runner's own cgroup."""
+
+    def __init__(self, hierarchy: Hierarchy, path: Path) -> None:
+        self.hierarchy = hierarchy
+        self.path = path
+        self._events_fd = -1
+        self._epoll: select.epoll | None = None
+        self.removed = False
+
+    @classmethod
+    def create(cls, name: str, hierarchy: Hierarchy | None = None) -> Leaf:
+        """Make the leaf and prove the runner can move into it and back (or raise)."""
+        hier = hierarchy or detect()
+        path = hier.own / name
+        try:
+            os.mkdir(path, 0o755)
+        except OSError as exc:
+            raise CgroupUnavailable(
+                f"cannot create a cgroup under {hier.own} ({exc.strerror}); it needs root "
+                "or a delegated cgroup (e.g. systemd-run --user --scope -p Delegate=yes)"
+            ) from None
+        leaf = cls(hier, path)
+        try:
+            _write_pid(path / "cgroup.procs", os.getpid())
+            _write_pid(hier.own / "cgroup.procs", os.getpid())
+        except OSError as exc:
+            leaf._back_home()
+            leaf.remove()
+            raise CgroupUnavailable(
+                f"cannot move processes into {path} ({exc.strerror}); the cgroup is not "
+                "delegated to this user"
+            ) from None
+        return leaf
+
+    @contextlib.contextmanager
+    def entered(self) -> Iterator[None]:
+        """Run the block inside the leaf: a child forked in it is born a member."""
+        self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+
+    def enter(self) -> None:
+        """Move the runner into the leaf (OSError if refused); :meth:`leave` right after."""
+        _write_pid(self.path / "cgroup.procs", os.getpid())
+
+    def leave(self) -> None:
+        self._back_home()
+
+    def _back_home(self) -> None:
+        with contextlib.suppress(OSError):
+            _write_pid(self.hierarchy.own / "cgroup.procs", os.getpid())
+
+    def members(self) -> list[int]:
+        return read_pids(self.path)
+
+    def populated(self) -> bool:
+        """Is any process still in the leaf? Reading also re-arms the change event."""
+        if self._events_fd >= 0:
+            with contextlib.suppress(OSError):
+                return bool(_populated(os.pread(self._events_fd, 4096, 0).decode()))
+        return bool(is_populated(self.path))
+
+    def watch_fd(self) -> int:
+        """An fd that becomes readable when ``cgroup.events`` changes (``populated``)."""
+        if self._epoll is None:
+            self._events_fd = os.open(self.path / "cgroup.events", os.O_RDONLY | os.O_CLOEXEC)
+            self._epoll = select.epoll()
+            # kernfs reports a change as POLLPRI (the file is always "readable").
+            self._epoll.register(self._events_fd, select.EPOLLPRI)
+            self.populated()
+        return self._epoll.fileno()
+
+    def rearm(self) -> None:
+        """Consume a change notification (call when :meth:`watch_fd` was readable)."""
+        if self._epoll is not None:
+            self._epoll.poll(0)
+            self.populated()
+
+    def stats(self) -> dict[str, Any]:
+        """The tree's CPU time (``cpu.stat``) and, if the controller is on, peak memory."""
+        out: dict[str, Any] = {}
+        try:
+            for ln in (self.path / "cpu.stat").read_text().splitlines():
+                key, _, value = ln.partition(" ")
+                if key in ("usage_usec", "user_usec", "system_usec"):
+                    out[key] = int(value)
+        except (OSError, ValueError):
+            out["cpu_stat"] = "unreadable"
+        try:
+            out["memory_peak_bytes"] = int((self.path / "memory.peak").read_text().strip())
+        except FileNotFoundError:
+            out["memory_peak_bytes"] = None
+            out["memory_note"] = "the memory controller is not enabled for this cgroup"
+        except (OSError, ValueError):
+            out["memory_peak_bytes"] = None
+            out["memory_note"] = "memory.peak unreadable"
+        return out
+
+    def close(self) -> None:
+        if self._epoll is not None:
+            self._epoll.close()
+            self._epoll = None
+        if self._events_fd >= 0:
+            os.close(self._events_fd)
+            self._events_fd = -1
+
+    def remove(self) -> bool:
+        """Remove the leaf if it is empty; False (and it stays, as evidence) if not."""
+        self.close()
+        try:
+            os.rmdir(self.path)
+        except FileNotFoundError:
+            self.removed = True
+        except OSError:
+            return False
+        self.removed = True
+        return True
+
+
+def leaf_name(pid: int, start_ticks: int) -> str:
+    return f"{LEAF_PREFIX}{pid}-{start_ticks}"
+
+
+def sweep_stale(hierarchy: Hierarchy) -> list[str]:
+    """Remove empty leaves of runners that are gone; the names removed.
+
+    A runner that gave up on escaped survivors leaves its leaf in place (it still has
+    members); once they exit the leaf is empty and nobody needs it. ``rmdir`` removes
+    only an empty cgroup, so a leaf with a live member is never touched.
+    """
+    removed: list[str] = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(hierarchy.own):
+            parts = entry.name.split("-")
+            if len(parts) != 3 or f"{parts[0]}-" != LEAF_PREFIX or not entry.is_dir():
+                continue
+            try:
+                pid, ticks = int(parts[1]), int(parts[2])
+            except ValueError:
+                continue
+            if is_alive(pid, ticks):
+                continue
+            with contextlib.suppress(OSError):
+                os.rmdir(entry.path)
+                removed.append(entry.name)
+    return removed
+
+
+def probe() -> str | None:
+    """None when a leaf can be made and entered here, else the one-line reason."""
+    try:
+        leaf = Leaf.create(f"skgate-probe-{os.getpid()}")
+    except CgroupUnavailable as exc:
+        return str(exc)
+    leaf.remove()
+    return None

@@ -1,0 +1,281 @@
+"""The Linux process-events connector: every fork, exec and exit, as the kernel reports it.
+
+A scan of ``/proc`` samples the owned tree: a process that lives less than one scan
+interval and is reaped by its own parent is never seen (C3 asks for the *exact*
+ownership record). The process-events connector (netlink ``NETLINK_CONNECTOR``, group
+``CN_IDX_PROC``) reports every fork, exec, exit, ``setsid`` and ``PR_SET_NAME`` on the
+machine as it happens, including processes that live for microseconds.
+
+Protocol (``linux/connector.h``, ``linux/cn_proc.h``), all native byte order::
+
+    nlmsghdr  len:u32 type:u16 flags:u16 seq:u32 pid:u32          (16 bytes)
+    cn_msg    idx:u32 val:u32 seq:u32 ack:u32 len:u16 flags:u16   (20 bytes)
+    proc_event what:u32 cpu:u32 timestamp_ns:u64, then per ``what``:
+      FORK  parent_pid parent_tgid child_pid child_tgid
+      EXEC  pid tgid
+      SID   pid tgid
+      COMM  pid tgid comm[16]
+      EXIT  pid tgid exit_code exit_signal [parent_pid parent_tgid]
+
+The subscriber sends ``PROC_CN_MCAST_LISTEN`` (the 4-byte form every kernel since 2.6.15
+accepts; the 8-byte filter form of 6.6 would be silently ignored by older kernels).
+Before Linux 6.6 the subscription needs ``CAP_NET_ADMIN`` (the kernel answers EPERM);
+since 6.6 any user of the initial user and pid namespaces may subscribe; inside another
+namespace (a container) the kernel ignores the request and never answers. The answer is
+awaited (one second at most), and any refusal raises :class:`EventsUnavailable` with the
+reason: the runner then falls back to the scan.
+
+Nothing here signals anything (C4: observing is read-only); this module only parses.
+Identity by (pid, start time) is done by :mod:`skgate.proc.owned`, which knows the tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import errno
+import os
+import socket
+import struct
+import time
+from collections.abc import Container, Iterator
+from dataclasses import dataclass
+
+NETLINK_CONNECTOR = 11
+CN_IDX_PROC = 1
+CN_VAL_PROC = 1
+PROC_CN_MCAST_LISTEN = 1
+PROC_CN_MCAST_IGNORE = 2
+NLMSG_DONE = 3
+SO_RCVBUFFORCE = 33
+
+#: Receive buffer asked for: the kernel drops events (``ENOBUFS``) when the runner falls
+#: behind a burst; 16 MiB holds about 20,000 queued events (each skb costs ~768 bytes).
+RCVBUF = 16 << 20
+
+_NL = struct.Struct("=IHHII")
+_CN = struct.Struct("=IIIIHH")
+_HEAD = struct.Struct("=IIQ")  # what, cpu, timestamp_ns
+_HDR = _NL.size + _CN.size  # 36: where proc_event starts
+_DATA = _HDR + _HEAD.size  # 52: where the event data starts
+_FOUR = struct.Struct("=IIII")
+_TWO = struct.Struct("=II")
+_COMM = struct.Struct("=II16s")
+_SUBJECT = struct.Struct("=I")  # the second data word: the fork's parent, else the tgid
+_SUBJECT_AT = _DATA + 4
+
+
+class Kind(enum.IntEnum):
+    """``enum what`` of ``struct proc_event`` (the subset skgate follows)."""
+
+    NONE = 0
+    FORK = 0x1
+    EXEC = 0x2
+    SID = 0x80
+    COMM = 0x200
+    EXIT = 0x80000000
+
+
+_KINDS = {k.value: k for k in Kind}
+
+
+class EventsUnavailable(Exception):
+    """The connector cannot be used here; ``str()`` says why (one line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcEvent:
+    """One process event. ``pid``/``tgid`` is the subject (the child, for a fork)."""
+
+    kind: Kind
+    ts_ns: int  # CLOCK_MONOTONIC nanoseconds when the kernel sent it
+    pid: int
+    tgid: int
+    parent_tgid: int = 0  # FORK only
+    exit_code: int = 0  # EXIT only: a wait status ((code << 8) | signal)
+    comm: str = ""  # COMM only
+
+    @property
+    def is_thread(self) -> bool:
+        """A thread's event (pid != tgid): skgate follows processes, not threads."""
+        return self.pid != self.tgid
+
+
+def parse(buf: bytes) -> ProcEvent | None:
+    """One netlink datagram to an event; None for anything that is not a followed one."""
+    if len(buf) < _DATA:
+        return None
+    idx, val = struct.unpack_from("=II", buf, _NL.size)
+    if idx != CN_IDX_PROC or val != CN_VAL_PROC:
+        return None
+    what, _cpu, ts = _HEAD.unpack_from(buf, _HDR)
+    kind = _KINDS.get(what)
+    try:
+        if kind is Kind.FORK:
+            _ppid, ptgid, cpid, ctgid = _FOUR.unpack_from(buf, _DATA)
+            return ProcEvent(kind, ts, cpid, ctgid, parent_tgid=ptgid)
+        if kind is Kind.EXIT:
+            pid, tgid, code, _sig = _FOUR.unpack_from(buf, _DATA)
+            return ProcEvent(kind, ts, pid, tgid, exit_code=code)
+        if kind is Kind.EXEC or kind is Kind.SID:
+            pid, tgid = _TWO.unpack_from(buf, _DATA)
+            return ProcEvent(kind, ts, pid, tgid)
+        if kind is Kind.COMM:
+            pid, tgid, raw = _COMM.unpack_from(buf, _DATA)
+            name = raw.split(b"\0", 1)[0].decode("utf-8", "backslashreplace")
+            return ProcEvent(kind, ts, pid, tgid, comm=name)
+    except struct.error:
+        return None
+    return None
+
+
+def _control(op: int, seq: int = 0) -> bytes:
+    payload = struct.pack("=I", op)
+    cn = _CN.pack(CN_IDX_PROC, CN_VAL_PROC, seq, 0, len(payload), 0) + payload
+    return _NL.pack(_NL.size + len(cn), NLMSG_DONE, 0, 0, 0) + cn
+
+
+class Connector:
+    """A subscribed, non-blocking connector socket. Use :func:`open_connector`."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        #: Times the kernel reported dropped events (ENOBUFS): the record is then not exact.
+        self.overruns = 0
+        self.received = 0
+        # The event clock is CLOCK_MONOTONIC; /proc start times count CLOCK_BOOTTIME ticks.
+        self.boottime_offset_ns = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - (
+            time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        )
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def read(self, limit: int = 4096) -> list[ProcEvent]:
+        """Every followed event queued now (at most ``limit``), never blocking."""
+        return list(self.stream(limit))
+
+    def stream(
+        self, limit: int = 4096, interest: Container[int] | None = None
+    ) -> Iterator[ProcEvent]:
+        """The queued events one by one (at most ``limit`` datagrams), never blocking.
+
+        ``interest``: only events about these tgids (for a fork: whose parent is one of
+        them) are parsed; the machine's other events are skipped at the cost of one
+        ``unpack`` (the connector reports every process on the host). It is consulted
+        as each event is read, so a consumer that adds a forked child to it before
+        asking for the next event also gets that child's exec and exit.
+        """
+        recv = self._sock.recv
+        subject = _SUBJECT.unpack_from
+        for _ in range(limit):
+            try:
+                buf = recv(256)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == errno.ENOBUFS:
+                    self.overruns += 1  # the queue overflowed: some events are gone
+                    continue
+                if exc.errno == errno.EINTR:
+                    continue
+                raise
+            self.received += 1
+            if (
+                interest is not None
+                and len(buf) >= _SUBJECT_AT + 4
+                and subject(buf, _SUBJECT_AT)[0] not in interest
+            ):
+                continue
+            ev = parse(buf)
+            if ev is not None:
+                yield ev
+
+    def start_ticks(self, ev: ProcEvent, hz: int) -> int:
+        """The event's time in ``/proc/<pid>/stat`` start-time units (boot clock ticks)."""
+        return (ev.ts_ns + self.boottime_offset_ns) * hz // 1_000_000_000
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.send(_control(PROC_CN_MCAST_IGNORE))
+        self._sock.close()
+
+
+def open_connector(rcvbuf: int = RCVBUF) -> Connector:
+    """Subscribe to process events; :class:`EventsUnavailable` (with why) if impossible.
+
+    Subscribe *before* the launch: the kernel queues events from this moment, so the
+    leader's first fork is never missed, whatever the runner does meanwhile.
+    """
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_CONNECTOR)
+    except (OSError, AttributeError) as exc:
+        raise EventsUnavailable(f"no netlink connector socket ({_why(exc)})") from None
+    try:
+        sock.bind((0, CN_IDX_PROC))
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
+        except OSError:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        seq = (os.getpid() << 8 | (time.monotonic_ns() & 0xFF)) & 0xFFFFFFFF
+        sock.send(_control(PROC_CN_MCAST_LISTEN, seq))
+        err = _await_ack(sock, seq)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise EventsUnavailable(
+            f"the process-events connector refused the subscription ({_why(exc)}); it "
+            "needs root or CAP_NET_ADMIN"
+        ) from None
+    if err:
+        # An unprivileged socket may join the group and even receive events while some
+        # privileged listener exists; that is luck, not a subscription: refuse it.
+        sock.close()
+        raise EventsUnavailable(
+            f"the process-events connector refused the subscription "
+            f"({errno.errorcode.get(err, err)}); it needs root or CAP_NET_ADMIN"
+        )
+    return Connector(sock)
+
+
+def _await_ack(sock: socket.socket, seq: int, timeout: float = 1.0) -> int:
+    """The kernel's answer to our LISTEN request: 0, or the errno it refused with.
+
+    The answer is a ``PROC_EVENT_NONE`` message with ``ack`` one more than ours (0).
+    It goes to the whole group and recent kernels overwrite its sequence number, so
+    ordinary events are skipped and the first answer is taken: one from another
+    process subscribing in the same millisecond could be taken instead (rare, and then
+    the socket is the same kind of socket, on the same host).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise OSError(errno.ETIMEDOUT, "no answer to the subscription")
+        sock.settimeout(left)
+        try:
+            buf = sock.recv(256)
+        except TimeoutError:
+            raise OSError(errno.ETIMEDOUT, "no answer to the subscription") from None
+        if len(buf) < _DATA + 4:
+            continue
+        _idx, _val, got_seq, ack = struct.unpack_from("=IIII", buf, _NL.size)
+        what = struct.unpack_from("=I", buf, _HDR)[0]
+        if what == Kind.NONE and ack == 1 and got_seq in (seq, got_seq):
+            return int(struct.unpack_from("=I", buf, _DATA)[0])
+
+
+def probe() -> str | None:
+    """None when the connector can be opened here, else the one-line reason."""
+    try:
+        open_connector(rcvbuf=0).close()
+    except EventsUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return f"{errno.errorcode.get(exc.errno, exc.errno)}: {os.strerror(exc.errno)}"
+    return str(exc)

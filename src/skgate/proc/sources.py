@@ -1,0 +1,163 @@
+"""Which ownership sources an attempt uses: detected before launch, never assumed.
+
+* ``events``: the process-events connector (:mod:`skgate.proc.events`), where the runner
+  may open it (root or ``CAP_NET_ADMIN``);
+* ``cgroup``: a cgroup v2 leaf for the attempt (:mod:`skgate.proc.cgroup`), where a
+  writable hierarchy exists (pure v2, hybrid ``unified``, delegated scope);
+* ``scan``: the walk of the runner's descendants in ``/proc``, always on, as the fallback
+  and the cross-check.
+
+Each source that cannot be used is recorded with the one-line reason, so the manifest
+says how complete it is (C3). ``SKGATE_OWNERSHIP_SOURCES`` (a comma list of ``events``,
+``cgroup``, ``scan``) restricts the sources an operator allows; ``scan`` cannot be
+switched off, since it is the cross-check of the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from skgate.model.errors import UsageError
+from skgate.model.records import SOURCE_CGROUP, SOURCE_EVENTS, SOURCE_SCAN, Coverage
+from skgate.proc import cgroup, events
+
+SOURCES_VAR = "SKGATE_OWNERSHIP_SOURCES"
+ALL_SOURCES = (SOURCE_EVENTS, SOURCE_CGROUP, SOURCE_SCAN)
+
+
+def allowed_sources(env: Mapping[str, str]) -> frozenset[str]:
+    """The sources the operator allows; :class:`UsageError` (exit 2) for a bad value."""
+    raw = env.get(SOURCES_VAR)
+    if raw is None or not raw.strip():
+        return frozenset(ALL_SOURCES)
+    names = {n.strip() for n in raw.split(",") if n.strip()}
+    bad = sorted(names - set(ALL_SOURCES))
+    if bad:
+        raise UsageError(
+            f"{SOURCES_VAR} names unknown source(s) {', '.join(bad)}; use a comma list of "
+            f"{', '.join(ALL_SOURCES)}"
+        )
+    if SOURCE_SCAN not in names:
+        raise UsageError(
+            f"{SOURCES_VAR} must include scan (the fallback and cross-check of the others)"
+        )
+    return frozenset(names)
+
+
+@dataclass
+class Sources:
+    """The sources opened for one attempt (before its launch)."""
+
+    connector: events.Connector | None = None
+    leaf: cgroup.Leaf | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+    #: The leaf's cpu.stat / memory.peak, read just before the leaf is removed.
+    final_stats: dict[str, Any] | None = None
+
+    @property
+    def used(self) -> tuple[str, ...]:
+        got = []
+        if self.connector is not None:
+            got.append(SOURCE_EVENTS)
+        if self.leaf is not None:
+            got.append(SOURCE_CGROUP)
+        got.append(SOURCE_SCAN)
+        return tuple(got)
+
+    @contextlib.contextmanager
+    def placing(self) -> Iterator[None]:
+        """Around the launch: the leader is born inside the leaf, when there is one."""
+        if self.leaf is None:
+            yield
+            return
+        leaf = self.leaf
+        try:
+            leaf.enter()
+        except OSError as exc:
+            self.drop_leaf(f"the runner could not enter its cgroup ({exc.strerror})")
+            yield
+            return
+        try:
+            yield
+        finally:
+            leaf.leave()
+
+    def drop_leaf(self, why: str) -> None:
+        if self.leaf is not None:
+            self.leaf.remove()
+            self.leaf = None
+        self.unavailable[SOURCE_CGROUP] = why
+
+    def cgroup_facts(self) -> dict[str, Any]:
+        leaf = self.leaf
+        if leaf is None:
+            return {}
+        stats = self.final_stats if self.final_stats is not None else leaf.stats()
+        return {
+            "path": str(leaf.path),
+            "hierarchy": leaf.hierarchy.kind,
+            "removed": leaf.removed,
+            **stats,
+        }
+
+    def close(self) -> None:
+        """At the end of the attempt: stop listening; remove the leaf if it is empty."""
+        if self.connector is not None:
+            self.connector.close()
+        if self.leaf is not None and not self.leaf.removed:
+            self.final_stats = self.leaf.stats()
+            self.leaf.remove()
+
+
+def open_sources(allowed: frozenset[str], leaf_name: str) -> Sources:
+    """Open every allowed source that works here; record why the others do not.
+
+    ``leaf_name`` comes from :func:`skgate.proc.cgroup.leaf_name` (the runner's identity).
+    """
+    src = Sources()
+    if SOURCE_EVENTS in allowed:
+        try:
+            src.connector = events.open_connector()
+        except events.EventsUnavailable as exc:
+            src.unavailable[SOURCE_EVENTS] = str(exc)
+    else:
+        src.unavailable[SOURCE_EVENTS] = f"not allowed by {SOURCES_VAR}"
+    if SOURCE_CGROUP in allowed:
+        try:
+            hier = cgroup.detect()
+            cgroup.sweep_stale(hier)
+            src.leaf = cgroup.Leaf.create(leaf_name, hier)
+        except cgroup.CgroupUnavailable as exc:
+            src.unavailable[SOURCE_CGROUP] = str(exc)
+    else:
+        src.unavailable[SOURCE_CGROUP] = f"not allowed by {SOURCES_VAR}"
+    return src
+
+
+def coverage(
+    src: Sources,
+    *,
+    missed_by_events: int,
+    argv_late: int,
+    folded: Mapping[str, Any],
+    final: bool,
+    foreign_members: list[int],
+) -> Coverage:
+    facts: dict[str, Any] = (
+        src.cgroup_facts() if final else ({"path": str(src.leaf.path)} if src.leaf else {})
+    )
+    if foreign_members:
+        # Processes put into the attempt's cgroup from outside: recorded, never touched.
+        facts["foreign_members"] = foreign_members
+    return Coverage(
+        sources=src.used,
+        unavailable=dict(src.unavailable),
+        events_overruns=src.connector.overruns if src.connector is not None else 0,
+        missed_by_events=missed_by_events,
+        argv_late=argv_late,
+        folded=folded if folded.get("processes") else {},
+        cgroup=facts,
+    )
