@@ -441,18 +441,7 @@ def _supervise(
     echoer = TerminalEcho(echo) if echo is not None else None
     # C2/C3: every owned op_compiler invocation becomes a stage of its own.
     tracker = StageTracker(preflight.compiler_names(request, plan.env), cwd=request.cwd)
-    procs_fd = os.open(
-        att.dir / files.PROCS,
-        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
-        0o644,
-    )
-
-    def journal(data: bytes) -> None:
-        # Appended, not fsync'd per line: a runner killed later still leaves it in the
-        # page cache for a reader on this boot (status after a runner death).
-        view = memoryview(data)
-        while view:
-            view = view[os.write(procs_fd, view) :]
+    procs = files.AppendFile(att.dir / files.PROCS)  # every fork, exec, exit (C3)
 
     # Subscribed and created before the launch, so the leader's first fork is seen and
     # the leader is born in the leaf (C3).
@@ -486,7 +475,7 @@ def _supervise(
         on_scan=tracker.on_scan,
         stop_request=partial(att.stop_request, att.dir) if att.stop_request else None,
         sources=sources,
-        journal=journal,
+        journal=procs,
     )
     subreaper = become_subreaper()
     # The handover: from here the Supervisor owns the stop signals and forwards them to
@@ -499,7 +488,7 @@ def _supervise(
     if early is not None:
         sup.restore_handlers()
         os.close(log_fd)
-        os.close(procs_fd)
+        procs.close()
         sources.close()
         if echoer is not None:
             echoer.close()
@@ -509,7 +498,7 @@ def _supervise(
             proc = sup.launch(plan.lease_fds)
         except OSError as exc:
             os.close(log_fd)
-            os.close(procs_fd)
+            procs.close()
             sources.close()
             if echoer is not None:
                 echoer.close()
@@ -556,7 +545,7 @@ def _supervise(
             outcome=outcome,
             before=before,
             log_fd=log_fd,
-            procs_fd=procs_fd,
+            procs=procs,
             echoer=echoer,
         )
     except StopRequested as stop:
@@ -572,7 +561,7 @@ def _finish_after_return(
     outcome: Outcome,
     before: frozenset[tuple[str, int]],
     log_fd: int,
-    procs_fd: int,
+    procs: files.AppendFile,
     echoer: TerminalEcho | None,
 ) -> Verdict:
     request = att.request
@@ -591,12 +580,12 @@ def _finish_after_return(
                 files.CENSUS: files.dumps(census.to_dict()),
                 files.STAGES: files.dumps(stages.to_dict()),
             },
-            also_sync=(log_fd, own_fd, procs_fd),
+            also_sync=(log_fd, own_fd, procs.fd),
         )
     finally:
         os.close(log_fd)
         os.close(own_fd)
-        os.close(procs_fd)
+        procs.close()
     try:
         return att.finish()
     finally:

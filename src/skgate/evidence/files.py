@@ -281,6 +281,27 @@ class Journal:
         self.close()
 
 
+class AppendFile:
+    """A new append-only evidence file, written as facts are learnt (``procs.jsonl``).
+
+    Not fsync'd per write: a runner killed later still leaves what it wrote in the page
+    cache for a reader on this boot; the runner's final flush makes it durable.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o644
+        )
+
+    def __call__(self, data: bytes) -> None:
+        _write_all(self.fd, data)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 def read_events(path: Path) -> list[dict[str, Any]]:
     """Read the journal. A torn last line (runner killed mid-write) is skipped."""
     return list(iter_events(path))
