@@ -36,7 +36,7 @@ from typing import Any
 
 from skgate import __version__
 from skgate.evidence import files, ledger, seal
-from skgate.evidence.census import take_census, top_entries
+from skgate.evidence.census import OBSERVATION_EVERY, observer, take_census, top_entries
 from skgate.evidence.follow import stage_announcer
 from skgate.evidence.load import load_evidence
 from skgate.evidence.logscan import LogScanner
@@ -389,40 +389,6 @@ def _before_launch(
         plan.release()
 
 
-#: Scan intervals between two ``observation`` events (15 s at the default 1 s scan).
-#: Each takes a census of the outputs (read-only, provisional: C1), so it is kept rare
-#: enough to stay far below 1 % CPU even on trees of hundreds of thousands of files.
-OBSERVATION_EVERY = 15
-
-
-def _observer(
-    att: _Attempt, outputs: Path, interval: float, before: frozenset[tuple[str, int]]
-) -> Callable[[int], None]:
-    last = [time.monotonic()]
-    seen = [-1]
-
-    def tick(owned_alive: int) -> None:
-        now = time.monotonic()
-        if now - last[0] < interval and owned_alive == seen[0]:
-            return
-        if now - last[0] < interval / 3:
-            return  # a changing tree is still observed at most every few seconds
-        last[0], seen[0] = now, owned_alive
-        census = take_census(outputs, live=True, exclude=before)
-        att.emit(
-            "observation",
-            owned_alive=owned_alive,
-            counts={
-                "error_logs": census.error_logs,
-                "succ_logs": census.succ_logs,
-                "run_packages": census.run_packages,
-            },
-            provisional=True,  # C1: counts taken while the compile lives prove nothing
-        )
-
-    return tick
-
-
 def _supervise(
     att: _Attempt,
     plan: preflight.LaunchPlan,
@@ -467,8 +433,8 @@ def _supervise(
         sink=sink,
         on_manifest=att.write_ownership,
         scan_interval=request.scan_interval,
-        on_tick=_observer(
-            att, outputs_dir(request), OBSERVATION_EVERY * request.scan_interval, before
+        on_tick=observer(
+            att.emit, outputs_dir(request), OBSERVATION_EVERY * request.scan_interval, before
         ),
         notify=notify,
         on_process=stage_announcer(tracker, att.emit),
