@@ -289,6 +289,18 @@ class OwnedTree:
             changed = True
         return changed
 
+    def drain(self, conn: Connector) -> bool:
+        """Apply every event queued on ``conn`` now; True when the record changed.
+
+        The connector's pre-filter asks this tree (``in``) as it grows, so a child forked
+        in the batch also brings its exec and exit."""
+        changed = False
+        while True:
+            before = conn.received
+            changed = self.on_events(conn.stream(interest=self), conn, time.time()) or changed
+            if conn.received == before:
+                return changed
+
     def _on_fork(self, ev: ProcEvent, parent: Proc, conn: Connector, wall: float) -> None:
         pid = ev.tgid
         ticks = conn.start_ticks(ev, self._hz)

@@ -23,6 +23,7 @@ from typing import Any
 from skgate.model.errors import UsageError
 from skgate.model.records import SOURCE_CGROUP, SOURCE_EVENTS, SOURCE_SCAN, Coverage
 from skgate.proc import cgroup, events
+from skgate.proc.owned import OwnedTree
 
 SOURCES_VAR = "SKGATE_OWNERSHIP_SOURCES"
 ALL_SOURCES = (SOURCE_EVENTS, SOURCE_CGROUP, SOURCE_SCAN)
@@ -137,27 +138,21 @@ def open_sources(allowed: frozenset[str], leaf_name: str) -> Sources:
     return src
 
 
-def coverage(
-    src: Sources,
-    *,
-    missed_by_events: int,
-    argv_late: int,
-    folded: Mapping[str, Any],
-    final: bool,
-    foreign_members: list[int],
-) -> Coverage:
+def coverage(src: Sources, owned: OwnedTree, *, final: bool, foreign: list[int]) -> Coverage:
+    """How complete the owned tree's record is, for ``ownership.json`` (C3)."""
     facts: dict[str, Any] = (
         src.cgroup_facts() if final else ({"path": str(src.leaf.path)} if src.leaf else {})
     )
-    if foreign_members:
+    if foreign:
         # Processes put into the attempt's cgroup from outside: recorded, never touched.
-        facts["foreign_members"] = foreign_members
+        facts["foreign_members"] = foreign
+    folded = owned.folded.to_dict()
     return Coverage(
         sources=src.used,
         unavailable=dict(src.unavailable),
         events_overruns=src.connector.overruns if src.connector is not None else 0,
-        missed_by_events=missed_by_events,
-        argv_late=argv_late,
+        missed_by_events=owned.missed_by_events() if src.connector is not None else 0,
+        argv_late=owned.argv_late_count(),
         folded=folded if folded.get("processes") else {},
         cgroup=facts,
     )

@@ -441,26 +441,11 @@ class Supervisor:
 
     def coverage_of(self, final: bool) -> Coverage:
         """How complete the record is, for ``ownership.json`` (C3)."""
-        return coverage(
-            self.sources,
-            missed_by_events=self.owned.missed_by_events() if self.sources.connector else 0,
-            argv_late=self.owned.argv_late_count(),
-            folded=self.owned.folded.to_dict(),
-            final=final,
-            foreign_members=sorted(self.foreign_members),
-        )
+        return coverage(self.sources, self.owned, final=final, foreign=sorted(self.foreign_members))
 
     def _read_events(self) -> bool:
         conn = self.sources.connector
-        if conn is None:
-            return False
-        changed = False
-        while True:
-            before = conn.received
-            if self.owned.on_events(conn.stream(interest=self.owned), conn, time.time()):
-                changed = True
-            if conn.received == before:
-                return changed
+        return conn is not None and self.owned.drain(conn)
 
     def _flush_journal(self) -> None:
         data = self.owned.journal_lines()
