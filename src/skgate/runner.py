@@ -282,6 +282,7 @@ def run_here(
     ledger entry (see :mod:`skgate.proc.signals`); the dispositions are restored on return.
     """
     validate(request)
+    preflight.check_inputs(request)  # every input error before anything is recorded
     stops = StopSignals()
     stops.install()
     try:

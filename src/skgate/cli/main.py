@@ -8,6 +8,7 @@ message and an exit status: no traceback reaches a user.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -89,6 +90,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Names that are not UTF-8 (GBK file names) are carried as surrogateescape text; a
+    # message that shows one must not fail on the terminal's encoding (issue 12).
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
     args_list = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first '--' is the workload's command, verbatim: argparse never
     # sees it, so the command's own options can never be taken for skgate's.

@@ -60,8 +60,26 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def json_text(data: Any, *, indent: int | None = None) -> str:
+    """JSON of evidence, always encodable as UTF-8, losslessly.
+
+    Names and arguments that are not UTF-8 (a GBK file name on a Chinese host) reach
+    Python as ``surrogateescape`` text; written raw they cannot be encoded (an evidence
+    file must never be lost to that). Such text is written with ASCII escapes instead
+    (``\\udcb2``), which JSON readers turn back into the same string, and
+    ``os.fsencode`` into the original bytes (issue 12).
+    """
+    separators = None if indent is not None else (",", ":")
+    text = json.dumps(data, indent=indent, ensure_ascii=False, separators=separators)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, indent=indent, ensure_ascii=True, separators=separators)
+    return text
+
+
 def dumps(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    return json_text(data, indent=2) + "\n"
 
 
 def _payload(text: str | bytes) -> bytes:
@@ -82,11 +100,14 @@ def create_exclusive(path: Path, text: str | bytes) -> int:
     anything is at ``path`` (never an overwrite), any other ``OSError`` as raised. The
     caller fsyncs and closes the descriptor (alone or batched, see ``write_batch_new``).
     """
+    payload = _payload(text)  # before creating: a text that cannot be encoded leaves no file
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
-        _write_all(fd, _payload(text))
+        _write_all(fd, payload)
     except BaseException:
         os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # never a half-written file left behind
         raise
     return fd
 
@@ -263,7 +284,7 @@ class Journal:
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         record = {"schema": SCHEMA_EVENT, "t": time.time(), "event": event, **fields}
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = json_text(record) + "\n"
         os.write(self._fd, line.encode("utf-8"))
         # fsync per event: a runner killed a moment later still leaves this record (C3).
         os.fsync(self._fd)

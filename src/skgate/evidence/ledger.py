@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence.digest import sha256_bytes, sha256_file
-from skgate.evidence.files import SEAL, fsync_dir, is_attempt_dir
+from skgate.evidence.files import SEAL, fsync_dir, is_attempt_dir, json_text
 from skgate.model.errors import BlockedError, EvidenceError
 from skgate.model.records import Verdict
 
@@ -202,7 +202,7 @@ def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, An
             "t": time.time(),
             "prev": prev,
         }
-        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        line = json_text(entry).encode("utf-8")
         # A torn last line (writer killed mid-write) gets its own line end, so the new
         # entry is never glued to it; the torn bytes stay as they were (append-only).
         size = os.fstat(fd).st_size

@@ -18,6 +18,11 @@ def validate(request: RunRequest) -> None:
     """Bad input is refused before anything is recorded or run (exit 2)."""
     if not request.argv:
         raise UsageError("no command given; put it after '--', e.g. skgate run -- bash run.sh")
+    if not request.argv[0].strip() or "\0" in "".join(request.argv):
+        raise UsageError(
+            f"the command name {request.argv[0]!r} is empty (or an argument holds a NUL "
+            "byte); give the program to run, e.g. skgate run -- bash run.sh"
+        )
     # Finite values only: an infinite timeout is no frozen timeout at all (C4), and
     # evidence files must stay valid JSON (no Infinity/NaN).
     if not (math.isfinite(request.timeout) and request.timeout > 0):
