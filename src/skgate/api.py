@@ -25,6 +25,7 @@ detached runner has launched the command, :func:`wait` waits read-only in bounde
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -37,6 +38,7 @@ from skgate import control
 from skgate.control import Started, StopResult, WaitResult
 from skgate.evidence.ledger import DEFAULT_ROOT, latest
 from skgate.evidence.load import current_verdict
+from skgate.model.errors import UsageError
 from skgate.model.protocol import read_reply
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
@@ -75,7 +77,13 @@ def run(
     quiet: bool = True,
     **options: Any,
 ) -> Verdict:
-    """Convenience wrapper: build a :class:`RunRequest` and run it."""
+    """Convenience wrapper: build a :class:`RunRequest` and run it.
+
+    ``argv`` is a list of arguments, never one command string: a string is refused with
+    :class:`UsageError` (it would run as a list of characters; skgate never goes through
+    a shell). ``options`` are further :class:`RunRequest` fields; an unknown one is a
+    :class:`UsageError` naming it.
+    """
     request = _request(
         argv,
         root=root,
@@ -102,6 +110,18 @@ def _request(
     quiet: bool,
     options: dict[str, Any],
 ) -> RunRequest:
+    if isinstance(argv, (str, bytes)):
+        raise UsageError(
+            f"skgate.api.run takes the command as a list of arguments, not one string "
+            f"({argv!r}); for example run(['bash', 'run.sh']) (no shell is ever used)"
+        )
+    known = {f.name for f in dataclasses.fields(RunRequest)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise UsageError(
+            f"skgate.api.run: unknown option(s) {', '.join(unknown)}; the options are the "
+            f"fields of RunRequest: {', '.join(sorted(known - {'argv'}))}"
+        )
     return RunRequest(
         argv=tuple(argv),
         cwd=str(Path(cwd) if cwd is not None else Path.cwd()),

@@ -17,8 +17,8 @@ from typing import Any
 
 from skgate.cli.show import print_verdict
 from skgate.evidence import seal
+from skgate.evidence.files import require_dir, require_file
 from skgate.evidence.ledger import DEFAULT_ROOT, resolve
-from skgate.model.errors import UsageError
 from skgate.workdir import cleanup as artifacts
 from skgate.workdir import recover
 from skgate.workdir import retry as clean_retry
@@ -177,10 +177,11 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir)
     if args.from_log is not None:
         log = Path(args.from_log)
-        if not log.is_file():
-            raise UsageError(f"{log}: no such log file")
-    elif not workdir.is_dir():
-        raise UsageError(f"{workdir}: no such working directory")
+        require_file(log, "log file", "pass the run log that printed the uninstall.sh paths")
+    else:
+        require_dir(
+            workdir, "working directory", "pass the directory the compile ran in", follow_links=True
+        )
     record = Path(args.record) if args.record else uninstall.default_record_path(Path(args.root))
     # The record exists before anything runs: if it cannot be created, nothing runs (exit
     # 2); each script is filled in as it runs, so a crash mid-way still shows what ran.

@@ -22,13 +22,14 @@ import contextlib
 import errno
 import json
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from skgate.model.errors import EvidenceError
+from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.schema import SCHEMA_EVENT
 
 CONTROL = "control.json"
@@ -353,3 +354,33 @@ def iter_events(path: Path) -> Iterator[dict[str, Any]]:
 
 def is_attempt_dir(path: Path) -> bool:
     return (path / CONTROL).is_file()
+
+
+def require_dir(path: Path, what: str, hint: str, *, follow_links: bool = False) -> None:
+    """``path`` must be a directory (a symbolic link to one only with ``follow_links``):
+    else a one-line UsageError saying which of missing / a file / a link it is (``what``
+    names it, ``hint`` says what to do)."""
+    try:
+        st = os.stat(path) if follow_links else os.lstat(path)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such {what} ({hint})") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: {what} cannot be read ({exc.strerror}); {hint}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UsageError(f"{path}: is a symbolic link, not a {what} ({hint})")
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{path}: is a file, not a directory; {hint}")
+
+
+def require_file(path: Path, what: str, hint: str) -> None:
+    """``path`` must be a regular file (a one-line UsageError otherwise, as above)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such {what} ({hint})") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: {what} cannot be read ({exc.strerror}); {hint}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{path}: is a directory, not a {what}; {hint}")
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{path}: is not a regular file, not a {what}; {hint}")

@@ -47,6 +47,25 @@ GENESIS = "0" * 64
 EVENTS = ("start", "end", "seal", "scene")
 
 
+def check_root(root: Path) -> None:
+    """Refuse an evidence root that cannot hold attempts, as ``allocate`` would (exit 3),
+    without creating anything (``skgate preflight`` says what ``run`` would do)."""
+    for part in (root, *root.parents):
+        if os.path.lexists(part):
+            if not part.is_dir():
+                what = "a dangling symbolic link" if part.is_symlink() else "not a directory"
+                raise BlockedError(
+                    f"evidence root {root} (or a part of it) is {what}; choose a writable "
+                    "--root (skgate never runs unrecorded)"
+                )
+            if not os.access(part, os.W_OK | os.X_OK):
+                raise BlockedError(
+                    f"evidence root {root} cannot be written; choose a writable --root "
+                    "(skgate never runs unrecorded)"
+                )
+            return
+
+
 def allocate(root: Path) -> Path:
     """Create and return a new, empty attempt directory under ``root``."""
     base = root / ATTEMPTS

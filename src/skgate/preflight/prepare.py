@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence.files import CONTROL, VERDICT, read_json
-from skgate.evidence.ledger import list_attempts
+from skgate.evidence.ledger import check_root, list_attempts
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.records import ProcessRecord
 from skgate.model.request import RunRequest
@@ -289,6 +289,7 @@ def prepare(
     ``notify`` receives one-line notes for the person waiting (a foreign-compiler or lease
     wait, its progress every ``progress_every`` seconds, how to stop waiting).
     """
+    check_root(root)  # the root run would refuse is refused here too (exit 3)
     runner = dict(os.environ if runner_env is None else runner_env)
     env = base_env(request, runner)
     blocked: list[str] = []

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence import digest, ledger, seal
-from skgate.evidence.files import CONTROL, write_json_new
+from skgate.evidence.files import CONTROL, require_dir, write_json_new
 from skgate.evidence.load import Control, live_owned, load_control, load_ownership, runner_is_alive
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
 from skgate.model.outcomes import MoveMethod
@@ -288,8 +288,9 @@ def cleanup_checked(
     """:func:`cleanup`. ``checked`` is the named attempt's control when ``retry`` has just
     read it and found its runner and processes ended: one read, one liveness pass."""
     started = time.monotonic()
-    if not workdir.is_dir():
-        raise UsageError(f"{workdir}: no such working directory")
+    require_dir(
+        workdir, "working directory", "pass the directory the compile ran in", follow_links=True
+    )
     real_work = Path(os.path.realpath(workdir))
     if attempt is None:
         attempt, control = producing_attempt(real_work, root)

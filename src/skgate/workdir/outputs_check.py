@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence.census import FirstNames, count_tree
-from skgate.model.errors import UsageError
+from skgate.evidence.files import require_dir
 from skgate.model.outcomes import OutputStatus
 from skgate.model.phrases import C7
 from skgate.model.records import EXIT_CODES, PackageMode, State, Verdict
@@ -87,8 +87,7 @@ def check_outputs(
     verdict: Verdict | None = None,
 ) -> OutputCheck:
     """Apply C8 to ``directory``; with ``verdict`` only after natural return."""
-    if not directory.is_dir() or directory.is_symlink():
-        raise UsageError(f"{directory}: no such directory (pass the outputs directory to check)")
+    require_dir(directory, "directory", "pass the outputs directory to check")
     names = FirstNames(limit=SHOW)
     unreadable: list[str] = []
     n_errors, n_succ, n_runs = count_tree(str(directory), unreadable, names)
