@@ -68,6 +68,7 @@ def check_root(root: Path) -> None:
 
 def allocate(root: Path) -> Path:
     """Create and return a new, empty attempt directory under ``root``."""
+    check_root(root)
     base = root / ATTEMPTS
     try:
         base.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,136 @@
+"""Odd input, tried as a new user would (issue 12): exit code, one line, root unchanged.
+
+Every input error is exit 2 before anything is recorded; a missing command is exit 3 and
+recorded as not started; names that are not UTF-8 are carried losslessly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ENV, SKGATE, run_skgate
+
+
+def tree(root: Path) -> list[str]:
+    if not root.exists():
+        return []
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def one_line_error(res: subprocess.CompletedProcess[str]) -> str:
+    err = res.stderr
+    assert err.count("\n") == 1 and err.startswith("skgate: "), err
+    assert "Traceback" not in err and "internal error" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--jobs", "99999999999999999999"], "above the limit"),
+        (["--profiler-schedule", "garbage"], "not key=value"),
+        (["--approve-hook", "xyz"], "sha256 fingerprint"),
+        (["--hook-baseline", "/nonexistent"], "does not exist"),
+        (["--python", "AFILE"], "--python"),
+        (["--compiler-name", ""], "would match every process"),
+        (["--compiler-name", " opc"], "not a process name"),
+    ],
+)
+def test_input_errors_exit_2_and_record_nothing(
+    tmp_path: Path, args: list[str], needle: str
+) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("not a program\n")
+    args = [str(afile) if a == "AFILE" else a for a in args]
+    root = tmp_path / "r"
+    res = run_skgate("run", "--root", str(root), *args, "--", "true", cwd=tmp_path)
+    assert res.returncode == 2, res
+    assert needle in one_line_error(res)
+    assert tree(root) == []  # nothing allocated, nothing recorded
+
+
+@pytest.mark.parametrize("command", ["", "   "])
+def test_an_empty_command_name_is_bad_input(tmp_path: Path, command: str) -> None:
+    res = run_skgate("run", "--root", "r", "--", command, cwd=tmp_path)
+    assert res.returncode == 2
+    assert "is empty" in one_line_error(res)
+    assert tree(tmp_path / "r") == []
+
+
+def test_a_missing_command_is_recorded_as_not_started(tmp_path: Path) -> None:
+    res = run_skgate("run", "--root", "r", "--", "no-such-program-xyz", cwd=tmp_path)
+    assert res.returncode == 3, res
+    verdict = json.loads((tmp_path / "r/attempts/0001/verdict.json").read_text())
+    assert verdict["state"] == "not_started"
+
+
+def test_non_utf8_names_are_carried_losslessly(tmp_path: Path) -> None:
+    """GBK bytes in --root, --env and argv: no internal error, the workload gets the exact
+    bytes, the evidence stays valid JSON, and status/verify/report read it."""
+    gbk = b"\xb2\xe2\xca\xd4"  # "测试" in GBK
+    root = os.fsencode(tmp_path) + b"/root-" + gbk
+    script = tmp_path / "show.py"
+    script.write_text(
+        "import os, sys\n"
+        "sys.stdout.buffer.write(os.fsencode(sys.argv[1]) + b'|' + os.environb[b'X'] + b'\\n')\n"
+        "print('[summary] stage=a inputs=1 succeeded=1 failed=0')\n"
+    )
+    argv = [*map(os.fsencode, SKGATE), b"run", b"--root", root, b"--quiet", b"--env", b"X=" + gbk]
+    argv += [b"--", os.fsencode(sys.executable), os.fsencode(script), b"arg-" + gbk]
+    res = subprocess.run(argv, cwd=tmp_path, env=ENV, capture_output=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert b"internal error" not in res.stderr
+    attempt = Path(os.fsdecode(root)) / "attempts" / "0001"
+    assert (attempt / "run.log").read_bytes().startswith(b"arg-" + gbk + b"|" + gbk + b"\n")
+    for name in ("control.json", "verdict.json", "seal.json", "census.json"):
+        json.loads((attempt / name).read_text(encoding="utf-8"))  # valid UTF-8 JSON
+    control = json.loads((attempt / "control.json").read_text(encoding="utf-8"))
+    assert os.fsencode(control["request"]["argv"][-1]) == b"arg-" + gbk  # lossless
+    for cmd in (["status"], ["verify"], ["report"]):
+        got = subprocess.run(
+            [*map(os.fsencode, SKGATE), *map(os.fsencode, cmd), root],
+            cwd=tmp_path,
+            env=ENV,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert got.returncode == 0, (cmd, got.stderr)
+        assert b"internal error" not in got.stderr
+
+
+def test_api_run_refuses_a_command_string_and_unknown_options(tmp_path: Path) -> None:
+    from skgate.api import run
+    from skgate.model.errors import UsageError
+
+    with pytest.raises(UsageError, match="list of arguments, not one string"):
+        run("bash run.sh", root=tmp_path / "r")
+    with pytest.raises(UsageError, match="unknown option"):
+        run(["true"], root=tmp_path / "r", bogus=1)
+    assert tree(tmp_path / "r") == []
+
+
+def test_file_where_a_directory_belongs_and_back(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x\n")
+    adir = tmp_path / "adir"
+    adir.mkdir()
+    cases = [
+        (["check-outputs", str(afile)], 2, "is a file, not a directory"),
+        (["cleanup", "--workdir", str(afile)], 2, "is a file, not a directory"),
+        (["uninstall", "--from-log", str(adir), "--dry-run"], 2, "is a directory, not a log"),
+        (["preflight", "--root", str(afile), "--", "true"], 3, "is not a directory"),
+        (["run", "--root", str(afile), "--", "true"], 3, "is not a directory"),
+    ]
+    for args, code, needle in cases:
+        before = tree(tmp_path)
+        res = run_skgate(*args, cwd=tmp_path)
+        assert res.returncode == code, (args, res)
+        assert needle in one_line_error(res), args
+        assert tree(tmp_path) == before, args
