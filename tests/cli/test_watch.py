@@ -103,3 +103,58 @@ def test_sampler_shows_cpu_only_from_the_second_reading(tmp_path: Path, reaper: 
     wait_file(marker)
     second_cpu, _ = sampler.stats(proc.pid, st.start_ticks)
     assert second_cpu is not None and second_cpu > 0
+
+
+def test_watch_ends_on_the_final_census_not_the_last_observation(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    """Issue 12: after the tree ended, the view shows census.json's counts, not the last
+    provisional observation (which saw an error-named file that later became a success)."""
+    out_dir = tmp_path / "static_kernel_compile_outputs" / "ts1_pid1_outputs" / "x_compile_log"
+    body = (
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "M = Path(sys.argv[1])\n"
+        f"out = Path({str(out_dir)!r}); out.mkdir(parents=True)\n"
+        "(out / 'a_compile_error.log').write_text('provisional')\n"
+        "(M / 'made.tmp').write_text('x\\n'); (M / 'made.tmp').rename(M / 'made')\n"
+        "while not (M / 'go').exists():\n"
+        "    time.sleep(0.01)\n"
+        "(out / 'a_compile_error.log').rename(out / 'a_compile_succ.log')\n"
+        "(out.parent / 'static_kernel_1_1.run').write_text('pkg')\n"
+        "print('[summary] stage=compile inputs=1 succeeded=1 failed=0')\n"
+    )
+    cmd = script(tmp_path, "w2.py", body)
+    proc = reaper.popen(
+        start_skgate(
+            "run",
+            "--root",
+            "r",
+            "--quiet",
+            "--scan-interval",
+            "0.02",
+            "--",
+            *cmd,
+            str(tmp_path),
+            cwd=tmp_path,
+        )
+    )
+    wait_file(tmp_path / "made")
+    att = tmp_path / "r" / "attempts" / "0001"
+    after = len(events(att))
+    wait_for(
+        lambda: [e for e in events(att)[after:] if e["event"] == "observation"],
+        what="an observation of the error-named file",
+    )
+    live = snapshot(att)
+    assert live.counts is not None and live.counts["error_logs"] == 1 and not live.counts_final
+    (tmp_path / "go").write_text("")
+    proc.wait(timeout=30)
+    final = snapshot(att)
+    assert final.verdict.state is State.SUCCEEDED
+    assert final.counts_final
+    assert final.counts == {"error_logs": 0, "succ_logs": 1, "run_packages": 1}
+    text = io.StringIO()
+    Console(file=text, width=160).print(render(final))
+    assert "final artifact census" in text.getvalue()
+    assert "provisional" not in text.getvalue()

@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from skgate.evidence import files
-from skgate.evidence.load import current_verdict, live_owned, load_ownership
+from skgate.evidence.load import current_verdict, live_owned, load_census, load_ownership
 from skgate.model.records import State, Verdict
 from skgate.verdict.words import HEADLINE, duration
 
@@ -52,6 +52,8 @@ class View:
     seconds_left: float | None
     live: tuple[LiveProcess, ...]
     counts: dict[str, Any] | None
+    #: The counts come from the final census (census.json), not a live observation.
+    counts_final: bool = False
 
 
 def _last_events(attempt: Path) -> tuple[float | None, dict[str, Any] | None]:
@@ -99,6 +101,16 @@ def snapshot(attempt: Path, sampler: Sampler | None = None) -> View:
             cpu, rss = sampler.stats(p.pid, p.start_ticks)
             live.append(LiveProcess(p.pid, p.name, p.escaped, cpu, rss))
     left = None if deadline is None else deadline - time.time()
+    # Once the runner took its census (after the tree ended), that is what the view ends
+    # on: the last provisional observation is stale by then (issue 12).
+    census = load_census(attempt)
+    if census is not None:
+        counts = {
+            "error_logs": census.error_logs,
+            "succ_logs": census.succ_logs,
+            "run_packages": census.run_packages,
+        }
+        return View(attempt, verdict, left, tuple(live), counts, counts_final=not census.live)
     return View(attempt, verdict, left, tuple(live), counts)
 
 
@@ -111,7 +123,14 @@ def render(view: View) -> Group:
     facts.add_row("attempt", str(view.attempt))
     if view.seconds_left is not None and state is State.IN_PROGRESS:
         facts.add_row("frozen deadline in", duration(max(view.seconds_left, 0.0)))
-    if view.counts is not None:
+    if view.counts is not None and view.counts_final:
+        facts.add_row(
+            "final artifact census",
+            f"{view.counts.get('error_logs', 0)} error-named files, "
+            f"{view.counts.get('succ_logs', 0)} succ logs, "
+            f"{view.counts.get('run_packages', 0)} .run",
+        )
+    elif view.counts is not None:
         facts.add_row(
             "last observed artifacts",
             f"{view.counts.get('error_logs', 0)} provisional error-named files (C1), "
