@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -122,16 +123,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED_BY_USER
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # the last resort: a bug in skgate, never a traceback
-        if os.environ.get("SKGATE_DEBUG"):
-            raise
-        print(
-            f"skgate: internal error: {type(exc).__name__}: {exc} (a bug in skgate, not a "
-            "verdict; evidence already written is kept; rerun with SKGATE_DEBUG=1 for details)",
-            file=sys.stderr,
+    except OSError as exc:
+        if exc.filename is None:
+            return _internal_error(exc)
+        # A path the user gave (or one inside it) that cannot be read or is of the wrong
+        # type: their environment, not a bug in skgate; one line, exit 2 (issue 12).
+        denied = exc.errno in (errno.EACCES, errno.EPERM)
+        hint = (
+            "check its permissions, or run as the user who owns the evidence"
+            if denied
+            else "check the path"
         )
+        print(f"skgate: {exc.filename}: {exc.strerror or exc}; {hint}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:  # the last resort: a bug in skgate, never a traceback
+        return _internal_error(exc)
     return code
+
+
+def _internal_error(exc: Exception) -> int:
+    if os.environ.get("SKGATE_DEBUG"):
+        raise exc
+    print(
+        f"skgate: internal error: {type(exc).__name__}: {exc} (a bug in skgate, not a "
+        "verdict; evidence already written is kept; rerun with SKGATE_DEBUG=1 for details)",
+        file=sys.stderr,
+    )
+    return EXIT_USAGE
 
 
 def entry() -> NoReturn:
