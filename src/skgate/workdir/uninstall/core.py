@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.files import create_exclusive, dumps, fsync_dir, is_attempt_dir, replace_text
+from skgate.evidence.files import dumps, is_attempt_dir, replace_text
 from skgate.evidence.load import load_control
 from skgate.model.errors import EvidenceError
 from skgate.model.outcomes import UninstallAction
@@ -181,11 +181,8 @@ class RecordWriter:
             ) from None
         head = {"schema": SCHEMA_UNINSTALL, "complete": False, "created_at": time.time()}
         try:
-            fd = create_exclusive(path, dumps({**head, "candidates": [], "notes": []}))
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            # Whole or not at all (temp, fsync, link, fsync dir): never a 0-byte record.
+            replace_text(path, dumps({**head, "candidates": [], "notes": []}), only_new=True)
         except FileExistsError:
             raise EvidenceError(
                 f"{path}: already exists; a record is never overwritten (nothing was run)"
@@ -194,7 +191,6 @@ class RecordWriter:
             raise EvidenceError(
                 f"{path}: cannot create the record ({exc.strerror}); nothing was run"
             ) from None
-        fsync_dir(path.parent)
         return cls(path)
 
     def fill(self, result: UninstallResult, *, complete: bool = False) -> None:
