@@ -151,8 +151,10 @@ class Case:
                     spin_until = time.perf_counter() + self.jitter
                     while time.perf_counter() < spin_until:
                         pass
-                if self.proc.poll() is None:
-                    self.proc.send_signal(self.fault)
+                if self.proc.poll() is not None:
+                    self.hit = ["runner ended before the instant"]  # nothing was sent
+                    break
+                self.proc.send_signal(self.fault)
                 self.hit = sorted(os.listdir(self.attempt)) if self.attempt.exists() else []
                 break
             if not go.exists() and _has_event(self.attempt, release_after):
