@@ -159,3 +159,17 @@ def test_exit_event_after_the_scan_saw_it_gone_still_gives_the_status() -> None:
     exit_ev = ProcEvent(Kind.EXIT, 0, 4_000_004, 4_000_004, exit_code=7 << 8)
     assert t.on_events([exit_ev], FakeConn(), 3.0)  # type: ignore[arg-type]
     assert p.exit_status == 7
+
+
+def test_forks_queued_before_the_leaders_exit_was_seen_still_count() -> None:
+    # Seen with 1,000 short children: the runner saw the leader's exit (waitid) before
+    # reading the fork events of its last children; they must still enter the record,
+    # and a fork by a later, reused pid must not.
+    t = tree_with_leader(4_000_000)
+    t.mark_exit(4_000_000, (0, None), 1.0)
+    assert not t.alive
+    t.on_events([fork(4_000_005, 4_000_000, 9)], FakeConn(), 2.0)  # type: ignore[arg-type]
+    assert t.get(4_000_005, 9) is not None
+    reused = ProcEvent(Kind.FORK, 2**62, 4_000_006, 4_000_006, parent_tgid=4_000_000)
+    t.on_events([reused], FakeConn(), 3.0)  # type: ignore[arg-type]
+    assert all(p.pid != 4_000_006 for p in t.procs.values())

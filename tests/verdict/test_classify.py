@@ -642,7 +642,7 @@ def test_a_stop_request_is_named_in_the_interrupted_verdict() -> None:
         (
             Coverage(sources=("events", "cgroup", "scan")),
             "from events, cgroup, scan: every fork, exec and exit of the owned tree is on "
-            "record; the attempt's cgroup saw the whole tree return, escapes included",
+            "record; the attempt's cgroup holds every owned process, escapes included",
         ),
         (
             Coverage(sources=("events", "scan"), events_overruns=2, argv_late=1),
@@ -655,7 +655,7 @@ def test_a_stop_request_is_named_in_the_interrupted_verdict() -> None:
                 folded={"processes": 5, "full_records_limit": 20000},
             ),
             "from cgroup, scan: processes shorter than the scan interval (0.5 s) may be "
-            "missing; the attempt's cgroup saw the whole tree return, escapes included; 5 "
+            "missing; the attempt's cgroup holds every owned process, escapes included; 5 "
             "processes beyond the first 20000 are counted by name, not listed",
         ),
     ],

@@ -40,7 +40,8 @@ from skgate.proc.observe import ProcStat, clock_ticks, read_cmdline, read_stat
 FULL_RECORDS = 5_000
 #: Names counted separately among folded records; the rest are counted as "(other)".
 FOLD_NAMES = 256
-#: Processes the scan saw gone, kept for their late exit event (see OwnedTree._gone).
+#: Processes seen gone by another source than their exit event (the scan, the leader's
+#: waitid, the reaper), kept for their late events (see OwnedTree._gone).
 GONE_KEPT = 4096
 #: argv kept per process, in characters (an op_compiler argv is far below this).
 ARGV_CHARS = 16_384
@@ -188,7 +189,10 @@ class OwnedTree:
         self.alive: dict[int, Proc] = {}  # live owned processes by pid
         #: Seen gone by the scan before their exit event was read (the event then still
         #: brings the exit status). Bounded: the oldest are forgotten first.
-        self._gone: dict[int, Proc] = {}
+        #: Seen gone by another source before their events were read: an event older than
+        #: that moment (its exit, the fork of a child) still counts; a later one is a
+        #: reused pid's. Bounded: the oldest are forgotten first.
+        self._gone: dict[int, tuple[Proc, int]] = {}
         self.folded = Folded()
         self.on_process: ProcessHook | None = None
         self.events_seen = 0  # owned events applied
@@ -257,14 +261,14 @@ class OwnedTree:
                 continue
             kind = ev.kind
             if kind is Kind.FORK:
-                parent = alive.get(ev.parent_tgid)
+                parent = alive.get(ev.parent_tgid) or self._late(ev.parent_tgid, ev)
                 if parent is None:
                     continue
                 self._on_fork(ev, parent, conn, wall)
             else:
                 p = alive.get(ev.pid)
                 if p is None:
-                    late = self._gone.pop(ev.pid, None) if kind is Kind.EXIT else None
+                    late = self._late(ev.pid, ev) if kind is Kind.EXIT else None
                     if late is not None and late.exit_status is None and late.exit_signal is None:
                         late.exit_status, late.exit_signal = decode_exit_code(ev.exit_code)
                         self._note("exit", late, status=late.exit_status, signal=late.exit_signal)
@@ -403,9 +407,7 @@ class OwnedTree:
                 p.alive = False
                 self.alive.pop(pid, None)
                 self._note("gone", p)
-                self._gone[pid] = p
-                if len(self._gone) > GONE_KEPT:
-                    self._gone.pop(next(iter(self._gone)))
+                self._keep_gone(p)
                 changed = True
         return changed
 
@@ -426,15 +428,30 @@ class OwnedTree:
         p.exit_status, p.exit_signal = status
         if p.alive:
             self._on_exit(p, *status, wall=wall)
+            self._keep_gone(p)  # its last forks' events may still be queued
         else:
             self._note("exit", p, status=p.exit_status, signal=p.exit_signal)
 
+    def _keep_gone(self, p: Proc) -> None:
+        self._gone[p.pid] = (p, time.monotonic_ns())
+        if len(self._gone) > GONE_KEPT:
+            self._gone.pop(next(iter(self._gone)))
+
+    def _late(self, pid: int, ev: ProcEvent) -> Proc | None:
+        """``pid`` seen gone already, if ``ev`` happened before that (not a reused pid)."""
+        got = self._gone.get(pid)
+        if got is None or ev.ts_ns > got[1]:
+            return None
+        return got[0]
+
     def mark_exit(self, pid: int, status: tuple[int | None, int | None], wall: float) -> None:
-        """The leader's exit, seen by waitid without reaping it."""
+        """The leader's exit, seen by waitid without reaping it (its last forks' events
+        may still be queued: it stays known for them)."""
         p = self.alive.get(pid)
         if p is not None:
             p.exit_status, p.exit_signal = status
             self._on_exit(p, *status, wall=wall)
+            self._keep_gone(p)
             return
         for q in self.procs.values():
             if q.pid == pid and q.exit_status is None and q.exit_signal is None:

@@ -104,7 +104,7 @@ def coverage_reason(ev: Evidence) -> str | None:
             f"processes shorter than the scan interval ({ev.scan_interval:g} s) may be missing"
         )
     if SOURCE_CGROUP in sources:
-        clauses.append("the attempt's cgroup saw the whole tree return, escapes included")
+        clauses.append("the attempt's cgroup holds every owned process, escapes included")
     if cov is not None and cov.folded.get("processes"):
         clauses.append(
             f"{cov.folded['processes']} processes beyond the first "

@@ -475,8 +475,8 @@ _COVERAGE_CLAUSES_ZH: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"短于扫描间隔（\1 秒）的进程可能缺失",
         ),
         (
-            r"the attempt's cgroup saw the whole tree return, escapes included",
-            "本次尝试的 cgroup 确认整棵进程树（包括脱离进程组的进程）均已返回",
+            r"the attempt's cgroup holds every owned process, escapes included",
+            "本次尝试的 cgroup 包含每一个自有进程（包括脱离进程组的进程）",
         ),
         (
             r"(\d+) processes beyond the first (\d+) are counted by name, not listed",
