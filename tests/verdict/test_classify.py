@@ -674,3 +674,28 @@ def test_coverage_line_names_sources_and_completeness(
     assert zh.startswith("C3：进程归属记录来源")
     # Without a manifest there is no record to qualify.
     assert not any(r.startswith("C3: ownership") for r in classify(Evidence(launched=True)).reasons)
+
+
+def test_a_live_runner_that_signalled_is_not_in_progress() -> None:
+    """Mutation testing: each termination fact alone ends "in progress" (C2.1)."""
+    alive = Evidence(launched=True, ownership_recorded=True, runner_alive=True, owned_alive=2)
+    assert classify(alive).state is State.IN_PROGRESS
+    for facts in (
+        {"signals_sent": (SignalSent(signal.SIGTERM, "forwarded"),)},
+        {"external_signals": (signal.SIGINT,)},
+        {"timeout_fired": True},
+    ):
+        assert classify(replace(alive, **facts)).state is State.INTERRUPTED, facts
+
+
+def test_a_dead_runner_reason_says_when_and_what_is_missing() -> None:
+    died = natural(runner_finished=False)
+    v = classify(died)
+    assert v.state is State.UNKNOWN
+    assert "(after natural return)" in v.reasons[0]
+    assert v.missing == ("the verdict (verdict.json), the runner's final record",)
+    early = classify(replace(died, tree_ended=False, ownership_recorded=False))
+    assert "(before natural return)" in early.reasons[0]
+    assert early.missing[0] == "ownership manifest (ownership.json)"
+    quiet = classify(replace(died, tree_ended=False, deadline_passed=True))
+    assert not any("deadline has passed" in r for r in quiet.reasons)
