@@ -14,7 +14,8 @@ the next one starts, so an attempt cut off at any point still says how far it go
    ``census.json``, the final ``ownership.json``; classify from the files (C2);
    ``verdict.json``; ``finished``; ledger entry; ``seal.json``.
 
-Protocol when run as ``python -m skgate.runner`` (used by :mod:`skgate.api`): a
+Protocol when run as ``python -m skgate.runner [--attempt-id NNNN]`` (used by
+:mod:`skgate.api` and the Ray executor, which reserves the id in the driver's root): a
 :class:`~skgate.model.request.RunRequest` as JSON on stdin; the workload's output echoed on
 stderr unless the request is quiet; one JSON object on stdout at the end, either the
 verdict (``Verdict.to_dict()``) or ``{"error": MESSAGE, "exit_code": N}``.
@@ -268,6 +269,7 @@ def run_here(
     progress_every: float = 30.0,
     on_event: OnEvent | None = None,
     stop_request: StopRequest | None = None,
+    attempt_id: str | None = None,
 ) -> Verdict:
     """Run one attempt in this process and return its verdict (see the module doc).
 
@@ -280,13 +282,23 @@ def run_here(
 
     Stop signals are deferred, never lost, from the allocation of the attempt to its last
     ledger entry (see :mod:`skgate.proc.signals`); the dispositions are restored on return.
+    ``attempt_id``: take exactly this attempt id (a distributed driver reserved it; see
+    :func:`skgate.evidence.ledger.allocate`).
     """
     validate(request)
     preflight.check_inputs(request)  # every input error before anything is recorded
     stops = StopSignals()
     stops.install()
     try:
-        return _run(request, stops, echo, notify, progress_every, hooks=(on_event, stop_request))
+        return _run(
+            request,
+            stops,
+            echo,
+            notify,
+            progress_every,
+            hooks=(on_event, stop_request),
+            attempt_id=attempt_id,
+        )
     finally:
         stops.restore()
         # After the last ledger entry nothing is left to record them in: say so.
@@ -303,11 +315,12 @@ def _run(
     progress_every: float,
     *,
     hooks: tuple[OnEvent | None, StopRequest | None] = (None, None),
+    attempt_id: str | None = None,
 ) -> Verdict:
     att: _Attempt | None = None
     try:
         with deferred():  # an attempt directory never exists without its first records
-            attempt_dir = ledger.allocate(Path(request.root))
+            attempt_dir = ledger.allocate(Path(request.root), attempt_id)
             att = _Attempt(
                 request, attempt_dir, stops, notify, on_event=hooks[0], stop_request=hooks[1]
             )
@@ -564,7 +577,13 @@ def _finish_after_return(
 # -- the child side of the API protocol -------------------------------------------------
 
 
-def _child_main() -> int:
+def _child_main(argv: list[str]) -> int:
+    attempt_id: str | None = None
+    if len(argv) == 2 and argv[0] == "--attempt-id":
+        attempt_id = argv[1]
+    elif argv:
+        print(json.dumps({"error": f"bad runner arguments: {argv}", "exit_code": 2}))
+        return 2
     try:
         raw = json.loads(sys.stdin.read())
         request = RunRequest.from_dict(raw)
@@ -579,7 +598,7 @@ def _child_main() -> int:
             sys.stderr.buffer.flush()
 
     try:
-        verdict = run_here(request, echo)
+        verdict = run_here(request, echo, attempt_id=attempt_id)
     except SkgateError as exc:
         print(json.dumps({"error": str(exc), "exit_code": exc.exit_code}))
         return exc.exit_code
@@ -588,4 +607,4 @@ def _child_main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_child_main())
+    sys.exit(_child_main(sys.argv[1:]))

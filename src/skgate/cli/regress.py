@@ -7,21 +7,28 @@ Exit status:
   before launch);
 - ``--matrix``: 0 every arm and the baseline have a valid, consistent result, 1 the
   diagnosis is incomplete (invalid or inconsistent arms, or no clean baseline), 2 bad
-  input (nothing run).
+  input (nothing run; also: ``--executor ray`` without Ray installed or with no cluster
+  answering).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from skgate.model.errors import UsageError
 from skgate.regress import health as regress
+from skgate.regress.executor import Executor, Listener, LocalExecutor
 from skgate.regress.matrix.core import render_matrix_markdown, run_matrix
 from skgate.regress.matrix.load import MAX_REPEATS, load_matrix
+from skgate.regress.progress import LiveTable, jsonl_listener
+from skgate.regress.ray_exec import RayExecutor
 
 
 def _repeats(text: str) -> int:
@@ -58,6 +65,31 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--note", default=None, help="--health: what changed, for the record")
     p.add_argument("--root", default=None, metavar="DIR", help="a fresh evidence root to use")
     p.add_argument("--repeats", type=_repeats, default=None, help="--matrix: runs per arm")
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="--matrix: run the arms here one after the other (local, default) or as Ray "
+        "tasks on a cluster (ray; needs skgate[ray])",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="--executor ray: the cluster (default: $RAY_ADDRESS, else the local one)",
+    )
+    p.add_argument(
+        "--events",
+        choices=("jsonl",),
+        default=None,
+        help="--matrix: progress as JSON lines on stderr instead of the live table",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="--matrix: the root holds an earlier run; run only the units without an "
+        "intact sealed attempt (after a lost node)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--verbose", action="store_true", help="echo the workload's output (stderr)")
     p.set_defaults(handler=cmd_regress)
@@ -90,8 +122,35 @@ def cmd_regress(args: argparse.Namespace) -> int:
         return result.exit_code
     if args.reference is not None or args.declare or args.note is not None:
         raise UsageError("--reference, --declare and --note are for --health")
+    if args.ray_address is not None and args.executor != "ray":
+        raise UsageError("--ray-address is for --executor ray")
     matrix = load_matrix(Path(args.matrix), args.repeats)
-    outcome = run_matrix(matrix, root, progress=_progress, quiet=not args.verbose)
+    executor: Executor = LocalExecutor()
+    if args.executor == "ray":
+        ray = RayExecutor(args.ray_address)
+        ray.connect()  # bad input (exit 2) before anything is recorded
+        executor = ray
+    listeners: list[Listener] = []
+    live: LiveTable | None = None
+    if args.events == "jsonl":
+        listeners.append(jsonl_listener(sys.stderr))
+    elif sys.stderr.isatty():
+        live = LiveTable(Console(stderr=True))
+        listeners.append(live.listener())
+    try:
+        with live if live is not None else contextlib.nullcontext():
+            outcome = run_matrix(
+                matrix,
+                root,
+                progress=_progress if not listeners else None,
+                quiet=not args.verbose,
+                executor=executor,
+                listeners=listeners,
+                resume=args.resume,
+            )
+    finally:
+        if isinstance(executor, RayExecutor):
+            executor.close()
     if args.json:
         print(json.dumps(outcome.to_dict(), ensure_ascii=False, indent=2))
     else:

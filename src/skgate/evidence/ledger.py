@@ -66,8 +66,13 @@ def check_root(root: Path) -> None:
             return
 
 
-def allocate(root: Path) -> Path:
-    """Create and return a new, empty attempt directory under ``root``."""
+def allocate(root: Path, name: str | None = None) -> Path:
+    """Create and return a new, empty attempt directory under ``root``.
+
+    ``name`` asks for that exact id (a distributed driver reserved it in its own root, so
+    the attempt keeps one name wherever its evidence lives, C4); it is taken with the
+    same exclusive ``mkdir`` and never reused.
+    """
     check_root(root)
     base = root / ATTEMPTS
     try:
@@ -89,6 +94,17 @@ def allocate(root: Path) -> Path:
             f"evidence root {root} cannot be written; choose a writable --root "
             "(skgate never runs unrecorded)"
         )
+    if name is not None:
+        if not (name.isdigit() and len(name) >= 4):
+            raise BlockedError(f"attempt id {name!r} is not a 4-digit or longer number")
+        try:
+            (base / name).mkdir()
+        except OSError as exc:
+            raise BlockedError(
+                f"cannot create attempt {name} in {base} ({exc.strerror}); "
+                "an attempt id is never reused (C4)"
+            ) from None
+        return base / name
     existing = [int(p.name) for p in _children(base) if p.name.isdigit()]
     n = max(existing, default=0) + 1
     while True:
@@ -269,6 +285,46 @@ def record_end(
             **(extra or {}),
         },
     )
+
+
+def record_import(
+    root: Path, attempt: Path, verdict: Verdict, node: dict[str, Any], origin: str
+) -> None:
+    """Index an attempt whose evidence was made on another node and brought home.
+
+    Two entries, as for a local attempt (``start``, then ``end`` with the seal's hash),
+    each naming the node the runner ran on and where its node-local copy lives.
+    """
+    where = {"node": dict(node), "origin": origin}
+    append_entry(
+        root,
+        "start",
+        {"attempt": attempt.name, "path": _attempt_ref(root, attempt), "parent": None, **where},
+    )
+    seal = attempt / SEAL
+    append_entry(
+        root,
+        "end",
+        {
+            "attempt": attempt.name,
+            "path": _attempt_ref(root, attempt),
+            "state": verdict.state.value,
+            "cause": verdict.cause.value if verdict.cause else None,
+            "seal_sha256": sha256_file(seal) if seal.is_file() else None,
+            **where,
+        },
+    )
+
+
+def nodes(root: Path) -> dict[str, dict[str, Any]]:
+    """The node each imported attempt of ``root`` ran on (attempt id -> node facts)."""
+    found: dict[str, dict[str, Any]] = {}
+    for entry in read_ledger(root):
+        node = entry.get("node")
+        name = entry.get("attempt")
+        if entry.get("event") == "start" and isinstance(node, dict) and isinstance(name, str):
+            found[name] = node
+    return found
 
 
 def record_seal(root: Path, attempt: Path) -> None:

@@ -82,6 +82,10 @@ class FrozenControls:
     host_hostname: str | None = None
     host_machine: str | None = None
     host_kernel: str | None = None
+    #: Host facts that change how a compile behaves (C5; recorded since issue 15).
+    host_cpu_model: str | None = None
+    host_cpu_count: int | None = None
+    host_cann_version: str | None = None
     #: (name, inode) of each outputs entry present before launch (C8: never this
     #: attempt's); None when not recorded (older attempts: only the first names were).
     outputs_before_ids: frozenset[tuple[str, int]] | None = None
@@ -114,6 +118,9 @@ class FrozenControls:
             host_hostname=_text(host.get("hostname")),
             host_machine=_text(host.get("machine")),
             host_kernel=_text(host.get("kernel")),
+            host_cpu_model=_text(host.get("cpu_model")),
+            host_cpu_count=_int(host.get("cpu_count")),
+            host_cann_version=_text(host.get("cann_version")),
             outputs_before_ids=_ids(_sub(data, "outputs_before").get("ids")),
             raw=dict(data),
         )

@@ -8,6 +8,7 @@ import platform
 import re
 import socket
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from skgate import __version__
@@ -97,7 +98,44 @@ def ordered_pythonpath(env: Mapping[str, str]) -> list[dict[str, Any]]:
     return out
 
 
-def host_facts() -> dict[str, Any]:
+def cpu_model() -> str | None:
+    """The CPU model name (``/proc/cpuinfo``), or None where the kernel does not say."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                # x86 says "model name"; some aarch64 kernels only "Model" or "Hardware".
+                if key.strip() in ("model name", "Model", "Hardware"):
+                    return value.strip() or None
+    except OSError:
+        return None
+    return None
+
+
+#: Where a CANN toolkit records its version, relative to its home (first match wins).
+CANN_VERSION_FILES = ("version.cfg", "version.info", "../ascend_toolkit_install.info")
+
+
+def cann_version(env: Mapping[str, str]) -> str | None:
+    """The CANN toolkit version when the environment names a toolkit home that says it
+    (C5: it changes compile behaviour, so attempts on different hosts must agree on it)."""
+    for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"):
+        home = env.get(var)
+        if not home:
+            continue
+        for rel in CANN_VERSION_FILES:
+            try:
+                text = (Path(home) / rel).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, sep, value = line.partition("=")
+                if sep and key.strip().lower() in ("version", "toolkit_version"):
+                    return value.strip().strip('"') or None
+    return None
+
+
+def host_facts(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     uname = os.uname()
     facts: dict[str, Any] = {
         "hostname": socket.gethostname(),
@@ -107,6 +145,8 @@ def host_facts() -> dict[str, Any]:
         "boot_id": boot_id(),
         "runner_python": platform.python_version(),
         "skgate_version": __version__,
+        "cpu_model": cpu_model(),
+        "cann_version": cann_version(os.environ if env is None else env),
     }
     facts.update(jobs.probe_host())
     return facts

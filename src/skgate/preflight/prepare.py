@@ -324,7 +324,7 @@ def prepare(
     controls["pythonpath"] = (
         [dict(e) for e in scan.pythonpath] if scan is not None else ordered_pythonpath(env)
     )
-    controls["host"] = host_facts()
+    controls["host"] = host_facts(env)
 
     deadline = time.monotonic() + request.lease_timeout
     wait = take_leases and not blocked  # a run blocked anyway never waits (C4 waits are long)

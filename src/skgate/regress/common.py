@@ -56,10 +56,15 @@ def require_fresh_root(root: Path, what: str) -> None:
         raise UsageError(f"{what} {root} is not fresh (it exists and is not empty); pick a new one")
 
 
-def write_result(root: Path, data: Mapping[str, Any]) -> Path:
+def write_result(root: Path, data: Mapping[str, Any], *, replace: bool = False) -> Path:
+    """Write ``regress.json`` (``replace``: a resumed matrix supersedes its earlier result;
+    atomically, never half-written)."""
     root.mkdir(parents=True, exist_ok=True)
     path = root / REGRESS_FILE
-    files.write_json_new(path, dict(data))
+    if replace:
+        files.replace_json(path, dict(data))
+    else:
+        files.write_json_new(path, dict(data))
     return path
 
 

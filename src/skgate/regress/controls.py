@@ -67,7 +67,22 @@ def control_view(control: Mapping[str, Any]) -> dict[str, Any]:
     view["host.hostname"] = c.host_hostname
     view["host.machine"] = c.host_machine
     view["host.kernel"] = c.host_kernel
+    view["host.cpu_model"] = c.host_cpu_model
+    view["host.cpu_count"] = c.host_cpu_count
+    view["host.cann_version"] = c.host_cann_version
     return view
+
+
+#: Host facts that change how a compile behaves (C5): the same arm on hosts that differ
+#: here is not the same experiment. The host name is identity, not behaviour: arms spread
+#: over a cluster ignore it (see :data:`HOST_IDENTITY`), never these.
+HOST_COMPILE_FACTS = ("machine", "kernel", "cpu_model", "cpu_count", "cann_version")
+
+#: Control keys that only say which host ran an attempt.
+HOST_IDENTITY = ("host.hostname",)
+
+#: Every host control key (ignored only when a matrix declares that hosts may differ).
+HOST_KEYS = tuple(f"host.{k}" for k in ("hostname", *HOST_COMPILE_FACTS))
 
 
 @dataclass(frozen=True)

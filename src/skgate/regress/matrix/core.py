@@ -20,12 +20,14 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence import files, ledger, seal
 from skgate.evidence.files import REGRESS_FILE
-from skgate.model.errors import SkgateError, UsageError
+from skgate.evidence.load import current_verdict
+from skgate.model.errors import UsageError
 from skgate.model.outcomes import ArmOutcome, Conclusion, RunStatus
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest, frozen_jobs
@@ -38,11 +40,19 @@ from skgate.regress.common import (
     Progress,
     RunFn,
     control_raw,
-    default_run,
     require_fresh_root,
     write_result,
 )
-from skgate.regress.controls import Difference, compare_controls
+from skgate.regress.controls import HOST_IDENTITY, HOST_KEYS, Difference, compare_controls
+from skgate.regress.executor import (
+    ArmStatus,
+    Board,
+    Executor,
+    Listener,
+    LocalExecutor,
+    Unit,
+    UnitResult,
+)
 from skgate.regress.matrix.load import FACTORS, MAX_REPEATS, Arm, Matrix, load_matrix
 from skgate.verdict.stages import compile_evidence_refusals
 from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
@@ -144,6 +154,9 @@ class MatrixResult:
     invalid: tuple[str, ...]
     summary: tuple[str, ...]
     path: str | None = None
+    executor: str = "local"
+    #: The node each unit ran on ("arm#k" -> hostname, node id, task id), when known.
+    nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -167,6 +180,8 @@ class MatrixResult:
             "baseline": self.baseline.to_dict(),
             "arms": [r.to_dict() for r in self.rows],
             "result_file": self.path,
+            "executor": self.executor,
+            "nodes": {k: dict(v) for k, v in self.nodes.items()},
             "complete": self.complete,
             "conclusion": {
                 "kind": self.conclusion.value,
@@ -317,6 +332,57 @@ def hook_approvals(request: RunRequest, hook_dir: str) -> tuple[str, ...]:
     return fps
 
 
+def _units(matrix: Matrix, session: Path, quiet: bool, env: Mapping[str, str]) -> list[Unit]:
+    """Every unit of the matrix (baseline first), each a request for the driver's root."""
+    # Approvals are learned before anything runs: an undeclared-looking hook is bad input.
+    approvals = {
+        a.name: hook_approvals(a.change.apply(matrix.baseline, env), a.change.hook_dir)
+        for a in matrix.arms
+        if a.change.hook_dir is not None
+    }
+    plan: list[tuple[str, Arm | None]] = [("baseline", None)] + [(a.name, a) for a in matrix.arms]
+    units: list[Unit] = []
+    for name, arm in plan:
+        for k in range(1, matrix.repeats + 1):
+            request = replace(matrix.baseline, root=str(session / "runs" / name), quiet=quiet)
+            if arm is not None:
+                request = arm.change.apply(request, env)
+                extra = approvals.get(arm.name, ())
+                request = replace(request, approved_hooks=(*request.approved_hooks, *extra))
+            units.append(Unit(name, k, request, f"{name}-{k}" if matrix.fresh_cwd else None))
+    return units
+
+
+def _resumed(units: Sequence[Unit]) -> tuple[list[UnitResult], list[Unit]]:
+    """Units already answered by a sealed, intact attempt of the root (``--resume``), and
+    the units still to run. The k-th intact attempt of an arm's root answers repeat k."""
+    done: list[UnitResult] = []
+    todo: list[Unit] = []
+    by_name: dict[str, list[Path]] = {}
+    for unit in units:
+        if unit.name not in by_name:
+            root = Path(unit.request.root)
+            by_name[unit.name] = [
+                a
+                for a in ledger.list_attempts(root)
+                if (a / files.SEAL).is_file() and not seal.verify_attempt(a)
+            ]
+        found = by_name[unit.name]
+        if len(found) >= unit.repeat:
+            attempt = found[unit.repeat - 1]
+            verdict = current_verdict(attempt).with_attempt(str(attempt))
+            done.append(
+                UnitResult(
+                    unit,
+                    verdict=verdict,
+                    node=ledger.nodes(attempt.parent.parent).get(attempt.name),
+                )
+            )
+        else:
+            todo.append(unit)
+    return done, todo
+
+
 def run_matrix(
     matrix: Matrix,
     root: Path | None = None,
@@ -325,58 +391,76 @@ def run_matrix(
     progress: Progress | None = None,
     quiet: bool = True,
     runner_env: Mapping[str, str] | None = None,
+    executor: Executor | None = None,
+    listeners: Sequence[Listener] = (),
+    resume: bool = False,
 ) -> MatrixResult:
-    """Run the baseline and every arm (``repeats`` times each), each in a fresh root."""
+    """Run the baseline and every arm (``repeats`` times each), each in a fresh root,
+    through ``executor`` (default: :class:`LocalExecutor`, one after the other here).
+
+    ``resume``: the root holds an earlier run of the same matrix; units that already have
+    an intact sealed attempt are not run again (a lost node's units are).
+    """
     env = dict(os.environ if runner_env is None else runner_env)
     session = (root if root is not None else default_matrix_root()).absolute()
-    require_fresh_root(session, "--root")
-    # Approvals are learned before anything runs: an undeclared-looking hook is bad input.
-    approvals = {
-        a.name: hook_approvals(a.change.apply(matrix.baseline, env), a.change.hook_dir)
-        for a in matrix.arms
-        if a.change.hook_dir is not None
-    }
-    run_fn = run if run is not None else default_run()
+    if resume:
+        if not (session / "runs").is_dir():
+            raise UsageError(
+                f"--resume: {session} holds no earlier matrix run (no runs/); "
+                "give the root of one, or drop --resume"
+            )
+    else:
+        require_fresh_root(session, "--root")
+    units = _units(matrix, session, quiet, env)
+    exe = executor if executor is not None else LocalExecutor(run)
+    done, todo = _resumed(units) if resume else ([], units)
+    board = Board([u.key for u in units], [*listeners, _line_listener(progress)])
+    for u in todo:
+        board.update(u.key, state="queued")
+    for r in done:
+        board.update(
+            r.unit.key,
+            state=r.verdict.state.value if r.verdict else "-",
+            note="resumed",
+            final=True,
+        )
     session.mkdir(parents=True, exist_ok=True)
-    plan: list[tuple[str, Arm | None]] = [("baseline", None)] + [(a.name, a) for a in matrix.arms]
+    got = {r.unit.key: r for r in (*done, *(exe.run(todo, session, board) if todo else ()))}
     results: dict[str, list[RunOutcome]] = {}
     reference: dict[str, Any] | None = None
-    ignore = ("request.cwd",) if matrix.fresh_cwd else ()
-    for name, arm in plan:
-        runs: list[RunOutcome] = []
-        for k in range(1, matrix.repeats + 1):
-            request = replace(matrix.baseline, root=str(session / "runs" / name), quiet=quiet)
-            if matrix.fresh_cwd:
-                work = session / "work" / f"{name}-{k}"
-                work.mkdir(parents=True)
-                request = replace(request, cwd=str(work))
-            if arm is not None:
-                request = arm.change.apply(request, env)
-                extra = approvals.get(arm.name, ())
-                request = replace(request, approved_hooks=(*request.approved_hooks, *extra))
-            try:
-                verdict = run_fn(request)
-            except SkgateError as exc:
-                runs.append(
-                    RunOutcome(None, State.NOT_STARTED, RunStatus.INVALID, f"not run: {exc}")
-                )
-                _say(progress, f"{name} #{k}: not run: {exc}")
-                continue
-            differences: list[Difference] = []
-            frozen: int | None = None
-            attempt = Path(verdict.attempt) if verdict.attempt else None
-            if attempt is not None and verdict.state is not State.NOT_STARTED:
-                raw = control_raw(attempt)
-                frozen = frozen_jobs(raw.get("controls"))
-                if reference is None and arm is None:
-                    reference = raw
-                elif reference is not None:
-                    changes = (arm.change,) if arm is not None else ()
-                    differences = compare_controls(reference, raw, changes, ignore)
-            outcome = outcome_of(verdict, differences, frozen)
-            runs.append(outcome)
-            _say(progress, f"{name} #{k}: {outcome.state.value} ({outcome.status.value})")
-        results[name] = runs
+    # Ignored: what the executor varies on purpose, the host's name (identity, not compile
+    # behaviour, C5) and, when declared, every host fact.
+    ignore = (
+        *(("request.cwd",) if matrix.fresh_cwd else ()),
+        *exe.ignored_controls,
+        *(HOST_KEYS if matrix.hosts_may_differ else HOST_IDENTITY),
+    )
+    arms_by_name = {a.name: a for a in matrix.arms}
+    for unit in units:
+        arm = arms_by_name.get(unit.name)
+        res = got[unit.key]
+        runs = results.setdefault(unit.name, [])
+        if res.lost is not None:
+            runs.append(RunOutcome(None, State.UNKNOWN, RunStatus.INVALID, res.lost))
+            continue
+        if res.verdict is None:
+            runs.append(
+                RunOutcome(None, State.NOT_STARTED, RunStatus.INVALID, f"not run: {res.error}")
+            )
+            continue
+        verdict = res.verdict
+        differences: list[Difference] = []
+        frozen: int | None = None
+        attempt = Path(verdict.attempt) if verdict.attempt else None
+        if attempt is not None and verdict.state is not State.NOT_STARTED:
+            raw = control_raw(attempt)
+            frozen = frozen_jobs(raw.get("controls"))
+            if reference is None and arm is None:
+                reference = raw
+            elif reference is not None:
+                changes = (arm.change,) if arm is not None else ()
+                differences = compare_controls(reference, raw, changes, ignore)
+        runs.append(outcome_of(verdict, differences, frozen))
     arms = [(a, results[a.name]) for a in matrix.arms]
     base_row, rows, kind, triggers, invalid, lines = attribute(results["baseline"], arms)
     result = MatrixResult(
@@ -390,14 +474,21 @@ def run_matrix(
         invalid=invalid,
         summary=lines,
         path=str(session / REGRESS_FILE),
+        executor=exe.name,
+        nodes={k: dict(r.node) for k, r in got.items() if r.node},
     )
-    write_result(session, result.to_dict())
+    write_result(session, result.to_dict(), replace=resume)
     return result
 
 
-def _say(progress: Progress | None, text: str) -> None:
-    if progress is not None:
-        progress(text)
+def _line_listener(progress: Progress | None) -> Listener:
+    """The one-line progress of a finished unit (what ``regress`` always printed)."""
+
+    def hear(arm: ArmStatus, now: float) -> None:
+        if progress is not None and arm.ended is not None and arm.ended == now:
+            progress(f"{arm.key}: {arm.state}" + (f" ({arm.note})" if arm.note else ""))
+
+    return hear
 
 
 def _cell(text: str) -> str:

@@ -4,6 +4,7 @@ before anything runs (bad input: UsageError, nothing was run).
 Matrix file (TOML, or JSON; see ``examples/diagnose.toml``)::
 
     repeats = 1                      # optional; --repeats overrides
+    hosts_may_differ = false         # optional; true: host facts may differ between arms (C5)
     [baseline]
     argv = ["python3", "-m", "skgate.sim.launcher", "--inputs", "2"]
     cwd = "fresh"                    # default: a fresh working directory per run
@@ -76,6 +77,9 @@ class Matrix:
     fresh_cwd: bool
     arms: tuple[Arm, ...]
     repeats: int
+    #: The matrix says its arms may run on hosts whose compile-relevant facts differ
+    #: (``hosts_may_differ = true``): then host facts never make arms incomparable (C5).
+    hosts_may_differ: bool = False
 
 
 _BASELINE_KEYS = {
@@ -276,7 +280,7 @@ def load_matrix(
     """Read and validate a matrix file. Any problem: UsageError (exit 2), nothing run."""
     data = _read_matrix_file(path)
     base_dir = path.absolute().parent
-    unknown = sorted(set(data) - {"baseline", "arm", "arms", "repeats"})
+    unknown = sorted(set(data) - {"baseline", "arm", "arms", "repeats", "hosts_may_differ"})
     if unknown:
         raise UsageError(f"matrix file {path}: unknown key(s) {', '.join(unknown)}")
     if "baseline" not in data:
@@ -300,4 +304,7 @@ def load_matrix(
     n = repeats if repeats is not None else data.get("repeats", 1)
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_REPEATS:
         raise UsageError(f"repeats must be a whole number from 1 to {MAX_REPEATS}")
-    return Matrix(str(path), baseline, fresh, arms, n)
+    hosts = data.get("hosts_may_differ", False)
+    if not isinstance(hosts, bool):
+        raise UsageError(f"matrix file {path}: hosts_may_differ must be true or false")
+    return Matrix(str(path), baseline, fresh, arms, n, hosts)
