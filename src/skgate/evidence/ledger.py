@@ -135,12 +135,27 @@ def list_attempts(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name))
 
 
+#: Where a diagnosis matrix keeps one evidence root per arm (``<session>/runs/<arm>/``).
+RUNS = "runs"
+
+
+def sub_roots(target: Path) -> list[Path]:
+    """The per-arm evidence roots of a matrix session root (empty for anything else)."""
+    if (target / ATTEMPTS).is_dir():
+        return []
+    return sorted(p for p in _children(target / RUNS) if (p / ATTEMPTS).is_dir())
+
+
 def resolve(target: Path) -> list[Path]:
-    """An attempt directory, or every attempt of a root, oldest first."""
+    """An attempt directory, or every attempt of a root (of each arm's root of a matrix
+    session root), oldest first."""
     if is_attempt_dir(target):
         return [target]
     if (target / ATTEMPTS).is_dir():
         return list_attempts(target)
+    subs = sub_roots(target)
+    if subs:
+        return [a for sub in subs for a in list_attempts(sub)]
     if not target.exists():
         raise EvidenceError(f"{target}: no such attempt directory or evidence root")
     raise EvidenceError(

@@ -461,6 +461,9 @@ def verify(target: Path) -> list[str]:
         if root is not None and (root / ledger.LEDGER).exists():
             problems += _ledger_problems(root, only=target.name)
         return list(dict.fromkeys(problems))
+    subs = ledger.sub_roots(target)
+    if subs:  # a matrix session root: every arm's root, each with its own ledger
+        return [f"{ledger.RUNS}/{sub.name}: {p}" for sub in subs for p in verify(sub)]
     attempts = ledger.resolve(target)  # raises a one-line EvidenceError for a bad target
     problems = _orphans(target)
     recorded = _sealed_in_ledger(target)

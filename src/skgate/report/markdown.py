@@ -16,6 +16,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from skgate.evidence import ledger
 from skgate.model.errors import UsageError
 from skgate.model.records import State
 from skgate.model.request import frozen_jobs
@@ -177,6 +178,34 @@ def _md_matrix(report: Report, lang: str) -> list[str]:
     return out
 
 
+def _md_nodes(report: Report, lang: str) -> list[str]:
+    """One row per attempt that ran on a cluster node (the ledger's import entries)."""
+    by_root: dict[Path, dict[str, dict[str, object]]] = {}
+    rows: list[str] = []
+    for a in report.attempts:
+        root = ledger.root_of(a.path)
+        if root is None:
+            continue
+        if root not in by_root:
+            by_root[root] = ledger.nodes(root)
+        node = by_root[root].get(a.attempt)
+        if node is not None:
+            where = f"{root.name}/{a.attempt}"
+            cells = (where, node.get("hostname"), node.get("node_id"), node.get("task_id"))
+            rows.append("| " + " | ".join(f"`{c}`" for c in cells) + " |")
+    if not rows:
+        return []
+    head = ("attempt_col", "hostname", "node_id", "ray_task")
+    return [
+        f"## {phrase('nodes', lang)}",
+        "",
+        "| " + " | ".join(phrase(h, lang) for h in head) + " |",
+        "| --- | --- | --- | --- |",
+        *rows,
+        "",
+    ]
+
+
 def render_markdown(report: Report, lang: str = "en") -> str:
     check_lang(lang)
     out: list[str] = []
@@ -202,6 +231,7 @@ def render_markdown(report: Report, lang: str = "en") -> str:
             )
         out.append(line)
     out.append("")
+    out += _md_nodes(report, lang)
     health = report_health(report)
     if health is not None:
         out += [f"## {phrase('health', lang)}", "", f"- {in_language(health, lang)}", ""]

@@ -82,6 +82,11 @@ TEXT: Mapping[str, Mapping[str, str]] = {
     "missing": {"en": "Missing evidence", "zh": "缺失的证据"},
     "attempts": {"en": "Attempts (oldest first)", "zh": "尝试列表（从旧到新）"},
     "retry_of": {"en": "retry of", "zh": "重试自"},
+    "nodes": {"en": "Nodes (attempts run on a cluster)", "zh": "节点（在集群上运行的尝试）"},
+    "attempt_col": {"en": "attempt", "zh": "尝试"},
+    "hostname": {"en": "host", "zh": "主机名"},
+    "node_id": {"en": "node id", "zh": "节点 ID"},
+    "ray_task": {"en": "Ray task", "zh": "Ray 任务"},
     "retried_by": {"en": "retried by", "zh": "重试为"},
     "no_events": {"en": "no events recorded", "zh": "没有记录事件"},
     "no_ownership": {
