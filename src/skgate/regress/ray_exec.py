@@ -415,6 +415,15 @@ class RayExecutor:
         _ray().cancel(flight.gen)
         return True
 
+    def where(self, key: str) -> dict[str, Any]:
+        """Where a unit's task runs, once it started: node facts, node-local attempt
+        directory and the runner's pid (empty before)."""
+        with self._lock:
+            flight = self._flights.get(key)
+        if flight is None or flight.node is None:
+            return {}
+        return {"node": dict(flight.node), "origin": flight.origin, "runner_pid": flight.runner_pid}
+
     def _follow(self, flight: _Flight, board: Board) -> UnitResult:
         ray = _ray()
         unit = flight.unit
