@@ -151,13 +151,15 @@ def main() -> None:
         runs = 2 if args.quick else args.runs
         # 1. per-arm overhead, interleaved (a warm-up of each first: worker start-up).
         run_units(remote, base, 1, 0.5)
-        lw, rw = [], []
+        lw, rw, states = [], [], set()
         for _ in range(runs):
-            lw.append(run_units(local, base, 1, 0.5)[0])
-            rw.append(run_units(remote, base, 1, 0.5)[0])
+            for ex, out in ((local, lw), (remote, rw)):
+                wall, st = run_units(ex, base, 1, 0.5)
+                out.append(wall)
+                states.update(f"{ex.name}:{x}" for x in st)
         ml, mr = statistics.median(lw), statistics.median(rw)
         print(f"overhead: local median {ml:.2f} s, ray median {mr:.2f} s, extra {mr - ml:.2f} s")
-        print(f"  local {[round(x, 2) for x in lw]} ray {[round(x, 2) for x in rw]}")
+        print(f"  local {[round(x, 2) for x in lw]} ray {[round(x, 2) for x in rw]}; {states}")
         # 2. 12 units of ~10 s.
         n, opc = (6, 5.0) if args.quick else (12, 10.0)
         wl, sl = run_units(local, base, n, opc)
@@ -182,6 +184,7 @@ def main() -> None:
             f"{t['peak_rss_mib']:.0f} MiB; state {t['state']}"
         )
     finally:
+        ray.shutdown()
         c.shutdown()
         shutil.rmtree(base, ignore_errors=True)
 

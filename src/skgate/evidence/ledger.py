@@ -316,19 +316,7 @@ def record_import(
         "start",
         {"attempt": attempt.name, "path": _attempt_ref(root, attempt), "parent": None, **where},
     )
-    seal = attempt / SEAL
-    append_entry(
-        root,
-        "end",
-        {
-            "attempt": attempt.name,
-            "path": _attempt_ref(root, attempt),
-            "state": verdict.state.value,
-            "cause": verdict.cause.value if verdict.cause else None,
-            "seal_sha256": sha256_file(seal) if seal.is_file() else None,
-            **where,
-        },
-    )
+    record_end(root, attempt, verdict, where)
 
 
 def nodes(root: Path) -> dict[str, dict[str, Any]]:

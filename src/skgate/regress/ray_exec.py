@@ -100,7 +100,7 @@ def _node_base(payload: Mapping[str, Any], node_id: str) -> Path:
         tempfile.gettempdir(), f"skgate-ray-{os.getuid()}"
     )
     # The node id keeps two raylets of one machine (a test cluster) apart.
-    return Path(base) / str(payload["session"]) / node_id[:12]
+    return Path(base).absolute() / str(payload["session"]) / node_id[:12]
 
 
 class _Tail:
@@ -426,16 +426,28 @@ class RayExecutor:
 
     def _follow(self, flight: _Flight, board: Board) -> UnitResult:
         ray = _ray()
-        unit = flight.unit
         try:
-            verdict, error = self._drain(flight, flight.gen, board)
+            return self._home(flight, flight.gen, board, cancelled=False)
         except ray.exceptions.TaskCancelledError:
             return self._after_cancel(flight, board)
+
+    def _home(self, flight: _Flight, gen: Any, board: Board, *, cancelled: bool) -> UnitResult:
+        """Drain one task's stream into a result: the imported attempt, or why none."""
+        ray = _ray()
+        unit = flight.unit
+        try:
+            verdict, error = self._drain(flight, gen, board)
+        except ray.exceptions.TaskCancelledError:
+            if cancelled:
+                return self._lost(flight, board, "the collect task was cancelled")
+            raise
         except ray.exceptions.RayError as exc:
             return self._lost(flight, board, type(exc).__name__)
         except (EvidenceError, OSError) as exc:
             board.update(unit.key, state="unknown", note=str(exc), final=True)
             return self._result(flight, lost=f"evidence could not be brought home: {exc}")
+        if verdict is None and cancelled:
+            return self._lost(flight, board, error or "no sealed attempt after the cancel")
         if verdict is None:
             board.update(unit.key, state="not run", note=error or "", final=True)
             return self._result(flight, error=error or "no attempt was recorded")
@@ -471,17 +483,7 @@ class RayExecutor:
                 }
             )
         )
-        try:
-            verdict, error = self._drain(flight, gen, board)
-        except ray.exceptions.RayError as exc:
-            return self._lost(flight, board, type(exc).__name__)
-        except (EvidenceError, OSError) as exc:
-            board.update(unit.key, state="unknown", note=str(exc), final=True)
-            return self._result(flight, lost=f"evidence could not be brought home: {exc}")
-        if verdict is None:
-            return self._lost(flight, board, error or "no sealed attempt after the cancel")
-        board.update(unit.key, state=verdict.state.value, final=True)
-        return self._result(flight, verdict=verdict)
+        return self._home(flight, gen, board, cancelled=True)
 
     def _lost(self, flight: _Flight, board: Board, why: str) -> UnitResult:
         text = f"{NODE_LOST} ({why})"
