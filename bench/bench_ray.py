@@ -151,11 +151,14 @@ def main() -> None:
         runs = 2 if args.quick else args.runs
         # 1. per-arm overhead, interleaved (a warm-up of each first: worker start-up).
         run_units(remote, base, 1, 0.5)
-        lw, rw, states = [], [], set()
+        lw: list[float] = []
+        rw: list[float] = []
+        states: set[str] = set()
+        pairs: tuple[tuple[Executor, list[float]], ...] = ((local, lw), (remote, rw))
         for _ in range(runs):
-            for ex, out in ((local, lw), (remote, rw)):
+            for ex, walls in pairs:
                 wall, st = run_units(ex, base, 1, 0.5)
-                out.append(wall)
+                walls.append(wall)
                 states.update(f"{ex.name}:{x}" for x in st)
         ml, mr = statistics.median(lw), statistics.median(rw)
         print(f"overhead: local median {ml:.2f} s, ray median {mr:.2f} s, extra {mr - ml:.2f} s")
