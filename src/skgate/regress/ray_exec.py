@@ -99,7 +99,8 @@ def _node_base(payload: Mapping[str, Any], node_id: str) -> Path:
     base = payload.get("node_base") or os.path.join(
         tempfile.gettempdir(), f"skgate-ray-{os.getuid()}"
     )
-    # The node id keeps two raylets of one machine (a test cluster) apart.
+    # The run token keeps two runs of one driver apart, the node id two raylets of one
+    # machine (a test cluster).
     return Path(base).absolute() / str(payload["session"]) / node_id[:12]
 
 
@@ -198,6 +199,12 @@ def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
     request = replace(request, **changes)
     root.mkdir(parents=True, exist_ok=True)
     attempt = root / ledger.ATTEMPTS / str(payload["attempt_id"])
+    if os.path.lexists(attempt):
+        # Never send evidence this task did not make (C4): the runner would refuse the id
+        # anyway, and an older attempt of that name must not come home as this unit's.
+        yield {"kind": "result", "error": f"{attempt} exists on this node already; not run"}
+        yield {"kind": "end"}
+        return
     with open(root / f".runner-{payload['attempt_id']}.stderr", "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "skgate.runner", "--attempt-id", str(payload["attempt_id"])],
@@ -358,6 +365,7 @@ class RayExecutor:
         self.connect()
         self.check_feasible(units)
         ray = _ray()
+        run_token = f"{self.session}-{uuid.uuid4().hex[:8]}"  # one node-local tree per run
         task = ray.remote(arm_task)
         results: dict[str, UnitResult] = {}
         threads: list[threading.Thread] = []
@@ -371,7 +379,7 @@ class RayExecutor:
                 "name": unit.name,
                 "work": unit.work,
                 "attempt_id": target.name,
-                "session": self.session,
+                "session": run_token,
                 "node_base": self.node_base,
                 "chunk": self.chunk,
             }
