@@ -192,7 +192,7 @@ def test_cancelled_arm_reads_interrupted_external_and_its_processes_are_gone(
     assert not t.is_alive() and "error" not in out, out.get("error")
     result: MatrixResult = out["result"]
     run = result.baseline.runs[0]
-    assert run.state == "interrupted" and run.status == "invalid"
+    assert run.state == "interrupted" and run.status == "invalid", run.detail
     assert run.attempt is not None
     attempt = Path(run.attempt)
     verdict = files.read_json(attempt / files.VERDICT)

@@ -499,6 +499,11 @@ class RayExecutor:
         return self._result(flight, lost=text)
 
     def _result(self, flight: _Flight, **kw: Any) -> UnitResult:
+        if kw.get("verdict") is None:
+            # Nothing came home: give back the id reserved for it (never indexed in the
+            # ledger, still empty), so the root holds no attempt without evidence.
+            with contextlib.suppress(OSError):
+                flight.target.rmdir()
         return UnitResult(
             flight.unit,
             node=flight.node,
