@@ -282,23 +282,15 @@ def run_here(
 
     Stop signals are deferred, never lost, from the allocation of the attempt to its last
     ledger entry (see :mod:`skgate.proc.signals`); the dispositions are restored on return.
-    ``attempt_id``: take exactly this attempt id (a distributed driver reserved it; see
-    :func:`skgate.evidence.ledger.allocate`).
+    ``attempt_id``: take exactly this id (reserved by a distributed driver, ledger.allocate).
     """
     validate(request)
     preflight.check_inputs(request)  # every input error before anything is recorded
     stops = StopSignals()
     stops.install()
     try:
-        return _run(
-            request,
-            stops,
-            echo,
-            notify,
-            progress_every,
-            hooks=(on_event, stop_request),
-            attempt_id=attempt_id,
-        )
+        hooks = (on_event, stop_request)
+        return _run(request, stops, echo, notify, progress_every, hooks=hooks, aid=attempt_id)
     finally:
         stops.restore()
         # After the last ledger entry nothing is left to record them in: say so.
@@ -315,12 +307,12 @@ def _run(
     progress_every: float,
     *,
     hooks: tuple[OnEvent | None, StopRequest | None] = (None, None),
-    attempt_id: str | None = None,
+    aid: str | None = None,
 ) -> Verdict:
     att: _Attempt | None = None
     try:
         with deferred():  # an attempt directory never exists without its first records
-            attempt_dir = ledger.allocate(Path(request.root), attempt_id)
+            attempt_dir = ledger.allocate(Path(request.root), aid)
             att = _Attempt(
                 request, attempt_dir, stops, notify, on_event=hooks[0], stop_request=hooks[1]
             )
@@ -578,10 +570,8 @@ def _finish_after_return(
 
 
 def _child_main(argv: list[str]) -> int:
-    attempt_id: str | None = None
-    if len(argv) == 2 and argv[0] == "--attempt-id":
-        attempt_id = argv[1]
-    elif argv:
+    attempt_id = argv[1] if len(argv) == 2 and argv[0] == "--attempt-id" else None
+    if argv and attempt_id is None:
         print(json.dumps({"error": f"bad runner arguments: {argv}", "exit_code": 2}))
         return 2
     try:
