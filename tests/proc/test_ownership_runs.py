@@ -395,6 +395,7 @@ def test_unprivileged_runner_degrades_to_the_scan(open_dir: Path) -> None:
         # approve exactly the ones the gate names, as a user would.
         res = run("r", re.findall(r"--approve-hook ([0-9a-f]{64})", res.stdout))
     else:
+        assert res.returncode == 0, res.stdout + res.stderr
         shutil.move(str(tmp_path / "r0"), str(tmp_path / "r"))
     assert res.returncode == 0, res.stdout + res.stderr
     cov = ownership(attempt(tmp_path / "r"))["coverage"]
