@@ -38,8 +38,8 @@ DEFAULT_MAX_WAIT = 240.0
 DEFAULT_WAIT = 60.0
 
 RULES = (
-    "Rules (skgate's process-safety contract): never kill, pkill or killall compiler "
-    "processes (opc, op_compiler) by name or age, and never delete the evidence; "
+    "Rules (skgate's process-safety contract): never kill or signal compiler processes "
+    "(opc, op_compiler), by pid, by name or by age, and never delete the evidence; "
     "*_compile_error.log files seen while the compile lives are provisional (C1): they are "
     "not failures; a long-running or quiet compiler is not hung; interrupt only with the "
     "stop tool; report only what skgate's verdict says, in its words."
