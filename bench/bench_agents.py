@@ -12,11 +12,18 @@
    the same workload under a foreground ``skgate run``, timed from natural return to
    ``run`` returning (the latency an agent had before, when it could not detach).
    Target: median <= 100 ms.
+
+``--against PYTHON`` also times ``start`` under another interpreter with another skgate
+installed (an earlier release, say), interleaved with this one in the same run. The
+bytecode of every skgate package timed is compiled first (``compileall``), as ``pip
+install`` leaves it: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, and an editable
+install would otherwise compile every module from source on every start.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -48,6 +55,43 @@ def ms(xs: list[float]) -> str:
         f"median {statistics.median(xs) * 1000:.1f} ms (min {xs[0] * 1000:.1f}, "
         f"max {xs[-1] * 1000:.1f}, n={len(xs)})"
     )
+
+
+def compile_skgate(python: str) -> str:
+    """Compile the bytecode of the skgate that ``python`` imports; its package dir."""
+    where = subprocess.run(
+        [python, "-c", "import os, skgate; print(os.path.dirname(skgate.__file__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+    ).stdout.strip()
+    if python == sys.executable:
+        compileall.compile_dir(where, quiet=1)
+    else:
+        subprocess.run([python, "-m", "compileall", "-q", where], check=True)
+    return where
+
+
+def start_only(python: str, work: Path, tag: str) -> float:
+    """Wall time of ``start`` under ``python`` (its workload ends by itself at once)."""
+    cmd = [python, "-m", "skgate", "start", "--root", f"r-{tag}", "--json", "--"]
+    t0 = time.monotonic()
+    out = subprocess.run(
+        [*cmd, python, "-c", "pass"], cwd=work, env=ENV, capture_output=True, check=True
+    )
+    took = time.monotonic() - t0
+    # Untimed: let that runner finish and seal before the next measurement starts, so
+    # no measurement shares the two cores with another attempt's finishing.
+    attempt = json.loads(out.stdout)["attempt"]
+    subprocess.run(
+        [python, "-m", "skgate", "wait", attempt, "--quiet"],
+        cwd=work,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        check=False,  # the verdict of ``-c pass`` is unknown (no summary): exit 5
+    )
+    return took
 
 
 def one(work: Path, i: int) -> tuple[float, float]:
@@ -103,6 +147,11 @@ def reference_detach(runs: int) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument(
+        "--against",
+        metavar="PYTHON",
+        help="also time start under this interpreter (another skgate), interleaved",
+    )
     args = ap.parse_args()
     if not shutil.which("setsid"):
         raise SystemExit("needs setsid (util-linux)")
@@ -112,6 +161,10 @@ def main() -> None:
     waits: list[float] = []
     fgs: list[float] = []
     refs: list[float] = []
+    mine: list[float] = []
+    theirs: list[float] = []
+    for python in (sys.executable, *([args.against] if args.against else [])):
+        print(f"{python}: skgate at {compile_skgate(python)} (bytecode compiled)")
     print(f"load average at start: {os.getloadavg()}")
     try:
         one(work, -1)  # warm the page cache and bytecode
@@ -121,6 +174,9 @@ def main() -> None:
             waits.append(w)
             fgs.append(foreground(work, i))
             refs.extend(reference_detach(1))
+            if args.against:
+                mine.append(start_only(sys.executable, work, "mine"))
+                theirs.append(start_only(args.against, work, "theirs"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"load average at end: {os.getloadavg()}")
@@ -128,6 +184,12 @@ def main() -> None:
     print(f"setsid -f true (reference):      {ms(refs)}")
     print(f"natural return -> skgate wait:   {ms(waits)}")
     print(f"natural return -> foreground skgate run returning (reference): {ms(fgs)}")
+    print(f"attempts in the timed root at the end: {args.runs + 1}")
+    if args.against:
+        ratio = statistics.median(mine) / statistics.median(theirs)
+        print(f"start, this skgate ({sys.executable}): {ms(mine)}")
+        print(f"start, --against ({args.against}): {ms(theirs)}")
+        print(f"ratio this / against: {ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -97,22 +97,29 @@ def latency(runs: int) -> list[float]:
     return out
 
 
-def startup(runs: int) -> tuple[list[float], list[float]]:
+def _timed_run(python: str, work: Path, root: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(
+        [python, "-m", "skgate", "run", "--root", root, "--quiet", "--", "true"],
+        cwd=work,
+        check=False,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - t0
+
+
+def startup(runs: int, against: str | None = None) -> tuple[list[float], list[float], list[float]]:
+    """(skgate run, timeout, skgate run under ``against``) wall times, interleaved."""
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-"))
-    gate, ref = [], []
+    gate, ref, other = [], [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(
-            [*SKGATE, "run", "--root", "r", "--quiet", "--", "true"],
-            cwd=work,
-            check=False,
-            stdout=subprocess.DEVNULL,
-        )
-        gate.append(time.perf_counter() - t0)
+        gate.append(_timed_run(sys.executable, work, "r"))
         t0 = time.perf_counter()
         subprocess.run(["timeout", "60", "true"], check=True)
         ref.append(time.perf_counter() - t0)
-    return gate, ref
+        if against:
+            other.append(_timed_run(against, work, "r-against"))
+    return gate, ref, other
 
 
 def main() -> None:
@@ -121,6 +128,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    ap.add_argument(
+        "--against",
+        metavar="PYTHON",
+        help="start-up: also time 'skgate run' under this interpreter (another skgate)",
+    )
     ap.add_argument(
         "--only",
         choices=["overhead", "latency", "startup"],
@@ -136,7 +148,7 @@ def main() -> None:
     if "latency" in parts:
         report_latency(a.runs)
     if "startup" in parts:
-        report_startup(a.runs)
+        report_startup(a.runs, a.against)
 
 
 def report_overhead(opc: int, seconds: float) -> None:
@@ -159,14 +171,20 @@ def report_latency(runs: int) -> None:
     )
 
 
-def report_startup(runs: int) -> None:
-    gate, ref = startup(runs)
+def report_startup(runs: int, against: str | None) -> None:
+    gate, ref, other = startup(runs, against)
     mg, mr = statistics.median(gate), statistics.median(ref)
     print(
         f"start-up: skgate run -- true median {1000 * mg:.0f} ms, timeout 60 true median "
         f"{1000 * mr:.1f} ms: {1000 * (mg - mr):.0f} ms slower ({mg / mr:.0f}x) over "
         f"{runs} interleaved runs; target <= 250 ms slower"
     )
+    if other:
+        mo = statistics.median(other)
+        print(
+            f"start-up under --against {against}: median {1000 * mo:.0f} ms; "
+            f"ratio this / against {mg / mo:.2f}"
+        )
 
 
 if __name__ == "__main__":

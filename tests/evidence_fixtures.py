@@ -7,11 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from skgate.model.outcomes import PackageMode
 from skgate.model.records import (
     Cause,
     Census,
     Ownership,
-    PackageMode,
     ProcessRecord,
     RootCensus,
     Stage,

@@ -63,3 +63,55 @@ def test_import_skgate_report_loads_no_run_machinery() -> None:
     assert "skgate.report.markdown" in loaded
     heavy = [m for m in loaded if m.split(".")[-1] in {"runner", "supervise", "hooks", "leases"}]
     assert heavy == []
+
+
+def _loaded_by(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "; import sys; print(' '.join(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return {m for m in out if m.startswith("skgate")}
+
+
+def test_skgate_start_forks_its_runner_before_loading_the_run_machinery() -> None:
+    """``skgate start``'s caller loads only what parsing and the fork need; the runner
+    loads the rest after it has started its early work (start latency, issue 13)."""
+    loaded = _loaded_by(
+        "import skgate.cli.main as m; m.build_parser('start').parse_args(['start', '--root', "
+        "'r']); import skgate.detach"
+    )
+    assert "skgate.detach" in loaded and "skgate.cli.agents" in loaded
+    heavy = {
+        "skgate.runner",
+        "skgate.control",
+        "skgate.model.records",
+        "skgate.preflight.prepare",
+        "skgate.preflight.hooks.scan",
+        "skgate.proc.supervise",
+        "skgate.evidence.ledger",
+    }
+    assert loaded & heavy == set()
+
+
+def test_the_runner_loads_its_finishing_code_only_after_the_launch() -> None:
+    loaded = _loaded_by("import skgate.runner, skgate.preflight.early")
+    assert "skgate.runner" in loaded
+    later = {
+        "skgate.model.records",
+        "skgate.model.stages",
+        "skgate.verdict.classify",
+        "skgate.evidence.seal",
+        "skgate.evidence.load",
+        "skgate.demo",
+    }
+    assert loaded & later == set()
+    early = _loaded_by("import skgate.preflight.early")
+    assert early & {"skgate.preflight.prepare", "skgate.preflight.hooks.scan"} == set()
+
+
+def test_skgate_run_does_not_load_the_simulator() -> None:
+    loaded = _loaded_by("import skgate.cli.main as m; m.build_parser('run')")
+    assert "skgate.cli.run" in loaded
+    assert not {m for m in loaded if m.startswith(("skgate.sim", "skgate.demo"))}

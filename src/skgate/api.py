@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from skgate import control
-from skgate.control import Started, StopResult, WaitResult
-from skgate.evidence.ledger import DEFAULT_ROOT, latest
+from skgate.control import StopResult, WaitResult
+from skgate.evidence.files import DEFAULT_ROOT
+from skgate.evidence.ledger import latest
 from skgate.evidence.load import current_verdict
 from skgate.model.errors import UsageError
-from skgate.model.protocol import read_reply
+from skgate.model.protocol import Started, read_reply
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files
+from skgate.evidence.files import DEFAULT_ROOT
 from skgate.evidence.follow import (
     FALLBACK_POLL,
     DirWatch,
@@ -42,19 +43,16 @@ from skgate.evidence.follow import (
     verdict_record,
     wait_readable,
 )
-from skgate.evidence.ledger import DEFAULT_ROOT
 from skgate.evidence.load import current_verdict, runner_ref
+from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.protocol import read_reply
+from skgate.model.protocol import Started, read_reply
 from skgate.model.records import EXIT_CODES, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.proc.handle import ProcessHandle
 
-SCHEMA_START = "skgate.start/1"
 SCHEMA_WAIT = "skgate.wait/1"
 SCHEMA_STOP = "skgate.stop/1"
-SCHEMA_STOP_REQUEST = "skgate.stop-request/1"
-CONTROL_DIR = "control"
 #: Exit status of ``wait`` when a live runner had no verdict yet (as ``status``).
 EXIT_IN_PROGRESS = EXIT_CODES[State.IN_PROGRESS]
 #: Exit status of ``wait`` / ``stop`` when the runner died without a verdict.
@@ -66,33 +64,6 @@ STOP_ACK_TIMEOUT = 10.0
 
 
 # --------------------------------------------------------------------------- start
-
-
-@dataclass(frozen=True)
-class Started:
-    """What ``skgate start --json`` prints."""
-
-    attempt: str
-    state: str  # in_progress | not_started
-    runner_pid: int
-    phase: str  # running | waiting_for_blockers | not_started
-    waiting_for: tuple[str, ...] = ()
-    reasons: tuple[str, ...] = ()
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[State.NOT_STARTED] if self.state == "not_started" else 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_START,
-            "attempt": self.attempt,
-            "state": self.state,
-            "phase": self.phase,
-            "runner_pid": self.runner_pid,
-            "waiting_for": list(self.waiting_for),
-            "reasons": list(self.reasons),
-        }
 
 
 def start(request: RunRequest) -> Started:
@@ -303,23 +274,6 @@ def verdict_event(result: WaitResult) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- stop
-
-
-def stop_request_path(attempt: Path) -> Path:
-    """Where ``stop`` leaves its request: beside the attempts, never inside one (a
-    sealed attempt may hold nothing that was not sealed; C4)."""
-    return attempt.parent.parent / CONTROL_DIR / f"{attempt.name}.stop.json"
-
-
-def stop_pending(attempt: Path) -> dict[str, Any] | None:
-    """The runner's side: the ``skgate stop`` request for ``attempt``, if one is there."""
-    try:
-        data = json.loads(stop_request_path(attempt).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA_STOP_REQUEST:
-        return None
-    return {k: data.get(k) for k in ("reason", "requested_by_pid", "requested_at")}
 
 
 @dataclass(frozen=True)

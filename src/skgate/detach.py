@@ -29,16 +29,21 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from skgate.control import Started, read_started, stop_pending
-from skgate.control import start as control_start
-from skgate.evidence.follow import Progress
 from skgate.model.errors import SkgateError
-from skgate.model.records import EXIT_CODES, State
+from skgate.model.exits import EXIT_BLOCKED
 from skgate.model.request import RunRequest
 from skgate.preflight.request import validate
-from skgate.runner import run_here
+
+if TYPE_CHECKING:
+    from skgate.model.protocol import Started
+    from skgate.preflight.early import EarlyWork
+
+# Start latency (issue 13): this module imports only what the caller needs up to the
+# fork. The runner imports the rest of skgate once it has started its early preflight
+# work (skgate.preflight.early); the caller imports skgate.control after the fork, to
+# read the reply, while the runner works on the other core.
 
 RUNNER_LOG = "runner.log"
 
@@ -60,12 +65,16 @@ def start(request: RunRequest, *, fork: bool | None = None) -> Started:
     if fork is None:
         fork = threading.active_count() == 1
     if not fork:
+        from skgate.control import start as control_start  # noqa: PLC0415 - see above
+
         return control_start(request)
     r, w = os.pipe2(os.O_CLOEXEC)
     try:
         _fork_runner(request, r, w)
     finally:
         os.close(w)
+    from skgate.control import read_started  # noqa: PLC0415 - after the fork (see above)
+
     return read_started(r, request)
 
 
@@ -103,6 +112,37 @@ def _runner_main(request: RunRequest, handshake: int) -> int:
     os.closerange(3, handshake)
     os.closerange(handshake + 1, 1 << 16)
     os.set_inheritable(handshake, False)
+
+    def on_early_term(_signum: int, _frame: object) -> None:
+        raise StopRequested("stopped by SIGTERM before anything was recorded")
+
+    # Until run_here records the attempt, a SIGTERM ends the runner cleanly: the early
+    # probes are ended (their own sessions) and nothing is launched.
+    signal.signal(signal.SIGTERM, on_early_term)
+    early: list[EarlyWork | None] = [None]
+    try:
+        from skgate.preflight.early import EarlyWork  # noqa: PLC0415 - see the module top
+
+        # First the waits that need no attempt (the hook probes, the cgroup leaf), then
+        # the rest of skgate is imported while they run.
+        early[0] = EarlyWork.begin(request)
+        return _report_run(request, handshake, early[0])
+    except KeyboardInterrupt as stop:  # before anything was recorded: launch nothing
+        reply = {"error": f"{stop}; nothing was started", "exit_code": EXIT_BLOCKED}
+        with contextlib.suppress(OSError):
+            os.write(handshake, (json.dumps(reply) + "\n").encode())
+        return EXIT_BLOCKED
+    finally:
+        if early[0] is not None:
+            early[0].close()  # idempotent: run_here closes it too
+
+
+def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) -> int:
+    """Run the attempt; tell the caller once it is launched, refused or waiting."""
+    from skgate.evidence.follow import Progress  # noqa: PLC0415
+    from skgate.evidence.stops import stop_pending  # noqa: PLC0415 - see the module top
+    from skgate.runner import run_here  # noqa: PLC0415
+
     reply: list[int] = [handshake]
     launched = [False]
     progress = Progress()
@@ -163,7 +203,9 @@ def _runner_main(request: RunRequest, handshake: int) -> int:
 
     code = 0
     try:
-        verdict = run_here(request, None, notify, on_event=on_event, stop_request=stop_pending)
+        verdict = run_here(
+            request, None, notify, on_event=on_event, stop_request=stop_pending, early=early
+        )
         code = verdict.exit_code
         if reply[0] >= 0:  # finished without a launch or refusal record (not expected)
             tell(_started(attempt[0], verdict.state.value, "not_started", ()))
@@ -172,13 +214,15 @@ def _runner_main(request: RunRequest, handshake: int) -> int:
         code = exc.exit_code
     except KeyboardInterrupt:
         tell(_started(attempt[0], "not_started", "not_started", ()))
-        code = EXIT_CODES[State.NOT_STARTED]
+        code = EXIT_BLOCKED
     return code
 
 
 def _started(
     attempt: str, state: str, phase: str, waiting: Any, reasons: Any = ()
 ) -> dict[str, Any]:
+    from skgate.model.protocol import Started  # noqa: PLC0415 - see the module top
+
     return Started(attempt, state, os.getpid(), phase, tuple(waiting), tuple(reasons)).to_dict()
 
 

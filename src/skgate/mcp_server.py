@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from skgate import control
-from skgate.evidence.files import EVENTS, is_attempt_dir
-from skgate.evidence.ledger import DEFAULT_ROOT, latest
+from skgate.evidence.files import DEFAULT_ROOT, EVENTS, is_attempt_dir
+from skgate.evidence.ledger import latest
 from skgate.evidence.load import current_verdict
 from skgate.model.errors import SkgateError, UsageError
-from skgate.model.records import PackageMode
+from skgate.model.outcomes import PackageMode
 from skgate.model.request import RunRequest
 from skgate.preflight.prepare import prepare
 from skgate.preflight.render import preflight_record

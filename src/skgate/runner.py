@@ -24,241 +24,49 @@ verdict (``Verdict.to_dict()``) or ``{"error": MESSAGE, "exit_code": N}``.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
-import resource
-import shutil
 import sys
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from skgate import __version__
-from skgate.evidence import files, ledger, seal
-from skgate.evidence.census import OBSERVATION_EVERY, observer, take_census, top_entries
+from skgate.attempt import Attempt, Notify, OnEvent, StopRequest
+from skgate.evidence import files, ledger
+from skgate.evidence.census import (
+    OBSERVATION_EVERY,
+    observer,
+    outputs_record,
+    take_census,
+    top_entries,
+)
 from skgate.evidence.follow import stage_announcer
-from skgate.evidence.load import load_evidence
 from skgate.evidence.logscan import LogScanner
 from skgate.evidence.stages import StageTracker
-from skgate.model.errors import BlockedError, SkgateError, UnfinishedError
-from skgate.model.records import Coverage, Ownership, ProcessRecord, State, Verdict
+from skgate.model.errors import BlockedError, SkgateError
 from skgate.model.request import RunRequest
-from skgate.model.schema import SCHEMA_CONTROL
+from skgate.model.running import ProcessRecord, State
 from skgate.preflight import prepare as preflight
+from skgate.preflight.early import EarlyWork
+from skgate.preflight.interpreter import resolve_command
 from skgate.preflight.request import outputs_dir, validate
 from skgate.proc.cgroup import leaf_name
 from skgate.proc.echo import TerminalEcho
-from skgate.proc.observe import boot_id, self_stat
 from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, name_of
 from skgate.proc.sources import allowed_sources, open_sources
 from skgate.proc.supervise import Outcome, Supervisor, become_subreaper, cpu_seconds
-from skgate.verdict.classify import classify
+
+if TYPE_CHECKING:
+    from skgate.model.records import Verdict
+
+#: Needed only once the tree has returned, so not loaded before the launch (start latency,
+#: issue 13): imported right after it, while the command runs (see _supervise).
+_FINISHING = ("skgate.evidence.seal", "skgate.evidence.load", "skgate.verdict.classify")
 
 Echo = Callable[[bytes], None]
-Notify = Callable[[str], None]
-#: Receives every journal record right after it is written (``--events jsonl``, the
-#: detached runner's hand-shake with ``skgate start``).
-OnEvent = Callable[[dict[str, Any]], None]
-#: Returns the pending ``skgate stop`` request of an attempt, if any (skgate.control).
-StopRequest = Callable[[Path], "dict[str, Any] | None"]
-
-
-def resolve_command(argv0: str, env: dict[str, str], cwd: str) -> str | None:
-    """The executable the workload would run, or None (then it is not started)."""
-    if "/" in argv0:
-        path = argv0 if os.path.isabs(argv0) else os.path.join(cwd, argv0)
-        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
-    return shutil.which(argv0, path=env.get("PATH", os.defpath))
-
-
-class _Attempt:
-    """The files of one attempt being written by this runner."""
-
-    def __init__(
-        self,
-        request: RunRequest,
-        attempt_dir: Path,
-        stops: StopSignals | None = None,
-        notify: Notify | None = None,
-        *,
-        on_event: OnEvent | None = None,
-        stop_request: StopRequest | None = None,
-    ) -> None:
-        self.request = request
-        self.stops = stops or StopSignals()
-        self.notify: Notify = notify or (lambda _msg: None)
-        self.on_event = on_event
-        self.stop_request = stop_request
-        self.dir = attempt_dir
-        self.root = Path(request.root)
-        self.journal = files.Journal(attempt_dir / files.EVENTS)
-        me = self_stat()
-        self.runner_pid = me.pid
-        self.runner_start_ticks = me.start_ticks
-        self.boot_id = boot_id()
-        self.foreign: tuple[ProcessRecord, ...] = ()
-        self.pgid: int | None = None
-        self.leader: ProcessRecord | None = None
-
-    def emit(self, event: str, **fields: Any) -> object:
-        with deferred():  # a journal line is written whole, never cut by a stop signal
-            record = self.journal.emit(event, mono=time.monotonic(), **fields)
-        if self.on_event is not None:
-            self.on_event(record)
-        return record
-
-    def record_signals(self) -> None:
-        """Journal the stop signals received outside supervision (the Supervisor journals
-        its own as ``signal_received``). These never make a verdict ``interrupted``: before
-        launch nothing ran; after the natural return the compile had already ended."""
-        for signum, phase in self.stops.unrecorded():
-            finishing = phase is Phase.FINISHING
-            action = (
-                "recorded; the evidence is finished and sealed first"
-                if finishing
-                else "the attempt ends not started; nothing is launched"
-            )
-            self.emit(
-                "runner_signal",
-                signal=signum,
-                name=name_of(signum),
-                phase=phase.value,
-                action=action,
-            )
-            if finishing:
-                self.notify(
-                    f"skgate: {name_of(signum)} received after the command's tree ended; "
-                    "finishing and sealing the evidence first (send it again to cut that short)"
-                )
-
-    def cut_short(self, signum: int) -> UnfinishedError:
-        """A second stop signal of one kind while finishing: record it while the journal
-        is still open (it is sealed with the rest), and say what is left to do."""
-        if not (self.dir / files.SEAL).exists():
-            with contextlib.suppress(OSError, ValueError):
-                self.record_signals()
-                self.emit(
-                    "finishing_cut_short",
-                    signal=signum,
-                    name=name_of(signum),
-                    verdict_written=(self.dir / files.VERDICT).exists(),
-                )
-        self.journal.close()
-        return UnfinishedError(
-            f"{name_of(signum)} received twice while finishing the evidence: finishing was "
-            f"cut short and {self.dir} is unfinished; run 'skgate recover {self.dir}' "
-            "once its owned processes are gone"
-        )
-
-    def write_control(self, controls: dict[str, Any]) -> None:
-        files.write_json_new(
-            self.dir / files.CONTROL,
-            {
-                "schema": SCHEMA_CONTROL,
-                "attempt": self.dir.name,
-                "created_at": time.time(),
-                "skgate_version": __version__,
-                "request": self.request.to_dict(),
-                "runner": {
-                    "pid": self.runner_pid,
-                    "start_ticks": self.runner_start_ticks,
-                    "boot_id": self.boot_id,
-                },
-                "controls": controls,
-            },
-        )
-
-    def write_ownership(
-        self, records: list[ProcessRecord], complete: bool, coverage: Coverage | None = None
-    ) -> None:
-        leader = next((r for r in records if r.pid == self.pgid), self.leader)
-        own = Ownership(
-            boot_id=self.boot_id,
-            runner_pid=self.runner_pid,
-            runner_start_ticks=self.runner_start_ticks,
-            leader=leader,
-            pgid=self.pgid,
-            sid=self.pgid,
-            owned=tuple(records),
-            foreign=self.foreign,
-            complete=complete,
-            updated_at=time.time(),
-            scan_interval=self.request.scan_interval,
-            coverage=coverage,
-        )
-        # A snapshot while running (atomic replace); the last write has complete=True and
-        # is flushed together with the other final files (see _supervise).
-        files.replace_json(self.dir / files.OWNERSHIP, own.to_dict(), sync=not complete)
-
-    def finish(self, *, indexed: bool = True) -> Verdict:
-        """Classify from the files, exactly as ``skgate classify`` will later (C2).
-
-        ``indexed=False`` skips the ledger (when the ledger is what cannot be written).
-        Stop signals are only recorded meanwhile; a second one of a kind cuts it short
-        (:class:`UnfinishedError`, the attempt is left for ``skgate recover``).
-        """
-        self.stops.phase = Phase.FINISHING
-        try:
-            return self._finish(indexed)
-        except StopRequested as stop:
-            raise self.cut_short(stop.signum) from None
-
-    def _finish(self, indexed: bool) -> Verdict:
-        self.record_signals()
-        verdict = classify(load_evidence(self.dir, finishing=True)).with_attempt(str(self.dir))
-        files.write_json_new(self.dir / files.VERDICT, verdict.to_dict())
-        self.record_signals()
-        self.emit(
-            "finished",
-            state=verdict.state.value,
-            cause=verdict.cause.value if verdict.cause else None,
-            # The runner's own CPU time (not its children's): its overhead, measured.
-            runner_cpu_s=cpu_seconds(),
-            # Its peak resident memory (KiB): the bounded-record promise, measured (C3).
-            runner_maxrss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-        )
-        self.journal.close()
-        # Seal first, so the ledger's end entry carries the seal's hash (C4: the scene
-        # can be verified later, and a rebuilt seal.json breaks the chain).
-        seal.seal_attempt(self.dir, chain=False)
-        if indexed:
-            with deferred():  # one ledger line, whole
-                # Signals that came once the journal was sealed are recorded here.
-                late = [name_of(s) for s, _ in self.stops.unrecorded()]
-                ledger.record_end(  # chains the seal's hash
-                    self.root, self.dir, verdict, {"signals_while_sealing": late} if late else None
-                )
-        return verdict
-
-    def stopped_before_launch(self, signum: int, where: str) -> Verdict:
-        """A stop signal before launch: the attempt ends not started, the signal on record."""
-        self.stops.phase = Phase.FINISHING
-        self.record_signals()
-        stop = self.stop_request(self.dir) if self.stop_request is not None else None
-        why = f" (through skgate stop: {stop.get('reason')})" if stop else ""
-        return self.not_started(
-            (
-                f"the runner received {name_of(signum)} {where}, before launch{why}; nothing "
-                "was started (a clean retry is needed)",
-            ),
-            None,
-        )
-
-    def abandon(self, reason: str) -> None:
-        """Record a not-started attempt without the ledger (it is what failed)."""
-        with contextlib.suppress(OSError, SkgateError):
-            self.not_started((reason,), None, indexed=False)
-        self.journal.close()
-
-    def not_started(
-        self, reasons: tuple[str, ...], controls: dict[str, Any] | None, *, indexed: bool = True
-    ) -> Verdict:
-        if not (self.dir / files.CONTROL).exists():
-            self.write_control(controls or {})
-        self.emit("blocked", reasons=list(reasons))
-        return self.finish(indexed=indexed)
 
 
 def run_here(
@@ -270,6 +78,7 @@ def run_here(
     on_event: OnEvent | None = None,
     stop_request: StopRequest | None = None,
     attempt_id: str | None = None,
+    early: EarlyWork | None = None,
 ) -> Verdict:
     """Run one attempt in this process and return its verdict (see the module doc).
 
@@ -283,20 +92,29 @@ def run_here(
     Stop signals are deferred, never lost, from the allocation of the attempt to its last
     ledger entry (see :mod:`skgate.proc.signals`); the dispositions are restored on return.
     ``attempt_id``: take exactly this id (reserved by a distributed driver, ledger.allocate).
+    ``early``: the hook scan and cgroup leaf started before this call (see
+    :mod:`skgate.preflight.early`); closed here on every way out.
     """
-    validate(request)
-    preflight.check_inputs(request)  # every input error before anything is recorded
-    stops = StopSignals()
-    stops.install()
-    try:
-        hooks = (on_event, stop_request)
-        return _run(request, stops, echo, notify, progress_every, hooks=hooks, aid=attempt_id)
-    finally:
-        stops.restore()
-        # After the last ledger entry nothing is left to record them in: say so.
-        for signum, _ in stops.unrecorded():
-            if notify is not None:
-                notify(f"skgate: {name_of(signum)} received after the attempt was recorded")
+    with contextlib.ExitStack() as cleanup:
+        if early is not None:
+            cleanup.callback(early.close)
+        validate(request)
+        preflight.check_inputs(request)  # every input error before anything is recorded
+        if early is None:  # the probes and the leaf then run while the attempt is made
+            early = EarlyWork.begin(request)
+            if early is not None:
+                cleanup.callback(early.close)
+        stops = StopSignals()
+        stops.install()
+        try:
+            hooks = (on_event, stop_request, early)
+            return _run(request, stops, echo, notify, progress_every, hooks=hooks, aid=attempt_id)
+        finally:
+            stops.restore()
+            # After the last ledger entry nothing is left to record them in: say so.
+            for signum, _ in stops.unrecorded():
+                if notify is not None:
+                    notify(f"skgate: {name_of(signum)} received after the attempt was recorded")
 
 
 def _run(
@@ -306,15 +124,21 @@ def _run(
     notify: Notify | None,
     progress_every: float,
     *,
-    hooks: tuple[OnEvent | None, StopRequest | None] = (None, None),
+    hooks: tuple[OnEvent | None, StopRequest | None, EarlyWork | None] = (None, None, None),
     aid: str | None = None,
 ) -> Verdict:
-    att: _Attempt | None = None
+    att: Attempt | None = None
     try:
         with deferred():  # an attempt directory never exists without its first records
             attempt_dir = ledger.allocate(Path(request.root), aid)
-            att = _Attempt(
-                request, attempt_dir, stops, notify, on_event=hooks[0], stop_request=hooks[1]
+            att = Attempt(
+                request,
+                attempt_dir,
+                stops,
+                notify,
+                on_event=hooks[0],
+                stop_request=hooks[1],
+                early=hooks[2],
             )
             att.emit(
                 "created",
@@ -347,9 +171,11 @@ def _run(
 
 
 def _before_launch(
-    att: _Attempt, echo: Echo | None, notify: Notify | None, progress_every: float
+    att: Attempt, echo: Echo | None, notify: Notify | None, progress_every: float
 ) -> Verdict:
     request = att.request
+    if att.early is not None:
+        att.early.prewarm()
     env = preflight.base_env(request, os.environ)
     if resolve_command(request.argv[0], env, request.cwd) is None:
         # Nothing to scan or freeze for a command that cannot start: say so first.
@@ -362,7 +188,12 @@ def _before_launch(
         )
     try:
         plan = preflight.prepare(
-            request, att.root, emit=att.emit, notify=notify, progress_every=progress_every
+            request,
+            att.root,
+            emit=att.emit,
+            notify=notify,
+            progress_every=progress_every,
+            early_scan=att.early.scan_result if att.early is not None else None,
         )
     except SkgateError as exc:
         att.not_started((f"preflight could not run: {exc}",), None)
@@ -373,19 +204,9 @@ def _before_launch(
         raise
     try:
         att.foreign = plan.foreign
-        # C8: what the outputs directory already holds belongs to earlier runs; only new
-        # entries are counted, so a stale error log or .run cannot decide this verdict.
-        before = top_entries(outputs_dir(request))
-        controls = dict(plan.controls)
-        controls["outputs_before"] = {
-            "path": str(outputs_dir(request)),
-            "entries": len(before),
-            "names": sorted(name for name, _ in before)[:50],
-            # (name, inode) of every entry: a census taken later (skgate recover) excludes
-            # exactly these, as the runner's own census does.
-            "ids": sorted([name, ino] for name, ino in before),
-            "note": "entries present before launch are not counted in this attempt's census",
-        }
+        # C8: what the outputs directory already holds belongs to earlier runs.
+        before, controls = top_entries(outputs_dir(request)), dict(plan.controls)
+        controls["outputs_before"] = outputs_record(outputs_dir(request), before)
         with deferred():
             att.write_control(controls)
         if plan.blocked:
@@ -396,7 +217,7 @@ def _before_launch(
 
 
 def _supervise(
-    att: _Attempt,
+    att: Attempt,
     plan: preflight.LaunchPlan,
     echo: Echo | None,
     notify: Notify | None,
@@ -417,9 +238,8 @@ def _supervise(
 
     # Subscribed and created before the launch, so the leader's first fork is seen and
     # the leader is born in the leaf (C3).
-    sources = open_sources(
-        allowed_sources(os.environ), leaf_name(att.runner_pid, att.runner_start_ticks)
-    )
+    allowed, name = allowed_sources(os.environ), leaf_name(att.runner_pid, att.runner_start_ticks)
+    sources = open_sources(allowed, name, att.early.leaf(allowed, name) if att.early else None)
 
     def sink(data: bytes) -> None:
         view = memoryview(data)
@@ -498,6 +318,8 @@ def _supervise(
             runner_cpu_s=cpu_seconds(),
         )
         att.write_ownership(sup.records(), False, sup.coverage_of(False))
+        for name in _FINISHING:
+            importlib.import_module(name)
         outcome = sup.wait(launched_mono)
         sup.reap_leader()
         sup.finish_manifest()
@@ -525,7 +347,7 @@ def _supervise(
 
 
 def _finish_after_return(
-    att: _Attempt,
+    att: Attempt,
     *,
     scanner: LogScanner,
     tracker: StageTracker,

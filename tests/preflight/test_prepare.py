@@ -18,11 +18,13 @@ import pytest
 
 from conftest import wait_for
 from skgate.evidence.files import write_json_new
+from skgate.evidence.ledger import end_entries, read_ledger
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest
 from skgate.preflight import jobs, profiler
 from skgate.preflight.prepare import env_delta, find_interpreter, prepare, render_lines
 from skgate.proc.observe import is_alive, read_stat
+from skgate.runner import run_here
 
 NOBODY = "skgt-none-xyz"  # a compiler name nobody runs: other agents' opc stay invisible
 
@@ -436,3 +438,27 @@ def test_compiler_names_and_job_memory_come_from_the_request(tmp_path: Path) -> 
     assert plan.controls["foreign"]["names"] == ["my-compiler"]
     assert plan.controls["jobs"]["inputs"]["job_memory_mb"] == 1 << 40
     assert plan.controls["jobs"]["value"] == 1  # a budget larger than memory: one job
+
+
+def test_earlier_jobs_come_from_the_ledger_when_it_records_them(tmp_path: Path) -> None:
+    """A runner puts the frozen jobs value in its ledger end entry, so the next preflight
+    of the root reads one file instead of every attempt's control.json; what it decides
+    is the same either way (attempts without such an entry are read from their files)."""
+    root = tmp_path / "runs"
+    first = run_here(req(tmp_path, jobs="4", quiet=True))
+    blocked = run_here(req(tmp_path, jobs="8", quiet=True))  # C5: not started, never a ref
+    assert first.attempt and blocked.state.value == "not_started"
+    ends = end_entries(root)
+    assert ends["0001"]["jobs"] == {"value": 4, "varied": False}
+    assert ends["0002"]["state"] == "not_started"
+    fake_attempt(root, "0003", 16)  # an attempt with no end entry (older skgate, crash)
+    via_ledger = prepare(req(tmp_path, jobs="4"), root)
+    expected = [{"attempt": "0001", "value": 4}, {"attempt": "0003", "value": 16}]
+    assert via_ledger.controls["jobs"]["compared_with"] == expected
+    # The ledger alone decides for attempts it records: their control.json is not parsed
+    # (here one rewritten to say 99 after the fact still counts as the 4 it froze).
+    control = root / "attempts" / "0001" / "control.json"
+    control.unlink()
+    write_json_new(control, {"schema": "skgate.control/1", "controls": {"jobs": {"value": 99}}})
+    assert prepare(req(tmp_path, jobs="4"), root).controls["jobs"]["compared_with"] == expected
+    assert [e["event"] for e in read_ledger(root)] == ["start", "end", "start", "end"]

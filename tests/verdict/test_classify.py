@@ -9,12 +9,12 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from skgate.model.outcomes import PackageMode
 from skgate.model.records import (
     Cause,
     Census,
     Coverage,
     Evidence,
-    PackageMode,
     RootCensus,
     SignalSent,
     Stage,

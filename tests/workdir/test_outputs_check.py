@@ -10,7 +10,8 @@ import pytest
 from evidence_fixtures import make_attempt
 from skgate.cli import evidence as cli_evidence
 from skgate.model.errors import UsageError
-from skgate.model.records import Cause, PackageMode, State, Verdict
+from skgate.model.outcomes import PackageMode
+from skgate.model.records import Cause, State, Verdict
 from skgate.workdir.outputs_check import check_outputs
 
 FAILED = Verdict(State.FAILED, None, ("x",), natural_return=True, exit_status=1, attempt="0001")

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from skgate.cli.args import add_run_options, command_after_dashes, request_from_args, seconds
-from skgate.evidence.ledger import DEFAULT_ROOT
+from skgate.evidence.files import DEFAULT_ROOT
 
 RAW = argparse.RawDescriptionHelpFormatter
 
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="print {attempt, state, phase, runner_pid, waiting_for} as JSON",
     )
     p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
-    p.set_defaults(handler=cmd_start)
+    p.set_defaults(handler=cmd_start, exit_at_once=True)
 
     p = sub.add_parser(
         "wait",
@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="S",
         help="seconds between progress lines (default %(default)s)",
     )
-    p.set_defaults(handler=cmd_wait)
+    p.set_defaults(handler=cmd_wait, exit_at_once=True)
 
     p = sub.add_parser(
         "stop",
@@ -91,7 +91,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("target", metavar="ATTEMPT", help="the attempt directory to stop")
     p.add_argument("--reason", default="", metavar="TEXT", help="why, recorded in the evidence")
     p.add_argument("--json", action="store_true", help="print the stop result as JSON")
-    p.set_defaults(handler=cmd_stop)
+    p.set_defaults(handler=cmd_stop, exit_at_once=True)
 
     p = sub.add_parser(
         "mcp",

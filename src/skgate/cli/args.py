@@ -13,9 +13,9 @@ import math
 import os
 from pathlib import Path
 
-from skgate.evidence.ledger import DEFAULT_ROOT
+from skgate.evidence.files import DEFAULT_ROOT
 from skgate.model.errors import UsageError
-from skgate.model.records import PackageMode
+from skgate.model.outcomes import PackageMode
 from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
 
 

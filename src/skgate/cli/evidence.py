@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.files import is_attempt_dir
-from skgate.evidence.ledger import DEFAULT_ROOT
+from skgate.evidence.files import DEFAULT_ROOT, is_attempt_dir
 from skgate.model.errors import UsageError
-from skgate.model.records import PackageMode, Verdict
+from skgate.model.outcomes import PackageMode
+from skgate.model.records import Verdict
 from skgate.report import facts, load
 from skgate.report import markdown as report
 from skgate.report.lint import lint_file

@@ -1,4 +1,4 @@
-"""Command-line glue for running and judging: ``run``, ``status``, ``classify``, ``demo``."""
+"""Command-line glue for running and judging: ``run``, ``status``, ``classify``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from skgate import demo as demo_mod
 from skgate.cli.args import (
-    add_hook_options,
     add_run_options,
     command_after_dashes,
     positive_seconds,
@@ -18,13 +16,13 @@ from skgate.cli.args import (
 )
 from skgate.cli.show import print_verdict
 from skgate.evidence import files
+from skgate.evidence.files import DEFAULT_ROOT
 from skgate.evidence.follow import verdict_record
-from skgate.evidence.ledger import DEFAULT_ROOT, latest, resolve
+from skgate.evidence.ledger import latest, resolve
 from skgate.evidence.load import current_verdict, recompute
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
 from skgate.model.records import Verdict
-from skgate.runner import run_here
 from skgate.verdict.words import HEADLINE
 
 
@@ -85,35 +83,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
     p.set_defaults(handler=cmd_classify)
 
-    p = sub.add_parser(
-        "demo",
-        help="run the CANN simulator under the gate",
-        description="Run one scenario of skgate's CANN simulator under the gate, as a user "
-        "runs their own launcher, print its verdict and report, and check it is the verdict "
-        "the scenario must give. The evidence is kept in ./skgate-demo/SCENARIO/ (or "
-        "--workdir); the demo prints how to look at it.",
-    )
-    p.add_argument(
-        "--scenario",
-        choices=demo_mod.scenario_names(),
-        default="success",
-        help="what to show (default %(default)s)",
-    )
-    p.add_argument(
-        "--workdir",
-        default=None,
-        help="where to run and keep the evidence (default: ./skgate-demo/SCENARIO)",
-    )
-    p.add_argument(
-        "--lang", choices=["en", "zh"], default="en", help="language of the report shown"
-    )
-    p.add_argument(
-        "--json", action="store_true", help="print the verdict as JSON on stdout (no report)"
-    )
-    # A stock interpreter may carry start-up hooks: the demo is approved like a run (C6).
-    add_hook_options(p)
-    p.set_defaults(handler=cmd_demo)
-
 
 def cmd_run(args: argparse.Namespace) -> int:
     command = command_after_dashes(args, "run")
@@ -134,13 +103,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Waits (foreign compilers, leases) report progress every few seconds to a person
     # at a terminal, every 30 s into a log.
     every = 5.0 if sys.stderr.isatty() else 30.0
-    verdict = run_here(
-        request,
-        None if args.quiet else echo,
-        notify,
-        progress_every=every,
-        on_event=stream if args.events else None,
-    )
+    # The hook scan and the cgroup leaf start before the runner is imported, and run
+    # while it loads (start-up latency; see skgate.preflight.early).
+    from skgate.preflight.early import EarlyWork  # noqa: PLC0415
+    from skgate.preflight.request import validate  # noqa: PLC0415
+
+    validate(request)
+    early = EarlyWork.begin(request)
+    try:
+        from skgate.runner import run_here  # noqa: PLC0415
+
+        verdict = run_here(
+            request,
+            None if args.quiet else echo,
+            notify,
+            progress_every=every,
+            on_event=stream if args.events else None,
+            early=early,
+        )
+    finally:
+        if early is not None:
+            early.close()  # idempotent: run_here closes it, unless the import failed
     if args.events:
         stream(verdict_record(verdict, "final", verdict.exit_code))
     else:
@@ -196,16 +179,3 @@ def cmd_classify(args: argparse.Namespace) -> int:
     verdict = recompute(attempts[0])
     print_verdict(verdict, args.json)
     return verdict.exit_code
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    return demo_mod.run_demo(
-        args.scenario,
-        workdir=args.workdir,
-        lang=args.lang,
-        as_json=args.json,
-        show=print_verdict,
-        hooks=demo_mod.HookApprovals(
-            tuple(args.approve_hook), args.hook_baseline, bool(args.strict_hooks)
-        ),
-    )

@@ -17,8 +17,8 @@ from typing import Any
 
 from skgate.cli.show import print_verdict
 from skgate.evidence import seal
-from skgate.evidence.files import require_dir, require_file
-from skgate.evidence.ledger import DEFAULT_ROOT, resolve
+from skgate.evidence.files import DEFAULT_ROOT, require_dir, require_file
+from skgate.evidence.ledger import resolve
 from skgate.workdir import cleanup as artifacts
 from skgate.workdir import recover
 from skgate.workdir import retry as clean_retry

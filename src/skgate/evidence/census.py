@@ -29,8 +29,11 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from skgate.model.records import Census, RootCensus
+if TYPE_CHECKING:
+    from skgate.model.records import Census
+
 
 ERROR_SUFFIX = "_compile_error.log"
 SUCC_SUFFIX = "_compile_succ.log"
@@ -121,12 +124,31 @@ def top_entries(outputs: Path) -> frozenset[tuple[str, int]]:
         return frozenset()
 
 
+def outputs_record(outputs: Path, before: frozenset[tuple[str, int]]) -> dict[str, Any]:
+    """``control.json["controls"]["outputs_before"]``: what the outputs directory held
+    before the launch (``before``, from :func:`top_entries`). It belongs to earlier runs,
+    and only entries not in it are counted, so a stale error log or ``.run`` cannot
+    decide this attempt's verdict (C8)."""
+    return {
+        "path": str(outputs),
+        "entries": len(before),
+        "names": sorted(name for name, _ in before)[:50],
+        # (name, inode) of every entry: a census taken later (skgate recover) excludes
+        # exactly these, as the runner's own census does.
+        "ids": sorted([name, ino] for name, ino in before),
+        "note": "entries present before launch are not counted in this attempt's census",
+    }
+
+
 def take_census(outputs: Path, *, live: bool, exclude: Collection[tuple[str, int]] = ()) -> Census:
     """Count artifacts under ``outputs`` (the ``static_kernel_compile_outputs`` dir).
 
     Top-level entries in ``exclude`` (see :func:`top_entries`) are skipped and counted as
     ``preexisting``: an earlier run's error log or ``.run`` is not this attempt's (C8).
     """
+    # Loaded with the first census (after the launch), not before it (start latency).
+    from skgate.model.records import Census, RootCensus  # noqa: PLC0415
+
     taken_at = time.time()
     skip = frozenset(exclude)
     preexisting = 0

@@ -32,6 +32,8 @@ from typing import Any
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.schema import SCHEMA_EVENT
 
+#: The evidence root when none is given (here, so the CLI names it without the ledger).
+DEFAULT_ROOT = Path("skgate-runs")
 CONTROL = "control.json"
 OWNERSHIP = "ownership.json"
 EVENTS = "events.jsonl"

@@ -19,7 +19,6 @@ read-only).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import select
@@ -27,12 +26,15 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import files
 from skgate.evidence.stages import StageTracker
-from skgate.model.records import ProcessRecord, Verdict
+from skgate.model.running import ProcessRecord
 from skgate.model.schema import SCHEMA_EVENT
+
+if TYPE_CHECKING:
+    from skgate.model.records import Verdict
 
 # <sys/inotify.h>
 IN_MODIFY = 0x00000002
@@ -54,6 +56,9 @@ class DirWatch:
 
     def __init__(self, path: Path) -> None:
         self.fd = -1
+        # Loaded by the waiter only: a runner imports this module before its launch.
+        import ctypes  # noqa: PLC0415
+
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             fd = int(libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC))

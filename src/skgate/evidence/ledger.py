@@ -31,15 +31,16 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skgate.evidence.digest import sha256_bytes, sha256_file
 from skgate.evidence.files import SEAL, fsync_dir, is_attempt_dir, json_text
 from skgate.model.errors import BlockedError, EvidenceError
-from skgate.model.records import Verdict
+
+if TYPE_CHECKING:
+    from skgate.model.records import Verdict
 
 ATTEMPTS = "attempts"
-DEFAULT_ROOT = Path("skgate-runs")
 LEDGER = "ledger.jsonl"
 SCHEMA_LEDGER = "skgate.ledger/1"
 GENESIS = "0" * 64
@@ -389,6 +390,19 @@ def iter_ledger(root: Path) -> Iterator[LedgerLine]:
             except (ValueError, UnicodeDecodeError):
                 entry = None
             yield LedgerLine(number, raw, entry)
+
+
+def end_entries(root: Path) -> dict[str, dict[str, Any]]:
+    """The last ``end`` entry of each attempt of this root, by attempt name (one read of
+    the ledger instead of one of every attempt's files)."""
+    ends: dict[str, dict[str, Any]] = {}
+    for line in iter_ledger(root):
+        entry = line.entry
+        if entry is not None and entry.get("event") == "end" and "node" not in entry:
+            name = entry.get("attempt")
+            if isinstance(name, str) and entry.get("path") == f"{ATTEMPTS}/{name}":
+                ends[name] = entry
+    return ends
 
 
 def read_ledger(root: Path) -> list[dict[str, Any]]:

@@ -51,8 +51,8 @@ from skgate.evidence.launcher_lines import LITERALS as LAUNCHER_LITERALS
 from skgate.evidence.launcher_lines import LauncherCollector
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.logscan import LogScan
-from skgate.model.records import Stage, Summary
 from skgate.model.request import SUMMARY_GROUPS, validate_patterns
+from skgate.model.running import Stage, Summary
 
 #: Caps on what is kept (the rest is counted in ``LogScan.omitted``).
 MAX_SUMMARY_LINES = 20_000

@@ -21,21 +21,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skgate.evidence import files
 from skgate.evidence.census import ERROR_SUFFIX, RUN_SUFFIX, SUCC_SUFFIX
-from skgate.model.records import ProcessRecord
-from skgate.model.stages import (
-    MAX_NAMED,
-    CompilerArgs,
-    InputOutcome,
-    InputResult,
-    StageCensus,
-    StageRecord,
-    Stages,
-    parse_compiler_argv,
-)
+from skgate.model.running import ProcessRecord
 from skgate.proc.observe import COMPILER_NAMES, is_compiler
+
+if TYPE_CHECKING:
+    from skgate.model.stages import CompilerArgs, StageCensus, Stages
+
+# The stage records (skgate.model.stages) are loaded where they are first used: a runner
+# builds its tracker before the launch, and meets its first op_compiler only after it.
 
 LOG_DIR_SUFFIX = "_compile_log"
 INPUT_SUFFIX = ".json"
@@ -115,6 +112,13 @@ def _walk_root(root: str) -> tuple[dict[str, str], dict[str, str], list[str], in
 
 def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> StageCensus:
     """Per-input outcomes of one stage (see the module docstring)."""
+    from skgate.model.stages import (  # noqa: PLC0415 - see the imports
+        MAX_NAMED,
+        InputOutcome,
+        InputResult,
+        StageCensus,
+    )
+
     stems = input_stems(params_dir)
     succ, errors, runs, unreadable = _walk_root(output_root)
     readable = stems is not None
@@ -162,6 +166,8 @@ def compiler_names_or_default(names: Iterable[str]) -> tuple[str, ...]:
 
 def is_stage(record: ProcessRecord, names: Iterable[str]) -> bool:
     """Is this owned process an op_compiler invocation (by comm or argv[0], C3)?"""
+    from skgate.model.stages import parse_compiler_argv  # noqa: PLC0415
+
     wanted = compiler_names_or_default(names)
     if not is_compiler(record.name, record.argv, wanted):
         return False
@@ -182,6 +188,8 @@ class StageTracker:
         self.peak_opc = 0
 
     def args_of(self, record: ProcessRecord) -> CompilerArgs:
+        from skgate.model.stages import parse_compiler_argv  # noqa: PLC0415
+
         return parse_compiler_argv(record.argv)
 
     def on_process(self, record: ProcessRecord) -> None:
@@ -208,6 +216,8 @@ class StageTracker:
 
     def finish(self, records: Iterable[ProcessRecord], *, after_return: bool) -> Stages:
         """``stages.json`` from the final manifest, with each stage's census taken now."""
+        from skgate.model.stages import StageRecord, Stages  # noqa: PLC0415
+
         stages: list[StageRecord] = []
         for rec in records:
             if not is_stage(rec, self.names):
@@ -245,6 +255,8 @@ class StageTracker:
 
 def load_stages(path: Path) -> Stages | None:
     """``stages.json`` of an attempt, or None when the attempt has none (older skgate)."""
+    from skgate.model.stages import Stages  # noqa: PLC0415
+
     if not path.exists():
         return None
     return Stages.from_dict(files.read_json(path), str(path))

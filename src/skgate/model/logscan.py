@@ -10,7 +10,7 @@ from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.launcher import LauncherFacts
-from skgate.model.records import Stage, Summary
+from skgate.model.running import Stage, Summary
 from skgate.model.schema import check_schema, require
 
 SCHEMA_LOGSCAN = "skgate.logscan/1"

@@ -93,3 +93,10 @@ class MoveMethod(Word):
     RENAME = "rename"
     #: Across file systems: copy, verify every hash, then remove the source.
     COPY = "copy"
+
+
+class PackageMode(str, enum.Enum):
+    """C8 output check: must a ``.run`` package exist after natural return?"""
+
+    REQUIRED = "required"
+    OPTIONAL = "optional"

@@ -8,9 +8,13 @@ its result, or ``{"error": MESSAGE, "exit_code": N}`` for skgate's own refusal.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError, UsageError
+from skgate.model.exits import EXIT_BLOCKED
+
+SCHEMA_START = "skgate.start/1"
 
 
 def read_reply(raw: bytes, failure: str) -> dict[str, Any]:
@@ -30,3 +34,30 @@ def read_reply(raw: bytes, failure: str) -> dict[str, Any]:
                 raise error(str(result["error"]))
         raise UsageError(str(result["error"]))
     return result
+
+
+@dataclass(frozen=True)
+class Started:
+    """What ``skgate start --json`` prints."""
+
+    attempt: str
+    state: str  # in_progress | not_started
+    runner_pid: int
+    phase: str  # running | waiting_for_blockers | not_started
+    waiting_for: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_BLOCKED if self.state == "not_started" else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_START,
+            "attempt": self.attempt,
+            "state": self.state,
+            "phase": self.phase,
+            "runner_pid": self.runner_pid,
+            "waiting_for": list(self.waiting_for),
+            "reasons": list(self.reasons),
+        }

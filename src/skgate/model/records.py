@@ -3,24 +3,35 @@
 Nothing here does I/O. Every record that is written to an attempt directory has a
 ``to_dict``/``from_dict`` pair and every file carries a ``schema`` name and version.
 
-The schema names and the checks every ``from_dict`` uses live in :mod:`skgate.model.schema`;
+The records a runner needs before its command has returned (states, processes,
+ownership, summary lines) are in :mod:`skgate.model.running`, re-exported here: a
+runner loads this module only once the command runs (start latency, issue 13). The
+schema names and the checks every ``from_dict`` uses live in :mod:`skgate.model.schema`;
 the run request in :mod:`skgate.model.request`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.errors import EvidenceError
-from skgate.model.exits import STATE_CODES
 from skgate.model.launcher import LauncherFacts
+from skgate.model.outcomes import PackageMode
+from skgate.model.running import (
+    EXIT_CODES,
+    Cause,
+    Coverage,
+    Ownership,
+    ProcessRecord,
+    Stage,
+    State,
+    Summary,
+)
 from skgate.model.schema import (
     SCHEMA_CENSUS,
-    SCHEMA_OWNERSHIP,
     SCHEMA_VERDICT,
     check_schema,
     opt_int,
@@ -28,285 +39,22 @@ from skgate.model.schema import (
 )
 from skgate.model.stages import Stages
 
-
-class State(str, enum.Enum):
-    """The five compile states of contract C2, plus ``not_started``.
-
-    ``not_started`` is not a compile result: an attempt that was blocked before launch
-    is recorded with it and never counts as a failure.
-    """
-
-    IN_PROGRESS = "in_progress"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-    UNKNOWN = "unknown"
-    NOT_STARTED = "not_started"
-
-
-class Cause(str, enum.Enum):
-    """Why an attempt is ``interrupted`` (C2.4)."""
-
-    TIMEOUT = "timeout"
-    EXTERNAL = "external"
-
-
-class PackageMode(str, enum.Enum):
-    """C8 output check: must a ``.run`` package exist after natural return?"""
-
-    REQUIRED = "required"
-    OPTIONAL = "optional"
-
-
-#: Exit status of ``run``, ``status`` and ``classify`` for each state (docs/contract.md C2;
-#: the table is :data:`skgate.model.exits.EXIT_TABLE`).
-EXIT_CODES: Mapping[State, int] = {State(s): code for s, code in STATE_CODES.items()}
-
-# ---------------------------------------------------------------------------
-# Processes and ownership (C4)
-
-
-@dataclass(frozen=True)
-class ProcessRecord:
-    """One process, identified by (pid, start_ticks) so a recycled pid never matches."""
-
-    pid: int
-    start_ticks: int
-    ppid: int
-    pgid: int
-    sid: int
-    argv: tuple[str, ...]
-    name: str
-    first_seen: float
-    last_seen: float
-    exit_status: int | None = None
-    exit_signal: int | None = None
-    escaped: bool = False
-    #: Which sources reported it: "events", "scan", "reap", "launch" (see proc.owned).
-    seen_by: tuple[str, ...] = ()
-    #: "proc" (read from /proc/<pid>/stat) or "event" (dead before it could be read:
-    #: the fork event's time, in the same boot clock ticks).
-    start_from: str = "proc"
-    #: It exec'ed and was gone before its argv could be read (argv is its parent's).
-    argv_late: bool = False
-    execs: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "pid": self.pid,
-            "start_ticks": self.start_ticks,
-            "ppid": self.ppid,
-            "pgid": self.pgid,
-            "sid": self.sid,
-            "argv": list(self.argv),
-            "name": self.name,
-            "first_seen": self.first_seen,
-            "last_seen": self.last_seen,
-            "exit_status": self.exit_status,
-            "exit_signal": self.exit_signal,
-            "escaped": self.escaped,
-            "seen_by": list(self.seen_by),
-            "start_from": self.start_from,
-            "argv_late": self.argv_late,
-            "execs": self.execs,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "process") -> ProcessRecord:
-        argv = require(data, "argv", list, where)
-        return cls(
-            pid=require(data, "pid", int, where),
-            start_ticks=require(data, "start_ticks", int, where),
-            ppid=require(data, "ppid", int, where),
-            pgid=require(data, "pgid", int, where),
-            sid=require(data, "sid", int, where),
-            argv=tuple(str(a) for a in argv),
-            name=require(data, "name", str, where),
-            first_seen=float(require(data, "first_seen", (int, float), where)),
-            last_seen=float(require(data, "last_seen", (int, float), where)),
-            exit_status=opt_int(data, "exit_status", where),
-            exit_signal=opt_int(data, "exit_signal", where),
-            escaped=bool(data.get("escaped", False)),
-            seen_by=tuple(str(x) for x in data.get("seen_by", ())),
-            start_from=str(data.get("start_from", "proc")),
-            argv_late=bool(data.get("argv_late", False)),
-            execs=int(data.get("execs", 0)),
-        )
-
-
-#: Ownership sources (C3: the manifest says how it was made, and so how complete it is).
-SOURCE_EVENTS = "events"
-SOURCE_CGROUP = "cgroup"
-SOURCE_SCAN = "scan"
-
-
-@dataclass(frozen=True)
-class Coverage:
-    """How complete an ownership manifest is: which sources made it, what they missed."""
-
-    sources: tuple[str, ...]
-    unavailable: Mapping[str, str] = field(default_factory=dict)  # source -> why not
-    events_overruns: int = 0  # times the kernel dropped events (ENOBUFS)
-    missed_by_events: int = 0  # processes only the scan or the reaper found
-    argv_late: int = 0  # processes whose argv was gone before it could be read
-    folded: Mapping[str, Any] = field(default_factory=dict)  # counted, not listed
-    cgroup: Mapping[str, Any] = field(default_factory=dict)  # path, kind, stats, removed
-
-    @property
-    def exact(self) -> bool:
-        """Every fork, exec and exit of the owned tree is on record."""
-        return SOURCE_EVENTS in self.sources and self.events_overruns == 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "sources": list(self.sources),
-            "unavailable": dict(self.unavailable),
-            "exact": self.exact,
-            "events_overruns": self.events_overruns,
-            "missed_by_events": self.missed_by_events,
-            "argv_late": self.argv_late,
-            "folded": dict(self.folded),
-            "cgroup": dict(self.cgroup),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str) -> Coverage:
-        if not isinstance(data, dict):
-            raise EvidenceError(f"{where}: field 'coverage' has the wrong type")
-        sources = require(data, "sources", list, where)
-        return cls(
-            sources=tuple(str(s) for s in sources),
-            unavailable={str(k): str(v) for k, v in dict(data.get("unavailable") or {}).items()},
-            events_overruns=int(data.get("events_overruns", 0)),
-            missed_by_events=int(data.get("missed_by_events", 0)),
-            argv_late=int(data.get("argv_late", 0)),
-            folded=dict(data.get("folded") or {}),
-            cgroup=dict(data.get("cgroup") or {}),
-        )
-
-
-@dataclass(frozen=True)
-class Ownership:
-    """What the attempt owns: the leader, every observed descendant, and foreign compilers.
-
-    ``complete`` is true only in the runner's final write, after the whole owned tree was
-    gone (or the runner gave up on escaped processes it may not signal).
-    """
-
-    boot_id: str
-    runner_pid: int
-    runner_start_ticks: int
-    leader: ProcessRecord | None
-    pgid: int | None
-    sid: int | None
-    owned: tuple[ProcessRecord, ...]
-    foreign: tuple[ProcessRecord, ...]
-    complete: bool
-    updated_at: float
-    scan_interval: float
-    #: None in manifests written before the sources were recorded (then: scan only).
-    coverage: Coverage | None = None
-
-    @property
-    def escaped(self) -> tuple[ProcessRecord, ...]:
-        return tuple(p for p in self.owned if p.escaped)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_OWNERSHIP,
-            "boot_id": self.boot_id,
-            "runner": {"pid": self.runner_pid, "start_ticks": self.runner_start_ticks},
-            "leader": self.leader.to_dict() if self.leader else None,
-            "pgid": self.pgid,
-            "sid": self.sid,
-            "owned": [p.to_dict() for p in self.owned],
-            "escaped": [p.pid for p in self.owned if p.escaped],
-            "foreign": [p.to_dict() for p in self.foreign],
-            "complete": self.complete,
-            "updated_at": self.updated_at,
-            "scan_interval": self.scan_interval,
-            **({"coverage": self.coverage.to_dict()} if self.coverage else {}),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str = "ownership.json") -> Ownership:
-        d = check_schema(data, SCHEMA_OWNERSHIP, where)
-        runner = require(d, "runner", dict, where)
-        leader = d.get("leader")
-        if leader is not None and not isinstance(leader, dict):
-            raise EvidenceError(f"{where}: field 'leader' has the wrong type")
-        return cls(
-            boot_id=require(d, "boot_id", str, where),
-            runner_pid=require(runner, "pid", int, where),
-            runner_start_ticks=require(runner, "start_ticks", int, where),
-            leader=ProcessRecord.from_dict(leader, where) if leader else None,
-            pgid=opt_int(d, "pgid", where),
-            sid=opt_int(d, "sid", where),
-            owned=tuple(
-                ProcessRecord.from_dict(p, where) for p in require(d, "owned", list, where)
-            ),
-            foreign=tuple(
-                ProcessRecord.from_dict(p, where) for p in require(d, "foreign", list, where)
-            ),
-            complete=require(d, "complete", bool, where),
-            updated_at=float(require(d, "updated_at", (int, float), where)),
-            scan_interval=float(require(d, "scan_interval", (int, float), where)),
-            coverage=Coverage.from_dict(d["coverage"], where) if "coverage" in d else None,
-        )
-
-
-# ---------------------------------------------------------------------------
-# Summary and census (C3)
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One aggregate compile stage as a final summary reports it."""
-
-    name: str
-    inputs: int
-    succeeded: int
-    failed: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "inputs": self.inputs,
-            "succeeded": self.succeeded,
-            "failed": self.failed,
-        }
-
-
-@dataclass(frozen=True)
-class Summary:
-    """The final aggregate summary: verbatim lines, parsed stages, contradictions found."""
-
-    lines: tuple[str, ...]
-    stages: tuple[Stage, ...]
-    problems: tuple[str, ...] = ()
-
-    @property
-    def present(self) -> bool:
-        return bool(self.stages)
-
-    @property
-    def consistent(self) -> bool:
-        return not self.problems
-
-    @property
-    def total_failed(self) -> int:
-        return sum(s.failed for s in self.stages)
-
-    @property
-    def all_succeeded(self) -> bool:
-        return self.present and all(s.failed == 0 and s.succeeded == s.inputs for s in self.stages)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "lines": list(self.lines),
-            "stages": [s.to_dict() for s in self.stages],
-            "problems": list(self.problems),
-        }
+__all__ = [
+    "EXIT_CODES",
+    "RECOVERED_WHEN",
+    "Cause",
+    "Census",
+    "Coverage",
+    "Evidence",
+    "Ownership",
+    "ProcessRecord",
+    "RootCensus",
+    "SignalSent",
+    "Stage",
+    "State",
+    "Summary",
+    "Verdict",
+]
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.records import PackageMode
+from skgate.model.outcomes import PackageMode
 from skgate.model.schema import require
 
 #: Where CANN's static compile writes its outputs, below the working directory (C1, C8).
@@ -183,6 +182,8 @@ def frozen_jobs(controls: Any) -> int | None:
     None when nothing was frozen (or the record is not the expected shape). ``controls`` is
     the JSON object or its typed record (:class:`~skgate.model.controls.FrozenControls`).
     """
+    from skgate.model.controls import FrozenControls  # noqa: PLC0415 - not for a start
+
     if isinstance(controls, FrozenControls):
         return controls.jobs_value
     return FrozenControls.from_dict(controls).jobs_value

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import os
-import platform
 import re
-import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -136,6 +134,10 @@ def cann_version(env: Mapping[str, str]) -> str | None:
 
 
 def host_facts(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    # Imported here: base_env is needed before the runner's early work starts, these not.
+    import platform  # noqa: PLC0415
+    import socket  # noqa: PLC0415
+
     uname = os.uname()
     facts: dict[str, Any] = {
         "hostname": socket.gethostname(),

@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from skgate.model.errors import UsageError
-from skgate.model.records import ProcessRecord
 from skgate.model.request import RunRequest
+from skgate.model.running import ProcessRecord
 from skgate.proc.observe import COMPILER_NAMES, clock_ticks, compiler_processes, is_alive
 
 Emit = Callable[..., object]

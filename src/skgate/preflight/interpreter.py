@@ -37,7 +37,9 @@ class Interpreter:
         }
 
 
-def _which(name: str, env: Mapping[str, str], cwd: str) -> str | None:
+def resolve_command(name: str, env: Mapping[str, str], cwd: str) -> str | None:
+    """The executable ``name`` runs as (a path, or found on the ``PATH`` of ``env``), or
+    None when there is none: then the command is not started, and nothing is scanned."""
     if os.sep in name:
         p = name if os.path.isabs(name) else os.path.join(cwd, name)
         return p if os.path.isfile(p) and os.access(p, os.X_OK) else None
@@ -82,7 +84,7 @@ def find_interpreter(request: RunRequest, env: Mapping[str, str]) -> Interpreter
     """The interpreter the workload will run (C6 scans exactly that one)."""
     cwd = request.cwd
     if request.python:
-        found = _which(request.python, env, cwd)
+        found = resolve_command(request.python, env, cwd)
         if found is None:
             raise UsageError(
                 f"--python {request.python} does not exist or is not executable; "
@@ -97,7 +99,7 @@ def find_interpreter(request: RunRequest, env: Mapping[str, str]) -> Interpreter
         argv = rest
     if argv:
         name = os.path.basename(argv[0])
-        resolved = _which(argv[0], env, cwd)
+        resolved = resolve_command(argv[0], env, cwd)
         if _PYTHON_RE.match(name):
             flags = _startup_flags(argv[1:])
             if resolved is None:
@@ -120,12 +122,12 @@ def find_interpreter(request: RunRequest, env: Mapping[str, str]) -> Interpreter
                     if rest_tokens:
                         interp, rest_tokens = rest_tokens[0], rest_tokens[1:]
                 if _PYTHON_RE.match(os.path.basename(interp)):
-                    found = _which(interp, env, cwd)
+                    found = resolve_command(interp, env, cwd)
                     if found is not None:
                         return Interpreter(
                             found, f"shebang of {resolved}", _startup_flags(rest_tokens)
                         )
-    fallback = _which("python3", env, cwd)
+    fallback = resolve_command("python3", env, cwd)
     if fallback is None:
         return Interpreter(
             None, "none", note="no python3 on the workload PATH: start-up hook scan skipped"

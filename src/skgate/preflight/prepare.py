@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence.files import CONTROL, VERDICT, read_json
-from skgate.evidence.ledger import check_root, list_attempts
+from skgate.evidence.ledger import check_root, end_entries, list_attempts
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.records import ProcessRecord
 from skgate.model.request import RunRequest
-from skgate.preflight import jobs, profiler
+from skgate.model.running import ProcessRecord
+from skgate.preflight import jobs
 from skgate.preflight.env import (
     REDACTED,
     base_env,
@@ -55,6 +55,7 @@ from skgate.preflight.foreign import (
     foreign_step,
 )
 from skgate.preflight.hooks import scan as hooks
+from skgate.preflight.inputs import approvals, profiler_step, scan_inputs
 from skgate.preflight.interpreter import Interpreter, find_interpreter
 from skgate.preflight.render import render_lines
 from skgate.proc import leases
@@ -110,18 +111,15 @@ def _jobs_step(
     varied = "jobs" in request.vary
     record["varied"] = varied
     earlier: list[dict[str, Any]] = []
+    ended = end_entries(root)
     for attempt in list_attempts(root):
-        try:
-            control = read_json(attempt / CONTROL)
-        except EvidenceError:
+        frozen = _frozen_jobs(attempt, ended.get(attempt.name))
+        if frozen is None:
             continue
-        controls = control.get("controls") if isinstance(control, dict) else None
-        value = jobs.frozen_value(controls)
-        if value is None or not isinstance(controls, dict):
-            continue
-        if controls["jobs"].get("varied") is True:
+        value, arm, not_started = frozen
+        if arm:
             continue  # a declared diagnostic arm is not a reference
-        if _not_started(attempt):
+        if not_started:
             continue  # never launched: nothing was compiled with it
         earlier.append({"attempt": attempt.name, "value": value})
     record["compared_with"] = earlier
@@ -139,6 +137,26 @@ def _jobs_step(
     return record, blocked
 
 
+def _frozen_jobs(attempt: Path, end: dict[str, Any] | None) -> tuple[int, bool, bool] | None:
+    """(value, varied, not started) an earlier attempt froze, or None when it froze none:
+    from its ledger end entry when that records them, else from its own files."""
+    jobs_end = end.get("jobs") if end is not None else None
+    if end is not None and isinstance(jobs_end, dict):
+        value = jobs_end.get("value")
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        return value, jobs_end.get("varied") is True, end.get("state") == "not_started"
+    try:
+        control = read_json(attempt / CONTROL)
+    except EvidenceError:
+        return None
+    controls = control.get("controls") if isinstance(control, dict) else None
+    frozen = jobs.frozen_value(controls)
+    if frozen is None or not isinstance(controls, dict):
+        return None
+    return frozen, controls["jobs"].get("varied") is True, _not_started(attempt)
+
+
 def _not_started(attempt: Path) -> bool:
     try:
         verdict = read_json(attempt / VERDICT)
@@ -147,38 +165,18 @@ def _not_started(attempt: Path) -> bool:
     return isinstance(verdict, dict) and verdict.get("state") == "not_started"
 
 
-def _profiler_step(request: RunRequest, env: dict[str, str]) -> dict[str, Any]:
-    if request.profiler_schedule is not None:
-        sched = profiler.ProfilerSchedule.parse(request.profiler_schedule)
-        record = profiler.describe(sched)
-        record["source"] = "--profiler-schedule"
-        env[profiler.ENV_VAR] = sched.to_text()
-        return record
-    inherited = env.get(profiler.ENV_VAR)
-    if inherited:
-        try:
-            sched = profiler.ProfilerSchedule.parse(inherited)
-        except UsageError as exc:
-            raise UsageError(f"inherited {profiler.ENV_VAR}: {exc}") from None
-        record = profiler.describe(sched)
-        record["source"] = f"inherited {profiler.ENV_VAR}"
-        env[profiler.ENV_VAR] = sched.to_text()
-        return record
-    record = profiler.describe(None)
-    record["source"] = None
-    return record
-
-
-def _approvals(request: RunRequest) -> tuple[set[str], set[str]]:
-    approved = {hooks.check_fingerprint(fp) for fp in request.approved_hooks}
-    baseline = hooks.load_baseline(request.hook_baseline) if request.hook_baseline else set()
-    return approved, baseline
+#: Hands preflight the result of a scan started early for exactly these inputs, or None
+#: (then preflight scans itself); see :mod:`skgate.preflight.early`.
+EarlyScan = Callable[[hooks.ScanInputs], "hooks.HookScan | None"]
 
 
 def _hooks_step(
-    request: RunRequest, env: Mapping[str, str], *, approve_all: bool = False
+    request: RunRequest,
+    env: Mapping[str, str],
+    *,
+    approve_all: bool = False,
+    early: EarlyScan | None = None,
 ) -> tuple[Interpreter, hooks.HookScan | None, dict[str, Any], list[str]]:
-    approved, baseline = _approvals(request)
     interp = find_interpreter(request, env)
     if interp.path is None:
         record = {"schema": hooks.SCHEMA_HOOK_SCAN, "skipped": True, "notes": [interp.note]}
@@ -186,20 +184,14 @@ def _hooks_step(
             [f"{interp.note}; cannot scan start-up hooks (C6)"] if interp.command_is_python else []
         )
         return interp, None, record, blocked
+    inputs = scan_inputs(request, interp, env, approve_all)
     try:
         # A stop signal waits until the probes are gone (bounded by their timeout): the
         # runner never leaves an interpreter it started running on its own.
         with deferred():
-            result = hooks.scan(
-                interp.path,
-                env,
-                cwd=request.cwd,
-                flags=interp.flags,
-                approved=approved,
-                baseline=baseline,
-                strict=request.strict_hooks,
-                approve_all=approve_all,
-            )
+            result = early(inputs) if early is not None else None
+            if result is None:
+                result = inputs.run()
     except hooks.InterpreterError as exc:
         if request.python:
             raise UsageError(
@@ -208,10 +200,10 @@ def _hooks_step(
             ) from None
         record = {"schema": hooks.SCHEMA_HOOK_SCAN, "skipped": False, "problems": [str(exc)]}
         return interp, None, record, [f"start-up hook scan of {interp.path} failed (C6): {exc}"]
-    unused = sorted(approved - {f.fingerprint for f in result.findings})
+    unused = sorted(inputs.approved - {f.fingerprint for f in result.findings})
     record = result.to_dict()
     record["approvals"] = {
-        "approve_hook": sorted(approved),
+        "approve_hook": sorted(inputs.approved),
         "baseline": request.hook_baseline,
         "unmatched": unused,
     }
@@ -232,8 +224,8 @@ def check_inputs(request: RunRequest, runner_env: Mapping[str, str] | None = Non
     """
     env = base_env(request, dict(os.environ if runner_env is None else runner_env))
     jobs.parse_jobs(request.jobs)
-    _profiler_step(request, dict(env))
-    _approvals(request)
+    profiler_step(request, dict(env))
+    approvals(request)
     if request.foreign_policy not in ("wait", "refuse"):
         raise UsageError(
             f"--foreign {request.foreign_policy!r} is not valid; use 'wait' or 'refuse'"
@@ -279,6 +271,7 @@ def prepare(
     approve_all_hooks: bool = False,
     notify: Notify | None = None,
     progress_every: float = PROGRESS_EVERY,
+    early_scan: EarlyScan | None = None,
 ) -> LaunchPlan:
     """Check and freeze every control of an attempt before launch (see module doc).
 
@@ -288,6 +281,8 @@ def prepare(
     probe runs and reports the modules the hooks import, and the baseline holds them all.
     ``notify`` receives one-line notes for the person waiting (a foreign-compiler or lease
     wait, its progress every ``progress_every`` seconds, how to stop waiting).
+    ``early_scan`` hands over a hook scan started before the attempt existed, used only
+    for exactly the inputs this preflight would scan (:mod:`skgate.preflight.early`).
     """
     check_root(root)  # the root run would refuse is refused here too (exit 3)
     runner = dict(os.environ if runner_env is None else runner_env)
@@ -299,10 +294,10 @@ def prepare(
     controls["jobs"] = jobs_record
     blocked.extend(jobs_blocked)
 
-    controls["profiler"] = _profiler_step(request, env)
+    controls["profiler"] = profiler_step(request, env)
 
     interp, scan, hooks_record, hook_blocked = _hooks_step(
-        request, env, approve_all=approve_all_hooks
+        request, env, approve_all=approve_all_hooks, early=early_scan
     )
     blocked.extend(hook_blocked)
     controls["hooks"] = hooks_record

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest, validate_patterns
-from skgate.proc.sources import allowed_sources
+from skgate.model.sources import allowed_sources
 
 
 def validate(request: RunRequest) -> None:

@@ -30,11 +30,13 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skgate.model.sources import SOURCE_CGROUP, SOURCES_VAR
 from skgate.proc.observe import is_alive
 
 PROC_SELF_CGROUP = Path("/proc/self/cgroup")
@@ -114,6 +116,13 @@ def detect(
     return Hierarchy(mount=Path(mpoint), own=own, kind="hybrid" if v1 else "v2")
 
 
+#: Held while this process may sit in a cgroup other than its own (the leaf's proof,
+#: the launch). A child forked then is born in that cgroup, so code that forks helpers
+#: from another thread (the hook probes, see skgate.preflight.early) holds it around the
+#: fork: no helper is ever born inside an attempt's leaf.
+MIGRATION_LOCK = threading.Lock()
+
+
 def _write_pid(procs: Path, pid: int) -> None:
     fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
     try:
@@ -182,8 +191,13 @@ class Leaf:
             ) from None
         leaf = cls(hier, path)
         try:
-            _write_pid(path / "cgroup.procs", os.getpid())
+            # A move to where the runner already is changes nothing but takes the kernel's
+            # migration lock, whose first use can wait a whole RCU grace period (10-25 ms
+            # here): paid now, outside MIGRATION_LOCK, the two real moves are quick.
             _write_pid(hier.own / "cgroup.procs", os.getpid())
+            with MIGRATION_LOCK:
+                _write_pid(path / "cgroup.procs", os.getpid())
+                _write_pid(hier.own / "cgroup.procs", os.getpid())
         except OSError as exc:
             leaf._back_home()
             leaf.remove()
@@ -207,6 +221,13 @@ class Leaf:
         _write_pid(self.path / "cgroup.procs", os.getpid())
 
     def leave(self) -> None:
+        self._back_home()
+
+    def warm(self) -> None:
+        """Take the kernel's cgroup migration lock once without moving anything (a move
+        to where the runner is). Its first use after a quiet spell waits a whole RCU
+        grace period (10-25 ms here); done in another thread just before the launch,
+        the launch's own move into the leaf (:meth:`enter`) does not wait."""
         self._back_home()
 
     def _back_home(self) -> None:
@@ -317,3 +338,24 @@ def probe() -> str | None:
         return str(exc)
     leaf.remove()
     return None
+
+
+#: A leaf made ahead of the launch (:func:`make_leaf`): the leaf, or why there is none.
+MadeLeaf = tuple["Leaf | None", "str | None"]
+
+
+def make_leaf(allowed: frozenset[str], leaf_name: str) -> MadeLeaf:
+    """The attempt's cgroup leaf, or the one-line reason there is none.
+
+    Separate from :func:`skgate.proc.sources.open_sources` so that it can be made while
+    the runner is still starting (:mod:`skgate.preflight.early`): the first move into a
+    cgroup can wait a whole RCU grace period (see :meth:`Leaf.create`).
+    """
+    if SOURCE_CGROUP not in allowed:
+        return None, f"not allowed by {SOURCES_VAR}"
+    try:
+        hier = detect()
+        sweep_stale(hier)
+        return Leaf.create(leaf_name, hier), None
+    except CgroupUnavailable as exc:
+        return None, str(exc)

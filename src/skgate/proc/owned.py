@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from skgate.model.records import ProcessRecord
+from skgate.model.running import ProcessRecord
 from skgate.proc.events import Connector, Kind, ProcEvent
 from skgate.proc.observe import ProcStat, clock_ticks, read_cmdline, read_stat
 

@@ -16,36 +16,35 @@ switched off, since it is the cross-check of the others.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from skgate.model.errors import UsageError
-from skgate.model.records import SOURCE_CGROUP, SOURCE_EVENTS, SOURCE_SCAN, Coverage
+from skgate.model.running import Coverage
+from skgate.model.sources import (
+    ALL_SOURCES,
+    SOURCE_CGROUP,
+    SOURCE_EVENTS,
+    SOURCE_SCAN,
+    SOURCES_VAR,
+    allowed_sources,
+)
 from skgate.proc import cgroup, events
+from skgate.proc.cgroup import MadeLeaf, make_leaf
 from skgate.proc.owned import OwnedTree
 
-SOURCES_VAR = "SKGATE_OWNERSHIP_SOURCES"
-ALL_SOURCES = (SOURCE_EVENTS, SOURCE_CGROUP, SOURCE_SCAN)
-
-
-def allowed_sources(env: Mapping[str, str]) -> frozenset[str]:
-    """The sources the operator allows; :class:`UsageError` (exit 2) for a bad value."""
-    raw = env.get(SOURCES_VAR)
-    if raw is None or not raw.strip():
-        return frozenset(ALL_SOURCES)
-    names = {n.strip() for n in raw.split(",") if n.strip()}
-    bad = sorted(names - set(ALL_SOURCES))
-    if bad:
-        raise UsageError(
-            f"{SOURCES_VAR} names unknown source(s) {', '.join(bad)}; use a comma list of "
-            f"{', '.join(ALL_SOURCES)}"
-        )
-    if SOURCE_SCAN not in names:
-        raise UsageError(
-            f"{SOURCES_VAR} must include scan (the fallback and cross-check of the others)"
-        )
-    return frozenset(names)
+# The operator's choice is parsed in the model (validated before this module is loaded);
+# re-exported here with the rest of the sources' public face.
+__all__ = [
+    "ALL_SOURCES",
+    "SOURCES_VAR",
+    "MadeLeaf",
+    "Sources",
+    "allowed_sources",
+    "coverage",
+    "make_leaf",
+    "open_sources",
+]
 
 
 @dataclass
@@ -75,16 +74,17 @@ class Sources:
             yield
             return
         leaf = self.leaf
-        try:
-            leaf.enter()
-        except OSError as exc:
-            self.drop_leaf(f"the runner could not enter its cgroup ({exc.strerror})")
-            yield
-            return
-        try:
-            yield
-        finally:
-            leaf.leave()
+        with cgroup.MIGRATION_LOCK:
+            try:
+                leaf.enter()
+            except OSError as exc:
+                self.drop_leaf(f"the runner could not enter its cgroup ({exc.strerror})")
+                yield
+                return
+            try:
+                yield
+            finally:
+                leaf.leave()
 
     def drop_leaf(self, why: str) -> None:
         if self.leaf is not None:
@@ -113,10 +113,11 @@ class Sources:
             self.leaf.remove()
 
 
-def open_sources(allowed: frozenset[str], leaf_name: str) -> Sources:
+def open_sources(allowed: frozenset[str], leaf_name: str, made: MadeLeaf | None = None) -> Sources:
     """Open every allowed source that works here; record why the others do not.
 
-    ``leaf_name`` comes from :func:`skgate.proc.cgroup.leaf_name` (the runner's identity).
+    ``leaf_name`` comes from :func:`skgate.proc.cgroup.leaf_name` (the runner's identity);
+    ``made`` is a leaf :func:`make_leaf` made earlier for it (made here otherwise).
     """
     src = Sources()
     if SOURCE_EVENTS in allowed:
@@ -126,15 +127,10 @@ def open_sources(allowed: frozenset[str], leaf_name: str) -> Sources:
             src.unavailable[SOURCE_EVENTS] = str(exc)
     else:
         src.unavailable[SOURCE_EVENTS] = f"not allowed by {SOURCES_VAR}"
-    if SOURCE_CGROUP in allowed:
-        try:
-            hier = cgroup.detect()
-            cgroup.sweep_stale(hier)
-            src.leaf = cgroup.Leaf.create(leaf_name, hier)
-        except cgroup.CgroupUnavailable as exc:
-            src.unavailable[SOURCE_CGROUP] = str(exc)
-    else:
-        src.unavailable[SOURCE_CGROUP] = f"not allowed by {SOURCES_VAR}"
+    leaf, why = made if made is not None else make_leaf(allowed, leaf_name)
+    src.leaf = leaf
+    if why is not None:
+        src.unavailable[SOURCE_CGROUP] = why
     return src
 
 

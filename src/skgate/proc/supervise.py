@@ -45,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from skgate.model.records import Coverage, ProcessRecord
+from skgate.model.running import Coverage, ProcessRecord
 from skgate.proc.observe import ProcStat, direct_children, read_stat, tree
 from skgate.proc.owned import OwnedTree
 from skgate.proc.signals import STOP_SIGNALS, inherited_ignore

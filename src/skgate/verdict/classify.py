@@ -10,16 +10,9 @@ from __future__ import annotations
 
 import signal
 
-from skgate.model.records import (
-    SOURCE_CGROUP,
-    SOURCE_EVENTS,
-    SOURCE_SCAN,
-    Cause,
-    Evidence,
-    PackageMode,
-    State,
-    Verdict,
-)
+from skgate.model.outcomes import PackageMode
+from skgate.model.records import Cause, Evidence, State, Verdict
+from skgate.model.sources import SOURCE_CGROUP, SOURCE_EVENTS, SOURCE_SCAN
 from skgate.verdict import stages as stage_rules
 from skgate.verdict.stages import SummaryView
 

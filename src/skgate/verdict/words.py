@@ -8,6 +8,7 @@ themselves are :data:`skgate.model.phrases.C7`, quoted here.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -440,9 +441,14 @@ _MISSING_ZH: Mapping[str, str] = {
     ),
 }
 
-_REASON_PATTERNS = tuple(
-    (re.compile(rf"\A{p}\Z", re.DOTALL), zh) for p, zh in (*STAGE_REASONS_ZH, *_REASONS_ZH)
-)
+
+@functools.cache
+def _reason_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """The reason templates, compiled on the first Chinese report (not at import: the
+    runner and the CLI load this module on every start)."""
+    return tuple(
+        (re.compile(rf"\A{p}\Z", re.DOTALL), zh) for p, zh in (*STAGE_REASONS_ZH, *_REASONS_ZH)
+    )
 
 
 # Fragments the templates above capture verbatim, said in Chinese too.
@@ -517,7 +523,7 @@ def reason_zh(reason: str) -> str | None:
     coverage = _coverage_zh(reason)
     if coverage is not None:
         return coverage
-    for pattern, zh in _REASON_PATTERNS:
+    for pattern, zh in _reason_patterns():
         match = pattern.match(reason)
         if match:
             text = match.expand(zh)

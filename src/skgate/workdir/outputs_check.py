@@ -27,9 +27,9 @@ from typing import Any
 
 from skgate.evidence.census import FirstNames, count_tree
 from skgate.evidence.files import require_dir
-from skgate.model.outcomes import OutputStatus
+from skgate.model.outcomes import OutputStatus, PackageMode
 from skgate.model.phrases import C7
-from skgate.model.records import EXIT_CODES, PackageMode, State, Verdict
+from skgate.model.records import EXIT_CODES, State, Verdict
 
 #: How many file names a message lists before it says "and N more".
 SHOW = 10

@@ -11,53 +11,130 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+from skgate.proc.cgroup import MIGRATION_LOCK
 
 
-def wait_exit(proc: subprocess.Popen[bytes], deadline: float) -> int:
+class ProbeCancelled(Exception):
+    """The scan was cancelled (its attempt ended before launch); its probes are gone."""
+
+
+class Cancel:
+    """Cancels the probes of one scan from another thread: :meth:`set` wakes the scan's
+    waits through a pipe, and the scan thread, the only one that reaps its probes, ends
+    each live probe's own session (C4) and raises :class:`ProbeCancelled`. No new probe
+    starts once it is set."""
+
+    def __init__(self) -> None:
+        self._r, self._w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self.is_set = False
+
+    @property
+    def fd(self) -> int:
+        return self._r
+
+    def set(self) -> None:
+        self.is_set = True
+        with contextlib.suppress(OSError):
+            os.write(self._w, b"x")
+
+    def close(self) -> None:
+        for fd in (self._r, self._w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def wait_exit(proc: subprocess.Popen[bytes], deadline: float, cancel: Cancel | None = None) -> int:
     """Wait for ``proc`` until ``deadline``, woken by its pidfd the moment it exits.
 
     ``Popen.wait(timeout=...)`` polls with growing sleeps (up to 50 ms each), which is
-    most of a probe's cost; a pidfd becomes readable exactly at exit.
+    most of a probe's cost; a pidfd becomes readable exactly at exit. Raises
+    :class:`ProbeCancelled` when ``cancel`` is set first (the probe still runs).
     """
+    wake = [cancel.fd] if cancel is not None else []
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):
-        return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        while True:  # no pidfd (Linux < 5.3): short waits, so a cancel is seen soon
+            if cancel is not None and cancel.is_set:
+                raise ProbeCancelled("the hook scan was cancelled") from None
+            left = deadline - time.monotonic()
+            try:
+                return proc.wait(timeout=max(0.0, min(left, 0.05)))
+            except subprocess.TimeoutExpired:
+                if left <= 0.05:
+                    raise
     try:
-        ready, _, _ = select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()))
+        ready, _, _ = select.select([pidfd, *wake], [], [], max(0.0, deadline - time.monotonic()))
     finally:
         os.close(pidfd)
-    if not ready:
-        raise subprocess.TimeoutExpired(proc.args, deadline)
-    return proc.wait()
+    if pidfd in ready:
+        return proc.wait()
+    if ready:
+        raise ProbeCancelled("the hook scan was cancelled")
+    raise subprocess.TimeoutExpired(proc.args, deadline)
+
+
+def _log_file() -> BinaryIO:
+    """Where a probe's output goes: an anonymous memory file (closed in ``result``).
+
+    ``memfd_create`` needs no directory; ``tempfile`` first tests its directories by
+    writing into each, which costs a runner about 10 ms before its first probe.
+    """
+    try:
+        fd = os.memfd_create("skgate-probe-log", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return tempfile.TemporaryFile()
+    return open(fd, "w+b")
 
 
 class Probe:
     """One probe subprocess; several run at once (each is an interpreter start-up)."""
 
     def __init__(
-        self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, out: Path
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        out: Path,
+        cancel: Cancel | None = None,
+        *,
+        parse: Callable[[str], Any] = ast.literal_eval,
     ) -> None:
+        if cancel is not None and cancel.is_set:
+            raise ProbeCancelled("the hook scan was cancelled before this probe started")
+        self.cancel = cancel
+        self.parse = parse  # how the probe's result file is read (repr or JSON)
         self.argv = list(argv)
         self.out = out
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in result()
+        self.log = _log_file()
         self.problem: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         try:
-            self.proc = subprocess.Popen(
-                self.argv,
-                env=dict(env),
-                cwd=cwd if cwd and os.path.isdir(cwd) else None,
-                stdin=subprocess.DEVNULL,
-                stdout=self.log,
-                stderr=self.log,
-                start_new_session=True,  # its own group: a timeout ends exactly it (C4)
-            )
+            with MIGRATION_LOCK:  # never born inside an attempt's cgroup leaf
+                self.proc = subprocess.Popen(
+                    self.argv,
+                    env=dict(env),
+                    cwd=cwd if cwd and os.path.isdir(cwd) else None,
+                    stdin=subprocess.DEVNULL,
+                    stdout=self.log,
+                    stderr=self.log,
+                    start_new_session=True,  # its own group: a timeout ends exactly it (C4)
+                )
         except OSError as exc:
             self.problem = f"cannot execute {self.argv[0]} ({exc.strerror})"
+
+    def end(self) -> None:
+        """Kill this probe's own session and reap it, if it was not reaped yet."""
+        if self.proc is not None and self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        with contextlib.suppress(OSError):
+            self.log.close()
 
     def result(self, deadline: float) -> tuple[Any | None, str | None]:
         """Wait until ``deadline`` (monotonic); return (parsed result, None) or (None, why)."""
@@ -65,11 +142,12 @@ class Probe:
             if self.proc is None:
                 return None, self.problem
             try:
-                code = wait_exit(self.proc, deadline)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)  # the probe's own session
-                self.proc.wait()
+                code = wait_exit(self.proc, deadline, self.cancel)
+            except (subprocess.TimeoutExpired, ProbeCancelled) as exc:
+                # Not reaped yet (only this thread reaps it): its session is still its own.
+                self.end()
+                if isinstance(exc, ProbeCancelled):
+                    raise
                 return None, f"probe {self.argv[0]} did not finish in time (killed)"
             self.log.seek(0)
             raw = self.log.read()[-2000:].decode("utf-8", "backslashreplace")
@@ -78,6 +156,16 @@ class Probe:
         if code != 0:
             return None, f"probe {self.argv[0]} exited with status {code}: {last}"
         try:
-            return ast.literal_eval(self.out.read_text(encoding="utf-8")), None
+            return self.parse(self.out.read_text(encoding="utf-8")), None
         except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
             return None, f"probe {self.argv[0]} wrote no result: {last}"
+
+
+def results(probes: Sequence[Probe], deadline: float) -> list[tuple[Any | None, str | None]]:
+    """Every probe's result; on a cancel, every probe of the round is ended first."""
+    try:
+        return [p.result(deadline) for p in probes]
+    except ProbeCancelled:
+        for p in probes:
+            p.end()
+        raise

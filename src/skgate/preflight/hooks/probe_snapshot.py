@@ -3,19 +3,16 @@
 Run by path, never imported by skgate::
 
     PY [FLAGS] probe_snapshot.py OUT            # start-up probe: the workload's start-up
-    PY -I -S probe_snapshot.py OUT --site       # baseline probe: the interpreter's own set
 
 It writes ``repr()`` of ``{"executable": ..., "modules": [(name, file or None), ...]}``,
-the modules present when user code starts, to ``OUT``. Modules in the start-up probe's
-list and not in the baseline's were imported by a start-up hook.
+the modules present when user code starts, to ``OUT``. Modules in its list and not in
+the baseline (recorded by ``probe_static.py``) were imported by a start-up hook.
 
 The start-up probe runs only after the static scan found nothing unapproved, since it
 executes whatever start-up runs. It must not import anything itself: a module on
 ``PYTHONPATH`` could shadow it and would then run as part of the probe, not of the
 workload's start-up. So it uses only ``sys`` (built in) and the ``open``/``repr``
-builtins, and reads ``sys.modules`` before anything else happens. The baseline probe
-(``--site``) imports ``site`` without running it, under ``-I -S``, from the
-interpreter's own standard library.
+builtins, and reads ``sys.modules`` before anything else happens.
 
 Kept to the syntax of Python 3.6+: the workload interpreter may be older than skgate's.
 """
@@ -25,10 +22,6 @@ import sys
 _modules = [(str(k), getattr(v, "__file__", None)) for k, v in list(sys.modules.items())]
 
 if __name__ == "__main__":
-    if sys.argv[2:] == ["--site"]:
-        import site  # noqa: F401 - the baseline: site imported (-S: not run)
-
-        _modules = [(str(k), getattr(v, "__file__", None)) for k, v in list(sys.modules.items())]
     _snapshot = {
         "executable": sys.executable,
         "modules": [(k, f if isinstance(f, str) else None) for k, f in _modules],

@@ -8,9 +8,11 @@ unapproved hook blocks the run even with profiling disabled; and preflight itsel
 runs the code it inspects before it has been approved.
 
 Probe protocol (parent <-> child, in the style of pyproject-hooks). The children are
-real files beside this module, run by path under the workload interpreter; each writes
-``repr()`` of one dict to the file named in its ``argv[1]``, read here with
-``ast.literal_eval`` (never through stdout, so a hook that prints cannot forge it):
+real files beside this module, run under the workload interpreter; each writes one
+record to the file named on its command line (JSON from the static probe, ``repr()`` of
+a dict from the start-up probe, which may import nothing, not even ``json``), read here
+with ``json.loads`` or ``ast.literal_eval``, never through stdout (so a hook that prints
+cannot forge it):
 
 1. *static probe* (``probe_static.py``, run with ``-I -S`` and the workload environment
    without any ``PYTHON*`` variable, ``LD_PRELOAD`` or ``LD_AUDIT``): nothing of the
@@ -20,14 +22,17 @@ real files beside this module, run by path under the workload interpreter; each 
    customize module, and reports interpreter facts, the start-up ``sys.path``, site
    directories, every ``.pth`` line classified, the ``sitecustomize``/``usercustomize``
    it would import, the ``PYTHONPATH`` entries with the top-level names they hold, and
-   the stdlib names. Every static finding comes from this record.
-2. *baseline probe* (``probe_snapshot.py --site`` with ``-I -S``, at the same time as 1):
-   the interpreter's own start-up module set.
-3. *start-up probe* (``probe_snapshot.py`` with the command's flags and exactly the
+   the stdlib names. Every static finding comes from this record. Before it imports
+   anything of its own it also records the *baseline*: the interpreter's own start-up
+   module set (``-I -S``, ``site`` imported but not run). This was a probe of its own
+   (``probe_snapshot.py --site``) until one interpreter start-up less per scan mattered
+   for ``skgate start`` (issue 13).
+2. *start-up probe* (``probe_snapshot.py`` with the command's flags and exactly the
    workload environment): runs only when 1 found nothing unapproved, because it
    executes the start-up it inspects. It imports nothing itself (``sys`` is built in),
    so a shadowing module on ``PYTHONPATH`` cannot run as part of the probe. Modules in
-   (3) but not in (2) were imported by a hook; non-stdlib ones are "start-up modules".
+   (2) but not in the baseline were imported by a hook; non-stdlib ones are "start-up
+   modules".
 
 Each probe runs in its own session with a timeout; on timeout skgate kills that probe's
 own process group (it created it, C4) and reports a blocked preflight, never a silent
@@ -42,7 +47,6 @@ import ast
 import functools
 import hashlib
 import os
-import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -73,34 +77,32 @@ from skgate.preflight.hooks.findings import (
     content_hash,
     make_finding,
 )
-from skgate.preflight.hooks.probe import Probe
-
-# One list for both sides: the probe module only defines things when imported.
-from skgate.preflight.hooks.probe_static import STARTUP_VARS
+from skgate.preflight.hooks.probe import Cancel, Probe, ProbeCancelled
+from skgate.preflight.hooks.rounds import (
+    PROBE_TIMEOUT,
+    SNAPSHOT_PROBE,
+    FirstRound,
+    ScanInputs,
+    isolated_env,
+)
 
 #: Re-exported: the scan's public face (callers name them through this module).
 __all__ = [
     "SCHEMA_HOOK_BASELINE",
     "SCHEMA_HOOK_SCAN",
+    "Cancel",
     "Finding",
     "HookScan",
     "InterpreterError",
+    "ProbeCancelled",
+    "ScanInputs",
     "check_fingerprint",
     "freeze_baseline",
+    "isolated_env",
     "load_baseline",
     "scan",
     "write_baseline",
 ]
-
-#: Seconds one probe may take before the scan is reported as blocked.
-PROBE_TIMEOUT = 30.0
-
-STATIC_PROBE = Path(__file__).with_name("probe_static.py")
-SNAPSHOT_PROBE = Path(__file__).with_name("probe_snapshot.py")
-
-#: Dropped from the isolated probes' environment as well: they would load code (native)
-#: into the probe interpreter before it could look at anything.
-_PROBE_DROP = ("LD_PRELOAD", "LD_AUDIT")
 
 ALLOW_PATH_LINES = ".pth path lines only extend sys.path and import nothing: not a hook"
 NOT_PROBED = (
@@ -112,12 +114,6 @@ NOT_PROBED = (
 
 class InterpreterError(Exception):
     """The static probe could not run: the interpreter is missing, broken or not Python."""
-
-
-def isolated_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment of the probes that must not run inspected code: the workload's,
-    without any ``PYTHON*`` variable (``-I`` ignores them too) or preloaded library."""
-    return {k: v for k, v in env.items() if not k.startswith("PYTHON") and k not in _PROBE_DROP}
 
 
 def _top(name: str) -> str:
@@ -163,6 +159,8 @@ def scan(
     timeout: float | None = None,
     strict: bool = False,
     approve_all: bool = False,
+    cancel: Cancel | None = None,
+    first: FirstRound | None = None,
 ) -> HookScan:
     """Scan ``python`` as it will start with ``env`` and interpreter ``flags``.
 
@@ -170,47 +168,29 @@ def scan(
     ``-I``), so the probe sees the start-up the workload will see. ``strict`` turns the
     catalogue of known distribution hooks off. ``approve_all`` (used only to freeze a
     baseline of everything there is) treats every static finding as approved, so the
-    start-up probe runs and its findings are reported too.
+    start-up probe runs and its findings are reported too. ``cancel`` lets the thread
+    that owns the attempt end a scan running in another thread (:mod:`skgate.preflight.early`):
+    every probe is then ended and :class:`ProbeCancelled` raised. ``first`` is round 1
+    already started for exactly these arguments (:meth:`ScanInputs.first_round`).
     """
     limit = PROBE_TIMEOUT if timeout is None else timeout
     approved_set = {fp.lower() for fp in approved}
     baseline_set = set(baseline)
     no_site = "-S" in flags
-    workdir = cwd if cwd and os.path.isdir(cwd) else os.getcwd()
-    quiet = isolated_env(env)
-    data = [f"{k}={env[k]}" if k in env else k for k in STARTUP_VARS]
-    with tempfile.TemporaryDirectory(prefix="skgate-probe-") as tmp:
-        t = Path(tmp)
-        # Round 1 runs nothing the scan inspects: both probes are isolated (-I -S), so
-        # they run at once (one interpreter start-up of wall time).
-        deadline = time.monotonic() + limit
-        flag_text = "".join(f.lstrip("-") for f in flags) or "-"
-        round1 = [
-            Probe(
-                [
-                    python,
-                    "-I",
-                    "-S",
-                    str(STATIC_PROBE),
-                    str(t / "static"),
-                    flag_text,
-                    workdir,
-                    *data,
-                ],
-                quiet,
-                tmp,
-                t / "static",
-            ),
-            Probe(
-                [python, "-I", "-S", str(SNAPSHOT_PROBE), str(t / "base"), "--site"],
-                quiet,
-                tmp,
-                t / "base",
-            ),
-        ]
-        (static, problem), (base, problem_base) = (p.result(deadline) for p in round1)
+    # Round 1 runs nothing the scan inspects: both probes are isolated (-I -S), so they
+    # run at once (one interpreter start-up of wall time), and may have started early.
+    if first is None:
+        first = FirstRound(python, env, cwd, flags, cancel, timeout=limit)
+    try:
+        t = first.dir
+        ((static, problem),) = first.results()
         if static is None or not isinstance(static, dict):
             raise InterpreterError(problem or "probe result is not an object")
+        base = static.get("baseline")
+        if not isinstance(base, dict):
+            base, problem_base = None, "the static probe recorded no start-up baseline"
+        else:
+            problem_base = None
         found, allowances, allowed_modules, notes = _static_findings(static, no_site)
         marker = functools.partial(
             _mark, static=static, approved=approved_set, baseline=baseline_set, strict=strict
@@ -224,12 +204,15 @@ def scan(
             notes.append(NOT_PROBED)
         elif base is not None:
             # Round 2: everything static is approved, so the real start-up may run.
-            started, problem_dyn = Probe(
+            startup = Probe(
                 [python, *flags, str(SNAPSHOT_PROBE), str(t / "start")],
                 env,
                 cwd,
                 t / "start",
-            ).result(time.monotonic() + limit)
+                cancel,
+            )
+            first.forked.set()
+            started, problem_dyn = startup.result(time.monotonic() + limit)
             probed = started is not None
             if problem_dyn:
                 problems.append(problem_dyn)
@@ -243,6 +226,9 @@ def scan(
                     allowances=allowances,
                 )
                 findings += marker(dynamic, allowances=[], allowed_modules={})
+    finally:
+        first.forked.set()
+        first.cleanup()
     interpreter = {
         "path": python,
         "executable": static.get("executable"),

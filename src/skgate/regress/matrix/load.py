@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.model.errors import UsageError
-from skgate.model.records import PackageMode
+from skgate.model.outcomes import PackageMode
 from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
 from skgate.preflight.profiler import ProfilerSchedule
 from skgate.preflight.request import validate

@@ -1,0 +1,243 @@
+"""The files of one attempt, as its runner writes them (see :mod:`skgate.runner`).
+
+:class:`Attempt` owns the attempt directory while the runner lives: the journal
+(``events.jsonl``), ``control.json``, the ownership snapshots, and the finishing steps
+(classify from the files, ``verdict.json``, seal, ledger end). Every write is whole
+(write, fsync, rename) and made with stop signals deferred (C2.4), so an attempt cut off
+at any point still says how far it got.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from skgate import __version__
+from skgate.evidence import files, ledger
+from skgate.model.errors import SkgateError, UnfinishedError
+from skgate.model.request import RunRequest
+from skgate.model.running import Coverage, Ownership, ProcessRecord
+from skgate.model.schema import SCHEMA_CONTROL
+from skgate.preflight.early import EarlyWork
+from skgate.preflight.jobs import frozen_value
+from skgate.proc.observe import boot_id, self_stat
+from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, name_of
+from skgate.proc.supervise import cpu_seconds
+
+if TYPE_CHECKING:
+    from skgate.model.records import Verdict
+
+Notify = Callable[[str], None]
+#: Receives every journal record right after it is written (``--events jsonl``, the
+#: detached runner's hand-shake with ``skgate start``).
+OnEvent = Callable[[dict[str, Any]], None]
+#: Returns the pending ``skgate stop`` request of an attempt, if any (skgate.control).
+StopRequest = Callable[[Path], "dict[str, Any] | None"]
+
+
+class Attempt:
+    """The files of one attempt being written by this runner."""
+
+    def __init__(
+        self,
+        request: RunRequest,
+        attempt_dir: Path,
+        stops: StopSignals | None = None,
+        notify: Notify | None = None,
+        *,
+        on_event: OnEvent | None = None,
+        stop_request: StopRequest | None = None,
+        early: EarlyWork | None = None,
+    ) -> None:
+        self.request = request
+        self.early = early
+        self.stops = stops or StopSignals()
+        self.notify: Notify = notify or (lambda _msg: None)
+        self.on_event = on_event
+        self.stop_request = stop_request
+        self.dir = attempt_dir
+        self.root = Path(request.root)
+        self.journal = files.Journal(attempt_dir / files.EVENTS)
+        me = self_stat()
+        self.runner_pid = me.pid
+        self.runner_start_ticks = me.start_ticks
+        self.boot_id = boot_id()
+        self.foreign: tuple[ProcessRecord, ...] = ()
+        self.pgid: int | None = None
+        self.leader: ProcessRecord | None = None
+        self.frozen_jobs: dict[str, Any] | None = None
+
+    def emit(self, event: str, **fields: Any) -> object:
+        with deferred():  # a journal line is written whole, never cut by a stop signal
+            record = self.journal.emit(event, mono=time.monotonic(), **fields)
+        if self.on_event is not None:
+            self.on_event(record)
+        return record
+
+    def record_signals(self) -> None:
+        """Journal the stop signals received outside supervision (the Supervisor journals
+        its own as ``signal_received``). These never make a verdict ``interrupted``: before
+        launch nothing ran; after the natural return the compile had already ended."""
+        for signum, phase in self.stops.unrecorded():
+            finishing = phase is Phase.FINISHING
+            action = (
+                "recorded; the evidence is finished and sealed first"
+                if finishing
+                else "the attempt ends not started; nothing is launched"
+            )
+            self.emit(
+                "runner_signal",
+                signal=signum,
+                name=name_of(signum),
+                phase=phase.value,
+                action=action,
+            )
+            if finishing:
+                self.notify(
+                    f"skgate: {name_of(signum)} received after the command's tree ended; "
+                    "finishing and sealing the evidence first (send it again to cut that short)"
+                )
+
+    def cut_short(self, signum: int) -> UnfinishedError:
+        """A second stop signal of one kind while finishing: record it while the journal
+        is still open (it is sealed with the rest), and say what is left to do."""
+        if not (self.dir / files.SEAL).exists():
+            with contextlib.suppress(OSError, ValueError):
+                self.record_signals()
+                self.emit(
+                    "finishing_cut_short",
+                    signal=signum,
+                    name=name_of(signum),
+                    verdict_written=(self.dir / files.VERDICT).exists(),
+                )
+        self.journal.close()
+        return UnfinishedError(
+            f"{name_of(signum)} received twice while finishing the evidence: finishing was "
+            f"cut short and {self.dir} is unfinished; run 'skgate recover {self.dir}' "
+            "once its owned processes are gone"
+        )
+
+    def write_control(self, controls: dict[str, Any]) -> None:
+        # What later attempts of the root compare with (C5), also put in the ledger's end
+        # entry: their preflight reads one file, not every attempt's control.json.
+        record = controls.get("jobs")
+        self.frozen_jobs = (
+            {"value": frozen_value(controls), "varied": record.get("varied") is True}
+            if isinstance(record, dict)
+            else None
+        )
+        files.write_json_new(
+            self.dir / files.CONTROL,
+            {
+                "schema": SCHEMA_CONTROL,
+                "attempt": self.dir.name,
+                "created_at": time.time(),
+                "skgate_version": __version__,
+                "request": self.request.to_dict(),
+                "runner": {
+                    "pid": self.runner_pid,
+                    "start_ticks": self.runner_start_ticks,
+                    "boot_id": self.boot_id,
+                },
+                "controls": controls,
+            },
+        )
+
+    def write_ownership(
+        self, records: list[ProcessRecord], complete: bool, coverage: Coverage | None = None
+    ) -> None:
+        leader = next((r for r in records if r.pid == self.pgid), self.leader)
+        own = Ownership(
+            boot_id=self.boot_id,
+            runner_pid=self.runner_pid,
+            runner_start_ticks=self.runner_start_ticks,
+            leader=leader,
+            pgid=self.pgid,
+            sid=self.pgid,
+            owned=tuple(records),
+            foreign=self.foreign,
+            complete=complete,
+            updated_at=time.time(),
+            scan_interval=self.request.scan_interval,
+            coverage=coverage,
+        )
+        # A snapshot while running (atomic replace); the last write has complete=True and
+        # is flushed together with the other final files (see _supervise).
+        files.replace_json(self.dir / files.OWNERSHIP, own.to_dict(), sync=not complete)
+
+    def finish(self, *, indexed: bool = True) -> Verdict:
+        """Classify from the files, exactly as ``skgate classify`` will later (C2).
+
+        ``indexed=False`` skips the ledger (when the ledger is what cannot be written).
+        Stop signals are only recorded meanwhile; a second one of a kind cuts it short
+        (:class:`UnfinishedError`, the attempt is left for ``skgate recover``).
+        """
+        self.stops.phase = Phase.FINISHING
+        try:
+            return self._finish(indexed)
+        except StopRequested as stop:
+            raise self.cut_short(stop.signum) from None
+
+    def _finish(self, indexed: bool) -> Verdict:
+        from skgate.evidence import seal  # noqa: PLC0415 - see skgate.runner._FINISHING
+        from skgate.evidence.load import load_evidence  # noqa: PLC0415
+        from skgate.verdict.classify import classify  # noqa: PLC0415
+
+        self.record_signals()
+        verdict = classify(load_evidence(self.dir, finishing=True)).with_attempt(str(self.dir))
+        files.write_json_new(self.dir / files.VERDICT, verdict.to_dict())
+        self.record_signals()
+        self.emit(
+            "finished",
+            state=verdict.state.value,
+            cause=verdict.cause.value if verdict.cause else None,
+            # The runner's own CPU time (not its children's): its overhead, measured.
+            runner_cpu_s=cpu_seconds(),
+            # Its peak resident memory (KiB): the bounded-record promise, measured (C3).
+            runner_maxrss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        )
+        self.journal.close()
+        # Seal first, so the ledger's end entry carries the seal's hash (C4: the scene
+        # can be verified later, and a rebuilt seal.json breaks the chain).
+        seal.seal_attempt(self.dir, chain=False)
+        if indexed:
+            with deferred():  # one ledger line, whole
+                # Signals that came once the journal was sealed are recorded here.
+                late = [name_of(s) for s, _ in self.stops.unrecorded()]
+                extra: dict[str, Any] = {"signals_while_sealing": late} if late else {}
+                if self.frozen_jobs is not None:
+                    extra["jobs"] = self.frozen_jobs
+                ledger.record_end(self.root, self.dir, verdict, extra)  # chains the seal's hash
+        return verdict
+
+    def stopped_before_launch(self, signum: int, where: str) -> Verdict:
+        """A stop signal before launch: the attempt ends not started, the signal on record."""
+        self.stops.phase = Phase.FINISHING
+        self.record_signals()
+        stop = self.stop_request(self.dir) if self.stop_request is not None else None
+        why = f" (through skgate stop: {stop.get('reason')})" if stop else ""
+        return self.not_started(
+            (
+                f"the runner received {name_of(signum)} {where}, before launch{why}; nothing "
+                "was started (a clean retry is needed)",
+            ),
+            None,
+        )
+
+    def abandon(self, reason: str) -> None:
+        """Record a not-started attempt without the ledger (it is what failed)."""
+        with contextlib.suppress(OSError, SkgateError):
+            self.not_started((reason,), None, indexed=False)
+        self.journal.close()
+
+    def not_started(
+        self, reasons: tuple[str, ...], controls: dict[str, Any] | None, *, indexed: bool = True
+    ) -> Verdict:
+        if not (self.dir / files.CONTROL).exists():
+            self.write_control(controls or {})
+        self.emit("blocked", reasons=list(reasons))
+        return self.finish(indexed=indexed)

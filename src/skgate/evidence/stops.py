@@ -1,0 +1,30 @@
+"""The ``skgate stop`` request file, the runner's side (the caller's side is
+:func:`skgate.control.stop`): ``<root>/control/<attempt>.stop.json``, beside the attempts,
+never inside one. Here, apart from :mod:`skgate.control`, so a detached runner reads it
+without loading the waiting machinery before its launch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SCHEMA_STOP_REQUEST = "skgate.stop-request/1"
+CONTROL_DIR = "control"
+
+
+def stop_request_path(attempt: Path) -> Path:
+    """Where ``stop`` leaves its request: beside the attempts, never inside one (a
+    sealed attempt may hold nothing that was not sealed; C4)."""
+    return attempt.parent.parent / CONTROL_DIR / f"{attempt.name}.stop.json"
+
+
+def stop_pending(attempt: Path) -> dict[str, Any] | None:
+    """The runner's side: the ``skgate stop`` request for ``attempt``, if one is there."""
+    try:
+        data = json.loads(stop_request_path(attempt).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_STOP_REQUEST:
+        return None
+    return {k: data.get(k) for k in ("reason", "requested_by_pid", "requested_at")}

@@ -1,0 +1,159 @@
+"""The first round of the start-up hook scan (C6), and everything a scan depends on.
+
+Round 1 is one isolated interpreter (``-I -S``: nothing the scan inspects can run in
+it), the static probe, which also records the interpreter's own start-up module set
+(see :mod:`skgate.preflight.hooks.scan` for the protocol). This module holds only what
+starting it needs, so the runner can start it before the rest of preflight is even
+imported (:mod:`skgate.preflight.early`); everything that judges results is in ``scan``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from skgate.preflight.hooks.probe import Cancel, Probe, results
+
+# One list for both sides: the probe module only defines things when imported.
+from skgate.preflight.hooks.probe_static import BOOTSTRAP, STARTUP_VARS
+
+if TYPE_CHECKING:
+    from skgate.preflight.hooks.findings import HookScan
+
+#: Seconds one probe may take before the scan is reported as blocked.
+PROBE_TIMEOUT = 30.0
+
+STATIC_PROBE = Path(__file__).with_name("probe_static.py")
+SNAPSHOT_PROBE = Path(__file__).with_name("probe_snapshot.py")
+
+#: Dropped from the isolated probes' environment as well: they would load code (native)
+#: into the probe interpreter before it could look at anything.
+_PROBE_DROP = ("LD_PRELOAD", "LD_AUDIT")
+
+
+def isolated_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of the probes that must not run inspected code: the workload's,
+    without any ``PYTHON*`` variable (``-I`` ignores them too) or preloaded library."""
+    return {k: v for k, v in env.items() if not k.startswith("PYTHON") and k not in _PROBE_DROP}
+
+
+@dataclass(frozen=True)
+class ScanInputs:
+    """Everything a scan depends on, so a scan started early (:mod:`skgate.preflight.early`)
+    is used only when preflight would have scanned exactly the same thing."""
+
+    python: str
+    env: tuple[tuple[str, str], ...]
+    cwd: str | None
+    flags: tuple[str, ...]
+    approved: frozenset[str]
+    baseline: frozenset[str]
+    strict: bool
+    approve_all: bool
+
+    def first_round(self, cancel: Cancel | None = None) -> FirstRound:
+        """Start round 1 for these inputs now (its results are read by :meth:`run`)."""
+        return FirstRound(self.python, dict(self.env), self.cwd, self.flags, cancel)
+
+    def run(self, cancel: Cancel | None = None, first: FirstRound | None = None) -> HookScan:
+        """The whole scan; ``first`` is a round 1 already started for these inputs."""
+        from skgate.preflight.hooks.scan import scan  # noqa: PLC0415 - scan imports this
+
+        return scan(
+            self.python,
+            dict(self.env),
+            cwd=self.cwd,
+            flags=self.flags,
+            approved=self.approved,
+            baseline=self.baseline,
+            strict=self.strict,
+            approve_all=self.approve_all,
+            cancel=cancel,
+            first=first,
+        )
+
+
+def _temp_root() -> str | None:
+    """The directory ``tempfile`` would pick, without its first-use test (it writes a file
+    into each candidate: about 10 ms before a runner's first probe); None, and so that
+    test, for anything but the usual case of a writable ``$TMPDIR`` (or ``TEMP``, ``TMP``)
+    or, with none of them set, ``/tmp``."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        value = os.environ.get(name)
+        if value:
+            return value if _usable(value) else None
+    return "/tmp" if _usable("/tmp") else None
+
+
+def _usable(path: str) -> bool:
+    return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
+
+
+class FirstRound:
+    """Round 1 of a scan, started: the static probe runs in a private temporary
+    directory, which round 2 uses too; :meth:`cleanup` removes it."""
+
+    def __init__(
+        self,
+        python: str,
+        env: Mapping[str, str],
+        cwd: str | None,
+        flags: Sequence[str],
+        cancel: Cancel | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> None:
+        self.cancel = cancel
+        #: Set once the scan starts no more probes (round 2 started, or not to be run):
+        #: after that a cgroup move cannot hold up one of its forks (skgate.preflight.early).
+        self.forked = threading.Event()
+        self.limit = PROBE_TIMEOUT if timeout is None else timeout
+        self._tmp = tempfile.TemporaryDirectory(prefix="skgate-probe-", dir=_temp_root())
+        self.dir = Path(self._tmp.name)
+        self.deadline = time.monotonic() + self.limit
+        workdir = cwd if cwd and os.path.isdir(cwd) else os.getcwd()
+        quiet = isolated_env(env)
+        data = [f"{k}={env[k]}" if k in env else k for k in STARTUP_VARS]
+        flag_text = "".join(f.lstrip("-") for f in flags) or "-"
+        self._results: list[tuple[Any | None, str | None]] | None = None
+        t = self.dir
+        static = [python, "-I", "-S", "-c", BOOTSTRAP, str(STATIC_PROBE.parent), str(t / "static")]
+        static += [flag_text, workdir]
+        self.probes: list[Probe] = []
+        try:
+            self.probes.append(
+                Probe(
+                    [*static, *data],
+                    quiet,
+                    str(t),
+                    t / "static",
+                    cancel,
+                    parse=json.loads,
+                )
+            )
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def results(self) -> list[tuple[Any | None, str | None]]:
+        """[(static record, problem)], waited for until the deadline (once: later calls
+        return the same)."""
+        if self._results is None:
+            self._results = results(self.probes, self.deadline)
+        return self._results
+
+    def cleanup(self) -> None:
+        """End any probe still running (its own session) and remove the directory."""
+        self.forked.set()
+        for probe in self.probes:
+            probe.end()
+        with contextlib.suppress(OSError):
+            self._tmp.cleanup()
