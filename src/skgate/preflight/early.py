@@ -111,9 +111,11 @@ class EarlyWork:
 
     def _scan_work(self) -> None:
         try:
+            # What judges round 1 is loaded while round 1 runs (the runner needs it too,
+            # so this is no extra work), then round 1 is waited for.
+            import skgate.preflight.hooks.scan  # noqa: F401, PLC0415
+
             if self._first is not None:
-                # Waited for before the rest of the scan is imported: the import would
-                # hold the GIL the runner's main thread needs for its own imports.
                 self._first.results()
             if self.inputs is not None:
                 self._scan = self.inputs.run(self._cancel, self._first)
