@@ -189,3 +189,28 @@ def test_an_untaken_leaf_is_removed_and_a_taken_one_is_handed_over(
     work.scan_result(early_scan_inputs(request, clean_env()))  # type: ignore[arg-type]
     work.close()  # never taken: removed
     assert not (hier.own / name).exists()
+
+
+def test_warming_the_migration_lock_never_moves_the_runner_out_of_a_launch() -> None:
+    """warm() writes the runner's pid to its own cgroup; during a launch the runner is in
+    the leaf (under MIGRATION_LOCK), so warm() must wait for the lock, or the leader
+    would be forked outside the leaf."""
+    me = self_stat()
+    made, why = cgroup.make_leaf(frozenset(ALL_SOURCES), cgroup.leaf_name(me.pid, me.start_ticks))
+    if made is None:
+        pytest.skip(f"no cgroup leaf here: {why}")
+    try:
+        done = threading.Event()
+
+        def warm() -> None:
+            made.warm()
+            done.set()
+
+        with cgroup.MIGRATION_LOCK:
+            thread = threading.Thread(target=warm)
+            thread.start()
+            assert not done.wait(0.3), "warm() moved the runner while the lock was held"
+        assert done.wait(10)
+        thread.join()
+    finally:
+        made.remove()

@@ -227,8 +227,12 @@ class Leaf:
         """Take the kernel's cgroup migration lock once without moving anything (a move
         to where the runner is). Its first use after a quiet spell waits a whole RCU
         grace period (10-25 ms here); done in another thread just before the launch,
-        the launch's own move into the leaf (:meth:`enter`) does not wait."""
-        self._back_home()
+        the launch's own move into the leaf (:meth:`enter`) does not wait.
+
+        Under MIGRATION_LOCK: during the launch the runner is inside the leaf, and a move
+        "home" then would take it out before the leader is forked."""
+        with MIGRATION_LOCK:
+            self._back_home()
 
     def _back_home(self) -> None:
         with contextlib.suppress(OSError):
