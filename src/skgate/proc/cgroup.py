@@ -199,7 +199,8 @@ class Leaf:
                 _write_pid(path / "cgroup.procs", os.getpid())
                 _write_pid(hier.own / "cgroup.procs", os.getpid())
         except OSError as exc:
-            leaf._back_home()
+            with MIGRATION_LOCK:
+                leaf._back_home()
             leaf.remove()
             raise CgroupUnavailable(
                 f"cannot move processes into {path} ({exc.strerror}); the cgroup is not "
