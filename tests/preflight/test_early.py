@@ -214,3 +214,22 @@ def test_warming_the_migration_lock_never_moves_the_runner_out_of_a_launch() -> 
         thread.join()
     finally:
         made.remove()
+
+
+def test_closing_twice_never_writes_into_a_reused_descriptor(
+    venv_request: tuple[Path, object], tmp_path: Path
+) -> None:
+    """The runner and the detached runner's caller both close the early work; the second
+    close must not touch the cancel pipe's old descriptor numbers, which an evidence
+    file may hold by then."""
+    _, request = venv_request
+    work = EarlyWork.begin(request, clean_env())  # type: ignore[arg-type]
+    assert work is not None
+    work.close()
+    files = [os.open(tmp_path / f"f{i}", os.O_RDWR | os.O_CREAT, 0o644) for i in range(8)]
+    try:
+        work.close()
+    finally:
+        for fd in files:
+            os.close(fd)
+    assert all((tmp_path / f"f{i}").read_bytes() == b"" for i in range(8))

@@ -66,6 +66,7 @@ class EarlyWork:
         self._error: BaseException | None = None
         self._leaf: MadeLeaf | None = None
         self._leaf_taken = False
+        self._closed = False
         self._switch = sys.getswitchinterval()
         self._threads = {
             "scan": threading.Thread(target=self._scan_work, name="skgate-scan", daemon=True),
@@ -173,7 +174,11 @@ class EarlyWork:
             made.warm()
 
     def close(self) -> None:
-        """Cancel what still runs, wait for the threads, remove a leaf nobody took."""
+        """Cancel what still runs, wait for the threads, remove a leaf nobody took.
+        Idempotent (the runner and its caller may both close it)."""
+        if self._closed:
+            return
+        self._closed = True
         self._cancel.set()
         for thread in self._threads.values():
             thread.join(CLOSE_JOIN)

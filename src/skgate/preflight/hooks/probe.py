@@ -31,6 +31,7 @@ class Cancel:
     def __init__(self) -> None:
         self._r, self._w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self.is_set = False
+        self._closed = False
 
     @property
     def fd(self) -> int:
@@ -38,10 +39,15 @@ class Cancel:
 
     def set(self) -> None:
         self.is_set = True
+        if self._closed:
+            return  # its descriptors may belong to another file by now: never touch them
         with contextlib.suppress(OSError):
             os.write(self._w, b"x")
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         for fd in (self._r, self._w):
             with contextlib.suppress(OSError):
                 os.close(fd)
