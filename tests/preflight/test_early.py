@@ -233,3 +233,18 @@ def test_closing_twice_never_writes_into_a_reused_descriptor(
         for fd in files:
             os.close(fd)
     assert all((tmp_path / f"f{i}").read_bytes() == b"" for i in range(8))
+
+
+def test_bad_input_starts_nothing_early(tmp_path: Path) -> None:
+    """Bad input is refused before anything runs (exit 2): the early work starts no probe
+    for a request preflight's input checks refuse."""
+    text = tmp_path / "not-python"
+    text.write_text("just text\n")
+    text.chmod(0o755)
+    before = _children()
+    for request in (
+        dataclasses.replace(request_for(text, tmp_path, env=clean_env()), python=str(text)),
+        dataclasses.replace(request_for(Path(sys.executable), tmp_path, env=clean_env()), jobs="0"),
+    ):
+        assert EarlyWork.begin(request, clean_env()) is None
+    assert _children() - before == set()

@@ -31,11 +31,12 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest
 from skgate.model.sources import allowed_sources
 from skgate.preflight.hooks.probe import Cancel, ProbeCancelled
 from skgate.preflight.hooks.rounds import FirstRound, ScanInputs
-from skgate.preflight.inputs import early_scan_inputs
+from skgate.preflight.inputs import check_inputs, early_scan_inputs
 from skgate.proc.cgroup import MadeLeaf, leaf_name, make_leaf
 from skgate.proc.observe import self_stat
 
@@ -80,7 +81,12 @@ class EarlyWork:
         cls, request: RunRequest, runner_env: Mapping[str, str] | None = None
     ) -> EarlyWork | None:
         """Start the early work for a request that passed validation; None when there is
-        nothing to start early (preflight then does everything itself, as before)."""
+        nothing to start early (preflight then does everything itself, as before), and
+        for bad input: nothing runs before it is refused (exit 2, see check_inputs)."""
+        try:
+            check_inputs(request, runner_env)
+        except UsageError:
+            return None  # the runner refuses it with this same message, running nothing
         try:
             inputs = early_scan_inputs(request, runner_env)
         except Exception:  # preflight reports the same problem itself

@@ -79,3 +79,51 @@ def early_scan_inputs(
     if interp.path is None:
         return None
     return scan_inputs(request, interp, env, False)
+
+
+def check_inputs(request: RunRequest, runner_env: Mapping[str, str] | None = None) -> None:
+    """Every input error of a request, before anything is allocated or recorded.
+
+    Bad input is exit 2 with nothing recorded (issue 12): the same parsers preflight uses
+    later run here first, so ``--jobs 99999999999999999999``, a malformed profiler
+    schedule, a bad ``--approve-hook``, an unreadable ``--hook-baseline``, a ``--python``
+    that is not an executable file and an empty ``--compiler-name`` never leave a
+    permanent not-started attempt. Reads files, runs nothing.
+    """
+    env = base_env(request, dict(os.environ if runner_env is None else runner_env))
+    jobs.parse_jobs(request.jobs)
+    profiler_step(request, dict(env))
+    approvals(request)
+    if request.foreign_policy not in ("wait", "refuse"):
+        raise UsageError(
+            f"--foreign {request.foreign_policy!r} is not valid; use 'wait' or 'refuse'"
+        )
+    for name in request.compiler_names:
+        if not name.strip() or name != name.strip() or "/" in name:
+            raise UsageError(
+                f"--compiler-name {name!r} is not a process name (an empty one would match "
+                "every process); give a name such as op_compiler"
+            )
+    if request.python:
+        found = find_interpreter(request, env).path
+        if (
+            found is None
+            or not os.path.isfile(found)
+            or not os.stat(found).st_mode & 0o111
+            or not os.access(found, os.X_OK)
+            or not _executable_format(found)
+        ):
+            raise UsageError(
+                f"--python {request.python} is not an executable program; give the interpreter "
+                "the workload runs"
+            )
+
+
+def _executable_format(path: str) -> bool:
+    """An ELF binary or a ``#!`` script: what exec can run (a text file, say, is not)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return head.startswith((b"\x7fELF", b"#!"))
