@@ -101,7 +101,7 @@ def run_here(
         validate(request)
         preflight.check_inputs(request)  # every input error before anything is recorded
         if early is None:  # the probes and the leaf then run while the attempt is made
-            early = EarlyWork.begin(request)
+            early = EarlyWork.begin(request, checked=True)
             if early is not None:
                 cleanup.callback(early.close)
         stops = StopSignals()

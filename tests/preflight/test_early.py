@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -120,23 +121,32 @@ def test_close_ends_a_hanging_probe_by_its_own_session(tmp_path: Path) -> None:
         assert not Path(f"/proc/{pid}").exists() or pid not in _children()
 
 
+def _waits_for_the_migration_lock(action: Callable[[], object]) -> None:
+    """``action`` in a thread does not complete while MIGRATION_LOCK is held, and does
+    once it is released."""
+    done = threading.Event()
+
+    def run() -> None:
+        action()
+        done.set()
+
+    with cgroup.MIGRATION_LOCK:
+        thread = threading.Thread(target=run)
+        thread.start()
+        assert not done.wait(0.3), "it went ahead while the lock was held"
+    assert done.wait(10)
+    thread.join()
+
+
 def test_no_probe_is_born_while_the_migration_lock_is_held(tmp_path: Path) -> None:
     """The leaf's moves hold MIGRATION_LOCK; a probe's fork waits for it, so it is never
     born inside an attempt's cgroup leaf."""
-    out = tmp_path / "o"
-    spawned = threading.Event()
     probes: list[Probe] = []
-
-    def spawn() -> None:
-        probes.append(Probe([sys.executable, "-c", "pass"], dict(os.environ), None, out))
-        spawned.set()
-
-    with cgroup.MIGRATION_LOCK:
-        thread = threading.Thread(target=spawn)
-        thread.start()
-        assert not spawned.wait(0.3), "a probe was forked while the lock was held"
-    assert spawned.wait(10)
-    thread.join()
+    _waits_for_the_migration_lock(
+        lambda: probes.append(
+            Probe([sys.executable, "-c", "pass"], dict(os.environ), None, tmp_path / "o")
+        )
+    )
     probes[0].end()
 
 
@@ -200,18 +210,7 @@ def test_warming_the_migration_lock_never_moves_the_runner_out_of_a_launch() -> 
     if made is None:
         pytest.skip(f"no cgroup leaf here: {why}")
     try:
-        done = threading.Event()
-
-        def warm() -> None:
-            made.warm()
-            done.set()
-
-        with cgroup.MIGRATION_LOCK:
-            thread = threading.Thread(target=warm)
-            thread.start()
-            assert not done.wait(0.3), "warm() moved the runner while the lock was held"
-        assert done.wait(10)
-        thread.join()
+        _waits_for_the_migration_lock(made.warm)
     finally:
         made.remove()
 

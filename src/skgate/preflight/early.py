@@ -78,13 +78,18 @@ class EarlyWork:
 
     @classmethod
     def begin(
-        cls, request: RunRequest, runner_env: Mapping[str, str] | None = None
+        cls,
+        request: RunRequest,
+        runner_env: Mapping[str, str] | None = None,
+        *,
+        checked: bool = False,
     ) -> EarlyWork | None:
         """Start the early work for a request that passed validation; None when there is
         nothing to start early (preflight then does everything itself, as before), and
         for bad input: nothing runs before it is refused (exit 2, see check_inputs)."""
         try:
-            check_inputs(request, runner_env)
+            if not checked:  # ``checked``: the caller has just run check_inputs itself
+                check_inputs(request, runner_env)
         except UsageError:
             return None  # the runner refuses it with this same message, running nothing
         try:
