@@ -6,8 +6,10 @@ Run by hand (not part of the test suite):
 
 One result root like torchair leaves it: ``<pid>_opcompile_selected/`` with N op JSONs,
 ``<pid>_compile_log/`` with one ``*_compile_succ.log`` (or, for one input in 50, a
-``*_compile_error.log``) per input (2N files), and a ``.run``. The stage census
-(:func:`skgate.evidence.stages.stage_census`: inputs, per-input outcome by stem, packages)
+``*_compile_error.log``) per input (2N files), and a ``.run``, all with real names (the
+log is not named after its input). The stage census
+(:func:`skgate.evidence.stage_census.stage_census`: inputs, pairing by op type and count,
+per-input outcome, packages)
 is timed against ``find ROOT -type f ( -name '*.json' -o -name '*_compile_succ.log' -o
 -name '*_compile_error.log' -o -name '*.run' )`` with its output lines counted, which
 lists the same files but matches nothing. Both run warm (one unmeasured pass each),
@@ -17,6 +19,7 @@ interleaved, medians of ``--repeat`` runs. Targets: census <= 0.5 s and <= 1.5x 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -28,10 +31,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from skgate.evidence.stages import stage_census
+from skgate.evidence.stage_census import stage_census
+
+OP_TYPES = ("HcPre", "MatMulV2", "AddRmsNorm", "GroupedMatmul", "SwiGlu", "HcPost")
 
 
 def generate(root: Path, inputs: int) -> tuple[Path, int]:
+    """Real names (docs/cann-static-compile.md): inputs ``<OpType>_<dtype>_<format>_
+    <shape...>_<n>.json``, logs ``static_kernel_<OpType>_<sha256>_<pid>_d0_compile_*.log``."""
     pid = 4242
     params = root / f"{pid}_opcompile_selected"
     logs = root / f"{pid + 1}_compile_log"
@@ -39,13 +46,15 @@ def generate(root: Path, inputs: int) -> tuple[Path, int]:
     logs.mkdir()
     failed = 0
     for i in range(inputs):
-        stem = f"static_kernel_HcPre_{i:064x}_{pid}_d0"
-        (params / f"{stem}.json").write_text("{}\n")
+        op = OP_TYPES[i % len(OP_TYPES)]
+        body = json.dumps({"op_type": op, "inputs": [{"shape": [16, i]}]}).encode()
+        (params / f"{op}_float16_ND_16_{i}_{i}.json").write_bytes(body)
+        base = f"static_kernel_{op}_{hashlib.sha256(body).hexdigest()}_{pid + 1}_d0"
         if i % 50 == 7:
-            (logs / f"{stem}_compile_error.log").touch()
+            (logs / f"{base}_compile_error.log").touch()
             failed += 1
         else:
-            (logs / f"{stem}_compile_succ.log").touch()
+            (logs / f"{base}_compile_succ.log").touch()
     (root / f"static_kernel_20261201000000_{pid + 1}.run").touch()
     return params, failed
 
@@ -87,7 +96,7 @@ def main() -> int:
             census.inputs == args.inputs
             and census.failed == failed
             and census.succeeded == args.inputs - failed
-            and census.no_log == census.both_logs == 0
+            and census.no_log == census.both_logs == census.unpaired == census.extra_logs == 0
             and len(census.run_packages) == 1
             and found == 2 * args.inputs + 1
         )

@@ -260,7 +260,11 @@ def _supervise(
         on_manifest=att.write_ownership,
         scan_interval=request.scan_interval,
         on_tick=observer(
-            att.emit, outputs_dir(request), OBSERVATION_EVERY * request.scan_interval, before
+            att.emit,
+            outputs_dir(request),
+            OBSERVATION_EVERY * request.scan_interval,
+            before,
+            stage_progress=tracker.progress,
         ),
         notify=notify,
         on_process=stage_announcer(tracker, att.emit),
@@ -363,7 +367,14 @@ def _finish_after_return(
     scan = scanner.finish()
     census = take_census(outputs_dir(request), live=outcome.escaped_alive > 0, exclude=before)
     # After the tree ended: each stage's per-input logs are final now (C1), not before.
-    stages = tracker.finish(records, after_return=outcome.escaped_alive == 0)
+    starts = scan.launcher.starts if scan.launcher is not None else ()
+    stages = tracker.finish(
+        records,
+        after_return=outcome.escaped_alive == 0,
+        announced=[(str(s.get("root", "")), s.get("rank")) for s in starts if s.get("root")],
+        outputs=outputs_dir(request),
+        before=before,
+    )
     own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     try:
         files.write_batch_new(

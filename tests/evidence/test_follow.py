@@ -85,3 +85,29 @@ def test_attempt_dirs_include_attempts_still_in_preflight(tmp_path: Path) -> Non
             (d / f).write_text("")
     (tmp_path / "attempts" / "0003").mkdir()  # allocated, nothing written: not listed
     assert [p.name for p in attempt_dirs(tmp_path)] == ["0001", "0002"]
+
+
+def test_progress_counts_each_op_compiler_invocation_once() -> None:
+    """Issue 19: one stage per op_compiler invocation, inputs done of total from that
+    stage's succ logs as observed (provisional, C1), never summed over its opc workers."""
+    p = Progress()
+    p.update(json.loads(line("launched", pid=1, pgid=1)))
+    for _ in range(3):  # a repeated announcement of the same invocation counts once
+        p.update(json.loads(line("stage_seen", pid=9, start_ticks=1, inputs=6)))
+    assert p.inputs_total == 6
+    obs = {"error_logs": 4, "succ_logs": 9}  # 9: two succ logs per input (_d0, _d1)
+    p.update(
+        json.loads(
+            line(
+                "observation",
+                owned_alive=3,
+                counts=obs,
+                stages=[{"pid": 9, "inputs": 6, "done": 2}],
+            )
+        )
+    )
+    d = p.to_dict(now=1.0)["provisional"]
+    assert (d["inputs_done"], d["inputs_total"]) == (2, 6)
+    assert p.stage == "op_compiler pid 9: 2 of 6 inputs done"
+    p.update(json.loads(line("stage_seen", pid=12, start_ticks=1, inputs=4)))
+    assert (p.inputs_done, p.inputs_total) == (2, 10)

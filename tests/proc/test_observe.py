@@ -35,3 +35,17 @@ def test_tree_finds_children_and_grandchildren(
     assert kid in found
     assert found[kid].ppid == parent.pid
     assert observe.direct_children(parent.pid) == [kid]
+
+
+def test_a_compiler_script_under_an_interpreter_is_a_compiler() -> None:
+    """``#!/usr/bin/env python3`` makes the name and argv[0] the interpreter's (issue 19)."""
+    names = ("opc", "op_compiler")
+    assert observe.is_compiler(
+        "python3", ("/usr/bin/python3", "/opt/bin/op_compiler", "-p", "x"), names
+    )
+    assert observe.is_compiler("sh", ("/bin/sh", "-e", "/opt/opc", "a.json"), names)
+    assert not observe.is_compiler(
+        "python3", ("/usr/bin/python3", "/opt/bin/train.py", "op_compiler"), names
+    )
+    assert not observe.is_compiler("python3", ("/usr/bin/python3", "-c", "pass"), names)
+    assert observe.program_name(("/usr/bin/env", "python3", "/x/op_compiler")) == "python3"

@@ -199,10 +199,17 @@ def test_success_layout_lines_install_and_records(sim: Sim) -> None:
     succ = sim.logs("_compile_succ.log")
     assert len(succ) == 3
     assert not sim.logs("_compile_error.log")
+    # Real names (docs/cann-static-compile.md): not the input's stem, not the launcher's
+    # pid; <OpType>_<dtype>_<format>_<shape...>_<n>.json inputs, op_compiler's pid in logs.
+    names = [p.name for p in succ]
     assert all(
-        re.fullmatch(rf"static_kernel_\w+_[0-9a-f]{{64}}_{pid}_d0_compile_succ\.log", p.name)
-        for p in succ
-    )
+        re.fullmatch(r"static_kernel_[A-Za-z0-9]+_[0-9a-f]{64}_\d+_d0_compile_succ\.log", n)
+        and f"_{pid}_d0" not in n
+        for n in names
+    ), names
+    inputs = sorted(p.stem for p in (root / f"{pid}_opcompile_selected").glob("*.json"))
+    assert all(re.fullmatch(r"[A-Za-z0-9]+_float16_ND_\d+_\d+_\d+", s) for s in inputs), inputs
+    assert sorted(n.split("_")[2] for n in names) == sorted(s.split("_")[0] for s in inputs)
     assert all("compile succ" in p.read_text() for p in succ)
     (run,) = sim.runs()
     assert re.fullmatch(r"static_kernel_\d{14}_\d+\.run", run.name)

@@ -8,12 +8,17 @@ succ log. They measure that the strategy reaches every state they speak about.
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from skgate.model.launcher import LauncherFacts
 from skgate.model.records import Evidence, Stage, State, Summary, Verdict
 from skgate.model.stages import (
+    AnnouncedRoot,
+    CacheEntry,
+    CacheFile,
     InputOutcome,
     InputResult,
     StageCensus,
@@ -34,8 +39,14 @@ from skgate.verdict.stages import (
 ARGV = ("op_compiler", "-p", "/o/r/1_opcompile_selected", "-v", "S", "-j", "2", "-o", "/o/r")
 
 
-def census(
-    ok: int = 3, bad: int = 0, lost: int = 0, both: int = 0, after: bool = True
+def census(  # noqa: PLR0917 - a test builder; every count has a default
+    ok: int = 3,
+    bad: int = 0,
+    lost: int = 0,
+    both: int = 0,
+    after: bool = True,
+    unpaired: int = 0,
+    extra: int = 0,
 ) -> StageCensus:
     named = [
         InputResult(f"f{i}", InputOutcome.FAILED, (f"/o/r/1_compile_log/f{i}_compile_error.log",))
@@ -43,11 +54,15 @@ def census(
     ]
     named += [InputResult(f"n{i}", InputOutcome.NO_LOG) for i in range(lost)]
     named += [InputResult(f"b{i}", InputOutcome.BOTH_LOGS, ("e", "s")) for i in range(both)]
+    named += [
+        InputResult("A", InputOutcome.UNPAIRED, (), "A", None, ("A_1", "A_2"))
+        for _ in range(unpaired)
+    ]
     return StageCensus(
         params_dir="/o/r/1_opcompile_selected",
         output_root="/o/r",
         params_readable=True,
-        inputs=ok + bad + lost + both,
+        inputs=ok + bad + lost + both + unpaired,
         succeeded=ok,
         failed=bad,
         no_log=lost,
@@ -56,7 +71,33 @@ def census(
         run_packages=("/o/r/x.run",) if ok else (),
         unreadable=0,
         after_return=after,
+        unpaired=unpaired,
+        extra_logs=extra,
+        unpaired_logs=tuple(f"/o/r/1_compile_log/x{i}_compile_succ.log" for i in range(extra)),
     )
+
+
+ROOT = "/o/static_kernel_compile_outputs/ts20261201000000000000_pid9_outputs"
+
+
+def announced(logs: int = 0, pre: bool = False) -> tuple[AnnouncedRoot, ...]:
+    return (AnnouncedRoot(ROOT, None, True, 3, logs, 0, pre),)
+
+
+def cache(pre: bool = True, exists: bool = True) -> tuple[CacheFile, ...]:
+    entry = CacheEntry("k" * 64, "/o/old/static_kernel_1_2.run", exists, True)
+    return (
+        CacheFile(
+            "/o/static_kernel_compile_outputs/static_kernel_cache/CANN-9_X.json", pre, (entry,)
+        ),
+    )
+
+
+def disk_ev(
+    roots: tuple[AnnouncedRoot, ...], caches: tuple[CacheFile, ...], **kw: object
+) -> Evidence:
+    st_ = Stages((), 0, ("opc", "op_compiler"), True, roots, caches)
+    return dataclasses.replace(ev(**kw), stages=st_)  # type: ignore[arg-type]
 
 
 def stage(
@@ -165,6 +206,46 @@ def test_cache_hit_without_compile_succeeds_uncompiled_and_is_refused_as_evidenc
     assert failing.state is State.UNKNOWN  # no compile ran: never failed
 
 
+def test_a_silent_cache_hit_is_seen_on_disk_and_only_then() -> None:
+    """Issue 19: no hit line at the default log level; the disk shows the hit or nothing."""
+    v = classify(disk_ev(announced(), cache()))
+    assert v.state is State.SUCCEEDED and v.compiled is False
+    joined = "\n".join(v.reasons)
+    assert f"the launcher announced {ROOT}" in joined and "static_kernel_1_2.run" in joined
+    # Each missing piece makes it no hit: then nothing says what happened (unknown).
+    for roots, caches in (
+        (announced(), cache(pre=False)),  # the cache was written by this attempt
+        (announced(), cache(exists=False)),  # the cached .run is gone (a recompile)
+        (announced(logs=2), cache()),  # something compiled into the announced root
+        (announced(pre=True), cache()),  # an earlier run's root, not this one's
+        ((), cache()),  # nothing announced
+        (announced(), ()),  # no cache
+    ):
+        other = classify(disk_ev(roots, caches))
+        assert other.state is State.UNKNOWN and other.compiled is None, (roots, caches)
+    said = classify(disk_ev(announced(), ()))
+    assert any("the launcher announced a static compile" in r for r in said.reasons)
+    # A failing exit with a hit is no compiler result either: never failed.
+    assert classify(disk_ev(announced(), cache(), exit_status=1)).state is State.UNKNOWN
+
+
+def test_unpaired_inputs_and_logs_are_named_and_never_succeed() -> None:
+    v = classify(ev(stage(census(ok=2, unpaired=1))))
+    assert v.state is State.UNKNOWN
+    assert any("A (one of A_1 A_2)" in r for r in v.reasons), v.reasons
+    x = classify(ev(stage(census(ok=3, extra=1))))
+    assert x.state is State.UNKNOWN
+    assert any("x0_compile_succ.log" in r for r in x.reasons), x.reasons
+
+
+def test_a_stage_without_its_package_is_not_final() -> None:
+    c = census(ok=3)
+    no_run = StageCensus(**{**c.__dict__, "run_packages": ()})
+    v = classify(ev(stage(no_run)))
+    assert v.state is State.UNKNOWN
+    assert any("no .run package was written" in r for r in v.reasons)
+
+
 def test_jobs_mismatch_is_a_note_and_an_undeclared_difference() -> None:
     assert jobs_mismatch((2,), 2) is None and jobs_mismatch((2,), None) is None
     v = classify(ev(stage(), frozen=1))
@@ -192,6 +273,8 @@ def censuses(draw: st.DrawFn) -> StageCensus | None:
         lost=draw(counts) if draw(st.integers(0, 3)) == 0 else 0,
         both=1 if draw(st.integers(0, 5)) == 0 else 0,
         after=draw(st.integers(0, 6)) > 0,
+        unpaired=1 if draw(st.integers(0, 5)) == 0 else 0,
+        extra=1 if draw(st.integers(0, 5)) == 0 else 0,
     )
 
 
@@ -209,6 +292,17 @@ def stage_records(draw: st.DrawFn) -> StageRecord:
 def no_summary_evidence(draw: st.DrawFn) -> Evidence:
     stages_ = draw(st.lists(stage_records(), min_size=0, max_size=2))
     interrupted = draw(st.integers(0, 6)) == 0
+    if not stages_ and draw(st.booleans()):
+        # A compile announced and no op_compiler: a hit seen on disk, or nothing.
+        e = disk_ev(
+            announced(logs=draw(st.sampled_from([0, 0, 1]))),
+            cache(pre=draw(st.booleans()), exists=draw(st.booleans()))
+            if draw(st.booleans())
+            else (),
+            exit_status=draw(st.sampled_from([0, 0, 1])),
+            tree_ended=draw(st.integers(0, 8)) > 0,
+        )
+        return e
     return ev(
         *stages_,
         exit_status=draw(st.sampled_from([0, 0, 0, 1])),
@@ -244,6 +338,18 @@ def check(e: Evidence, reached: set[str]) -> Verdict:
         key = "succeeded_uncompiled"
     if v.state is State.UNKNOWN and lacks_succ_log(e) and natural:
         key = "unknown_lacking_logs"
+    if v.state is State.SUCCEEDED and e.stages is not None and e.stages.caches:
+        key = "succeeded_uncompiled_on_disk"
+        # A hit seen on disk only with a cache from before launch naming a package.
+        assert e.stages.cached_packages and not e.stages.stages, v.reasons
+    if v.state is State.SUCCEEDED:
+        # Never a success over an input or a log that could not be paired (C2).
+        assert all(
+            s.census is not None and not s.census.unpaired and not s.census.extra_logs
+            for s in stages_
+        ), v.reasons
+    if v.compiled is False and v.state is State.FAILED:
+        raise AssertionError(f"a cache hit (no compile ran) was called failed: {v.reasons}")
     event(key)
     reached.add(key)
     return v
@@ -261,6 +367,7 @@ def test_no_summary_properties_and_their_coverage() -> None:
     wanted = {
         "succeeded",
         "succeeded_uncompiled",
+        "succeeded_uncompiled_on_disk",
         "failed",
         "failed_with_exit_0",
         "unknown",

@@ -224,9 +224,13 @@ def observer(
     outputs: Path,
     interval: float,
     before: frozenset[tuple[str, int]],
+    stage_progress: Callable[[], list[dict[str, object]]] | None = None,
 ) -> Callable[[int], None]:
     """The runner's tick while the compile lives: a provisional ``observation`` event (C1)
-    at most every ``interval`` (every third of it while the owned tree changes)."""
+    at most every ``interval`` (every third of it while the owned tree changes).
+
+    ``stage_progress`` gives each op_compiler invocation's inputs and inputs done so far;
+    the event carries it as ``stages`` once a stage has been seen."""
     last = [time.monotonic()]
     seen = [-1]
 
@@ -238,6 +242,10 @@ def observer(
             return  # a changing tree is still observed at most every few seconds
         last[0], seen[0] = now, owned_alive
         census = take_census(outputs, live=True, exclude=before)
+        extra: dict[str, object] = {}
+        stages = stage_progress() if stage_progress is not None else []
+        if stages:
+            extra["stages"] = stages
         emit(
             "observation",
             owned_alive=owned_alive,
@@ -247,6 +255,7 @@ def observer(
                 "run_packages": census.run_packages,
             },
             provisional=True,  # C1: counts taken while the compile lives prove nothing
+            **extra,
         )
 
     return tick

@@ -184,6 +184,10 @@ def blocker_text(ev: dict[str, Any]) -> list[str]:
     return out
 
 
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 @dataclass
 class Progress:
     """What the journal says so far about a live attempt (counts are provisional, C1)."""
@@ -198,6 +202,9 @@ class Progress:
     stage: str | None = None
     inputs_done: int | None = None
     inputs_total: int | None = None
+    #: op_compiler pid -> its inputs (None: unreadable) and inputs done so far.
+    stage_inputs: dict[int, int | None] = field(default_factory=dict)
+    stage_done: dict[int, int] = field(default_factory=dict)
     signals: list[str] = field(default_factory=list)
     stop_reason: str | None = None
     tree_ended: bool = False
@@ -223,14 +230,20 @@ class Progress:
         elif name == "observation":
             if isinstance(ev.get("counts"), dict):
                 self.counts = dict(ev["counts"])
-                self._inputs(self.counts)
+                if not isinstance(ev.get("stages"), list):
+                    self._inputs(self.counts)  # a runner that counts no stage of its own
             if isinstance(ev.get("owned_alive"), int):
                 self.owned_alive = ev["owned_alive"]
+            self._stages(ev.get("stages"))
         elif name == "stage_seen":
             inputs = ev.get("inputs")
-            self.stage = f"op_compiler pid {ev.get('pid')} ({inputs} inputs)"
-            if isinstance(inputs, int) and not isinstance(inputs, bool):
-                self.inputs_total = (self.inputs_total or 0) + inputs
+            pid = ev.get("pid")
+            if isinstance(pid, int) and pid not in self.stage_inputs:
+                # One stage per op_compiler invocation (its opc workers are not stages).
+                self.stage_inputs[pid] = inputs if _count(inputs) else None
+                self.stage_done.setdefault(pid, 0)
+                self._totals()
+            self.stage = f"op_compiler pid {pid} ({inputs} inputs)"
         elif name in ("signal_received", "signal_sent"):
             self.signals.append(f"{ev.get('name') or ev.get('signal')} ({name})")
             stop = ev.get("stop_request")
@@ -241,9 +254,37 @@ class Progress:
         elif name == "finished":
             self.finished_state = str(ev.get("state"))
 
+    def _stages(self, stages: Any) -> None:
+        """Per-stage inputs done / total from an observation (provisional, C1)."""
+        if not isinstance(stages, list):
+            return
+        for item in stages:
+            if not isinstance(item, dict) or not isinstance(item.get("pid"), int):
+                continue
+            pid = item["pid"]
+            if _count(item.get("inputs")):
+                self.stage_inputs[pid] = item["inputs"]
+            if _count(item.get("done")):
+                self.stage_done[pid] = item["done"]
+        self._totals()
+        if self.stage_inputs:
+            shown = [
+                f"op_compiler pid {pid}: {self.stage_done.get(pid, 0)} of "
+                f"{'?' if total is None else total} inputs done"
+                for pid, total in self.stage_inputs.items()
+            ]
+            self.stage = "; ".join(shown)
+
+    def _totals(self) -> None:
+        if not self.stage_inputs:
+            return
+        totals = list(self.stage_inputs.values())
+        self.inputs_total = None if None in totals else sum(t or 0 for t in totals)
+        self.inputs_done = sum(self.stage_done.values())
+
     def _inputs(self, data: dict[str, Any]) -> None:
         total = data.get("inputs")
-        if isinstance(total, int) and not isinstance(total, bool):
+        if isinstance(total, int) and not isinstance(total, bool) and not self.stage_inputs:
             self.inputs_total = total
         # Done = succ logs seen so far; provisional (C1): an error-named file may still
         # turn into a succ log, so error-named files are never counted as done or failed.

@@ -1,15 +1,11 @@
-"""The stage census and tracker: what each owned op_compiler invocation left on disk (C2, C3).
+"""The stage tracker: every owned op_compiler invocation as a stage of its own (C2, C3).
 
-A stage's inputs are the ``*.json`` entries of its ``-p`` directory; each input's outcome
-is its ``<stem>_compile_succ.log`` / ``<stem>_compile_error.log`` in a ``*_compile_log/``
-directory under the stage's ``-o`` result root (matched by the input's stem); its
-packages are the ``*.run`` files under that root. Inputs with no log, or with both, are
-named: after natural return each must have exactly one (C1: before it, an error-named
-log is provisional, so the census records ``after_return``).
+What one stage left on disk (inputs, per-input logs, packages) and how inputs and logs
+are paired is :mod:`skgate.evidence.stage_census`, loaded after the launch.
 
-Walking rules are the artifact census's (:mod:`skgate.evidence.census`): ``os.scandir``
-with an explicit stack and the kernel's ``d_type`` (no ``stat`` per file), symbolic links
-never followed, a vanished directory skipped, an unreadable one counted.
+A stage is an op_compiler *invocation*: its workers, seen between fork and exec with
+the driver's argv, are never stages of their own (one stage per invocation, however
+many ``opc`` children it starts).
 
 :class:`StageTracker` is the runner's side: the supervisor hands it every new (or
 exec'd) owned process and, per scan, the owned processes alive; at the end it builds
@@ -19,23 +15,21 @@ exec'd) owned process and, per scan, the owned processes alive; at the end it bu
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skgate.evidence import files
-from skgate.evidence.census import ERROR_SUFFIX, RUN_SUFFIX, SUCC_SUFFIX
 from skgate.model.running import ProcessRecord
-from skgate.proc.observe import COMPILER_NAMES, is_compiler
+from skgate.proc.observe import COMPILER_NAMES, is_compiler, program_name
 
 if TYPE_CHECKING:
-    from skgate.model.stages import CompilerArgs, StageCensus, Stages
+    from skgate.model.stages import CompilerArgs, Stages
 
 # The stage records (skgate.model.stages) are loaded where they are first used: a runner
 # builds its tracker before the launch, and meets its first op_compiler only after it.
 
-LOG_DIR_SUFFIX = "_compile_log"
-INPUT_SUFFIX = ".json"
 #: The compile driver's name: a compiler-named process with this name or argv[0] is a
 #: stage even when its argv could not be read (a zombie has none left).
 DRIVER_NAME = "op_compiler"
@@ -45,118 +39,6 @@ def _resolve(path: str, cwd: str | None) -> str:
     if os.path.isabs(path) or cwd is None:
         return path
     return os.path.join(cwd, path)
-
-
-def input_stems(params_dir: str) -> list[str] | None:
-    """Stems of the ``*.json`` entries of ``params_dir`` (None when it cannot be read)."""
-    try:
-        it = os.scandir(params_dir)
-    except OSError:
-        return None
-    stems: list[str] = []
-    with it:
-        for entry in it:
-            name = entry.name
-            if not name.endswith(INPUT_SUFFIX):
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    continue
-            except OSError:
-                continue
-            stems.append(name[: -len(INPUT_SUFFIX)])
-    return stems
-
-
-def count_inputs(params_dir: str) -> int | None:
-    stems = input_stems(params_dir)
-    return None if stems is None else len(stems)
-
-
-def _walk_root(root: str) -> tuple[dict[str, str], dict[str, str], list[str], int]:
-    """(succ stem -> path, error stem -> path, .run paths, unreadable dirs) under root."""
-    succ: dict[str, str] = {}
-    errors: dict[str, str] = {}
-    runs: list[str] = []
-    unreadable = 0
-    # (path, inside a *_compile_log directory)
-    stack: list[tuple[str, bool]] = [(root, root.endswith(LOG_DIR_SUFFIX))]
-    while stack:
-        path, in_logs = stack.pop()
-        try:
-            it = os.scandir(path)
-        except FileNotFoundError:
-            continue
-        except OSError:
-            unreadable += 1
-            continue
-        with it:
-            for entry in it:
-                name = entry.name
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append((entry.path, in_logs or name.endswith(LOG_DIR_SUFFIX)))
-                        continue
-                    if in_logs and name.endswith(".log"):
-                        if name.endswith(SUCC_SUFFIX):
-                            if entry.is_file(follow_symlinks=False):
-                                succ.setdefault(name[: -len(SUCC_SUFFIX)], entry.path)
-                        elif name.endswith(ERROR_SUFFIX) and entry.is_file(follow_symlinks=False):
-                            errors.setdefault(name[: -len(ERROR_SUFFIX)], entry.path)
-                    elif name.endswith(RUN_SUFFIX) and entry.is_file(follow_symlinks=False):
-                        runs.append(entry.path)
-                except OSError:
-                    continue
-    return succ, errors, runs, unreadable
-
-
-def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> StageCensus:
-    """Per-input outcomes of one stage (see the module docstring)."""
-    from skgate.model.stages import (  # noqa: PLC0415 - see the imports
-        MAX_NAMED,
-        InputOutcome,
-        InputResult,
-        StageCensus,
-    )
-
-    stems = input_stems(params_dir)
-    succ, errors, runs, unreadable = _walk_root(output_root)
-    readable = stems is not None
-    counts = dict.fromkeys(InputOutcome, 0)
-    named: list[InputResult] = []
-    omitted = 0
-    for stem in sorted(stems or ()):
-        s = succ.get(stem)
-        e = errors.get(stem)
-        if s is not None and e is not None:
-            result = InputResult(stem, InputOutcome.BOTH_LOGS, (e, s))
-        elif s is not None:
-            counts[InputOutcome.SUCCEEDED] += 1
-            continue
-        elif e is not None:
-            result = InputResult(stem, InputOutcome.FAILED, (e,))
-        else:
-            result = InputResult(stem, InputOutcome.NO_LOG)
-        counts[result.outcome] += 1
-        if counts[result.outcome] <= MAX_NAMED:
-            named.append(result)
-        else:
-            omitted += 1
-    return StageCensus(
-        params_dir=params_dir,
-        output_root=output_root,
-        params_readable=readable,
-        inputs=len(stems or ()),
-        succeeded=counts[InputOutcome.SUCCEEDED],
-        failed=counts[InputOutcome.FAILED],
-        no_log=counts[InputOutcome.NO_LOG],
-        both_logs=counts[InputOutcome.BOTH_LOGS],
-        named=tuple(named),
-        run_packages=tuple(sorted(runs)),
-        unreadable=unreadable,
-        after_return=after_return,
-        omitted=omitted,
-    )
 
 
 def compiler_names_or_default(names: Iterable[str]) -> tuple[str, ...]:
@@ -174,7 +56,26 @@ def is_stage(record: ProcessRecord, names: Iterable[str]) -> bool:
     if parse_compiler_argv(record.argv).is_invocation:
         return True
     first = os.path.basename(record.argv[0]) if record.argv else ""
-    return DRIVER_NAME in (record.name, first)
+    return DRIVER_NAME in (record.name, first, program_name(record.argv))
+
+
+def _is_worker_fork(record: ProcessRecord, stage_argv: Mapping[int, tuple[str, ...]]) -> bool:
+    """A child of a stage is one of its workers, never a stage of its own: seen between
+    fork and exec it carries the stage's argv, gone before its own argv could be read it
+    has that argv or none at all. Only a child that names other inputs and another
+    result root (a nested invocation) would be a stage."""
+    parent = stage_argv.get(record.ppid)
+    if parent is None:
+        return False
+    if record.argv == parent or record.argv_late or not record.argv:
+        return True
+    from skgate.model.stages import parse_compiler_argv  # noqa: PLC0415
+
+    mine, theirs = parse_compiler_argv(record.argv), parse_compiler_argv(parent)
+    return not mine.is_invocation or (mine.params_dir, mine.output) == (
+        theirs.params_dir,
+        theirs.output,
+    )
 
 
 class StageTracker:
@@ -184,8 +85,12 @@ class StageTracker:
         self.names = compiler_names_or_default(compiler_names)
         self.cwd = cwd
         self.inputs_first_seen: dict[tuple[int, int], int | None] = {}
+        #: pid -> argv of each stage seen, to tell its forked workers from new stages.
+        self._stage_argv: dict[int, tuple[str, ...]] = {}
+        self._stage_args: dict[tuple[int, int], CompilerArgs] = {}
         self._opc: set[tuple[int, int]] = set()
         self.peak_opc = 0
+        self.created = time.time()
 
     def args_of(self, record: ProcessRecord) -> CompilerArgs:
         from skgate.model.stages import parse_compiler_argv  # noqa: PLC0415
@@ -195,10 +100,16 @@ class StageTracker:
     def on_process(self, record: ProcessRecord) -> None:
         """A new owned process, or one that exec'd: note stages and opc workers."""
         key = (record.pid, record.start_ticks)
-        if is_stage(record, self.names):
+        if _is_worker_fork(record, self._stage_argv):
+            self._opc.add(key)  # an opc between fork and exec is already a worker
+        elif is_stage(record, self.names):
             self._opc.discard(key)
             if key not in self.inputs_first_seen:
+                from skgate.evidence.stage_census import count_inputs  # noqa: PLC0415
+
                 args = self.args_of(record)
+                self._stage_argv[record.pid] = record.argv
+                self._stage_args[key] = args
                 self.inputs_first_seen[key] = (
                     count_inputs(_resolve(args.params_dir, self.cwd))
                     if args.params_dir is not None
@@ -214,14 +125,64 @@ class StageTracker:
         n = sum(1 for key in alive if key in self._opc)
         self.peak_opc = max(self.peak_opc, n)
 
-    def finish(self, records: Iterable[ProcessRecord], *, after_return: bool) -> Stages:
-        """``stages.json`` from the final manifest, with each stage's census taken now."""
+    def progress(self) -> list[dict[str, object]]:
+        """Per stage: inputs and inputs done so far (succ logs, paired as the census does).
+
+        Provisional (C1): taken while the compile lives, it proves nothing either way.
+        """
+        from skgate.evidence.stage_census import stage_census  # noqa: PLC0415
+
+        out: list[dict[str, object]] = []
+        for (pid, _), args in self._stage_args.items():
+            if args.params_dir is None or args.output is None:
+                continue
+            c = stage_census(
+                _resolve(args.params_dir, self.cwd),
+                _resolve(args.output, self.cwd),
+                after_return=False,
+            )
+            out.append({"pid": pid, "inputs": c.inputs, "done": c.succeeded})
+        return out
+
+    def stage_records(self, records: Iterable[ProcessRecord]) -> list[ProcessRecord]:
+        """The final manifest's op_compiler invocations, without their worker forks."""
+        recs = list(records)
+        stage_argv = {r.pid: r.argv for r in recs if is_stage(r, self.names)}
+        # Walk in birth order so a worker's parent is known as a stage before it.
+        found: list[ProcessRecord] = []
+        argv_of: dict[int, tuple[str, ...]] = {}
+        for rec in sorted(recs, key=lambda r: (r.start_ticks, r.pid)):
+            if rec.pid not in stage_argv or _is_worker_fork(rec, argv_of):
+                continue
+            argv_of[rec.pid] = rec.argv
+            found.append(rec)
+        return found
+
+    def finish(
+        self,
+        records: Iterable[ProcessRecord],
+        *,
+        after_return: bool,
+        announced: Iterable[tuple[str, int | None]] = (),
+        outputs: Path | None = None,
+        before: Collection[tuple[str, int]] = (),
+    ) -> Stages:
+        """``stages.json`` from the final manifest, with each stage's census taken now.
+
+        ``announced`` are the (build directory, rank) pairs of the launcher's start lines
+        and ``outputs`` the attempt's outputs directory: with ``before`` (its top entries
+        before launch) they give the announced roots and the cache files (C2).
+        """
+        from skgate.evidence.stage_census import stage_census  # noqa: PLC0415
+        from skgate.evidence.stage_roots import (  # noqa: PLC0415
+            announced_roots,
+            cache_files,
+            cache_keys,
+        )
         from skgate.model.stages import StageRecord, Stages  # noqa: PLC0415
 
         stages: list[StageRecord] = []
-        for rec in records:
-            if not is_stage(rec, self.names):
-                continue
+        for rec in self.stage_records(records):
             args = self.args_of(rec)
             census = None
             if args.is_invocation and args.params_dir is not None and args.output is not None:
@@ -245,11 +206,24 @@ class StageTracker:
                     census=census,
                 )
             )
+        roots = announced_roots(
+            [(_resolve(r, self.cwd), rank) for r, rank in announced], outputs, before
+        )
+        # The attempt began when the tracker was made (before launch): a cache file not
+        # modified since was there before, so a hit could have come from it.
         return Stages(
             stages=tuple(stages),
             peak_opc=self.peak_opc,
             compiler_names=self.names,
             complete=after_return,
+            announced=roots,
+            caches=cache_files(
+                [a.root for a in roots],
+                outputs,
+                self.created,
+                # Keys only where nothing compiled: a hit's root holds its inputs alone.
+                frozenset().union(*(cache_keys(a.root) for a in roots if a.exists and not a.logs)),
+            ),
         )
 
 

@@ -25,7 +25,12 @@ SCHEMA_CENSUS = "skgate.census/1"
 
 SCHEMA_EVENT = "skgate.event/1"
 
-SCHEMA_STAGES = "skgate.stages/1"
+#: ``skgate.stages/1`` first version (2026-11): censuses paired input and log by stem.
+#: ``/2`` (2026-12): real log names (op type + hash) paired by stem, hash or op type and
+#: count; per-op-type tallies, unpaired inputs and logs; announced build directories and
+#: static-kernel cache files (a cache hit that printed nothing). ``/1`` is still read.
+SCHEMA_STAGES = "skgate.stages/2"
+SCHEMA_STAGES_V1 = "skgate.stages/1"
 #: ``skgate.regress/1`` first version (2026-11).
 SCHEMA_REGRESS = "skgate.regress/1"
 

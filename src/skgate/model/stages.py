@@ -6,11 +6,22 @@ failing op_compiler with exit 0, so the per-invocation record is the evidence: t
 directory) and, after natural return, each input's ``*_compile_succ.log`` /
 ``*_compile_error.log`` under the ``-o`` root (final only then, C1).
 
+Real logs are not named after their inputs: an input ``HcPre_bfloat16_ND_32_4_5120_106.json``
+compiles into ``static_kernel_HcPre_<64 hex>_<pid>_d0_compile_succ.log`` (see
+``docs/cann-static-compile.md``). The census therefore records *how* each input was
+paired with its log (:class:`Pairing`), a tally per op type, and every log or input that
+could not be paired under every reading of the names (never a success, C2).
+
+Besides the stages, the record keeps what the launcher announced (the build directories
+of its start lines) and the static-kernel cache files beside them, so that a cache hit
+that printed nothing can still be told from a compile (C2: "without compiling").
+
 Nothing here does I/O: the census that fills :class:`StageCensus` is
 :mod:`skgate.evidence.stages`; the rules that turn a stage into a summary are
 :mod:`skgate.verdict.stages`.
 
-Schema: ``skgate.stages/1`` (history in :mod:`skgate.model.schema`).
+Schema: ``skgate.stages/2`` (history in :mod:`skgate.model.schema`); ``/1`` files of
+older attempts are still read (their censuses paired by stem only).
 """
 
 from __future__ import annotations
@@ -21,7 +32,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import EvidenceError
-from skgate.model.schema import SCHEMA_STAGES, check_schema, opt_int, require
+from skgate.model.schema import SCHEMA_STAGES, SCHEMA_STAGES_V1, check_schema, opt_int, require
+from skgate.model.stage_roots import AnnouncedRoot, CacheEntry, CacheFile
+
+__all__ = ["AnnouncedRoot", "CacheEntry", "CacheFile"]
 
 #: How many inputs of each kind (failed, no log, both logs) a stage names; the rest are
 #: counted in ``StageCensus.omitted``.
@@ -41,6 +55,68 @@ class InputOutcome(str, enum.Enum):
     FAILED = "failed"
     NO_LOG = "no_log"
     BOTH_LOGS = "both_logs"
+    #: Logs of its op type exist, but no reading of the names shows which is its own.
+    UNPAIRED = "unpaired"
+
+
+class Pairing(str, enum.Enum):
+    """How an input was tied to its log(s) (strongest first)."""
+
+    #: The log is named after the input's stem (``<stem>_compile_succ.log``).
+    STEM = "stem"
+    #: The 64-hex hash in the log's name is the sha256 of the input file's bytes.
+    HASH = "hash"
+    #: By op type and count within the stage's ``*_compile_log/`` directories: which of
+    #: the op type's inputs owns which log is not shown by the names.
+    OP_TYPE = "op_type"
+
+
+@dataclass(frozen=True)
+class OpTypeTally:
+    """One op type of a stage: its inputs, its logs and what pairing them showed."""
+
+    op_type: str
+    inputs: int
+    logs: int
+    succeeded: int
+    failed: int
+    no_log: int
+    unpaired: int
+    pairing: Pairing | None
+    #: Logs that pair with no input (more logs than any reading allows).
+    extra_logs: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op_type": self.op_type,
+            "inputs": self.inputs,
+            "logs": self.logs,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "no_log": self.no_log,
+            "unpaired": self.unpaired,
+            "pairing": self.pairing.value if self.pairing is not None else None,
+            "extra_logs": self.extra_logs,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str) -> OpTypeTally:
+        pairing = data.get("pairing")
+        try:
+            parsed = Pairing(pairing) if pairing is not None else None
+        except ValueError as exc:
+            raise EvidenceError(f"{where}: {exc}") from None
+        return cls(
+            op_type=require(data, "op_type", str, where),
+            inputs=require(data, "inputs", int, where),
+            logs=require(data, "logs", int, where),
+            succeeded=require(data, "succeeded", int, where),
+            failed=require(data, "failed", int, where),
+            no_log=require(data, "no_log", int, where),
+            unpaired=require(data, "unpaired", int, where),
+            pairing=parsed,
+            extra_logs=int(data.get("extra_logs", 0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -155,25 +231,46 @@ def parse_compiler_argv(argv: Sequence[str]) -> CompilerArgs:
 
 @dataclass(frozen=True)
 class InputResult:
-    """One named input of a stage: its stem, outcome and the log(s) a person reads next."""
+    """One named input of a stage: its stem, outcome and the log(s) a person reads next.
+
+    ``name`` is the input's stem where the pairing shows which input it is (stem, hash);
+    by op type and count it is the op type, and ``candidates`` lists the inputs of that
+    op type the log may belong to, so a person can still follow one name to the other.
+    """
 
     name: str
     outcome: InputOutcome
     logs: tuple[str, ...] = ()
+    op_type: str | None = None
+    pairing: Pairing | None = None
+    candidates: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "outcome": self.outcome.value, "logs": list(self.logs)}
+        return {
+            "name": self.name,
+            "outcome": self.outcome.value,
+            "logs": list(self.logs),
+            "op_type": self.op_type,
+            "pairing": self.pairing.value if self.pairing is not None else None,
+            "candidates": list(self.candidates),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str) -> InputResult:
+        pairing = data.get("pairing")
         try:
             outcome = InputOutcome(require(data, "outcome", str, where))
+            parsed = Pairing(pairing) if pairing is not None else None
         except ValueError as exc:
             raise EvidenceError(f"{where}: {exc}") from None
+        op_type = data.get("op_type")
         return cls(
             name=require(data, "name", str, where),
             outcome=outcome,
             logs=tuple(str(x) for x in require(data, "logs", list, where)),
+            op_type=str(op_type) if op_type is not None else None,
+            pairing=parsed,
+            candidates=tuple(str(x) for x in data.get("candidates", ()) or ()),
         )
 
 
@@ -198,17 +295,39 @@ class StageCensus:
     unreadable: int
     after_return: bool
     omitted: int = 0
+    #: Inputs that logs of their op type exist for, but no reading pairs (see Pairing).
+    unpaired: int = 0
+    #: Per-input logs found under the result root (succ and error names, each once).
+    logs: int = 0
+    #: Logs that pair with no input: names of no known form, op types with no input,
+    #: more logs than any reading allows. Named in ``unpaired_logs`` (up to MAX_NAMED).
+    extra_logs: int = 0
+    unpaired_logs: tuple[str, ...] = ()
+    op_types: tuple[OpTypeTally, ...] = ()
+    #: Inputs whose log is named after them (``<stem>_compile_*.log``).
+    stem_paired: int = 0
 
     @property
     def accounted(self) -> bool:
-        """Every input has exactly one log (succ or error) and nothing hid a directory."""
+        """Every input paired with its log(s) under every reading, nothing left over, and
+        nothing hid a directory (C2: what cannot be paired never makes a success)."""
         return (
             self.params_readable
             and self.no_log == 0
             and self.both_logs == 0
+            and self.unpaired == 0
+            and self.extra_logs == 0
             and self.unreadable == 0
             and self.succeeded + self.failed == self.inputs
         )
+
+    @property
+    def pairings(self) -> tuple[Pairing, ...]:
+        """The pairings used, strongest first (for the report)."""
+        used = {t.pairing for t in self.op_types if t.pairing is not None}
+        if self.stem_paired:
+            used.add(Pairing.STEM)
+        return tuple(p for p in Pairing if p in used)
 
     def of(self, outcome: InputOutcome) -> tuple[InputResult, ...]:
         return tuple(r for r in self.named if r.outcome is outcome)
@@ -228,11 +347,20 @@ class StageCensus:
             "unreadable": self.unreadable,
             "after_return": self.after_return,
             "omitted": self.omitted,
+            "unpaired": self.unpaired,
+            "logs": self.logs,
+            "extra_logs": self.extra_logs,
+            "unpaired_logs": list(self.unpaired_logs),
+            "op_types": [t.to_dict() for t in self.op_types],
+            "stem_paired": self.stem_paired,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str) -> StageCensus:
         named = require(data, "named", list, where)
+        tallies = data.get("op_types", [])
+        if not isinstance(tallies, list) or not all(isinstance(t, dict) for t in tallies):
+            raise EvidenceError(f"{where}: field 'op_types' has the wrong type")
         return cls(
             params_dir=require(data, "params_dir", str, where),
             output_root=require(data, "output_root", str, where),
@@ -247,6 +375,12 @@ class StageCensus:
             unreadable=require(data, "unreadable", int, where),
             after_return=require(data, "after_return", bool, where),
             omitted=int(data.get("omitted", 0)),
+            unpaired=int(data.get("unpaired", 0)),
+            logs=int(data.get("logs", 0)),
+            extra_logs=int(data.get("extra_logs", 0)),
+            unpaired_logs=tuple(str(x) for x in data.get("unpaired_logs", ()) or ()),
+            op_types=tuple(OpTypeTally.from_dict(t, where) for t in tallies),
+            stem_paired=int(data.get("stem_paired", 0)),
         )
 
 
@@ -307,6 +441,13 @@ class StageRecord:
         )
 
 
+def _objects(d: Mapping[str, Any], key: str, where: str) -> list[Mapping[str, Any]]:
+    raw = d.get(key, [])
+    if not isinstance(raw, list) or not all(isinstance(x, dict) for x in raw):
+        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
+    return raw
+
+
 @dataclass(frozen=True)
 class Stages:
     """``stages.json``: every stage of the attempt, and the most ``opc`` seen alive."""
@@ -315,6 +456,10 @@ class Stages:
     peak_opc: int
     compiler_names: tuple[str, ...]
     complete: bool
+    #: Build directories the launcher's start lines named (C2: a cache hit's only trace).
+    announced: tuple[AnnouncedRoot, ...] = ()
+    #: Static-kernel cache files beside the outputs (C2, C6).
+    caches: tuple[CacheFile, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -323,11 +468,16 @@ class Stages:
             "peak_opc": self.peak_opc,
             "compiler_names": list(self.compiler_names),
             "complete": self.complete,
+            "announced": [a.to_dict() for a in self.announced],
+            "caches": [c.to_dict() for c in self.caches],
         }
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "stages.json") -> Stages:
-        d = check_schema(data, SCHEMA_STAGES, where)
+        if isinstance(data, dict) and data.get("schema") == SCHEMA_STAGES_V1:
+            d: Mapping[str, Any] = data
+        else:
+            d = check_schema(data, SCHEMA_STAGES, where)
         raw = require(d, "stages", list, where)
         for item in raw:
             if not isinstance(item, dict):
@@ -337,4 +487,16 @@ class Stages:
             peak_opc=require(d, "peak_opc", int, where),
             compiler_names=tuple(str(n) for n in require(d, "compiler_names", list, where)),
             complete=require(d, "complete", bool, where),
+            announced=tuple(
+                AnnouncedRoot.from_dict(a, where) for a in _objects(d, "announced", where)
+            ),
+            caches=tuple(CacheFile.from_dict(c, where) for c in _objects(d, "caches", where)),
         )
+
+    @property
+    def cached_packages(self) -> tuple[str, ...]:
+        """Packages a cache that existed before launch names and that exist; those whose
+        key matches the announced inputs only, when any does (the hit is then shown)."""
+        pre = [e for c in self.caches if c.preexisting for e in c.entries if e.run_exists]
+        matched = [e.run_path for e in pre if e.key_matches]
+        return tuple(matched or [e.run_path for e in pre])

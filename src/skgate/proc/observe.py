@@ -12,7 +12,8 @@ scan every second over a few hundred processes must cost well under 1 % of a cor
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,13 +201,34 @@ def direct_children(pid: int) -> list[int]:
     return [st.pid for st in scan().values() if st.ppid == pid]
 
 
+#: Interpreters a compiler script may run under (``#!/usr/bin/env python3`` makes the
+#: process's name and argv[0] the interpreter's; the script is the next word).
+_INTERPRETERS = re.compile(r"\A(?:python[0-9.]*|sh|bash|dash|env|perl)\Z")
+
+
+def program_name(argv: Sequence[str]) -> str:
+    """The program an argv runs: argv[0], or the script an interpreter runs."""
+    if not argv:
+        return ""
+    first = os.path.basename(argv[0])
+    if not _INTERPRETERS.match(first):
+        return first
+    for word in argv[1:3]:
+        if not word.startswith("-"):
+            return os.path.basename(word)
+    return first
+
+
 def is_compiler(name: str, argv: Iterable[str], names: Iterable[str] = COMPILER_NAMES) -> bool:
-    """Does a process look like a static compiler, by its name or its argv[0]?"""
+    """Does a process look like a static compiler, by its name, its argv[0], or the script
+    its interpreter runs (``python3 /…/op_compiler -p …``)?"""
     wanted = set(names)
     if name in wanted:
         return True
-    first = next(iter(argv), "")
-    return os.path.basename(first) in wanted
+    words = tuple(argv)
+    if not words:
+        return False
+    return os.path.basename(words[0]) in wanted or program_name(words) in wanted
 
 
 def compiler_processes(

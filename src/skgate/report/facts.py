@@ -26,12 +26,12 @@ from skgate.report.load import AttemptEvidence, Report
 from skgate.verdict.classify import signal_name
 from skgate.verdict.words import (
     EVENT_WORDS,
-    NEXT_STEP,
     SIGNAL_REASONS_ZH,
-    WORDS,
     duration,
     in_language,
+    next_step,
     phrase,
+    state_words,
 )
 
 SCHEMA_REPORT = "skgate.report/1"
@@ -61,7 +61,7 @@ def is_clean_retry_result(ev: AttemptEvidence) -> bool:
 
 
 def headline(ev: AttemptEvidence, lang: str) -> str:
-    words = WORDS[ev.verdict.state][lang]
+    words = state_words(ev.verdict.state, ev.verdict.compiled, lang)
     if is_clean_retry_result(ev):
         sep = "：" if lang == "zh" else ": "
         return f"{C7['clean_retry'][lang]}{sep}{words}"
@@ -235,14 +235,14 @@ def attempt_json(
         "path": str(ev.path),
         "state": v.state.value,
         "cause": v.cause.value if v.cause else None,
-        "words": {lg: WORDS[v.state][lg] for lg in LANGS},
+        "words": {lg: state_words(v.state, v.compiled, lg) for lg in LANGS},
         "headline": headline(ev, lang),
         "clean_retry_result": is_clean_retry_result(ev),
         "retry_of": ev.request.retry_of if ev.request else None,
         "retry_of_attempt": retry_of_attempt,
         "retried_by": list(retried_by),
         "verdict": v.to_dict(),
-        "next_step": NEXT_STEP[v.state][lang].format(a=ev.path),
+        "next_step": next_step(v.state, v.compiled, lang).format(a=ev.path),
         "timeline": timeline(ev.events, lang),
         "request": ev.request.to_dict() if ev.request else None,
         "controls": dict(ev.control.get("controls") or {}),

@@ -25,13 +25,13 @@ from typing import Any
 
 from skgate import __version__
 from skgate.model.phrases import C7
-from skgate.model.records import State
+from skgate.model.records import State, Verdict
 from skgate.model.request import frozen_jobs
 from skgate.report import chart as chart_mod
 from skgate.report import facts, load, svg
 from skgate.report import sentences as say
 from skgate.report.stages import stage_lines, stage_title
-from skgate.verdict.words import CONTROL_SECTIONS, in_language, phrase
+from skgate.verdict.words import CONTROL_SECTIONS, in_language, phrase, uncompiled
 
 #: Rows of the ownership table before "N more" (the manifest itself has them all).
 MAX_PROCESS_ROWS = 200
@@ -50,7 +50,7 @@ def _prose(text: str) -> str:
 
 
 CSS = """
-:root{--ok:#1e7b34;--fail:#b3261e;--intr:#b35c00;--unk:#5b4b8a;--live:#1f5fa8;--ns:#5f6368;
+:root{--ok:#1e7b34;--uncompiled:#8a6d00;--fail:#b3261e;--intr:#b35c00;--unk:#5b4b8a;--live:#1f5fa8;--ns:#5f6368;
 --ink:#1d232a;--muted:#5c6670;--line:#d7dce1;--bg:#f6f7f9}
 *{box-sizing:border-box}
 body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",
@@ -63,7 +63,7 @@ code,pre,.mono{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospac
 .verdict{border-radius:10px;padding:14px 18px;color:#fff;margin:12px 0}
 .verdict .words{font-size:22px;font-weight:700;line-height:1.3}
 .verdict .facts{font-size:13px;opacity:.95;margin-top:4px}
-.s-succeeded{background:var(--ok)}.s-failed{background:var(--fail)}
+.s-succeeded{background:var(--ok)}.s-uncompiled{background:var(--uncompiled)}.s-failed{background:var(--fail)}
 .s-interrupted{background:var(--intr)}.s-unknown{background:var(--unk)}
 .s-in_progress{background:var(--live)}.s-not_started{background:var(--ns)}
 .badge{display:inline-block;border-radius:999px;padding:1px 10px;color:#fff;font-size:12px;
@@ -170,11 +170,16 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], mono_last: bool =
     return "".join(out)
 
 
+def band_class(v: Verdict) -> str:
+    """The banner's colour class: green only for a compile that compiled (C2)."""
+    return "uncompiled" if uncompiled(v.state, v.compiled) else v.state.value
+
+
 def _verdict_band(a: Mapping[str, Any], ev: load.AttemptEvidence, lang: str) -> str:
     v = ev.verdict
     words = phrase("verdict", lang) + say.colon(lang) + a["headline"]
     return (
-        f'<div class="verdict s-{_e(v.state.value)}" data-state="{_e(v.state.value)}">'
+        f'<div class="verdict s-{_e(band_class(v))}" data-state="{_e(v.state.value)}">'
         f'<div class="words" id="headline-{_e(a["attempt"])}">{_e(words)}</div>'
         f'<div class="facts">{_e(say.verdict_facts(v, lang))}</div></div>'
     )

@@ -49,7 +49,7 @@ from skgate.report.sentences import (
     verdict_facts,
 )
 from skgate.report.stages import stage_lines, stage_title
-from skgate.verdict.words import NEXT_STEP, in_language, phrase
+from skgate.verdict.words import in_language, next_step, phrase
 
 
 def _fence(lines: Sequence[str]) -> list[str]:
@@ -124,7 +124,12 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
         ]
         out.append("")
 
-    out += [f"{hh} {phrase('next', lang)}", "", NEXT_STEP[v.state][lang].format(a=ev.path), ""]
+    out += [
+        f"{hh} {phrase('next', lang)}",
+        "",
+        next_step(v.state, v.compiled, lang).format(a=ev.path),
+        "",
+    ]
     out += _logs(ev, lang)
 
     out += [f"{hh} {phrase('timeline', lang)}", ""]

@@ -15,7 +15,14 @@ from skgate.model.records import ProcessRecord, State, Verdict
 from skgate.report.facts import census_label, headline, is_clean_retry_result
 from skgate.report.load import AttemptEvidence, Report
 from skgate.verdict.classify import signal_name
-from skgate.verdict.words import CONTROL_SECTIONS, WORDS, duration, phrase
+from skgate.verdict.words import (
+    CONTROL_SECTIONS,
+    UNCOMPILED_COUNT,
+    WORDS,
+    duration,
+    phrase,
+    uncompiled,
+)
 
 Code = Callable[[str], str]
 
@@ -203,6 +210,12 @@ def state_counts(report: Report, lang: str) -> tuple[str, list[tuple[str, str]]]
     for a in report.attempts:
         counts[a.verdict.state] = counts.get(a.verdict.state, 0) + 1
     parts = [(s.value, f"{WORDS[s][lang]} {n}") for s, n in counts.items()]
+    cached = sum(1 for a in report.attempts if uncompiled(a.verdict.state, a.verdict.compiled))
+    if cached:
+        # C2: a cache hit succeeded without compiling; the count shows it apart.
+        note = UNCOMPILED_COUNT[lang].format(n=cached)
+        note = f"（{note}）" if lang == "zh" else f" ({note})"
+        parts = [(v, t + note if v == State.SUCCEEDED.value else t) for v, t in parts]
     clean = sum(1 for a in report.attempts if is_clean_retry_result(a))
     if clean:
         parts.append(("succeeded clean", f"{C7['clean_retry'][lang]} {clean}"))

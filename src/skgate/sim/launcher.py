@@ -154,15 +154,21 @@ def dump_inputs(result_root: Path, pid: int, count: int, deterministic: bool) ->
     for d in (dumped, selected, blacklist):
         d.mkdir(parents=True, exist_ok=True)
     seen: set[str] = set()
-    mode = "d1" if deterministic else "d0"
     for i in range(count):
         op = OP_TYPES[i % len(OP_TYPES)]
+        shape = [16, 128 * (i + 1)]
         body = json.dumps(
-            {"op_type": op, "index": i, "shape": [[16, 128 * (i + 1)], [128 * (i + 1), 256]]},
+            {
+                "op_type": op,
+                "deterministic": deterministic,
+                "inputs": [{"dtype": "float16", "format": "ND", "shape": shape}],
+            },
             sort_keys=True,
         )
         digest = hashlib.sha256(body.encode()).hexdigest()
-        name = f"static_kernel_{op}_{digest}_{pid}_{mode}.json"
+        # Named as real dumps are: <OpType>_<dtype>_<format>_<shape...>_<n>.json (the
+        # compile logs are not named after the input: see op_compiler).
+        name = f"{op}_float16_ND_{'_'.join(map(str, shape))}_{i}.json"
         (dumped / name).write_text(body + "\n", encoding="utf-8")
         if digest not in seen:
             seen.add(digest)

@@ -3,10 +3,14 @@
 ``op_compiler -p DIR -v SOC -j JOBS -o OUT [--enable_super_kernel] [-l LEVEL] [-f true]``
 
 For each ``*.json`` in DIR (sorted; the fault indexes are positions in this order) it
-creates ``OUT/<pid>_compile_log/<stem>_compile_error.log`` *before* it starts the ``opc``
-child for that input (C1: an error-named file beside a live, healthy compiler), at most
-JOBS children at once, reaped with ``os.waitpid`` (no polling). A child that exits 0 gets
-its log renamed to ``<stem>_compile_succ.log``; any other end leaves the error log with the
+creates ``OUT/<pid>_compile_log/static_kernel_<OpType>_<sha256>_<pid>_d0_compile_error.log``
+*before* it starts the ``opc`` child for that input (C1: an error-named file beside a
+live, healthy compiler), at most JOBS children at once, reaped with ``os.waitpid`` (no
+polling). As on a real host the log is not named after the input: ``<OpType>`` is the
+JSON's ``"op_type"``, the hash the sha256 of the input's bytes, the pid op_compiler's.
+With ``SKGATE_SIM_LOG_VARIANTS=2`` each input gets a ``_d0`` and a ``_d1`` log (the
+op_compiler documentation's installed tree shows both). A child that exits 0 gets its
+log(s) renamed to ``..._compile_succ.log``; any other end leaves the error log(s) with the
 error text. Then, if any input compiled, it writes ``OUT/static_kernel_<ts>_<pid>.run`` and
 prints ``generate run package <name> success``; then one
 ``[summary] stage=<name> inputs=N succeeded=S failed=F`` line per stage (``compile``,
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import os
 import signal
 import sys
@@ -30,6 +35,20 @@ from pathlib import Path
 from . import common, faults
 
 ROLE = "op_compiler"
+ENV_LOG_VARIANTS = "SKGATE_SIM_LOG_VARIANTS"
+
+
+def log_bases(path: Path, variants: int) -> list[str]:
+    """The real log name bases of one input (one per ``_d<n>`` variant)."""
+    data = path.read_bytes()
+    try:
+        op = str(json.loads(data).get("op_type") or path.stem.split("_", 1)[0])
+    except (ValueError, AttributeError):
+        op = path.stem.split("_", 1)[0]
+    digest = hashlib.sha256(data).hexdigest()
+    return [f"static_kernel_{op}_{digest}_{os.getpid()}_d{v}" for v in range(variants)]
+
+
 LEVELS = ("debug", "info", "warning", "error", "null")
 
 
@@ -154,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
 
     exe = common.python_executable()
     env = dict(os.environ)
+    variants = 2 if os.environ.get(ENV_LOG_VARIANTS) == "2" else 1
+    bases = [log_bases(p, variants) for p in inputs]
     running: dict[int, int] = {}
     results: dict[int, str | None] = {}  # index -> None (succ) or error text
     # Fault stop_after: the inputs after the first N are never started (a partial stage).
@@ -162,15 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     while pending or running:
         while pending and len(running) < args.jobs:
             idx = pending.pop()
-            stem = inputs[idx].stem
-            err_log = log_dir / f"{stem}_compile_error.log"
-            # C1: the error-named file exists before the worker does.
-            err_log.touch()
+            err_logs = [log_dir / f"{b}_compile_error.log" for b in bases[idx]]
+            for err_log in err_logs:
+                # C1: the error-named file exists before the worker does.
+                err_log.touch()
             opc_args = [
                 str(inputs[idx]),
                 f"--soc_version={args.soc}",
                 f"--output={kernel_dir}",
-                f"--log={err_log}",
+                f"--log={err_logs[0]}",
                 f"--index={idx}",
                 f"--jobs={args.jobs}",
             ]
@@ -184,23 +205,25 @@ def main(argv: list[str] | None = None) -> int:
         if idx_done is None:
             continue
         stem = inputs[idx_done].stem
-        err_log = log_dir / f"{stem}_compile_error.log"
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
-            succ = log_dir / f"{stem}_compile_succ.log"
-            os.replace(err_log, succ)
-            _append(succ, f"[INFO] op_compiler: {stem} compile succ")
+            for base in bases[idx_done]:
+                succ = log_dir / f"{base}_compile_succ.log"
+                os.replace(log_dir / f"{base}_compile_error.log", succ)
+                _append(succ, f"[INFO] op_compiler: {stem} compile succ")
             results[idx_done] = None
             if verbose:
                 common.say(f"[INFO] op_compiler: {stem} compile succ")
         else:
             text = f"opc for {stem} ended with {_describe(status)}"
-            _append(err_log, f"[ERROR] op_compiler: {text}")
+            for base in bases[idx_done]:
+                _append(log_dir / f"{base}_compile_error.log", f"[ERROR] op_compiler: {text}")
             results[idx_done] = text
         if idx_done in f.lose_log:
             # Fault lose_log: this input ends with no compile log at all.
-            for suffix in ("_compile_succ.log", "_compile_error.log"):
-                with contextlib.suppress(OSError):
-                    (log_dir / f"{stem}{suffix}").unlink()
+            for base in bases[idx_done]:
+                for suffix in ("_compile_succ.log", "_compile_error.log"):
+                    with contextlib.suppress(OSError):
+                        (log_dir / f"{base}{suffix}").unlink()
     ready.fire()
 
     ok = sorted(i for i, r in results.items() if r is None)

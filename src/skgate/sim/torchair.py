@@ -8,23 +8,32 @@ Unlike :mod:`skgate.sim.launcher` (which prints ``[summary]`` lines and fails lo
 this flavour behaves like torchair's public ``static_kernel.py`` (see
 ``docs/cann-static-compile.md``, "What the real launcher does"):
 
-- it dumps op JSONs into ``static_kernel_compile_outputs/ts<ts>_pid<pid>_outputs/
-  <pid>_opcompile/`` and ``<pid>_opcompile_selected/``;
-- the start line and failures are Python ``UserWarning``s on stderr (``file:line:
-  UserWarning: ...`` and the indented source line), ``Rank N: `` prefixed multi-card;
-- it runs ``op_compiler -p DIR -v SOC -j $(os.cpu_count()) -o ROOT -l LEVEL -f true
+- the start line comes first, before the dump and before the cache lookup, as a Python
+  ``UserWarning`` on stderr (``file:line: UserWarning: ...`` and the indented source
+  line), ``Rank N: `` prefixed multi-card;
+- it dumps op JSONs (``<OpType>_<dtype>_<format>_<shape...>_<n>.json``) into
+  ``static_kernel_compile_outputs/ts<ts>_pid<pid>_outputs/<pid>_opcompile/`` and
+  ``<pid>_opcompile_selected/``;
+- it runs ``op_compiler -p DIR -v SOC -j $(os.cpu_count()) -o ROOT [-l LEVEL] [-f true]
   [--enable_super_kernel]`` with ``subprocess.run(check=True)`` and no timeout: it never
   reads ``NPU_STATIC_KERNEL_COMPILE_JOBS`` (``--cpu-count`` stands in for the host's CPU
-  count; Python >= 3.13 would also honour ``PYTHON_CPU_COUNT``);
+  count; Python >= 3.13 would also honour ``PYTHON_CPU_COUNT``); ``-f true`` only with
+  ``--cann 9``; ``-l`` follows ``ASCEND_GLOBAL_LOG_LEVEL`` and is omitted at level 4
+  (none, also when unset); ``--log-variants 2`` makes op_compiler write ``_d0`` and
+  ``_d1`` logs per input;
 - op_compiler's output is captured (``--cann 8``, the default: shown only on failure) or
   goes to the terminal (``--cann 9``); op_compiler prints no ``[summary]`` line unless
   ``--op-compiler-summary`` (a runtime that does);
 - a failing op_compiler is swallowed: ``UserWarning: execute op_compiler error, msg:
   <stderr>``, no package installed, inference carries on, **exit 0**;
-- ``--cache``: a compile cache keyed by the selected inputs: ``Static kernel cache hit:
-  PATH`` installs the cached ``.run`` and runs no op_compiler; ``No matching cache found
-  for key : KEY`` compiles; a cached entry whose ``.run`` is gone gives ``no run files
-  were found, the static compilation might have failed, ...`` and no compile;
+- ``--cache``: a compile cache ``static_kernel_cache/CANN-<version>_<soc>.json`` (a flat
+  ``{key: run_path}``, plus a ``.lock``) keyed by the selected inputs' hashes, the
+  SuperKernel flag and deterministic mode only: a hit installs the cached ``.run`` and
+  runs no op_compiler; a miss compiles and adds the entry; a cached entry whose ``.run``
+  is gone is a silent miss and a recompile. The hit and miss lines
+  (``Static kernel cache hit: PATH``, ``No matching cache found for key : KEY``) are
+  logger INFO lines, printed only with ``TORCH_COMPILE_DEBUG=1``: **by default a cache
+  hit prints nothing** but the start line;
 - ``--nproc N`` (a torchrun stand-in) starts N ranks with ``LOCAL_RANK`` /
   ``LOCAL_WORLD_SIZE``; every rank dumps its JSONs, local rank 0 gathers them into
   ``<pid>_opcompile_gathered/``, compiles once and installs, the others wait.
@@ -47,16 +56,20 @@ from pathlib import Path
 
 from . import common, faults, install
 from .launcher import COMPLETION, LOG_LEVELS, LauncherError, check_common, dump_inputs
+from .op_compiler import ENV_LOG_VARIANTS
 
 ROLE = "torchair"
 ENV_RANK_DIR = "SKGATE_SIM_RANK_DIR"
 #: torchair waits at a Gloo barrier with this timeout (seconds).
 BARRIER_TIMEOUT = 1800.0
 CACHE_DIRNAME = "static_kernel_cache"
-NO_RUN_FILES = (
-    "no run files were found, the static compilation might have failed, it is recommended "
-    "to delete the compilation cache and recompile."
+CACHING_NOTICE = (
+    "The current version now supports caching run packages from static kernel compilation, "
+    "it is recommended to delete the compilation cache and recompile when you use "
+    "`torch.npu.npugraph_ex.inference.cache_compile` and do not use force_eager=True."
 )
+#: torchair's logger prints INFO lines only in debug mode (its default level is ERROR).
+ENV_DEBUG = "TORCH_COMPILE_DEBUG"
 
 
 def _warn(message: str) -> None:
@@ -89,6 +102,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         help="let op_compiler print its [summary] lines (real torchair runtimes do not)",
     )
     ap.add_argument("--no-super-kernel", action="store_true", help="omit --enable_super_kernel")
+    ap.add_argument(
+        "--log-variants",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="per-input logs op_compiler writes (2: _d0 and _d1)",
+    )
+    ap.add_argument("--deterministic", action="store_true", help="deterministic mode")
     ns = ap.parse_args(argv)
     check_common(ns)
     if ns.cpu_count is not None and ns.cpu_count < 1:
@@ -110,11 +131,25 @@ def _rank_info() -> tuple[int, int]:
     return rank, world
 
 
-def _cache_key(selected: Path, soc: str) -> str:
-    h = hashlib.sha256(soc.encode())
-    for p in sorted(selected.glob("*.json")):
-        h.update(p.read_bytes())
-    return h.hexdigest()[:32]
+def _info(message: str) -> None:
+    """A torchair logger INFO line: printed only under ``TORCH_COMPILE_DEBUG=1``."""
+    if os.environ.get(ENV_DEBUG) != "1":
+        return
+    stamp = datetime.now().strftime("%Y-%m-%d-%H:%M:%S.%f")[:-3]
+    common.say(f"[INFO] NPUGRAPH_EX({os.getpid()},python):{stamp} [static_kernel.py] {message}")
+
+
+def _cache_key(selected: Path, super_kernel: bool, deterministic: bool) -> str:
+    """Over the ops' hashes, the SuperKernel flag and deterministic mode only: a changed
+    kernel ``.o`` or ``super_kernel_optimize_options`` does not change it (C6)."""
+    h = hashlib.sha256()
+    for digest in sorted(
+        hashlib.sha256(p.read_bytes()).hexdigest() for p in selected.glob("*.json")
+    ):
+        h.update(digest.encode())
+    h.update(str(super_kernel).encode())
+    h.update(b"1" if deterministic else b"0")
+    return h.hexdigest()
 
 
 def _cache_file(workdir: Path, soc: str) -> Path:
@@ -127,20 +162,25 @@ def _read_cache(path: Path) -> dict[str, str]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    entries = data.get("entries") if isinstance(data, dict) else None
-    return {str(k): str(v) for k, v in entries.items()} if isinstance(entries, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
 
 
 def _write_cache(path: Path, entries: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_name(path.name + ".lock").touch()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"entries": entries}, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(entries, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
 def _install(workdir: Path, home: Path, run_pkg: Path, soc: str, prefix: str) -> None:
-    common.say("Verifying archive integrity...  100%   SHA256 checksums are OK. All good.")
-    common.say("Uncompressing STATIC KERNEL RUN PACKAGE  100%")
+    # torchair captures the package's own output: shown only as a debug line.
+    _info(
+        f"{run_pkg.name} install success, msg: Verifying archive integrity...  100%   "
+        "SHA256 checksums are OK. All good. Uncompressing STATIC KERNEL RUN PACKAGE  100%"
+    )
     try:
         uninstall = install.install_package(home, run_pkg, soc)
     except install.InstallRefused as exc:
@@ -156,9 +196,12 @@ def _compile(
 ) -> Path | None:
     """Run op_compiler as torchair does; the newest .run on success, None if it failed."""
     jobs = ns.cpu_count if ns.cpu_count is not None else (os.cpu_count() or 16)
-    level = LOG_LEVELS.get(os.environ.get("ASCEND_GLOBAL_LOG_LEVEL", "3"), "error")
+    level = os.environ.get("ASCEND_GLOBAL_LOG_LEVEL", "3")
     cargs = ["-p", str(params), "-v", ns.soc, "-j", str(jobs), "-o", str(result_root)]
-    cargs += ["-l", level, "-f", "true"]
+    if level != "4":
+        cargs += ["-l", LOG_LEVELS.get(level, "error")]
+    if ns.cann == "9":
+        cargs += ["-f", "true"]
     if not ns.no_super_kernel:
         cargs.append("--enable_super_kernel")
     argv = common.program_argv("op_compiler", "op_compiler", cargs)
@@ -175,15 +218,13 @@ def _compile(
         )
     except subprocess.CalledProcessError as exc:
         # torchair catches it, warns and carries on without static kernels (exit 0).
+        # From CANN 9 stderr is not captured: the message reads "msg: None".
         _warn(f"{prefix}execute op_compiler error, msg: {exc.stderr}")
         return None
     runs = sorted(result_root.glob("static_kernel_*.run"), key=lambda p: p.stat().st_mtime)
-    if not runs:
-        return None
-    if capture:
-        # op_compiler's own line was captured; on CANN >= 9 it reached the log directly.
-        common.say(f"{prefix}generate run package {runs[-1].name} success")
-    return runs[-1]
+    # op_compiler's own "generate run package" line was captured before CANN 9 (shown
+    # only in debug mode); from CANN 9 it reached the log directly.
+    return runs[-1] if runs else None
 
 
 def _barrier(rank_dir: Path, name: str) -> None:
@@ -216,8 +257,19 @@ def rank_main(ns: argparse.Namespace, fault_env: str) -> int:
 
     stamp = datetime.now().strftime("%Y%m%d%H%M%S%f")
     result_root = workdir / "static_kernel_compile_outputs" / f"ts{stamp}_pid{pid}_outputs"
+    # The start line comes first: before the dump and before the cache lookup, so a
+    # cache hit leaves it, a root holding only JSONs, and nothing else.
+    if not multi:
+        _warn(CACHING_NOTICE)
+    if multi:
+        _warn(
+            f"{prefix}starting static kernel compilation for multi card, the build directory "
+            f"is {result_root}"
+        )
+    else:
+        _warn(f"Starting static kernel compilation, the build directory is {result_root}")
     # Rank r > 0 holds one operator the others do not, so gathering has work to do.
-    selected = dump_inputs(result_root, pid, ns.inputs + rank, False)
+    selected = dump_inputs(result_root, pid, ns.inputs + rank, ns.deterministic)
 
     env = dict(os.environ)
     child_faults = fault_env if ns.op_compiler_summary else faults.combine(fault_env, "no_summary")
@@ -225,6 +277,8 @@ def rank_main(ns: argparse.Namespace, fault_env: str) -> int:
         env[faults.ENV_FAULTS] = child_faults
     if ns.opc_seconds is not None:
         env[common.ENV_OPC_SECONDS] = repr(ns.opc_seconds)
+    if ns.log_variants == 2:
+        env[ENV_LOG_VARIANTS] = "2"
 
     rank_dir = Path(os.environ.get(ENV_RANK_DIR) or (workdir / ".skgate_sim_ranks"))
     if multi:
@@ -270,24 +324,15 @@ def _cached_or_compiled(  # noqa: PLR0917 - one private step of rank_main
     multi: bool,
 ) -> Path | None:
     cache_path = _cache_file(workdir, ns.soc)
-    key = _cache_key(params, ns.soc)
+    key = _cache_key(params, not ns.no_super_kernel, ns.deterministic)
     entries = _read_cache(cache_path) if ns.cache else {}
-    if ns.cache and key in entries:
-        cached = Path(entries[key])
-        if cached.is_file():
-            _warn(f"{prefix}Static kernel cache hit: {cached}")
-            return cached
-        _warn(f"{prefix}{NO_RUN_FILES}")
-        return None
+    cached = Path(entries[key]) if ns.cache and key in entries else None
+    if cached is not None and cached.is_file():
+        _info(f"Static kernel cache hit: {cached}")
+        return cached
+    # A cached .run gone missing is a silent miss: it compiles again.
     if ns.cache:
-        _warn(f"{prefix}No matching cache found for key : {key}")
-    if multi:
-        _warn(
-            f"{prefix}starting static kernel compilation for multi card, the build directory "
-            f"is {result_root}"
-        )
-    else:
-        _warn(f"Starting static kernel compilation, the build directory is {result_root}")
+        _info(f"No matching cache found for key : {key}")
     run_pkg = _compile(ns, params, result_root, prefix, env)
     if ns.cache and run_pkg is not None:
         entries[key] = str(run_pkg)

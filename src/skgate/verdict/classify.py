@@ -375,7 +375,7 @@ def classify(ev: Evidence) -> Verdict:
             None,
             (
                 "C2.2: the command returned naturally with exit status 0",
-                "C2.2: " + stage_rules.no_compile_reason(view),
+                "C2.2: " + stage_rules.no_compile_reason(view, ev.stages),
                 *escapes,
             ),
             view=view,
@@ -491,7 +491,10 @@ def classify(ev: Evidence) -> Verdict:
                 "final aggregate summary ([summary] lines, a --summary-pattern match, or an "
                 "op_compiler census after natural return)"
             )
-        if not found.observed and view.compiled is None:
+        announced = stage_rules.announced_no_compile_reason(view)
+        if announced is not None:
+            reasons.append(f"C2.5: {announced}")
+        elif not found.observed and view.compiled is None:
             reasons.append(
                 "C2.5: no [summary] line was printed and no op_compiler process was observed, "
                 "so no stage record exists"
@@ -505,7 +508,7 @@ def classify(ev: Evidence) -> Verdict:
         )
     if view.compiled is False and ev.leader_exit_status:
         reasons.append(
-            f"C2.5: {stage_rules.no_compile_reason(view)}; exit status "
+            f"C2.5: {stage_rules.no_compile_reason(view, ev.stages)}; exit status "
             f"{ev.leader_exit_status} is therefore not a compiler result"
         )
     if summary is not None and summary.problems:

@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from skgate.model.records import Evidence, Stage, Summary, Verdict
-from skgate.model.stages import InputOutcome, StageRecord, Stages
+from skgate.model.stages import (
+    AnnouncedRoot,
+    InputOutcome,
+    InputResult,
+    StageCensus,
+    StageRecord,
+    Stages,
+)
 
 SOURCE_SUMMARY_LINES = "summary_lines"
 SOURCE_PATTERN = "pattern"
@@ -62,15 +69,55 @@ def not_final_reason(stage: StageRecord, tree_natural: bool) -> str | None:
         return f"{who}: its inputs directory (-p {c.params_dir}) could not be read"
     if c.unreadable:
         return f"{who}: {c.unreadable} director(ies) under its result root could not be read"
-    if c.no_log or c.both_logs:
-        lost = ", ".join(r.name for r in c.of(InputOutcome.NO_LOG)[:MAX_LISTED])
-        both = ", ".join(r.name for r in c.of(InputOutcome.BOTH_LOGS)[:MAX_LISTED])
+    problems = census_problems(who, c)
+    if problems:
+        return problems[0]
+    if c.inputs and not c.failed and stage.exit_status in (0, None) and not c.run_packages:
+        # The package is stage evidence too: a compile whose every input succeeded ends
+        # with its .run under the result root (C8: the terminal success artifact).
         return (
+            f"{who}: every input has a succ log, but no .run package was written under its "
+            f"result root ({c.output_root})"
+        )
+    return None
+
+
+def _shown(r: InputResult) -> str:
+    """An input's name, or an op type with the inputs it stands for (paired by count)."""
+    if r.candidates:
+        return f"{r.name} (one of {' '.join(r.candidates[:MAX_LISTED])})"
+    return r.name
+
+
+def census_problems(who: str, c: StageCensus) -> list[str]:
+    """Every reason a census taken after return does not account for its inputs."""
+    out: list[str] = []
+    if c.no_log or c.both_logs:
+        lost = ", ".join(_shown(r) for r in c.of(InputOutcome.NO_LOG)[:MAX_LISTED])
+        both = ", ".join(_shown(r) for r in c.of(InputOutcome.BOTH_LOGS)[:MAX_LISTED])
+        out.append(
             f"{who}: the census after its natural return does not account for every input: "
             f"{c.no_log} input(s) without a compile log ({lost}), {c.both_logs} with both a "
             f"succ log and an error-named log, not final evidence ({both})"
         )
-    return None
+    if c.unpaired or c.extra_logs:
+        out.append(unpaired_reason(who, c))
+    return out
+
+
+def unpaired_reason(who: str, c: StageCensus) -> str:
+    """What could not be paired, by name: never a success (C2)."""
+    unsure = c.of(InputOutcome.UNPAIRED)
+    ops = ", ".join(_shown(r) for r in unsure[:MAX_LISTED])
+    logs = ", ".join(c.unpaired_logs[:MAX_LISTED])
+    more = c.extra_logs - min(len(c.unpaired_logs), MAX_LISTED)
+    return (
+        f"{who}: the census after its natural return cannot pair every input with its "
+        f"log: {c.unpaired} input(s) that no reading of the log names pairs ({ops or '-'}), "
+        f"{c.extra_logs} log(s) that pair with no input ({logs or '-'}"
+        + (f"; +{more}" if more > 0 else "")
+        + ")"
+    )
 
 
 def as_stage(stage: StageRecord) -> Stage | None:
@@ -110,6 +157,13 @@ def findings(record: Stages | None, tree_natural: bool) -> StageFindings:
         why = not_final_reason(st, tree_natural)
         if why is not None:
             not_final.append(why)
+            c_after = st.census
+            if (
+                c_after is not None
+                and c_after.after_return
+                and why in (extra := census_problems(st.name, c_after))
+            ):
+                not_final.extend(x for x in extra if x != why)
         c = st.census
         if returned_naturally(st, tree_natural) and c is not None and c.after_return and c.failed:
             failed = c.of(InputOutcome.FAILED)
@@ -218,6 +272,10 @@ class SummaryView:
     cache_hits: tuple[str, ...]
     #: Reasons that do not decide the state: jobs not in effect (C5), runtime words (C7).
     notes: tuple[str, ...]
+    #: The hit was printed (``Static kernel cache hit: PATH``); else it was seen on disk.
+    hit_seen: bool = True
+    #: Build directories announced while no op_compiler ran (the start line came first).
+    announced: tuple[AnnouncedRoot, ...] = ()
 
     @property
     def usable(self) -> bool:
@@ -258,7 +316,8 @@ def summary_view(ev: Evidence, natural: bool) -> SummaryView:
     launcher = ev.launcher
     errors = tuple(launcher.error_messages()) if launcher is not None else ()
     hits = tuple(str(h.get("path", "")) for h in launcher.cache_hits) if launcher else ()
-    compiled: bool | None = True if found.observed else (False if hits else None)
+    silent = () if hits else silent_cache_hit(ev.stages)
+    compiled: bool | None = True if found.observed else (False if hits or silent else None)
     notes: list[str] = []
     mismatch = jobs_mismatch(found.effective_jobs, ev.frozen_jobs)
     if mismatch is not None:
@@ -276,8 +335,10 @@ def summary_view(ev: Evidence, natural: bool) -> SummaryView:
         stack_natural=stack_natural,
         compiled=compiled,
         launcher_errors=errors,
-        cache_hits=hits,
+        cache_hits=hits or silent,
         notes=tuple(notes),
+        hit_seen=bool(hits),
+        announced=announced_without_compile(ev.stages) if not found.observed else (),
     )
 
 
@@ -288,11 +349,65 @@ CACHE_ADVICE = (
 )
 
 
-def no_compile_reason(view: SummaryView) -> str:
+def announced_without_compile(record: Stages | None) -> tuple[AnnouncedRoot, ...]:
+    """Fresh build directories a start line named, holding dumped inputs and nothing
+    compiled: what a real cache hit leaves (torchair prints its start line before the
+    dump and the cache lookup, and the hit itself only at INFO level)."""
+    if record is None or record.stages:
+        return ()
+    return tuple(
+        a
+        for a in record.announced
+        if a.exists and not a.preexisting and a.inputs and not a.logs and not a.run_packages
+    )
+
+
+def silent_cache_hit(record: Stages | None) -> tuple[str, ...]:
+    """The cached packages that explain a compile announced but never run, or ().
+
+    C2: a start line, a fresh root with the dumped inputs only, no owned op_compiler,
+    and a cache file that was there before launch naming a package that exists: a hit
+    that printed nothing. Without such a cache nothing says what happened (unknown).
+    """
+    if record is None or record.stages:
+        return ()
+    roots = announced_without_compile(record)
+    if not roots or len(roots) != len([a for a in record.announced if not a.preexisting]):
+        return ()
+    return record.cached_packages
+
+
+def cache_paths(record: Stages | None) -> tuple[str, ...]:
+    return tuple(c.path for c in record.caches) if record is not None else ()
+
+
+def no_compile_reason(view: SummaryView, record: Stages | None = None) -> str:
     shown = ", ".join(view.cache_hits[:MAX_LISTED]) or "(path not printed)"
+    if view.hit_seen:
+        return (
+            "no compile ran: a cached package was installed (Static kernel cache hit: "
+            f"{shown}); this attempt is no compile-health evidence; {CACHE_ADVICE}"
+        )
+    roots = ", ".join(a.root for a in view.announced[:MAX_LISTED])
+    caches = ", ".join(cache_paths(record)[:MAX_LISTED])
     return (
-        "no compile ran: a cached package was installed (Static kernel cache hit: "
-        f"{shown}); this attempt is no compile-health evidence; {CACHE_ADVICE}"
+        "no compile ran: a cached package was installed (the launcher announced "
+        f"{roots}, dumped its inputs there and started no op_compiler; the cache {caches}, "
+        f"there before launch, names {shown}); this attempt is no compile-health "
+        f"evidence; {CACHE_ADVICE}"
+    )
+
+
+def announced_no_compile_reason(view: SummaryView) -> str | None:
+    """C2.5: a compile was announced, no op_compiler ran, and no cache explains it."""
+    if not view.announced or view.compiled is False:
+        return None
+    roots = ", ".join(a.root for a in view.announced[:MAX_LISTED])
+    return (
+        f"the launcher announced a static compile ({roots}) and dumped its inputs, but no "
+        "op_compiler process was observed and no cache file that existed before launch "
+        "names a package that exists: whether anything was compiled or installed cannot "
+        "be told"
     )
 
 

@@ -15,7 +15,17 @@ from collections.abc import Mapping
 
 from skgate.model.phrases import C7
 from skgate.model.records import State
+from skgate.verdict.words_next import (
+    NEXT_STEP,
+    UNCOMPILED_COUNT,
+    UNCOMPILED_HEADLINE,
+    UNCOMPILED_WORDS,
+    next_step,
+    uncompiled,
+)
 from skgate.verdict.words_stages import STAGE_MISSING_ZH, STAGE_REASONS_ZH
+
+__all__ = ["NEXT_STEP", "UNCOMPILED_COUNT", "next_step", "uncompiled"]
 
 #: C6 wording of the diagnosis (regress --matrix): what a failing start-up-hook arm proves
 #: and what it does not.
@@ -148,40 +158,16 @@ CONTROL_SECTIONS: Mapping[str, Mapping[str, str]] = {
     "host": {"en": "host", "zh": "主机"},
 }
 
-NEXT_STEP: Mapping[State, Mapping[str, str]] = {
-    State.IN_PROGRESS: {
-        "en": "Keep waiting for natural return. Observe read-only with `skgate status {a}`; "
-        "kill nothing: process age, quiet output and error-named files are not evidence (C1).",
-        "zh": "继续等待自然返回。用 `skgate status {a}` 只读观察；不要终止任何进程："
-        "进程运行时间、输出安静和暂时性 error 命名文件都不是失败证据（C1）。",
-    },
-    State.SUCCEEDED: {
-        "en": "None: every stage reports all inputs succeeded after natural return; "
-        "the result can be cited.",
-        "zh": "无需操作：自然返回后每个阶段的所有输入均成功；可以引用此结果。",
-    },
-    State.FAILED: {
-        "en": "Read the kept error logs: after natural return they are final compiler "
-        "evidence (C2.3).",
-        "zh": "查看保留的 error 日志：自然返回后它们是最终编译证据（C2.3）。",
-    },
-    State.INTERRUPTED: {
-        "en": "A clean retry is required before judging compiler support: use "
-        "`skgate retry {a}`. The interrupted scene is kept as it is (C4).",
-        "zh": "在判断编译器是否支持之前必须先做一次干净重试：使用 `skgate retry {a}`。"
-        "中断现场保持原样（C4）。",
-    },
-    State.UNKNOWN: {
-        "en": "Do not conclude. Recover the missing evidence listed below, or run a clean "
-        "retry with `skgate retry {a}`; failure is never inferred (C2.5).",
-        "zh": "不要下结论。补齐下面列出的缺失证据，或用 `skgate retry {a}` 做一次干净重试；"
-        "不推断失败（C2.5）。",
-    },
-    State.NOT_STARTED: {
-        "en": "Fix the blocker named in the reasons and run again; nothing was compiled.",
-        "zh": "修复依据中列出的阻塞原因后重新运行；本次没有进行任何编译。",
-    },
-}
+
+def headline(state: State, compiled: bool | None = None) -> str:
+    """The one-line headline of a verdict (``run``, ``status``, ``classify``, live view)."""
+    return UNCOMPILED_HEADLINE if uncompiled(state, compiled) else HEADLINE[state]
+
+
+def state_words(state: State, compiled: bool | None, lang: str) -> str:
+    """How a verdict's state is named in a report (C7), "without compiling" included."""
+    return UNCOMPILED_WORDS[lang] if uncompiled(state, compiled) else WORDS[state][lang]
+
 
 EVENT_WORDS: Mapping[str, Mapping[str, str]] = {
     "created": {"en": "attempt created", "zh": "创建尝试"},

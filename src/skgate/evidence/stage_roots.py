@@ -1,0 +1,208 @@
+"""What a launcher announced, and the static-kernel cache beside it (C2: a silent cache hit).
+
+A real cache hit prints no hit line at the default log level (torchair's logger is at
+ERROR unless ``TORCH_COMPILE_DEBUG=1``): what it leaves is its start line, a fresh
+``ts*_outputs`` root holding the dumped JSONs only, no op_compiler, and a cache file
+``static_kernel_cache/CANN-<version>_<device>.json`` (a flat ``{key: run_path}``) that
+was there before launch and names a package that exists. This module reads those after
+the owned tree ended, for :class:`skgate.model.stages.Stages`; the rule that turns them
+into "succeeded without compiling" is :mod:`skgate.verdict.stages`. Facts and sources:
+``docs/cann-static-compile.md`` (5a-5e, 6a). Files are read as regular files only,
+without following links, with a bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterable
+
+from skgate.evidence.stage_census import (
+    INPUT_SUFFIX,
+    MAX_HASHED,
+    file_digest,
+    input_stems,
+    read_bounded,
+    walk_root,
+)
+from skgate.model.stages import MAX_NAMED, AnnouncedRoot, CacheEntry, CacheFile
+
+#: The static-kernel cache directory beside the ``ts*_outputs`` roots, and its files
+#: ``CANN-<version>_<device>.json`` (a flat ``{key: run_path}``, plus a ``.lock``).
+CACHE_DIRNAME = "static_kernel_cache"
+CACHE_PREFIX = "CANN-"
+#: A cache file larger than this is not read (its entries are not listed).
+MAX_CACHE_BYTES = 4 << 20
+#: Build directories and cache files considered, at the most.
+MAX_ROOTS = 64
+DUMP_DIR_SUFFIX = "_opcompile"
+
+
+def _lstat_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _root_counts(root: str) -> tuple[int, int, int]:
+    """(dumped inputs, per-input logs, .run packages) under one build directory."""
+    inputs = 0
+    logs, runs, _ = walk_root(root)
+    try:
+        with os.scandir(root) as it:
+            dumps = [
+                e.path
+                for e in it
+                if e.name.endswith(DUMP_DIR_SUFFIX) and e.is_dir(follow_symlinks=False)
+            ]
+    except OSError:
+        dumps = []
+    for d in dumps:
+        inputs += len(input_stems(d) or ())
+    return inputs, len(logs), len(runs)
+
+
+def announced_roots(
+    roots: Iterable[tuple[str, int | None]],
+    outputs: os.PathLike[str] | str | None,
+    before: Iterable[tuple[str, int]],
+) -> tuple[AnnouncedRoot, ...]:
+    """Each build directory a start line named, as it is now (after the tree ended)."""
+    seen: set[str] = set()
+    names_before = {name for name, _ in before}
+    out_dir = os.path.normpath(os.fspath(outputs)) if outputs is not None else None
+    found: list[AnnouncedRoot] = []
+    for root, rank in roots:
+        path = os.path.normpath(root)
+        if path in seen or len(found) >= MAX_ROOTS:
+            continue
+        seen.add(path)
+        exists = _lstat_dir(path)
+        inputs, logs, runs = _root_counts(path) if exists else (0, 0, 0)
+        pre = os.path.dirname(path) == out_dir and os.path.basename(path) in names_before
+        found.append(AnnouncedRoot(path, rank, exists, inputs, logs, runs, pre))
+    return tuple(found)
+
+
+CHOSEN_SUFFIXES = ("_opcompile_selected", "_opcompile_gathered")
+
+
+def cache_keys(root: str) -> frozenset[str]:
+    """The static-kernel cache keys torchair would compute for a root's chosen inputs.
+
+    torchair's key: sha256 over the sorted sha256 hex of every JSON of the chosen
+    directory, then ``str(super_kernel_optimize)``, then ``"1"``/``"0"`` for
+    deterministic mode (``docs/cann-static-compile.md``). The two flags are not on disk,
+    so all four combinations are given.
+    """
+    try:
+        with os.scandir(root) as it:
+            chosen = [
+                e.path
+                for e in it
+                if e.name.endswith(CHOSEN_SUFFIXES) and e.is_dir(follow_symlinks=False)
+            ]
+    except OSError:
+        return frozenset()
+    keys: set[str] = set()
+    for d in chosen:
+        digests = []
+        for stem in (input_stems(d) or ())[:MAX_HASHED]:
+            digest = file_digest(os.path.join(d, stem + INPUT_SUFFIX))
+            if digest is None:
+                break
+            digests.append(digest)
+        else:
+            base = hashlib.sha256()
+            for digest in sorted(digests):
+                base.update(digest.encode())
+            for sk in (b"False", b"True"):
+                for det in (b"0", b"1"):
+                    h = base.copy()
+                    h.update(sk)
+                    h.update(det)
+                    keys.add(h.hexdigest())
+    return frozenset(keys)
+
+
+def read_cache_file(
+    path: str, since: float | None, keys: frozenset[str] = frozenset()
+) -> CacheFile:
+    """One cache file: its entries and whether each named package exists now."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return CacheFile(path, False, (), f"cannot be read: {exc.strerror or exc}")
+    preexisting = since is not None and st.st_mtime < since
+    data = read_bounded(path, MAX_CACHE_BYTES)
+    if data is None:
+        return CacheFile(path, preexisting, (), "not a regular file")
+    if len(data) >= MAX_CACHE_BYTES:
+        return CacheFile(path, preexisting, (), f"larger than {MAX_CACHE_BYTES} bytes")
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        return CacheFile(path, preexisting, (), f"not JSON: {exc}")
+    if not isinstance(doc, dict):
+        return CacheFile(path, preexisting, (), "not a JSON object of key -> .run path")
+    base = os.path.dirname(os.path.dirname(os.path.dirname(path)))
+    entries: list[CacheEntry] = []
+    omitted = 0
+    for key, value in doc.items():
+        if not isinstance(value, str):
+            continue
+        if len(entries) >= MAX_NAMED:
+            omitted += 1
+            continue
+        run = value if os.path.isabs(value) else os.path.join(base, value)
+        entries.append(CacheEntry(str(key), value, _is_regular(run), str(key) in keys))
+    return CacheFile(path, preexisting, tuple(entries), None, omitted)
+
+
+def cache_files(
+    roots: Iterable[str],
+    outputs: os.PathLike[str] | str | None,
+    since: float | None,
+    keys: frozenset[str] = frozenset(),
+) -> tuple[CacheFile, ...]:
+    """The cache files beside the build directories and in the outputs directory.
+
+    ``since`` is when the attempt began: a file not modified since existed before the
+    launch, so a hit could have come from it.
+    """
+    dirs: list[str] = []
+    for root in roots:
+        dirs.append(os.path.join(os.path.dirname(os.path.normpath(root)), CACHE_DIRNAME))
+    if outputs is not None:
+        dirs.append(os.path.join(os.fspath(outputs), CACHE_DIRNAME))
+    found: list[CacheFile] = []
+    seen: set[str] = set()
+    for raw in dirs:
+        d = os.path.normpath(raw)
+        if d in seen or not _lstat_dir(d):
+            continue
+        seen.add(d)
+        try:
+            with os.scandir(d) as it:
+                names = sorted(
+                    e.name
+                    for e in it
+                    if e.name.startswith(CACHE_PREFIX)
+                    and e.name.endswith(".json")
+                    and e.is_file(follow_symlinks=False)
+                )
+        except OSError:
+            continue
+        for name in names[:MAX_ROOTS]:
+            found.append(read_cache_file(os.path.join(d, name), since, keys))
+    return tuple(found)
