@@ -23,7 +23,7 @@ from skgate.evidence.load import current_verdict, recompute
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
 from skgate.model.records import Verdict
-from skgate.verdict.words import HEADLINE
+from skgate.verdict.words import headline
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -151,7 +151,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         else:
             for a, v, err in rows:
-                print(f"{a}: {HEADLINE[v.state]}" if v else f"{a}: damaged evidence: {err}")
+                print(f"{a}: {headline(v)}" if v else f"{a}: damaged evidence: {err}")
         if any(err for _, _, err in rows):
             return EXIT_USAGE
         last = rows[-1][1] if rows else None

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 
 from skgate.model.records import Verdict
-from skgate.verdict.words import HEADLINE
+from skgate.verdict.words import headline
 
 
 def print_verdict(verdict: Verdict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2))
         return
-    print(HEADLINE[verdict.state] + (f" (cause: {verdict.cause.value})" if verdict.cause else ""))
+    print(headline(verdict) + (f" (cause: {verdict.cause.value})" if verdict.cause else ""))
     for reason in verdict.reasons:
         print(f"  - {reason}")
     if verdict.missing:

@@ -24,7 +24,7 @@ from rich.text import Text
 from skgate.evidence import files
 from skgate.evidence.load import current_verdict, live_owned, load_census, load_ownership
 from skgate.model.records import State, Verdict
-from skgate.verdict.words import HEADLINE, duration
+from skgate.verdict.words import duration, headline
 
 STYLE = {
     State.IN_PROGRESS: "bold cyan",
@@ -116,7 +116,7 @@ def snapshot(attempt: Path, sampler: Sampler | None = None) -> View:
 
 def render(view: View) -> Group:
     state = view.verdict.state
-    head = Text(HEADLINE[state], style=STYLE[state])
+    head = Text(headline(view.verdict), style=STYLE[state])
     if view.verdict.cause:
         head.append(f" (cause: {view.verdict.cause.value})")
     facts = Table.grid(padding=(0, 2))

@@ -32,6 +32,7 @@ from skgate.verdict.words import (
     duration,
     in_language,
     phrase,
+    state_words,
 )
 
 SCHEMA_REPORT = "skgate.report/1"
@@ -61,7 +62,7 @@ def is_clean_retry_result(ev: AttemptEvidence) -> bool:
 
 
 def headline(ev: AttemptEvidence, lang: str) -> str:
-    words = WORDS[ev.verdict.state][lang]
+    words = state_words(ev.verdict, lang)
     if is_clean_retry_result(ev):
         sep = "：" if lang == "zh" else ": "
         return f"{C7['clean_retry'][lang]}{sep}{words}"
