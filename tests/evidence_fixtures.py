@@ -368,6 +368,38 @@ def make_swallowed_failure(root: Path, n: int = 1) -> Path:
         exit_status=0,
         attempt=d.name,
         census=census(1, 7, 0, False),
+        # As the classifier writes a failed stage's verdict (torchair-swallowed-failure).
+        summary_source="op_compiler census",
+        compiled=True,
+    )
+    (d / "verdict.json").write_text(json.dumps(v.to_dict()), encoding="utf-8")
+    return d
+
+
+#: The classifier's reasons for a declared exit status (--verdict-from exit-status, C2).
+DECLARED_REASONS = {
+    0: "C2.2: the command returned naturally with exit status 0, and its exit status is its "
+    "declared final summary (--verdict-from exit-status); no op_compiler was observed and no "
+    "compiler summary was read",
+    3: "C2.3: the command returned naturally with exit status 3, and its exit status is its "
+    "declared final summary (--verdict-from exit-status); no op_compiler was observed: this "
+    "is the command's own failure, not a compiler result",
+}
+
+
+def make_plain_command(root: Path, status: int, n: int = 1) -> Path:
+    """A plain command judged by its declared exit status (0 succeeded, 3 failed)."""
+    state = State.SUCCEEDED if status == 0 else State.FAILED
+    d = make_attempt(root, n, state, summary_lines=(), errors=0)
+    v = Verdict(
+        state=state,
+        cause=None,
+        reasons=(DECLARED_REASONS[status],),
+        natural_return=True,
+        exit_status=status,
+        attempt=d.name,
+        census=census(0, 0, 0, False),
+        summary_source="exit status",
     )
     (d / "verdict.json").write_text(json.dumps(v.to_dict()), encoding="utf-8")
     return d

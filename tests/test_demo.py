@@ -106,12 +106,47 @@ def test_demo_keeps_its_evidence_where_it_says_and_the_next_steps_work(tmp_path:
     steps = [line.strip() for line in res.stdout.splitlines() if line.startswith("  skgate ")]
     assert steps == [
         "skgate status skgate-demo/success/skgate-runs",
-        "skgate report skgate-demo/success/skgate-runs",
         "skgate report --format html -o skgate-demo-report.html skgate-demo/success/skgate-runs",
     ]
+    # Short by default (issue 23): the scenario, the verdict, three lines of why, the
+    # expectation and where the evidence is with the two commands; no report, no echo.
+    lines = res.stdout.splitlines()
+    assert len(lines) == 9, res.stdout
+    assert lines[1].startswith("SUCCEEDED") and all(x.startswith("  - ") for x in lines[2:5])
+    assert "## " not in res.stdout and "skgate-sim:" not in res.stdout
     for step in steps:
         done = run_skgate(*step.split()[1:], cwd=tmp_path)
         assert done.returncode == 0, (step, done.stderr)
     assert "<svg" in (tmp_path / "skgate-demo-report.html").read_text(encoding="utf-8")
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert "`skgate status skgate-demo/success/skgate-runs`" in readme
+
+
+def test_demo_verbose_shows_the_whole_text(tmp_path: Path) -> None:
+    res = run_skgate("demo", "--verbose", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert "skgate-sim:" in res.stdout  # the workload's own output
+    assert "# skgate report: attempt 0001" in res.stdout
+    assert "skgate demo: working directory" in res.stdout
+    assert len(res.stdout.splitlines()) > 40
+
+
+@pytest.mark.parametrize(
+    ("strict", "said"),
+    [(True, "as --strict-hooks asks"), (False, "see the reasons above")],
+)
+def test_a_demo_blocked_before_launch_exits_3_and_says_so(
+    tmp_path: Path, strict: bool, said: str
+) -> None:
+    # A start-up hook on PYTHONPATH blocks the launch (C6): nothing ran, so the scenario
+    # was not shown; that is "blocked" (exit 3), never "NOT what this scenario must give".
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text("# a start-up hook the gate must refuse\n")
+    args = ["demo", "--workdir", str(tmp_path / "d"), *(["--strict-hooks"] if strict else [])]
+    res = run_skgate(*args, cwd=tmp_path, env={"PYTHONPATH": str(hooks)})
+    assert res.returncode == 3, res.stdout[-3000:] + res.stderr[-2000:]
+    assert "NOT STARTED" in res.stdout
+    line = next(x for x in res.stdout.splitlines() if "blocked before launch," in x)
+    assert said in line and "(exit 3)" in line
+    assert "NOT what this scenario must give" not in res.stdout

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
+import skgate
 from conftest import ENV
+from skgate.mcp_server import RULES
 
 pytest.importorskip("mcp", reason="the optional extra skgate[mcp] is not installed")
 
@@ -46,11 +48,21 @@ async def _session(tmp: Path) -> None:
         listed = await client.list_tools()
         by_name = {t.name: t for t in listed.tools}
         assert set(by_name) == TOOLS
-        # The contract's rules reach the agent in the descriptions it reads.
+        # The contract's rules reach the agent once, in the server's instructions; each
+        # description says what its tool does, returns and how it fails (issue 23).
+        assert "never kill" in (client.instructions or "")
         for tool in listed.tools:
-            assert "never kill" in (tool.description or "")
+            assert RULES not in (tool.description or ""), tool.name
+            assert "never kill" not in (tool.description or ""), tool.name
+            assert len(tool.description or "") < 600, tool.name
         assert "provisional" in (by_name["status"].description or "")
         assert "only" in (by_name["stop"].description or "")
+        # One argument name for the attempt in every tool that takes one.
+        for name in ("status", "wait", "stop", "report"):
+            assert "attempt" in by_name[name].input_schema["properties"], name
+        # The server's version is the package's.
+        assert client.server_info is not None
+        assert client.server_info.version == skgate.__version__
 
         started = _data(
             await client.call_tool(
@@ -72,7 +84,7 @@ async def _session(tmp: Path) -> None:
             steps += 1
             # max_seconds above the server's cap is cut to it: a wait never outlasts
             # the agent's own tool limit.
-            waited = _data(await client.call_tool("wait", {"target": attempt, "max_seconds": 600}))
+            waited = _data(await client.call_tool("wait", {"attempt": attempt, "max_seconds": 600}))
             assert waited["schema"] == "skgate.wait/1" and waited["waited_s"] < 30
             if waited["outcome"] != "in_progress":
                 break
@@ -82,9 +94,14 @@ async def _session(tmp: Path) -> None:
             "succeeded",
             0,
         )
-        status = _data(await client.call_tool("status", {"target": attempt}))
+        status = _data(await client.call_tool("status", {"attempt": attempt}))
         assert status["state"] == "succeeded"
-        report = _data(await client.call_tool("report", {"target": attempt, "lang": "zh"}))
+        # The old name still works for a release (deprecated), and gives the same record.
+        old = _data(await client.call_tool("status", {"target": attempt}))
+        assert old["state"] == "succeeded" and old["attempt"] == status["attempt"]
+        both = await client.call_tool("status", {"attempt": attempt, "target": str(tmp)})
+        assert both.is_error and "give the attempt once" in getattr(both.content[0], "text", "")
+        report = _data(await client.call_tool("report", {"attempt": attempt, "lang": "zh"}))
         assert "成功" in report["text"] and attempt.rsplit("/", 1)[-1] in report["text"]
         outputs = _data(
             await client.call_tool(

@@ -125,8 +125,10 @@ def test_file_where_a_directory_belongs_and_back(tmp_path: Path) -> None:
         (["check-outputs", str(afile)], 2, "is a file, not a directory"),
         (["cleanup", "--workdir", str(afile)], 2, "is a file, not a directory"),
         (["uninstall", "--from-log", str(adir), "--dry-run"], 2, "is a directory, not a log"),
-        (["preflight", "--root", str(afile), "--", "true"], 3, "is not a directory"),
-        (["run", "--root", str(afile), "--", "true"], 3, "is not a directory"),
+        (["preflight", "--root", str(afile), "--", "true"], 2, "is not a directory"),
+        (["run", "--root", str(afile), "--", "true"], 2, "is not a directory"),
+        (["start", "--root", str(afile), "--", "true"], 2, "is not a directory"),
+        (["retry", str(afile)], 2, "not an attempt directory"),
     ]
     for args, code, needle in cases:
         before = tree(tmp_path)

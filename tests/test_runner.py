@@ -331,7 +331,8 @@ def test_unwritable_root_refuses_to_launch(tmp_path: Path) -> None:
     blocker.write_text("")
     cmd = script(tmp_path, "touch.py", f"open({str(canary)!r}, 'w').close()\n")
     res = gated_run(tmp_path, cmd, root=str(blocker), quiet=False)
-    assert res.returncode == 3
+    # Bad input (issue 23): nothing is recorded, so it is exit 2, not "recorded as not started".
+    assert res.returncode == 2
     assert "not a directory" in res.stderr.lower() and "choose a writable --root" in res.stderr
     assert "Traceback" not in res.stderr
     assert not canary.exists(), "nothing may run unrecorded"
@@ -431,7 +432,10 @@ def test_stale_outputs_of_an_earlier_run_do_not_decide_the_verdict(tmp_path: Pat
     verdict = read_json(attempt_of(tmp_path / "r") / "verdict.json")
     assert verdict["census"]["preexisting"] == 1
     assert verdict["census"]["totals"]["error_logs"] == 0
-    assert any("before launch were not counted" in r for r in verdict["reasons"])
+    assert any(
+        "1 entry already in the outputs directory before launch was not counted" in r
+        for r in verdict["reasons"]
+    )
     # An old .run cannot satisfy --package required for this attempt.
     res = gated_run(tmp_path, cmd, "--package", "required", root="r2")
     assert res.returncode == 1

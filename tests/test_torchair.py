@@ -236,7 +236,7 @@ def test_silent_cache_hit_is_succeeded_without_compiling(tmp_path: Path) -> None
     shown = run_skgate("status", str(att), cwd=tmp_path)
     assert shown.stdout.startswith("SUCCEEDED without compiling"), shown.stdout
     root_status = run_skgate("report", str(tmp_path / "r"), cwd=tmp_path).stdout
-    assert "succeeded 2 (1 of them without a compile)" in root_status, root_status
+    assert "2 succeeded (1 of them without a compile)" in root_status, root_status
 
 
 def test_printed_cache_hit_in_debug_mode_is_no_compile(tmp_path: Path) -> None:

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from skgate.model.exits import EXIT_BLOCKED
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
 from skgate.runner import run_here
+from skgate.verdict.words import headline
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,10 @@ def scenario_request(
     )
 
 
+#: How many reasons the short output shows (``--verbose``: all of them, and the report).
+WHY_LINES = 3
+
+
 def run_demo(
     name: str,
     *,
@@ -191,7 +197,12 @@ def run_demo(
     as_json: bool,
     show: Callable[[Verdict, bool], None],
     hooks: HookApprovals | None = None,
+    verbose: bool = False,
 ) -> int:
+    """Run one scenario and say whether the gate gave the verdict it must (exit 0), did
+    not (1), or was blocked before launch (3: nothing ran, e.g. --strict-hooks refused a
+    distribution hook, as asked). By default the verdict, three lines of why and where
+    the evidence is; ``verbose``: the workload's output, every reason and the report."""
     where = (Path(workdir) if workdir else Path(DEMO_DIR) / name).absolute()
     where.mkdir(parents=True, exist_ok=True)
     out = sys.stderr if as_json else sys.stdout
@@ -199,21 +210,46 @@ def run_demo(
         return _diagnose(where, out)
     sc = SCENARIOS[name]
     print(f"skgate demo: scenario {name}: {sc.what}", file=out)
-    print(f"skgate demo: working directory {where}", file=out)
+    full = verbose or as_json
+    if full:
+        print(f"skgate demo: working directory {where}", file=out)
 
     def echo(data: bytes) -> None:
         out.buffer.write(data)
         out.buffer.flush()
 
+    shown = echo if full else None
     if sc.prime:
         print("skgate demo: a first run of the same command (it fills the cache)", file=out)
-        first = run_here(scenario_request(name, where, hooks=hooks), echo)
+        first = run_here(scenario_request(name, where, hooks=hooks), shown)
         print(f"skgate demo: first run: {first.state.value}", file=out)
-    verdict = run_here(scenario_request(name, where, hooks=hooks), echo)
-    print(file=out)
-    show(verdict, as_json)
-    if not as_json:
-        _print_report(verdict, lang)
+    verdict = run_here(scenario_request(name, where, hooks=hooks), shown)
+    if full:
+        print(file=out)
+        show(verdict, as_json)
+        if not as_json:
+            _print_report(verdict, lang)
+    else:
+        print(headline(verdict), file=out)
+        for reason in verdict.reasons[:WHY_LINES]:
+            print(f"  - {reason}", file=out)
+    if verdict.state is State.NOT_STARTED and sc.expect is not State.NOT_STARTED:
+        # Blocked before launch is not a mismatch: nothing ran, so nothing was shown
+        # (exit 3, as for run). With --strict-hooks that is what was asked for (C6).
+        asked = (
+            "as --strict-hooks asks (it refuses even the catalogued distribution hooks); "
+            "run without it, or approve the hook with --approve-hook"
+            if hooks is not None and hooks.strict
+            else "see the reasons above"
+        )
+        print(
+            f"skgate demo: blocked before launch, {asked}; nothing ran, so scenario {name} "
+            "was not shown (exit 3)",
+            file=out,
+        )
+        for line in look_at(where):
+            print(line, file=out)
+        return EXIT_BLOCKED
     problems = scenario_problems(sc, verdict)
     ok = not problems
     print(
@@ -245,7 +281,6 @@ def look_at(where: Path) -> list[str]:
     return [
         f"skgate demo: evidence kept in {root}; look at it with:",
         f"  skgate status {shown}",
-        f"  skgate report {shown}",
         f"  skgate report --format html -o skgate-demo-report.html {shown}",
     ]
 

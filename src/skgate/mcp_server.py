@@ -9,16 +9,21 @@ read the same records.
 
 The server never signals anything itself. The only tool that leads to a signal is
 ``stop``, and that signal goes to the attempt's runner (pid and start time checked),
-which then ends its own process group (C4). The tool descriptions carry the contract's
-rules for the agent that reads them: the descriptions are the agent's only manual.
+which then ends its own process group (C4). The contract's rules for the agent are said
+once, in the server's instructions (and the skill file, docs/skills/skgate/SKILL.md);
+each tool's description says only what it does, what it returns and how it fails.
+
+One argument name for the attempt in every tool that takes one: ``attempt`` (issue 23).
+``status``, ``wait`` and ``report`` still accept the old ``target`` for one release.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
-from skgate import control
+from skgate import __version__, control
 from skgate.evidence.files import DEFAULT_ROOT, EVENTS, is_attempt_dir
 from skgate.evidence.ledger import latest
 from skgate.evidence.load import current_verdict
@@ -49,8 +54,9 @@ INSTRUCTIONS = (
     "skgate runs a CANN SuperKernel static compile under a process-safety gate and tells "
     "its state in one of five words: in_progress, succeeded, failed, interrupted, unknown "
     "(plus not_started when nothing launched). Drive a compile like this: start (returns "
-    "at once with the attempt directory), then call wait with max_seconds repeatedly "
-    "until its outcome is 'final', then report (lang en or zh) and paste that report. " + RULES
+    "at once with the attempt directory), then call wait with that attempt and max_seconds "
+    "again until its outcome is 'final', then report (lang en or zh) and paste that report. "
+    "Every tool that takes an attempt calls it 'attempt'. " + RULES
 )
 
 
@@ -58,6 +64,25 @@ def _fail(exc: SkgateError) -> Exception:
     from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415
 
     return ToolError(f"skgate: {exc} (exit status {exc.exit_code})")
+
+
+#: The old argument name, said in each description that still takes it.
+_OLD_NAME = (
+    "The attempt (or evidence root) is 'attempt' (default ./skgate-runs); 'target' is its "
+    "deprecated old name, accepted until the next release."
+)
+
+_log = logging.getLogger("skgate.mcp")
+
+
+def _one_name(attempt: str | None, target: str | None, tool: str) -> str:
+    """``attempt``, or the deprecated ``target`` (with a note on the server's log)."""
+    if attempt is not None and target is not None and attempt != target:
+        raise UsageError(f"{tool}: give the attempt once, as 'attempt' ('target' is its old name)")
+    if target is not None and attempt is None:
+        _log.warning("skgate mcp: %s: 'target' is deprecated; call it 'attempt'", tool)
+        return target
+    return attempt if attempt is not None else str(DEFAULT_ROOT)
 
 
 def _attempt(target: str) -> Path:
@@ -104,7 +129,7 @@ def build_server(max_wait: float | None = None) -> Any:
     from mcp.server.mcpserver import MCPServer  # noqa: PLC0415
 
     bound = DEFAULT_MAX_WAIT if max_wait is None else max_wait
-    server = MCPServer("skgate", instructions=INSTRUCTIONS)
+    server = MCPServer("skgate", instructions=INSTRUCTIONS, version=__version__)
 
     @server.tool(
         description="Start a compile command under the gate with a detached runner and "
@@ -112,7 +137,8 @@ def build_server(max_wait: float | None = None) -> Any:
         "waiting_for_blockers | not_started), runner_pid, waiting_for}. The compile keeps "
         "running after this call and after your own tool call ends. A foreign compiler or "
         "a leased device is waited for by the runner (never signalled). Next: call wait "
-        "with the attempt. " + RULES
+        "with the attempt. Fails (tool error, exit status 2) on bad input, nothing "
+        "recorded; state not_started (with reasons) when refused before launch."
     )
     def start(
         command: list[str],
@@ -151,12 +177,12 @@ def build_server(max_wait: float | None = None) -> Any:
     @server.tool(
         description="Read-only state of an attempt (or of the newest attempt of an "
         "evidence root): the verdict record {state, cause, reasons, missing, census, "
-        "summary}. in_progress means keep waiting and kill nothing; error-named file "
-        "counts while in_progress are provisional (C1). " + RULES
+        "summary}. in_progress means keep waiting; counts while in_progress are "
+        "provisional (C1). Fails when the path is neither an attempt nor a root. " + _OLD_NAME
     )
-    def status(target: str = str(DEFAULT_ROOT)) -> dict[str, Any]:
+    def status(attempt: str | None = None, target: str | None = None) -> dict[str, Any]:
         try:
-            return current_verdict(_attempt(target)).to_dict()
+            return current_verdict(_attempt(_one_name(attempt, target, "status"))).to_dict()
         except SkgateError as exc:
             raise _fail(exc) from None
 
@@ -165,12 +191,16 @@ def build_server(max_wait: float | None = None) -> Any:
         "attempt's final verdict. Returns {outcome: final | in_progress | runner_gone, "
         "state, exit_code, deadline_remaining_s, progress (provisional counts, C1), "
         "verdict}. On in_progress simply call wait again: the compile is untouched and "
-        "keeps running. Never signals anything. " + RULES
+        "keeps running. Never signals anything. runner_gone: the runner died without a "
+        "verdict (a clean retry is needed). " + _OLD_NAME
     )
-    def wait(target: str = str(DEFAULT_ROOT), max_seconds: float = DEFAULT_WAIT) -> dict[str, Any]:
+    def wait(
+        attempt: str | None = None, max_seconds: float = DEFAULT_WAIT, target: str | None = None
+    ) -> dict[str, Any]:
         try:
             seconds = min(max(0.0, float(max_seconds)), bound)
-            return control.wait(target, max_seconds=seconds).to_dict()
+            name = _one_name(attempt, target, "wait")
+            return control.wait(name, max_seconds=seconds).to_dict()
         except SkgateError as exc:
             raise _fail(exc) from None
 
@@ -178,9 +208,9 @@ def build_server(max_wait: float | None = None) -> Any:
         description="The one sanctioned way to interrupt an attempt: asks its runner to "
         "end its own process group (SIGTERM, grace, SIGKILL to that group only), recorded "
         "with your reason; the verdict becomes interrupted/external, which is not a "
-        "compiler failure and needs a clean retry. Use it only when you must interrupt, "
-        "never because of error-named files, age or quiet output. Signals only the runner; "
-        "nothing when the runner is gone. " + RULES
+        "compiler failure and needs a clean retry. Returns {outcome, state, ...} "
+        "(skgate.stop/1); on a final attempt it changes nothing. Signals only the runner; "
+        "fails (exit status 5) when the runner is gone, nothing signalled."
     )
     def stop(attempt: str, reason: str) -> dict[str, Any]:
         try:
@@ -192,16 +222,19 @@ def build_server(max_wait: float | None = None) -> Any:
         name="report",
         description="The attempt's (or a root's) report in the contract's words, in "
         "lang 'en' or 'zh'; format 'md' gives {format, lang, text} with the Markdown to "
-        "paste as is, 'json' the report record. Paste it rather than writing your own "
-        "summary. " + RULES,
+        "paste as is, 'json' the report record. Fails on a bad lang or format, or a path "
+        "that is neither an attempt nor a root. " + _OLD_NAME,
     )
     def report_tool(  # the tool is named "report"; the function is named apart
-        target: str = str(DEFAULT_ROOT), lang: str = "en", format: str = "md"
+        attempt: str | None = None,
+        lang: str = "en",
+        format: str = "md",
+        target: str | None = None,
     ) -> dict[str, Any]:
         try:
             if lang not in facts.LANGS or format not in facts.FORMATS:
                 raise UsageError("lang must be en or zh and format md or json")
-            rep = load.build_report(Path(target))
+            rep = load.build_report(Path(_one_name(attempt, target, "report")))
             if format == "json":
                 data: dict[str, Any] = facts.report_json(rep, lang)
                 return data
@@ -213,7 +246,8 @@ def build_server(max_wait: float | None = None) -> Any:
         description="C8 output check of an outputs directory (*.run is the success "
         "artifact). Pass attempt to judge only after that attempt's natural return; "
         "without it the result rests on file names alone and says so. Returns {status, "
-        "messages, counts, exit_code}. " + RULES
+        "messages, counts, exit_code}. Fails when directory is not a directory or attempt "
+        "is not an attempt directory."
     )
     def check_outputs(
         directory: str, package: str = PackageMode.OPTIONAL.value, attempt: str | None = None
@@ -234,7 +268,7 @@ def build_server(max_wait: float | None = None) -> Any:
     @server.tool(
         description="Check a command line before starting it (start-up hooks, compile "
         "jobs, foreign compilers, leases) without launching, waiting or leasing anything: "
-        "{would_block, blocked, controls}. " + RULES
+        "{would_block, blocked, controls}. Fails on bad input (exit status 2)."
     )
     def preflight(
         command: list[str] | None = None,

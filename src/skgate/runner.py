@@ -211,7 +211,7 @@ def _before_launch(
             att.write_control(controls)
         if plan.blocked:
             return att.not_started(plan.blocked, controls)
-        return _supervise(att, plan, echo, notify, before)
+        return _supervise(att, plan, echo, notify, before, progress_every=progress_every)
     finally:
         plan.release()
 
@@ -222,6 +222,8 @@ def _supervise(
     echo: Echo | None,
     notify: Notify | None,
     before: frozenset[tuple[str, int]],
+    *,
+    progress_every: float = 30.0,
 ) -> Verdict:
     request = att.request
     scanner = LogScanner(request.summary_patterns, request.completion_marker)
@@ -272,6 +274,7 @@ def _supervise(
         stop_request=partial(att.stop_request, att.dir) if att.stop_request else None,
         sources=sources,
         journal=procs,
+        progress_every=progress_every,
     )
     subreaper = become_subreaper()
     # The handover: from here the Supervisor owns the stop signals and forwards them to

@@ -11,6 +11,7 @@ ours: on a hang the group is ended by its id while the leader is still unreaped.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -18,19 +19,22 @@ import struct
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from evidence_fixtures import (
+    ev,
     make_attempt,
     make_many,
+    make_plain_command,
     make_sigkill_timeout,
     make_swallowed_failure,
 )
 from skgate.model.records import State
 from skgate.report import facts, load
 from skgate.report.html import render_html
-from skgate.verdict.words import WORDS, phrase
+from skgate.verdict.words import phrase, state_words
 
 pytestmark = pytest.mark.browser
 
@@ -109,8 +113,109 @@ CASES: dict[str, Case] = {
     "success": lambda root: make_attempt(root, 1, State.SUCCEEDED),
     "swallowed-failure": make_swallowed_failure,
     "timeout-sigkill": make_sigkill_timeout,
+    "plain-command": lambda root: make_plain_command(root, 0),
     "root-50": lambda root: (make_many(root, 50), root)[1],
 }
+
+#: Run inside a copy of the page (the page itself has no script and its CSP forbids one):
+#: writes each timeline badge's box and each headline band's colour into the DOM.
+PROBE = """<script>
+addEventListener("load", () => {
+  const out = document.createElement("pre");
+  out.id = "probe";
+  const boxes = [...document.querySelectorAll("svg.timeline circle.badge")].map((c) => {
+    const r = c.getBoundingClientRect();
+    return [c.closest("svg").dataset.n, r.left, r.top, r.right, r.bottom];
+  });
+  const bands = [...document.querySelectorAll(".verdict")].map(
+    (b) => [b.dataset.tone, getComputedStyle(b).backgroundColor]);
+  out.textContent = JSON.stringify({boxes, bands});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def probe(tmp: Path, html: str, width: int) -> dict[str, Any]:
+    """What the browser laid out: badge boxes (by timeline) and band colours."""
+    import json
+    import re
+
+    html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+    n = iter(range(1000))
+    html = re.sub(r'<svg class="timeline"', lambda m: f'{m.group(0)} data-n="{next(n)}"', html)
+    page = tmp / f"probe-{width}.html"
+    page.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = chromium(
+        tmp,
+        f"--window-size={width},900",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        page.resolve().as_uri(),
+    )
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom.stdout, re.DOTALL)
+    assert found, "the probe did not run"
+    data: dict[str, Any] = json.loads(html_unescape(found.group(1)))
+    return data
+
+
+def html_unescape(text: str) -> str:
+    import html
+
+    return html.unescape(text)
+
+
+def overlapping(boxes: list[list[Any]]) -> list[tuple[Any, Any]]:
+    bad = []
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            if a[0] == b[0] and a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]:
+                bad.append((a, b))
+    return bad
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1366, 390])
+def test_timeline_markers_never_overlap_in_the_browser(tmp_path: Path, width: int) -> None:
+    # The deadline, SIGTERM, the leader's exit and SIGKILL fall within a second of each
+    # other: their numbered badges must still not overlap (issue 23), nor in the close-up.
+    attempt = make_sigkill_timeout(tmp_path / "ev")
+    # Two stop signals from outside in the same second: six marks at the deadline.
+    with (attempt / "events.jsonl").open("a", encoding="utf-8") as fh:
+        for t, name in ((7200.4, "signal_received"), (7200.6, "signal_received")):
+            fh.write(json.dumps(ev(name, t, signal=15, name="SIGTERM")) + "\n")
+    rep = load.build_report(attempt)
+    page = render_html(rep, "en")
+    got = probe(tmp_path, page, width)
+    assert len(got["boxes"]) >= 4
+    assert overlapping(got["boxes"]) == []
+    shot = shots_dir(tmp_path) / f"markers-{width}.png"
+    res = chromium(
+        tmp_path,
+        f"--window-size={width},900",
+        f"--screenshot={shot}",
+        (tmp_path / f"probe-{width}.html").resolve().as_uri(),
+    )
+    assert res.returncode == 0 and png_size(shot) == (width, 900)
+
+
+@needs_chromium
+def test_headline_colour_tells_a_compile_from_a_plain_command_and_a_stage(tmp_path: Path) -> None:
+    # Green only for a compile that compiled; a plain command's declared exit status and
+    # a failed op_compiler stage each have a colour and words of their own (issue 23).
+    cases = {
+        "compiled": make_attempt(tmp_path / "a", 1, State.SUCCEEDED),
+        "declared": make_plain_command(tmp_path / "b", 0),
+        "stage": make_swallowed_failure(tmp_path / "c"),
+    }
+    colours = {}
+    for tone, attempt in cases.items():
+        rep = load.build_report(attempt)
+        (band,) = probe(tmp_path, render_html(rep, "en"), 1366)["bands"]
+        assert band[0] == f"t-{tone}"
+        colours[tone] = band[1]
+    assert colours["compiled"] == "rgb(30, 123, 52)"  # --ok
+    assert len(set(colours.values())) == 3, colours
 
 
 @needs_chromium
@@ -130,7 +235,7 @@ def test_page_renders_without_console_messages(tmp_path: Path, name: str, lang: 
     assert console_lines(dom.stderr) == []
     html = dom.stdout
     first = rep.attempts[0]
-    words = WORDS[first.verdict.state][lang]
+    words = state_words(first.verdict, lang)
     assert words in html, "headline missing from the rendered DOM"
     assert 'class="timeline"' in html and "<svg" in html
     assert phrase("reasons", lang) in html

@@ -19,6 +19,7 @@ from evidence_fixtures import (
     make_attempt,
     make_big_attempt,
     make_many,
+    make_plain_command,
     make_swallowed_failure,
 )
 from skgate.cli.main import main
@@ -26,7 +27,7 @@ from skgate.model.phrases import C7
 from skgate.model.records import ProcessRecord, State
 from skgate.report import chart, load, markdown, sentences
 from skgate.report.html import render_html
-from skgate.verdict.words import WORDS
+from skgate.verdict.words import WORDS, phrase
 
 
 class _Text(HTMLParser):
@@ -126,7 +127,7 @@ def test_swallowed_failure_names_the_failed_input_and_its_log(tmp_path: Path) ->
     text = page_text(page)
     assert "op_compiler pid 501: -j 8, inputs 8, succeeded 7, failed 1" in text
     assert f"read next {log}" in text
-    assert f"Error logs to read next (final compiler evidence after natural return):{log}" in text
+    assert f"{phrase('read_logs', 'en')}{log}" in text
     assert WORDS[State.FAILED]["en"] in text
 
 
@@ -221,7 +222,7 @@ def test_root_lists_attempts_links_retries_and_marks_clean_retry(tmp_path: Path)
     make_many(tmp_path, 50)
     _, doc, page = build(tmp_path, "en")
     assert len(doc["attempts"]) == 50
-    assert "<th>attempt</th><th>Verdict</th><th>retry of</th><th>retried by</th>" in page
+    assert "<th>attempt</th><th>verdict</th><th>retry of</th><th>retried by</th>" in page
     retry = next(a for a in doc["attempts"] if a["retry_of_attempt"])
     assert f'href="#a-{retry["retry_of_attempt"]}"' in page
     assert f'id="a-{retry["attempt"]}"' in page
@@ -232,9 +233,9 @@ def test_root_lists_attempts_links_retries_and_marks_clean_retry(tmp_path: Path)
     rep = load.build_report(tmp_path)
     head, parts = sentences.state_counts(rep, "en")
     assert (
-        head == "50 attempts" and ("succeeded clean", f"{C7['clean_retry']['en']} {clean}") in parts
+        head == "50 attempts" and ("succeeded clean", f"{clean} {C7['clean_retry']['en']}") in parts
     )
-    assert sum(int(text.rsplit(" ", 1)[1]) for state, text in parts if " " not in state) == 50
+    assert sum(int(text.split(" ", 1)[0]) for state, text in parts if " " not in state) == 50
     md_text = markdown.render(rep, "en", "md")
     text = page_text(page)
     for _, part in parts:
@@ -334,3 +335,24 @@ def test_matrix_session_shows_the_attribution_table(tmp_path: Path) -> None:
     for needle in ("the start-up hook launch path triggers the failure", "only the hook arm fails"):
         assert needle in text and needle in md_text
     assert "<th>the one change</th>" in page
+
+
+@pytest.mark.parametrize(
+    ("make", "tone", "words"),
+    [
+        (lambda r: make_attempt(r, 1, State.SUCCEEDED), "t-compiled", "succeeded"),
+        (lambda r: make_plain_command(r, 0), "t-declared", "by its declared exit status 0"),
+        (lambda r: make_plain_command(r, 3), "t-declared", "by its declared exit status 3"),
+        (make_swallowed_failure, "t-stage", "an op_compiler stage; the launcher exited 0"),
+    ],
+)
+def test_headline_band_tone_and_words_follow_the_kind_of_result(
+    tmp_path: Path, make: Any, tone: str, words: str
+) -> None:
+    # Green (t-compiled) only for a compile that compiled (issue 23).
+    page = render_html(load.build_report(make(tmp_path / "ev")), "en")
+    assert f'data-tone="{tone}"' in page
+    band = page.split('<div class="words"', 1)[1].split("</div>", 1)[0]
+    assert words in band
+    if tone != "t-compiled":
+        assert "t-compiled" not in page.split('<div class="verdict', 1)[1].split(">", 1)[0]

@@ -94,7 +94,7 @@ def test_unknown_lists_missing_evidence(tmp_path: Path) -> None:
 
 def test_succeeded_and_not_started(tmp_path: Path) -> None:
     ok = render(make_attempt(tmp_path, 1, State.SUCCEEDED, errors=0, runs=1), "en")
-    assert "**Verdict: succeeded**" in ok
+    assert "**verdict: succeeded**" in ok
     ns = render(make_attempt(tmp_path, 2, State.NOT_STARTED), "zh")
     assert "未启动" in ns
     assert "不是编译结果" in ns

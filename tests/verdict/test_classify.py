@@ -9,7 +9,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from skgate.model.outcomes import PackageMode
+from skgate.model.outcomes import PackageMode, VerdictFrom
 from skgate.model.records import (
     Cause,
     Census,
@@ -226,6 +226,8 @@ def evidence(draw: st.DrawFn) -> Evidence:
         "escaped_total": draw(st.integers(0, 3)),
         "coverage": draw(coverages),
         "scan_interval": draw(st.sampled_from([1.0, 0.25])),
+        # C2, last paragraph: a declared exit status must keep every other rule intact.
+        "verdict_from": draw(st.sampled_from([VerdictFrom.SUMMARY, VerdictFrom.EXIT_STATUS])),
     }
     if shape == "not_launched":
         finished = draw(st.sampled_from([True, True, True, False]))
@@ -528,10 +530,10 @@ def test_escape_and_preexisting_notes_appear_exactly_when_they_apply() -> None:
     assert not any(r.startswith("C4:") for r in plain)
     assert not any("before launch were not counted" in r for r in plain)
     escaped = classify(natural(escaped_total=1)).reasons
-    assert any(r.startswith("C4: 1 owned process(es) left the process group") for r in escaped)
+    assert any(r.startswith("C4: 1 owned process left the process group") for r in escaped)
     stale = replace(census(), preexisting=3)
     assert any(
-        r.startswith("C8: 3 entr(ies) already in the outputs")
+        r.startswith("C8: 3 entries already in the outputs")
         for r in classify(natural(census=stale)).reasons
     )
 
@@ -646,8 +648,9 @@ def test_a_stop_request_is_named_in_the_interrupted_verdict() -> None:
         ),
         (
             Coverage(sources=("events", "scan"), events_overruns=2, argv_late=1),
-            "from events, scan: the kernel dropped process events 2 time(s) under load, so "
-            "short-lived processes may be missing; 1 argv(s) were gone before they could be read",
+            "from events, scan: the kernel dropped process events 2 times under load, so "
+            "short-lived processes may be missing; 1 process exec'ed and exited before its argv "
+            "could be read",
         ),
         (
             Coverage(
@@ -699,3 +702,32 @@ def test_a_dead_runner_reason_says_when_and_what_is_missing() -> None:
     assert early.missing[0] == "ownership manifest (ownership.json)"
     quiet = classify(replace(died, tree_ended=False, deadline_passed=True))
     assert not any("deadline has passed" in r for r in quiet.reasons)
+
+
+def test_declared_exit_status_decides_when_no_compile_evidence_exists() -> None:
+    # C2, last paragraph: a plain command's exit status is its declared final summary.
+    plain = natural(summary=None, census=census(0, 0, 0), verdict_from=VerdictFrom.EXIT_STATUS)
+    ok = classify(plain)
+    assert (ok.state, ok.summary_source) == (State.SUCCEEDED, "exit status")
+    assert "--verdict-from exit-status" in ok.reasons[0]
+    bad = classify(replace(plain, leader_exit_status=3))
+    assert (bad.state, bad.summary_source) == (State.FAILED, "exit status")
+    # Not declared: exit 0 alone proves nothing (unchanged default).
+    assert classify(replace(plain, verdict_from=VerdictFrom.SUMMARY)).state is State.UNKNOWN
+    # No natural return: the declaration never decides (interrupted as always).
+    stopped = replace(plain, timeout_fired=True, signals_sent=(SignalSent(15, "timeout"),))
+    assert classify(stopped).state is State.INTERRUPTED
+
+
+def test_compile_evidence_decides_over_a_declared_exit_status_and_a_disagreement_is_unknown() -> (
+    None
+):
+    # A printed summary reporting a failure, exit 0, and a declared exit status: the
+    # summary decides (failed), the exit status says succeeded: no conclusion (C2.5).
+    v = classify(natural(summary=BAD, verdict_from=VerdictFrom.EXIT_STATUS))
+    assert v.state is State.UNKNOWN
+    assert v.reasons[0].startswith("C2.5: --verdict-from exit-status was declared, but")
+    # Where they agree, the compile evidence's verdict stands and says so.
+    agree = classify(natural(verdict_from=VerdictFrom.EXIT_STATUS))
+    assert agree.state is State.SUCCEEDED and agree.summary_source == "summary_lines"
+    assert any(r.startswith("C2: --verdict-from exit-status was declared") for r in agree.reasons)

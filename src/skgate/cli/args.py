@@ -15,7 +15,7 @@ from pathlib import Path
 
 from skgate.evidence.files import DEFAULT_ROOT
 from skgate.model.errors import UsageError
-from skgate.model.outcomes import PackageMode
+from skgate.model.outcomes import PackageMode, VerdictFrom
 from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
 
 
@@ -131,6 +131,16 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         "[summary] (repeatable; C3)",
     )
     p.add_argument(
+        "--verdict-from",
+        choices=[v.value for v in VerdictFrom],
+        default=VerdictFrom.SUMMARY.value,
+        help="where the verdict comes from: 'summary' (a compile's [summary] lines, "
+        "--summary-pattern or op_compiler census; exit 0 alone is unknown) or 'exit-status' "
+        "(a command that is not a compile: exit 0 succeeded, non-zero failed; an observed "
+        "op_compiler still decides by its stages) (frozen in control.json; C2; default "
+        "%(default)s)",
+    )
+    p.add_argument(
         "--completion-marker",
         default=None,
         metavar="REGEX",
@@ -238,6 +248,7 @@ def request_from_args(args: argparse.Namespace, command: list[str]) -> RunReques
         scan_interval=args.scan_interval,
         compiler_names=tuple(args.compiler_name),
         job_memory_mb=args.job_memory_mb,
+        verdict_from=VerdictFrom(args.verdict_from),
     )
 
 

@@ -39,6 +39,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--json", action="store_true", help="print the verdict as JSON on stdout (no report)"
     )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also show the workload's output, every reason and the whole report (default: "
+        "the verdict, three lines of why and where the evidence is)",
+    )
     # A stock interpreter may carry start-up hooks: the demo is approved like a run (C6).
     add_hook_options(p)
     p.set_defaults(handler=cmd_demo)
@@ -50,6 +56,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         workdir=args.workdir,
         lang=args.lang,
         as_json=args.json,
+        verbose=bool(args.verbose),
         show=print_verdict,
         hooks=demo_mod.HookApprovals(
             tuple(args.approve_hook), args.hook_baseline, bool(args.strict_hooks)

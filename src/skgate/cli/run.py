@@ -151,11 +151,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         else:
             for a, v, err in rows:
-                print(
-                    f"{a}: {headline(v.state, v.compiled)}"
-                    if v
-                    else f"{a}: damaged evidence: {err}"
-                )
+                print(f"{a}: {headline(v)}" if v else f"{a}: damaged evidence: {err}")
         if any(err for _, _, err in rows):
             return EXIT_USAGE
         last = rows[-1][1] if rows else None

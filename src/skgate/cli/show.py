@@ -13,10 +13,7 @@ def print_verdict(verdict: Verdict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2))
         return
-    print(
-        headline(verdict.state, verdict.compiled)
-        + (f" (cause: {verdict.cause.value})" if verdict.cause else "")
-    )
+    print(headline(verdict) + (f" (cause: {verdict.cause.value})" if verdict.cause else ""))
     for reason in verdict.reasons:
         print(f"  - {reason}")
     if verdict.missing:

@@ -116,7 +116,7 @@ def snapshot(attempt: Path, sampler: Sampler | None = None) -> View:
 
 def render(view: View) -> Group:
     state = view.verdict.state
-    head = Text(headline(state, view.verdict.compiled), style=STYLE[state])
+    head = Text(headline(view.verdict), style=STYLE[state])
     if view.verdict.cause:
         head.append(f" (cause: {view.verdict.cause.value})")
     facts = Table.grid(padding=(0, 2))

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from skgate.evidence.digest import sha256_bytes, sha256_file
 from skgate.evidence.files import SEAL, fsync_dir, is_attempt_dir, json_text
-from skgate.model.errors import BlockedError, EvidenceError
+from skgate.model.errors import BlockedError, EvidenceError, UsageError
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict
@@ -49,18 +49,21 @@ EVENTS = ("start", "end", "seal", "scene")
 
 
 def check_root(root: Path) -> None:
-    """Refuse an evidence root that cannot hold attempts, as ``allocate`` would (exit 3),
-    without creating anything (``skgate preflight`` says what ``run`` would do)."""
+    """Refuse an evidence root that cannot hold attempts, without creating anything.
+
+    A --root that is a file, a dangling link or unwritable is bad input (exit 2, nothing
+    recorded, nothing run: skgate never runs unrecorded), the same rule as --cwd and
+    every other path a command is given (issue 23); ``skgate preflight`` says the same."""
     for part in (root, *root.parents):
         if os.path.lexists(part):
             if not part.is_dir():
                 what = "a dangling symbolic link" if part.is_symlink() else "not a directory"
-                raise BlockedError(
+                raise UsageError(
                     f"evidence root {root} (or a part of it) is {what}; choose a writable "
                     "--root (skgate never runs unrecorded)"
                 )
             if not os.access(part, os.W_OK | os.X_OK):
-                raise BlockedError(
+                raise UsageError(
                     f"evidence root {root} cannot be written; choose a writable --root "
                     "(skgate never runs unrecorded)"
                 )
@@ -81,17 +84,17 @@ def allocate(root: Path, name: str | None = None) -> Path:
     except FileExistsError:
         # mkdir's "File exists" would mislead: something that is not a directory is there.
         what = "a dangling symbolic link" if root.is_symlink() else "not a directory"
-        raise BlockedError(
+        raise UsageError(
             f"evidence root {root} (or a part of it) is {what}; choose a writable --root "
             "(skgate never runs unrecorded)"
         ) from None
     except OSError as exc:
-        raise BlockedError(
+        raise UsageError(
             f"evidence root {root} cannot be written ({exc.strerror}); "
             "choose a writable --root (skgate never runs unrecorded)"
         ) from None
     if not os.access(base, os.W_OK | os.X_OK):
-        raise BlockedError(
+        raise UsageError(
             f"evidence root {root} cannot be written; choose a writable --root "
             "(skgate never runs unrecorded)"
         )

@@ -311,6 +311,7 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
         launcher=scan.launcher if scan is not None else None,
         frozen_jobs=frozen_jobs(control.controls),
         package_mode=control.request.package_mode,
+        verdict_from=control.request.verdict_from,
         journal_missing=journal_missing,
         recovered=recovered,
         stop_reasons=tuple(stops),

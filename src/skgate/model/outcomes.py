@@ -100,3 +100,20 @@ class PackageMode(str, enum.Enum):
 
     REQUIRED = "required"
     OPTIONAL = "optional"
+
+
+class VerdictFrom(str, enum.Enum):
+    """Where the final summary of an attempt comes from, frozen before launch (C2).
+
+    ``summary``: the default, [summary] lines, a --summary-pattern or the op_compiler
+    census; exit status 0 alone never succeeds. ``exit-status``: the command is not a
+    compile and declares that its exit status is its final summary (C2, last paragraph);
+    an observed owned op_compiler still decides by its stage evidence.
+    """
+
+    SUMMARY = "summary"
+    EXIT_STATUS = "exit-status"
+
+
+#: ``summary_source`` of a verdict decided by a declared exit status (C2, last paragraph).
+SOURCE_EXIT_STATUS = "exit status"

@@ -18,3 +18,21 @@ C7 = {
     },
     "clean_retry": {"en": "valid clean-retry result", "zh": "有效干净重试结果"},
 }
+
+
+#: English nouns whose plural is not the noun with "s" added (``count``).
+_PLURALS = {
+    "process": "processes",
+    "owned process": "owned processes",
+    "directory": "directories",
+    "entry": "entries",
+}
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun in the English number it takes: "1 attempt", "2 attempts",
+    "2 entries". The one helper for every count people read (issue 23): never "1
+    attempts", "2 entr(ies)" or "argv(s)"."""
+    if n == 1:
+        return f"{n} {noun}"
+    return f"{n} {plural or _PLURALS.get(noun) or noun + 's'}"

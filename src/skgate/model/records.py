@@ -19,7 +19,7 @@ from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.launcher import LauncherFacts
-from skgate.model.outcomes import PackageMode
+from skgate.model.outcomes import PackageMode, VerdictFrom
 from skgate.model.running import (
     EXIT_CODES,
     Cause,
@@ -191,6 +191,9 @@ class Evidence:
     summary: Summary | None = None
     census: Census | None = None
     package_mode: PackageMode = PackageMode.OPTIONAL
+    #: The frozen ``--verdict-from`` of control.json (C2): exit-status declares that the
+    #: command's exit status is its final summary.
+    verdict_from: VerdictFrom = VerdictFrom.SUMMARY
     #: The attempt's journal (events.jsonl) is gone: launch and exits are unknowable.
     journal_missing: bool = False
     #: Every observed owned op_compiler invocation (stages.json; None before it existed).

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.outcomes import PackageMode
+from skgate.model.outcomes import PackageMode, VerdictFrom
 from skgate.model.schema import require
 
 #: Where CANN's static compile writes its outputs, below the working directory (C1, C8).
@@ -72,6 +72,9 @@ class RunRequest:
     #: Memory budget per compile job for ``--jobs auto`` (C5); None: $SKGATE_JOB_MEMORY_MB
     #: or the built-in default.
     job_memory_mb: int | None = None
+    #: C2: where the final summary comes from; ``exit-status`` declares that this command
+    #: is not a compile and its exit status is its result (a frozen control).
+    verdict_from: VerdictFrom = VerdictFrom.SUMMARY
 
     def outputs_path(self) -> str:
         """The outputs directory of this run (the one home of that rule, C1 / C8)."""
@@ -106,6 +109,7 @@ class RunRequest:
             "scan_interval": self.scan_interval,
             "compiler_names": list(self.compiler_names),
             "job_memory_mb": self.job_memory_mb,
+            "verdict_from": self.verdict_from.value,
         }
 
     @classmethod
@@ -141,6 +145,8 @@ class RunRequest:
                 job_memory_mb=(
                     int(data["job_memory_mb"]) if data.get("job_memory_mb") is not None else None
                 ),
+                # Absent in attempts recorded before the control existed: the default.
+                verdict_from=VerdictFrom(data.get("verdict_from", VerdictFrom.SUMMARY.value)),
             )
         except (TypeError, ValueError) as exc:
             raise EvidenceError(f"{where}: {exc}") from None

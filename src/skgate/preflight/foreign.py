@@ -66,10 +66,28 @@ def age_s(start_ticks: int) -> float | None:
     return None if up is None else max(0.0, up - start_ticks / clock_ticks())
 
 
-def blocker_text(record: ProcessRecord) -> str:
+def matched_name(record: ProcessRecord, names: Sequence[str] = COMPILER_NAMES) -> str:
+    """The compiler name a process matched as (C4): its comm, or else its argv[0]'s base
+    name (``exec -a opc sleep`` matches as opc although its comm is sleep)."""
+    if record.name in names or not record.argv:
+        return record.name
+    first = os.path.basename(record.argv[0])
+    return first if first in names else record.name
+
+
+def process_label(record: ProcessRecord, names: Sequence[str] = COMPILER_NAMES) -> str:
+    """``opc[22867]``, with the comm beside it when that is not the name it matched as."""
+    matched = matched_name(record, names)
+    comm = f" (comm {record.name})" if matched != record.name else ""
+    return f"{matched}[{record.pid}]{comm}"
+
+
+def blocker_text(record: ProcessRecord, names: Sequence[str] = COMPILER_NAMES) -> str:
     age = age_s(record.start_ticks)
     shown = f"{age:.0f} s" if age is not None else "unknown"
-    return f"{record.name}[{record.pid}] (age {shown}, {NEVER_SIGNALLED})"
+    matched = matched_name(record, names)
+    comm = f"comm {record.name}, " if matched != record.name else ""
+    return f"{matched}[{record.pid}] ({comm}age {shown}, {NEVER_SIGNALLED})"
 
 
 class Blockers:
@@ -174,13 +192,13 @@ def foreign_step(
     outcome = "none"
     if current and policy == "wait" and wait and time.monotonic() < deadline:
         announced = True
-        _announce(request, [seen[k] for k in current], emit, notify)
+        _announce(request, [seen[k] for k in current], emit, notify, names)
         outcome = _wait(
             current, seen, names, deadline=deadline, notify=notify, every=progress_every
         )
         current = [] if outcome == "cleared" else _records(seen, names)
     waited = round(time.monotonic() - started, 3)
-    alive = [f"{seen[k].name}[{seen[k].pid}]" for k in current]
+    alive = [process_label(seen[k], names) for k in current]
     blocked: list[str] = []
     note = None
     if current and (policy == "refuse" or wait):
@@ -230,6 +248,7 @@ def _announce(
     blockers: Sequence[ProcessRecord],
     emit: Emit | None,
     notify: Notify | None,
+    names: Sequence[str] = COMPILER_NAMES,
 ) -> None:
     if emit is not None:
         emit(
@@ -243,7 +262,7 @@ def _announce(
         notify(
             f"skgate: waiting for {len(blockers)} foreign compiler process(es) this attempt "
             "does not own: "
-            + ", ".join(blocker_text(b) for b in blockers)
+            + ", ".join(blocker_text(b, names) for b in blockers)
             + f"; waiting at most {request.lease_timeout:g} s (--lease-timeout). To stop "
             "waiting: --foreign refuse (refuse at once) or a shorter --lease-timeout"
         )
@@ -282,7 +301,7 @@ def _wait(
                 notify(
                     f"skgate: still waiting for {len(left)} foreign compiler(s) after "
                     f"{now - start:.0f} s of at most {deadline - start:.0f} s: "
-                    + ", ".join(blocker_text(b) for b in left[:6])
+                    + ", ".join(blocker_text(b, names) for b in left[:6])
                 )
                 next_progress = now + every
             blockers.wait(min(deadline, next_progress, next_rescan) - now)

@@ -237,7 +237,7 @@ def prepare(
     ``early_scan`` hands over a hook scan started before the attempt existed, used only
     for exactly the inputs this preflight would scan (:mod:`skgate.preflight.early`).
     """
-    check_root(root)  # the root run would refuse is refused here too (exit 3)
+    check_root(root)  # the root run would refuse is refused here too (exit 2)
     runner = dict(os.environ if runner_env is None else runner_env)
     env = base_env(request, runner)
     blocked: list[str] = []

@@ -9,6 +9,7 @@ import math
 import os
 from pathlib import Path
 
+from skgate.evidence.ledger import check_root
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest, validate_patterns
 from skgate.model.sources import allowed_sources
@@ -43,6 +44,9 @@ def validate(request: RunRequest) -> None:
         raise UsageError(f"working directory {request.cwd} does not exist; pass an existing one")
     if not cwd.is_dir():
         raise UsageError(f"working directory {request.cwd} is not a directory; pass a directory")
+    # The evidence root is input too: a file there is exit 2 before anything is made,
+    # for run, start, preflight and retry alike (one rule, issue 23).
+    check_root(Path(request.root))
     validate_patterns(request.summary_patterns, request.completion_marker)
     allowed_sources(os.environ)  # SKGATE_OWNERSHIP_SOURCES, read by the runner (C3)
 

@@ -126,6 +126,7 @@ class Supervisor:
         stop_request: Callable[[], dict[str, Any] | None] | None = None,
         sources: Sources | None = None,
         journal: Callable[[bytes], None] | None = None,
+        progress_every: float = 30.0,
     ) -> None:
         self.argv = argv
         self.env = env
@@ -144,6 +145,8 @@ class Supervisor:
         self.on_process = on_process
         self.on_scan = on_scan
         self.stop_request = stop_request
+        #: Seconds between "still waiting" lines once the leader returned (C2.1).
+        self.progress_every = progress_every
         self.sources = sources or Sources()
         self.owned = OwnedTree()
         #: Receives the owned tree's fork/exec/exit lines as they are learnt (C3).
@@ -159,6 +162,7 @@ class Supervisor:
         self._wake_r = -1
         self._wake_w = -1
         self._old_wakeup = -1
+        self._t0 = 0.0
 
     # -- signal plumbing ------------------------------------------------------------
 
@@ -223,6 +227,7 @@ class Supervisor:
         pid = proc.pid
         out = Outcome(pid=pid, pgid=pid)
         deadline = launched_mono + self.timeout
+        self._t0 = launched_mono
         kill_at: float | None = None  # when SIGKILL goes to the group, once stopping began
         give_up_at: float | None = None  # when escaped survivors stop being waited for
         leader_done = False
@@ -248,6 +253,7 @@ class Supervisor:
             sel.register(leaf.watch_fd(), selectors.EVENT_READ, "cgroup")
 
         next_scan = time.monotonic()
+        next_progress: float | None = None  # no "waiting for" line said yet
         check_children = True
         try:
             while True:
@@ -334,6 +340,8 @@ class Supervisor:
                         if self._observe(time.time(), live):
                             self._dirty = True
                         self._flush_journal()
+                        if live and not out.timeout_fired and give_up_at is None:
+                            next_progress = self._say_waiting(out, live, deadline, next_progress)
                         if not live:
                             out.last_exit_mono = time.monotonic()
                             self.emit("tree_ended", escaped_alive=0, runner_cpu_s=cpu_seconds())
@@ -399,6 +407,20 @@ class Supervisor:
         self._read_events()
         self._flush_journal()
         return out
+
+    def _say_waiting(
+        self, out: Outcome, live: dict[int, ProcStat], deadline: float, next_at: float | None
+    ) -> float | None:
+        """C2.1: the leader returned while owned processes live: say once what the run
+        waits for, then every ``progress_every`` s (a person must not see a silent gate)."""
+        now = time.monotonic()
+        if next_at is not None and now < next_at:
+            return next_at
+        deadline_wall = time.time() + (deadline - now)
+        self.notify(
+            waiting_line(out, live, deadline_wall, first=next_at is None, after=now - self._t0)
+        )
+        return now + self.progress_every
 
     def finish_manifest(self) -> None:
         """The final manifest (``complete``), once the leader is reaped and the leaf gone."""
@@ -566,6 +588,31 @@ class Supervisor:
             if not data:
                 return
             self.sink(data)
+
+
+#: Owned processes named in one "waiting for" line; the rest are counted.
+WAITING_SHOWN = 6
+
+
+def waiting_line(
+    out: Outcome, live: dict[int, ProcStat], deadline_wall: float, *, first: bool, after: float
+) -> str:
+    """The line a person reads while the leader has returned and owned processes live:
+    who, and that they are never signalled before the frozen deadline (C2.1, C4)."""
+    n = len(live)
+    noun = "owned process" if n == 1 else "owned processes"
+    shown = ", ".join(f"{st.name}[{pid}]" for pid, st in sorted(live.items())[:WAITING_SHOWN])
+    if n > WAITING_SHOWN:
+        shown += f" and {n - WAITING_SHOWN} more"
+    at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(deadline_wall))
+    never = f"never signalled before the deadline at {at}"
+    if first:
+        if out.leader_exit_signal is not None:
+            how = f"ended by {_name(out.leader_exit_signal)}"
+        else:
+            how = f"exited with status {out.leader_exit_status}"
+        return f"skgate: leader {how}; waiting for {n} {noun}: {shown}, {never}"
+    return f"skgate: still waiting after {after:.0f} s for {n} {noun}: {shown}, {never}"
 
 
 def _peek_exit(pid: int) -> tuple[int | None, int | None] | None:

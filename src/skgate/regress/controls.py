@@ -37,6 +37,7 @@ def control_view(control: Mapping[str, Any]) -> dict[str, Any]:
         "outputs",
         "package_mode",
         "summary_patterns",
+        "verdict_from",
         "completion_marker",
         "jobs",
         "unset_env",

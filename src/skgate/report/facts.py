@@ -61,7 +61,7 @@ def is_clean_retry_result(ev: AttemptEvidence) -> bool:
 
 
 def headline(ev: AttemptEvidence, lang: str) -> str:
-    words = state_words(ev.verdict.state, ev.verdict.compiled, lang)
+    words = state_words(ev.verdict, lang)
     if is_clean_retry_result(ev):
         sep = "：" if lang == "zh" else ": "
         return f"{C7['clean_retry'][lang]}{sep}{words}"
@@ -235,7 +235,7 @@ def attempt_json(
         "path": str(ev.path),
         "state": v.state.value,
         "cause": v.cause.value if v.cause else None,
-        "words": {lg: state_words(v.state, v.compiled, lg) for lg in LANGS},
+        "words": {lg: state_words(v, lg) for lg in LANGS},
         "headline": headline(ev, lang),
         "clean_retry_result": is_clean_retry_result(ev),
         "retry_of": ev.request.retry_of if ev.request else None,

@@ -31,7 +31,7 @@ from skgate.report import chart as chart_mod
 from skgate.report import facts, load, svg
 from skgate.report import sentences as say
 from skgate.report.stages import stage_lines, stage_title
-from skgate.verdict.words import CONTROL_SECTIONS, in_language, phrase, uncompiled
+from skgate.verdict.words import CONTROL_SECTIONS, Kind, in_language, kind_of, phrase
 
 #: Rows of the ownership table before "N more" (the manifest itself has them all).
 MAX_PROCESS_ROWS = 200
@@ -63,9 +63,13 @@ code,pre,.mono{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospac
 .verdict{border-radius:10px;padding:14px 18px;color:#fff;margin:12px 0}
 .verdict .words{font-size:22px;font-weight:700;line-height:1.3}
 .verdict .facts{font-size:13px;opacity:.95;margin-top:4px}
-.s-succeeded{background:var(--ok)}.s-uncompiled{background:var(--uncompiled)}.s-failed{background:var(--fail)}
+.s-succeeded{background:var(--ok)}.s-failed{background:var(--fail)}
 .s-interrupted{background:var(--intr)}.s-unknown{background:var(--unk)}
 .s-in_progress{background:var(--live)}.s-not_started{background:var(--ns)}
+.verdict.t-succeeded{background:var(--ok)}.verdict.t-compiled{background:var(--ok)}
+.verdict.t-uncompiled{background:var(--uncompiled)}
+.verdict.t-declared{background:#2f5d73}.verdict.t-command{background:#7a3b2e}
+.verdict.t-stage{background:#8c1d18}
 .badge{display:inline-block;border-radius:999px;padding:1px 10px;color:#fff;font-size:12px;
 font-weight:600;white-space:nowrap}
 .badge.clean{box-shadow:0 0 0 2px #fff,0 0 0 4px var(--ok)}
@@ -170,16 +174,31 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], mono_last: bool =
     return "".join(out)
 
 
-def band_class(v: Verdict) -> str:
-    """The banner's colour class: green only for a compile that compiled (C2)."""
-    return "uncompiled" if uncompiled(v.state, v.compiled) else v.state.value
+#: The band's colour by the kind of result (issue 23): green only for a compile that
+#: compiled; a plain command's declared exit status, a command's own failure and a failed
+#: op_compiler stage each have their own. Kinds not named here take their state's colour.
+TONES: Mapping[Kind, str] = {
+    Kind.COMPILED: "t-compiled",
+    Kind.NOT_COMPILED: "t-uncompiled",
+    Kind.DECLARED: "t-declared",
+    Kind.COMMAND: "t-command",
+    Kind.STAGE: "t-stage",
+}
+
+
+def band_tone(v: Verdict) -> str:
+    """The CSS class of a verdict's headline band: a function of the verdict's fields
+    (state, summary_source, compiled, reasons) through :func:`kind_of`; extend TONES."""
+    return TONES.get(kind_of(v), f"t-{v.state.value}")
 
 
 def _verdict_band(a: Mapping[str, Any], ev: load.AttemptEvidence, lang: str) -> str:
     v = ev.verdict
     words = phrase("verdict", lang) + say.colon(lang) + a["headline"]
+    tone = band_tone(v)
     return (
-        f'<div class="verdict s-{_e(band_class(v))}" data-state="{_e(v.state.value)}">'
+        f'<div class="verdict s-{_e(v.state.value)} {tone}" data-state="{_e(v.state.value)}" '
+        f'data-tone="{_e(tone)}">'
         f'<div class="words" id="headline-{_e(a["attempt"])}">{_e(words)}</div>'
         f'<div class="facts">{_e(say.verdict_facts(v, lang))}</div></div>'
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from skgate.model.phrases import C7
+from skgate.model.phrases import C7, count
 from skgate.model.records import ProcessRecord, State, Verdict
 from skgate.report.facts import census_label, headline, is_clean_retry_result
 from skgate.report.load import AttemptEvidence, Report
@@ -19,6 +19,7 @@ from skgate.verdict.words import (
     CONTROL_SECTIONS,
     UNCOMPILED_COUNT,
     WORDS,
+    count_words,
     duration,
     phrase,
     uncompiled,
@@ -168,7 +169,7 @@ def census_lines(ev: AttemptEvidence, lang: str, code: Code = plain) -> list[tup
             if zh
             else (
                 0,
-                f"incomplete: {c.unreadable} director(ies) could not be read; "
+                f"incomplete: {count(c.unreadable, 'directory')} could not be read; "
                 "the counts are a lower bound",
             )
         )
@@ -206,25 +207,41 @@ def verdict_facts(v: Verdict, lang: str, code: Code = plain) -> str:
 
 def state_counts(report: Report, lang: str) -> tuple[str, list[tuple[str, str]]]:
     """The attempt count and, per state, (state value, "words n") in the C7 words."""
-    counts: dict[State, int] = {}
+    counts: dict[tuple[State, str], int] = {}
     for a in report.attempts:
-        counts[a.verdict.state] = counts.get(a.verdict.state, 0) + 1
-    parts = [(s.value, f"{WORDS[s][lang]} {n}") for s, n in counts.items()]
+        key = (a.verdict.state, count_words(a.verdict, lang))
+        counts[key] = counts.get(key, 0) + 1
+    zh = lang == "zh"
+
+    def counted(words: str, k: int) -> str:
+        # The count first in English ("2 interrupted: ..."), after the words in Chinese.
+        return f"{words} {k} 次" if zh else f"{k} {words}"
+
+    parts = [(s.value, counted(words, k)) for (s, words), k in counts.items()]
     cached = sum(1 for a in report.attempts if uncompiled(a.verdict.state, a.verdict.compiled))
     if cached:
         # C2: a cache hit succeeded without compiling; the count shows it apart.
         note = UNCOMPILED_COUNT[lang].format(n=cached)
-        note = f"（{note}）" if lang == "zh" else f" ({note})"
-        parts = [(v, t + note if v == State.SUCCEEDED.value else t) for v, t in parts]
+        note = f"（{note}）" if zh else f" ({note})"
+        plain = WORDS[State.SUCCEEDED][lang]
+
+        def is_plain_success(state: str, text: str) -> bool:
+            said = text.startswith(plain) if zh else text.endswith(plain)
+            return state == State.SUCCEEDED.value and said
+
+        parts = [(v, t + note if is_plain_success(v, t) else t) for v, t in parts]
     clean = sum(1 for a in report.attempts if is_clean_retry_result(a))
     if clean:
-        parts.append(("succeeded clean", f"{C7['clean_retry'][lang]} {clean}"))
+        parts.append(("succeeded clean", counted(C7["clean_retry"][lang], clean)))
     n = len(report.attempts)
-    head = f"共 {n} 次尝试" if lang == "zh" else f"{n} attempts"
+    head = f"共 {n} 次尝试" if zh else count(n, "attempt")
     return head, parts
 
 
 def counts_line(report: Report, lang: str) -> str:
-    """How many attempts ended in each state, in the C7 words (root reports)."""
+    """How many attempts ended in each state, in the C7 words (root reports). The state
+    words hold colons of their own, so the head is set off by a dash and the parts by
+    semicolons: "2 attempts — 1 succeeded; 1 interrupted: top-level ..."."""
     head, parts = state_counts(report, lang)
-    return head + colon(lang) + ("，" if lang == "zh" else ", ").join(t for _, t in parts)
+    zh = lang == "zh"
+    return head + ("——" if zh else " — ") + ("；" if zh else "; ").join(t for _, t in parts)

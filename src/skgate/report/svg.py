@@ -160,19 +160,47 @@ def _deadline(c: Chart, f: Frame, top: float, bottom: float, lang: str) -> list[
     return out
 
 
+#: Badge radius and the least distance between two badges' centres (no overlap, a gap).
+BADGE_R = 7.0
+BADGE_GAP = 2 * BADGE_R + 3
+
+
+def badge_places(xs: list[float], top: float, bottom: float) -> list[tuple[float, float]]:
+    """Centres for numbered badges on marks at ``xs``: never two closer than BADGE_GAP.
+
+    Each badge takes the first row (going down from the top) where it keeps that distance
+    from every badge placed there; when every row the plot has is taken near its mark, it
+    goes right of the row's last badge (its mark line still shows where it belongs)."""
+    first = top + 24
+    rows = max(1, int((bottom - first - BADGE_R) // BADGE_GAP) + 1)
+    placed: list[list[float]] = [[] for _ in range(rows)]
+    out: list[tuple[float, float]] = []
+    for x in xs:
+        for level, row in enumerate(placed):
+            if all(abs(x - other) >= BADGE_GAP for other in row):
+                row.append(x)
+                out.append((x, first + BADGE_GAP * level))
+                break
+        else:
+            level = min(range(rows), key=lambda k: max(placed[k]))
+            bx = max(placed[level]) + BADGE_GAP
+            placed[level].append(bx)
+            out.append((bx, first + BADGE_GAP * level))
+    return out
+
+
 def _marks(c: Chart, f: Frame, top: float, bottom: float) -> list[str]:
     out: list[str] = []
-    last_x = -100.0
-    level = 0
-    for i, m in enumerate(c.marks, 1):
-        x = f.x(m.t)
-        # Badges of marks close in time stack downwards instead of overlapping.
-        level = level + 1 if x - last_x < 15 else 0
-        last_x = x
-        by = top + 24 + 15 * (level % 4)
+    xs = [f.x(m.t) for m in c.marks]
+    places = badge_places(xs, top, bottom)
+    for i, (m, x, (bx, by)) in enumerate(zip(c.marks, xs, places, strict=True), 1):
         out.append(_vline(f"mark {m.kind}", x, top, bottom, m.label))
-        out.append(el("circle", {"class": f"badge {m.kind}", "cx": x, "cy": by, "r": 7}))
-        out.append(_label(x, by + 3.5, str(i), "badge-n", "middle"))
+        if bx != x:  # moved aside: a short leader from its mark line
+            leader: dict[str, float | int | str] = {"class": f"mark {m.kind}", "x1": x}
+            leader.update({"y1": by, "x2": bx, "y2": by})
+            out.append(el("line", leader))
+        out.append(el("circle", {"class": f"badge {m.kind}", "cx": bx, "cy": by, "r": BADGE_R}))
+        out.append(_label(bx, by + 3.5, str(i), "badge-n", "middle"))
     return out
 
 

@@ -8,9 +8,11 @@ gives the same verdict, and it can be recomputed later (``skgate classify``).
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 
-from skgate.model.outcomes import PackageMode
+from skgate.model.outcomes import SOURCE_EXIT_STATUS, PackageMode, VerdictFrom
+from skgate.model.phrases import count
 from skgate.model.records import Cause, Evidence, State, Verdict
 from skgate.model.sources import SOURCE_CGROUP, SOURCE_EVENTS, SOURCE_SCAN
 from skgate.verdict import stages as stage_rules
@@ -48,7 +50,8 @@ def output_check_failures(ev: Evidence) -> list[str]:
     problems: list[str] = []
     if census.run_packages == 0 and census.error_logs > 0:
         problems.append(
-            f"C8: {census.error_logs} error-named log(s) and no .run package after natural return"
+            f"C8: {count(census.error_logs, 'error-named log')} and no .run package after "
+            "natural return"
         )
     if ev.package_mode is PackageMode.REQUIRED and census.run_packages == 0:
         problems.append("C8: package mode 'required' and no .run package after natural return")
@@ -67,7 +70,7 @@ def census_inconclusive(ev: Evidence) -> str | None:
         return None
     if census.error_logs or ev.package_mode is PackageMode.REQUIRED:
         return (
-            f"C2.5: the artifact census could not read {census.unreadable} director(ies) "
+            f"C2.5: the artifact census could not read {count(census.unreadable, 'directory')} "
             "under the outputs; a .run package may be hidden there, so the C8 output "
             "check cannot conclude"
         )
@@ -87,7 +90,8 @@ def coverage_reason(ev: Evidence) -> str | None:
     if SOURCE_EVENTS in sources and cov is not None:
         if cov.events_overruns:
             clauses.append(
-                f"the kernel dropped process events {cov.events_overruns} time(s) under load, "
+                f"the kernel dropped process events {count(cov.events_overruns, 'time')} under "
+                "load, "
                 "so short-lived processes may be missing"
             )
         else:
@@ -104,7 +108,11 @@ def coverage_reason(ev: Evidence) -> str | None:
             f"{cov.folded.get('full_records_limit', 0)} are counted by name, not listed"
         )
     if cov is not None and cov.argv_late:
-        clauses.append(f"{cov.argv_late} argv(s) were gone before they could be read")
+        their = "its" if cov.argv_late == 1 else "their"
+        clauses.append(
+            f"{count(cov.argv_late, 'process')} exec'ed and exited before {their} argv "
+            "could be read"
+        )
     return f"C3: ownership record from {', '.join(sources)}: " + "; ".join(clauses)
 
 
@@ -185,9 +193,10 @@ _PRINTED = (stage_rules.SOURCE_SUMMARY_LINES, stage_rules.SOURCE_PATTERN)
 def _escape_note(ev: Evidence) -> list[str]:
     if not ev.escaped_total:
         return []
+    they = "it was" if ev.escaped_total == 1 else "they were"
     note = (
-        f"C4: {ev.escaped_total} owned process(es) left the process group (setsid); "
-        "they were watched, never signalled"
+        f"C4: {count(ev.escaped_total, 'owned process')} left the process group (setsid); "
+        f"{they} watched, never signalled"
     )
     if ev.escaped_alive:
         note += f", and {ev.escaped_alive} still lived when the runner finished"
@@ -198,9 +207,9 @@ def _preexisting_note(ev: Evidence) -> list[str]:
     if ev.census is None or not ev.census.preexisting:
         return []
     return [
-        f"C8: {ev.census.preexisting} entr(ies) already in the outputs directory before launch "
-        "were not counted: they are earlier runs' artifacts, not this attempt's "
-        "(skgate cleanup preserves and clears them)"
+        f"C8: {count(ev.census.preexisting, 'entry')} already in the outputs directory before "
+        f"launch {'was' if ev.census.preexisting == 1 else 'were'} not counted: earlier runs' "
+        "artifacts, not this attempt's (skgate cleanup preserves and clears them)"
     ]
 
 
@@ -217,7 +226,7 @@ def _unfinished(ev: Evidence, natural: bool, escapes: list[str]) -> Verdict:
     if ev.launched and ev.owned_alive and ev.deadline_passed:
         reasons.append(
             f"C2.5: the runner is gone without a verdict, its deadline has passed and "
-            f"{ev.owned_alive} owned process(es) still live; nobody enforces the timeout "
+            f"{count(ev.owned_alive, 'owned process')} still alive; nobody enforces the timeout "
             "now. Do not kill by name or age; inspect the ownership manifest"
         )
     missing = ["the verdict (verdict.json), the runner's final record"]
@@ -239,8 +248,88 @@ def _recovered_note(ev: Evidence) -> list[str]:
     return [f"C2.5: recovered by 'skgate recover' after the runner died {ev.recovered}: {late}"]
 
 
+_DECLARED = "its exit status is its declared final summary (--verdict-from exit-status)"
+
+
+def declared_exit_status(ev: Evidence, view: SummaryView, natural: bool) -> Verdict | None:
+    """C2, last paragraph: a command that is not a compile declared (a frozen control)
+    that its exit status is its final summary. None when the declaration does not decide:
+    not declared, no natural return (interrupted or unknown as always), or compile
+    evidence exists (an op_compiler, a printed summary, a cache hit): that evidence
+    decides, and :func:`stage_evidence_decided` checks the two agree."""
+    status = ev.leader_exit_status
+    if ev.verdict_from is not VerdictFrom.EXIT_STATUS or not natural or status is None:
+        return None
+    printed = view.summary is not None and view.summary.present
+    if view.findings.observed or printed or view.compiled is not None:
+        return None
+    if census_inconclusive(ev) is not None:
+        return None  # an unreadable census is unknown whatever was declared (C8)
+    escapes = _preexisting_note(ev)
+    if status == 0:
+        outputs = output_check_failures(ev)  # C8 still holds after natural return
+        state = State.FAILED if outputs else State.SUCCEEDED
+        reasons = [
+            f"C2.2: the command returned naturally with exit status 0, and {_DECLARED}; no "
+            "op_compiler was observed and no compiler summary was read",
+            *outputs,
+        ]
+    else:
+        state = State.FAILED
+        reasons = [
+            f"C2.3: the command returned naturally with exit status {status}, and "
+            f"{_DECLARED}; no op_compiler was observed: this is the command's own failure, "
+            "not a compiler result"
+        ]
+    verdict = _verdict(ev, state, None, (*reasons, *escapes), view=view)
+    return dataclasses.replace(verdict, summary_source=SOURCE_EXIT_STATUS)
+
+
+def stage_evidence_decided(ev: Evidence, verdict: Verdict) -> Verdict:
+    """C2, last paragraph: exit status was declared the result, but compile evidence
+    decided the verdict. When that verdict and the declared exit status disagree, the
+    conclusion is blocked (unknown, C2.5); when they agree the verdict says so."""
+    status = verdict.exit_status
+    if (
+        ev.verdict_from is not VerdictFrom.EXIT_STATUS
+        or verdict.summary_source == SOURCE_EXIT_STATUS
+        or not verdict.natural_return
+        or status is None
+        or verdict.state not in (State.SUCCEEDED, State.FAILED)
+    ):
+        return verdict
+    if ev.stages is not None and ev.stages.stages:
+        what = "an owned op_compiler was observed"
+    elif verdict.compiled is False:
+        what = "the launcher reported a compile cache hit"
+    else:
+        what = "a final summary was printed"
+    says = State.SUCCEEDED if status == 0 else State.FAILED
+    last = verdict.reasons[-1] if verdict.reasons else ""
+    coverage = [last] if last.startswith("C3: ownership record from ") else []  # stays last
+    kept = list(verdict.reasons[: len(verdict.reasons) - len(coverage)])
+    if says is verdict.state:
+        note = (
+            f"C2: --verdict-from exit-status was declared, but {what}: that evidence "
+            f"decided ({verdict.state.value}), and exit status {status} agrees"
+        )
+        return dataclasses.replace(verdict, reasons=(*kept, note, *coverage))
+    note = (
+        f"C2.5: --verdict-from exit-status was declared, but {what}: that evidence says "
+        f"{verdict.state.value} while exit status {status} says {says.value}; the "
+        "declaration does not hold for a compile, so no conclusion is drawn"
+    )
+    # The reasons of the overruled verdict would state a final result: only the
+    # contradiction is said (the report's stage section still shows each stage).
+    return dataclasses.replace(verdict, state=State.UNKNOWN, cause=None, reasons=(note, *coverage))
+
+
 def classify(ev: Evidence) -> Verdict:
     """Classify one attempt in the fixed C2 order."""
+    return stage_evidence_decided(ev, _classify(ev))
+
+
+def _classify(ev: Evidence) -> Verdict:
     if ev.journal_missing:
         # Without the journal nothing says whether, when or how the command ran: never
         # read that as "not started" (the run log or manifest may show it did run).
@@ -293,7 +382,7 @@ def classify(ev: Evidence) -> Verdict:
                 State.IN_PROGRESS,
                 None,
                 (
-                    f"C2.1: {ev.owned_alive} owned process(es) alive and the frozen deadline "
+                    f"C2.1: {count(ev.owned_alive, 'owned process')} alive and the frozen deadline "
                     "has not passed; observe read-only, kill nothing. The runner that owns "
                     "this attempt is gone, so nobody will record the natural return: the "
                     "attempt can only end unknown, and a clean retry will be needed",
@@ -309,8 +398,9 @@ def classify(ev: Evidence) -> Verdict:
                 State.IN_PROGRESS,
                 None,
                 (
-                    f"C2.1: owned processes still running, runner gone: {ev.owned_alive} "
-                    "owned process(es) alive after the frozen deadline, which nobody "
+                    "C2.1: owned processes still running, runner gone: "
+                    f"{count(ev.owned_alive, 'owned process')} alive after the frozen deadline, "
+                    "which nobody "
                     "enforces now; observe read-only, kill nothing by name or age, inspect "
                     "the ownership manifest. The attempt can only end unknown, and a clean "
                     "retry will be needed",
@@ -348,6 +438,9 @@ def classify(ev: Evidence) -> Verdict:
     found = view.findings
 
     inconclusive = census_inconclusive(ev)
+    declared = declared_exit_status(ev, view, natural)
+    if declared is not None:
+        return declared
 
     # 2. succeeded: a launcher's exit 0 never turns a failed stage into a success (C2).
     clean = view.stack_natural and not found.failures and not view.launcher_errors
@@ -479,7 +572,8 @@ def classify(ev: Evidence) -> Verdict:
         missing.append("terminal status (the runner's final record)")
     elif ev.escaped_alive:
         reasons.append(
-            f"C2.5: {ev.escaped_alive} escaped owned process(es) still lived when the runner "
+            f"C2.5: {count(ev.escaped_alive, 'escaped owned process', 'escaped owned processes')}"
+            " still lived when the runner "
             "finished, so the tree did not return completely"
         )
         missing.append("natural return of escaped processes")

@@ -8,13 +8,15 @@ themselves are :data:`skgate.model.phrases.C7`, quoted here.
 
 from __future__ import annotations
 
+import enum
 import functools
 import math
 import re
 from collections.abc import Mapping
 
+from skgate.model.outcomes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7
-from skgate.model.records import State
+from skgate.model.records import State, Verdict
 from skgate.verdict.words_next import (
     NEXT_STEP,
     UNCOMPILED_COUNT,
@@ -46,6 +48,133 @@ HEADLINE = {
     State.NOT_STARTED: "NOT STARTED: blocked before launch; nothing ran, not a compile result",
 }
 
+
+class Kind(str, enum.Enum):
+    """What kind of result a verdict is, beyond its state: the headline's words and the
+    HTML band's colour follow it (:func:`kind_of`), so a plain command's result never
+    reads like a compile's (issue 23). Only :attr:`COMPILED` is a compile that compiled."""
+
+    #: Succeeded by the compiler evidence, and a compile ran: the only green.
+    COMPILED = "compiled"
+    #: Succeeded with no compile run (a cache hit, ``compiled: false``; issue 19's words).
+    NOT_COMPILED = "not_compiled"
+    #: Decided by the declared exit status (``--verdict-from exit-status``, C2).
+    DECLARED = "declared"
+    #: Failed by the command's own exit status, no compiler ever observed (C2.3).
+    COMMAND = "command"
+    #: Failed by an op_compiler stage's final per-input outcomes (C2).
+    STAGE = "stage"
+    #: Anything else: the state's own words.
+    STATE = "state"
+
+
+#: The classifier's words for a failure with no compiler observed (classify._exit_reason
+#: and declared_exit_status both start so).
+_COMMAND_FAILURE = "C2.3: the command returned naturally with exit status"
+
+
+def kind_of(v: Verdict) -> Kind:
+    """The kind of a verdict, from its fields alone (the report and the CLI agree)."""
+    if v.state in (State.SUCCEEDED, State.FAILED) and v.summary_source == SOURCE_EXIT_STATUS:
+        return Kind.DECLARED
+    if v.state is State.SUCCEEDED:
+        return Kind.NOT_COMPILED if v.compiled is False else Kind.COMPILED
+    if v.state is State.FAILED:
+        if v.summary_source == "op_compiler census":
+            return Kind.STAGE
+        if v.summary_source is None and any(r.startswith(_COMMAND_FAILURE) for r in v.reasons):
+            return Kind.COMMAND
+    return Kind.STATE
+
+
+def headline(v: Verdict) -> str:
+    """The one-line headline of ``skgate run/status/classify`` (C7 words where a compiler
+    failed; never "compiler failures" when no compiler was observed)."""
+    kind = kind_of(v)
+    status = v.exit_status
+    if kind is Kind.DECLARED:
+        word = "SUCCEEDED" if v.state is State.SUCCEEDED else "FAILED"
+        what = "compile" if v.state is State.SUCCEEDED else "compiler"
+        return (
+            f"{word}: the command returned naturally with exit status {status}, its declared "
+            f"result (--verdict-from exit-status); not a {what} result"
+        )
+    if kind is Kind.COMMAND:
+        return (
+            f"FAILED: the command returned naturally with exit status {status}; no compiler "
+            "was observed, so this is not a compiler result"
+        )
+    if kind is Kind.STAGE:
+        tail = "; the launcher exited 0, which never makes a success" if status == 0 else ""
+        return f"FAILED: {C7['final_failure']['en']} in an op_compiler stage{tail}"
+    if kind is Kind.NOT_COMPILED:
+        return UNCOMPILED_HEADLINE  # C2: a cache hit compiled nothing (issue 19)
+    return HEADLINE[v.state]
+
+
+def state_words(v: Verdict, lang: str) -> str:
+    """How a report names this verdict (:data:`WORDS`, refined by :func:`kind_of`)."""
+    kind = kind_of(v)
+    zh = lang == "zh"
+    status = v.exit_status
+    if kind is Kind.DECLARED:
+        if v.state is State.SUCCEEDED:
+            return (
+                "成功：按声明的退出码 0 判定（--verdict-from exit-status；不是编译结果）"
+                if zh
+                else "succeeded by its declared exit status 0 (--verdict-from exit-status; "
+                "not a compile result)"
+            )
+        return (
+            f"失败：按声明的退出码 {status} 判定（--verdict-from exit-status；不是编译结果）"
+            if zh
+            else f"failed by its declared exit status {status} (--verdict-from exit-status; "
+            "not a compiler result)"
+        )
+    if kind is Kind.COMMAND:
+        return (
+            f"失败：命令以退出码 {status} 自然返回；未观察到编译进程（不是编译结果）"
+            if zh
+            else f"failed: the command returned naturally with exit status {status}; no "
+            "compiler was observed (not a compiler result)"
+        )
+    if kind is Kind.STAGE:
+        if zh:
+            tail = "；启动器退出码为 0，这不会让失败变成成功" if status == 0 else ""
+            return f"失败：{C7['final_failure']['zh']}（op_compiler 阶段{tail}）"
+        tail = "; the launcher exited 0, which never makes a success" if status == 0 else ""
+        return f"failed: {C7['final_failure']['en']} (an op_compiler stage{tail})"
+    if kind is Kind.NOT_COMPILED:
+        return UNCOMPILED_WORDS[lang]
+    return WORDS[v.state][lang]
+
+
+#: How a count of attempts names a kind whose :func:`state_words` hold an exit status
+#: (root reports: "2 failed: the command's own exit status ..."); other kinds use WORDS.
+COUNT_WORDS: Mapping[tuple[State, Kind], Mapping[str, str]] = {
+    (State.FAILED, Kind.COMMAND): {
+        "en": "failed: the command's own exit status, no compiler observed",
+        "zh": "失败：命令自身的退出码，未观察到编译进程",
+    },
+    (State.FAILED, Kind.DECLARED): {
+        "en": "failed by the declared exit status (--verdict-from exit-status)",
+        "zh": "失败：按声明的退出码判定（--verdict-from exit-status）",
+    },
+    (State.SUCCEEDED, Kind.DECLARED): {
+        "en": "succeeded by the declared exit status (--verdict-from exit-status)",
+        "zh": "成功：按声明的退出码判定（--verdict-from exit-status）",
+    },
+}
+
+
+def count_words(v: Verdict, lang: str) -> str:
+    """The words of one group in a count of attempts (kind-aware, no exit status)."""
+    # A success without compiling is counted with the successes, and said apart beside
+    # them ("2 succeeded (1 of them without a compile)", report.sentences).
+    got = COUNT_WORDS.get((v.state, kind_of(v)))
+    return got[lang] if got is not None else WORDS[v.state][lang]
+
+
 #: How each state is named. failed and interrupted use the C7 phrases (C7).
 WORDS: Mapping[State, Mapping[str, str]] = {
     State.IN_PROGRESS: {
@@ -74,7 +203,8 @@ WORDS: Mapping[State, Mapping[str, str]] = {
 TEXT: Mapping[str, Mapping[str, str]] = {
     "title_attempt": {"en": "skgate report: attempt", "zh": "skgate 报告：尝试"},
     "title_root": {"en": "skgate report: evidence root", "zh": "skgate 报告：证据根目录"},
-    "verdict": {"en": "Verdict", "zh": "结论"},
+    # Lowercase like the labels beside it (state, cause, exit status).
+    "verdict": {"en": "verdict", "zh": "结论"},
     "state": {"en": "state", "zh": "状态"},
     "cause": {"en": "cause", "zh": "原因类别"},
     "exit_status": {"en": "exit status", "zh": "退出码"},
@@ -138,9 +268,11 @@ TEXT: Mapping[str, Mapping[str, str]] = {
     "failed_input": {"en": "failed input", "zh": "失败的输入"},
     "no_log": {"en": "no error log found", "zh": "没有找到 error 日志"},
     "unaccounted": {"en": "input without a final log", "zh": "没有最终日志的输入"},
+    # Follows the next step, which already says to read them and why (C2.3): a list
+    # heading only, so the two never say the same thing twice.
     "read_logs": {
-        "en": "Error logs to read next (final compiler evidence after natural return):",
-        "zh": "接下来请阅读这些 error 日志（自然返回后是最终编译证据）：",
+        "en": "The kept error logs (after natural return):",
+        "zh": "保留的 error 日志（自然返回后）：",
     },
     "more": {"en": "... and {n} more", "zh": "……另有 {n} 个"},
 }
@@ -157,16 +289,6 @@ CONTROL_SECTIONS: Mapping[str, Mapping[str, str]] = {
     "leases": {"en": "device leases", "zh": "设备租约"},
     "host": {"en": "host", "zh": "主机"},
 }
-
-
-def headline(state: State, compiled: bool | None = None) -> str:
-    """The one-line headline of a verdict (``run``, ``status``, ``classify``, live view)."""
-    return UNCOMPILED_HEADLINE if uncompiled(state, compiled) else HEADLINE[state]
-
-
-def state_words(state: State, compiled: bool | None, lang: str) -> str:
-    """How a verdict's state is named in a report (C7), "without compiling" included."""
-    return UNCOMPILED_WORDS[lang] if uncompiled(state, compiled) else WORDS[state][lang]
 
 
 EVENT_WORDS: Mapping[str, Mapping[str, str]] = {
@@ -211,7 +333,7 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
         "继续等待，只读观察，不终止任何进程",
     ),
     (
-        r"C2\.1: (\d+) owned process\(es\) alive and the frozen deadline has not passed; "
+        r"C2\.1: (\d+) owned process(?:es)? alive and the frozen deadline has not passed; "
         r"observe read-only, kill nothing\. The runner that owns this attempt is gone, so "
         r"nobody will record the natural return: the attempt can only end unknown, and a "
         r"clean retry will be needed",
@@ -219,7 +341,7 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
         "拥有本次尝试的运行器已不在，无人会记录自然返回：本次尝试只能以“未知”结束，之后需要一次干净重试",
     ),
     (
-        r"C2\.1: owned processes still running, runner gone: (\d+) owned process\(es\) alive "
+        r"C2\.1: owned processes still running, runner gone: (\d+) owned process(?:es)? alive "
         r"after the frozen deadline, which nobody enforces now; observe read-only, kill "
         r"nothing by name or age, inspect the ownership manifest\. The attempt can only end "
         r"unknown, and a clean retry will be needed",
@@ -296,7 +418,7 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
     ),
     (
         r"C2\.5: the runner is gone without a verdict, its deadline has passed and (\d+) "
-        r"owned process\(es\) still live; nobody enforces the timeout now\. Do not kill by "
+        r"owned process(?:es)? still alive; nobody enforces the timeout now\. Do not kill by "
         r"name or age; inspect the ownership manifest",
         r"C2.5：运行器已不在且没有留下结论，截止时间已过，仍有 \1 个自有进程存活；"
         "现在没有人执行超时。不要按名称或进程年龄终止进程；请查看进程归属清单",
@@ -338,7 +460,7 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
         "运行器尚未写出的文件（产物统计、汇总）在恢复时生成，产物统计标记为迟到",
     ),
     (
-        r"C2\.5: (\d+) escaped owned process\(es\) still lived when the runner finished, so "
+        r"C2\.5: (\d+) escaped owned process(?:es)? still lived when the runner finished, so "
         r"the tree did not return completely",
         r"C2.5：运行器结束时仍有 \1 个脱离进程组的自有进程存活，进程树没有完整返回",
     ),
@@ -347,7 +469,7 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"C2.5：最终汇总自相矛盾：\1",
     ),
     (
-        r"C2\.5: the artifact census could not read (\d+) director\(ies\) under the "
+        r"C2\.5: the artifact census could not read (\d+) director(?:y|ies) under the "
         r"outputs; a \.run package may be hidden there, so the C8 output check cannot "
         r"conclude",
         r"C2.5：产物统计有 \1 个输出目录无法读取；那里可能有 .run 包，"
@@ -362,18 +484,18 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
         "C2.5：证据缺失；结论被阻止，不推断为失败",
     ),
     (
-        r"C4: (\d+) owned process\(es\) left the process group \(setsid\); they were watched, "
-        r"never signalled, and (\d+) still lived when the runner finished",
+        r"C4: (\d+) owned process(?:es)? left the process group \(setsid\); (?:it was|they "
+        r"were) watched, never signalled, and (\d+) still lived when the runner finished",
         r"C4：\1 个自有进程离开了进程组（setsid）；它们被观察，从未被发送信号；"
         r"运行器结束时仍有 \2 个存活",
     ),
     (
-        r"C4: (\d+) owned process\(es\) left the process group \(setsid\); they were watched, "
-        r"never signalled",
+        r"C4: (\d+) owned process(?:es)? left the process group \(setsid\); (?:it was|they "
+        r"were) watched, never signalled",
         r"C4：\1 个自有进程离开了进程组（setsid）；它们被观察，从未被发送信号",
     ),
     (
-        r"C8: (\d+) error-named log\(s\) and no \.run package after natural return",
+        r"C8: (\d+) error-named logs? and no \.run package after natural return",
         r"C8：自然返回后有 \1 个 error 命名日志且没有 .run 包",
     ),
     (
@@ -381,11 +503,40 @@ _REASONS_ZH: tuple[tuple[str, str], ...] = (
         "C8：包模式为 required，自然返回后没有 .run 包",
     ),
     (
-        r"C8: (\d+) entr\(ies\) already in the outputs directory before launch were not "
-        r"counted: they are earlier runs' artifacts, not this attempt's \(skgate cleanup "
+        r"C8: (\d+) entr(?:y|ies) already in the outputs directory before launch (?:was|were) "
+        r"not counted: earlier runs' artifacts, not this attempt's \(skgate cleanup "
         r"preserves and clears them\)",
         r"C8：启动前输出目录里已有的 \1 项未计入：它们是之前运行的产物，不属于本次尝试"
         "（skgate cleanup 会先保存再清理）",
+    ),
+    # --verdict-from exit-status (C2, last paragraph).
+    (
+        r"C2\.2: the command returned naturally with exit status 0, and its exit status is "
+        r"its declared final summary \(--verdict-from exit-status\); no op_compiler was "
+        r"observed and no compiler summary was read",
+        "C2.2：命令自然返回，退出码为 0；其退出码是声明的最终汇总（--verdict-from exit-status）；"
+        "未观察到 op_compiler，也没有读取编译汇总",
+    ),
+    (
+        r"C2\.3: the command returned naturally with exit status (-?\d+), and its exit status "
+        r"is its declared final summary \(--verdict-from exit-status\); no op_compiler was "
+        r"observed: this is the command's own failure, not a compiler result",
+        r"C2.3：命令自然返回，退出码为 \1；其退出码是声明的最终汇总（--verdict-from exit-status）；"
+        "未观察到 op_compiler：这是命令自身的失败，不是编译结果",
+    ),
+    (
+        r"C2: --verdict-from exit-status was declared, but (an owned op_compiler was observed|"
+        r"the launcher reported a compile cache hit|a final summary was printed): that evidence "
+        r"decided \((\w+)\), and exit status (-?\d+) agrees",
+        r"C2：声明了 --verdict-from exit-status，但\1：由这些证据决定（\2），退出码 \3 与之一致",
+    ),
+    (
+        r"C2\.5: --verdict-from exit-status was declared, but (an owned op_compiler was "
+        r"observed|the launcher reported a compile cache hit|a final summary was printed): "
+        r"that evidence says (\w+) while exit status (-?\d+) says (\w+); the declaration does "
+        r"not hold for a compile, so no conclusion is drawn",
+        r"C2.5：声明了 --verdict-from exit-status，但\1：这些证据表明 \2，而退出码 \3 表明 \4；"
+        "该声明不适用于编译，因此不下结论",
     ),
     (
         r"nothing was launched; this is not a compile result",
@@ -439,6 +590,13 @@ def _reason_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
 
 # Fragments the templates above capture verbatim, said in Chinese too.
 _FRAGMENTS_ZH: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"但an owned op_compiler was observed"), "但观察到了自有 op_compiler"),
+    (re.compile(r"但the launcher reported a compile cache hit"), "但启动器报告了编译缓存命中"),
+    (re.compile(r"但a final summary was printed"), "但打印了最终汇总"),
+    (re.compile(r"（succeeded）"), "（成功）"),
+    (re.compile(r"（failed）"), "（失败）"),
+    (re.compile(r"表明 succeeded"), "表明成功"),
+    (re.compile(r"表明 failed"), "表明失败"),
     (re.compile(r"stage (.+?): (\d+) of (\d+) failed"), r"阶段 \1：\3 个输入中 \2 个失败"),
     (re.compile(r"(SIG[A-Z0-9]+) \(timeout\)"), r"\1（超时）"),
     (re.compile(r"(SIG[A-Z0-9]+) \(grace-expired\)"), r"\1（宽限期已过）"),
@@ -463,7 +621,7 @@ _COVERAGE_CLAUSES_ZH: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "自有进程树的每一次 fork、exec 和退出都有记录",
         ),
         (
-            r"the kernel dropped process events (\d+) time\(s\) under load, so short-lived "
+            r"the kernel dropped process events (\d+) times? under load, so short-lived "
             r"processes may be missing",
             r"内核在高负载下丢弃了 \1 次进程事件，短命进程可能缺失",
         ),
@@ -480,7 +638,7 @@ _COVERAGE_CLAUSES_ZH: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"前 \2 个之后的 \1 个进程只按名称计数，未逐个列出",
         ),
         (
-            r"(\d+) argv\(s\) were gone before they could be read",
+            r"(\d+) process(?:es)? exec'ed and exited before (?:its|their) argv could be read",
             r"\1 个进程的 argv 在读取之前已消失",
         ),
     )
