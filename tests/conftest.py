@@ -32,6 +32,37 @@ ENV = {
 REAL_COMPILER_NAMES = {"SKGATE_COMPILER_NAMES": "opc,op_compiler"}
 
 
+#: Signals a test's children must get at their defaults, whoever runs pytest: skgate
+#: rightly keeps an inherited ignore of SIGHUP and SIGINT (``nohup``, a background job
+#: of a non-interactive shell), and tests of signal handling send exactly those.
+DEFAULT_FOR_CHILDREN = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT)
+
+
+def _noop(_signum: int, _frame: object) -> None:
+    """Stands in for an inherited ignore in the test process (see the fixture below)."""
+
+
+@pytest.fixture(autouse=True, scope="session")
+def default_signal_dispositions() -> Iterator[None]:
+    """The processes the tests start get default signal dispositions (issue 21).
+
+    An ignored signal is inherited across fork and exec; a caught one is reset to its
+    default at exec. So each signal the test process ignores is caught by a no-op
+    instead, for the session: its children start with the default disposition, and the
+    test process stays as immune as it was (a hangup of the terminal still ends nothing).
+    Restored at the end. A test that needs an ignore sets it for its own child
+    (``nohup`` in the argv, or ``preexec_fn``).
+    """
+    saved = {s: signal.getsignal(s) for s in DEFAULT_FOR_CHILDREN}
+    for s, handler in saved.items():
+        if handler == signal.SIG_IGN:
+            signal.signal(s, _noop)
+    yield
+    for s, handler in saved.items():
+        if handler == signal.SIG_IGN:
+            signal.signal(s, signal.SIG_IGN)
+
+
 #: How often a wait re-checks its condition: a polling interval, not a wait for a state
 #: (every wait has its condition and a deadline).
 POLL_INTERVAL = 0.01
