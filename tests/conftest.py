@@ -179,6 +179,40 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
 
 
+#: A failing compile: the summary says one input failed; the leader exits 0.
+FAILING = [
+    sys.executable,
+    "-c",
+    "print('[summary] stage=compile inputs=1 succeeded=0 failed=1')",
+]
+
+
+def failed_attempt(tmp: Path) -> Path:
+    run = gated_run(tmp, FAILING)
+    assert run.verdict()["state"] == "failed", run.output
+    return run.attempt
+
+
+def as_if_runner_died(attempt: Path) -> None:
+    """Leave the attempt as a runner killed after the natural return leaves it: no
+    finishing files, no ``finished`` event, only the ledger's ``start`` entry."""
+    for name in ("verdict.json", "seal.json", "logscan.json", "summary.txt", "census.json"):
+        (attempt / name).unlink()
+    journal = attempt / "events.jsonl"
+    kept = [ln for ln in journal.read_text().splitlines() if '"event":"finished"' not in ln]
+    journal.write_text("".join(ln + "\n" for ln in kept))
+    book = attempt.parent.parent / "ledger.jsonl"
+    # Only this attempt's last entries go, byte for byte: the chain of the rest holds.
+    rows = book.read_bytes().splitlines(keepends=True)
+    book.write_bytes(
+        b"".join(
+            r
+            for r in rows
+            if json.loads(r)["attempt"] != attempt.name or json.loads(r)["event"] == "start"
+        )
+    )
+
+
 def events(attempt: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (attempt / "events.jsonl").read_text().splitlines() if x]
 

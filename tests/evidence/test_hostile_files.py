@@ -21,16 +21,10 @@ from typing import Any
 
 import pytest
 
-from conftest import ENV, SKGATE, gated_run, run_skgate
+from conftest import ENV, FAILING, SKGATE, as_if_runner_died, failed_attempt, gated_run, run_skgate
 from skgate.evidence import files, ledger, regular
 from skgate.model.errors import EvidenceError
 
-#: A failing compile: the summary says one input failed; the leader exits 0.
-FAILING = [
-    sys.executable,
-    "-c",
-    "print('[summary] stage=compile inputs=1 succeeded=0 failed=1')",
-]
 FORGED_SUMMARY = b"[summary] stage=compile inputs=1 succeeded=1 failed=0\n"
 #: Generous for a one-attempt read on a loaded two-core host; a hang is forever.
 PROMPT = 30.0
@@ -54,28 +48,6 @@ def skgate_bounded(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         check=False,
         preexec_fn=_limited,
     )
-
-
-def failed_attempt(tmp: Path) -> Path:
-    run = gated_run(tmp, FAILING)
-    assert run.verdict()["state"] == "failed", run.output
-    return run.attempt
-
-
-def as_if_runner_died(attempt: Path) -> None:
-    """Leave the attempt as a runner killed after the natural return leaves it: no
-    finishing files, no ``finished`` event, only the ledger's ``start`` entry."""
-    for name in (files.VERDICT, files.SEAL, files.LOGSCAN, files.SUMMARY, files.CENSUS):
-        (attempt / name).unlink()
-    journal = attempt / files.EVENTS
-    kept = [ln for ln in journal.read_text().splitlines() if '"event":"finished"' not in ln]
-    journal.write_text("".join(ln + "\n" for ln in kept))
-    book = attempt.parent.parent / ledger.LEDGER
-    entries = [json.loads(ln) for ln in book.read_text().splitlines()]
-    kept = [
-        e for e in entries if e["attempt"] != attempt.name or e["event"] == "start"
-    ]  # the last entries are this attempt's: the chain of the rest still holds
-    book.write_text("".join(files.json_text(e) + "\n" for e in kept))
 
 
 def state_of(result: subprocess.CompletedProcess[str]) -> Any:

@@ -19,16 +19,20 @@ alive, this module finishes it, as far as the evidence honestly allows (issue 12
   before indexing the attempt).
 
 Idempotent: an attempt that is sealed and has its ledger end is left alone. Nothing is
-ever signalled; a live runner or owned process refuses the recovery (exit 6).
+ever signalled; a live runner or owned process refuses the recovery (exit 6). One
+recover per attempt at a time: a second one waits for the first (an flock on the
+attempt directory, issue 21), then finds it done.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -231,9 +235,65 @@ def _refuse_linked(attempt: Path) -> None:
             )
 
 
-def recover_attempt(attempt: Path) -> Recovery:
-    """Finish one attempt whose runner died (see the module doc). Idempotent."""
+Notify = Callable[[str], None]
+
+
+def _lock_holder(fd: int) -> int | None:
+    """The pid holding the flock on ``fd``'s file, from ``/proc/locks`` (None: unknown)."""
+    st = os.fstat(fd)
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            rows = fh.read().splitlines()
+    except OSError:
+        return None
+    for row in rows:
+        parts = row.split()
+        # "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF"; waiters have "->" after N:
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == key:
+            with contextlib.suppress(ValueError):
+                return int(parts[4])
+    return None
+
+
+def _lock_attempt(attempt: Path, fd: int, notify: Notify | None) -> None:
+    """One ``recover`` of an attempt at a time (issue 21: two at once raced, one failing
+    with exit 2, or sealing the other's temporary file so ``verify`` called the attempt
+    changed forever; C4: evidence is written once).
+
+    An flock on the attempt directory itself (``fd``; closing it releases the lock): no
+    lock file is added to sealed evidence. A second recover waits, saying by whom, then
+    finds the attempt finished.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _lock_holder(fd)
+        by = f"pid {holder}" if holder is not None else "another skgate recover"
+        if notify is not None:
+            notify(f"skgate: {attempt} is being recovered by {by}; waiting for it")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def recover_attempt(attempt: Path, notify: Notify | None = None) -> Recovery:
+    """Finish one attempt whose runner died (see the module doc). Idempotent.
+
+    Serialised per attempt (:func:`_lock_attempt`): what is done is decided only once
+    the lock is held, so a second recover finds the first one's work.
+    """
     _refuse_linked(attempt)
+    try:
+        fd = os.open(attempt, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise EvidenceError(f"{attempt}: no such attempt directory") from None
+    try:
+        _lock_attempt(attempt, fd, notify)
+        return _recover_locked(attempt)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _recover_locked(attempt: Path) -> Recovery:
     root = ledger.root_of(attempt)
     indexed = _ledger_entries(root, attempt.name)
     sealed = files.present(attempt / files.SEAL)
@@ -337,9 +397,9 @@ def attempts_to_recover(target: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name))
 
 
-def recover(target: Path) -> list[Recovery]:
+def recover(target: Path, notify: Notify | None = None) -> list[Recovery]:
     """``skgate recover ATTEMPT|ROOT``: recover each unfinished attempt (see module doc)."""
-    return [recover_attempt(a) for a in attempts_to_recover(target)]
+    return [recover_attempt(a, notify) for a in attempts_to_recover(target)]
 
 
 def render(recoveries: list[Recovery]) -> list[str]:
