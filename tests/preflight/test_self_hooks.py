@@ -69,6 +69,6 @@ def test_python_isolated_mode_runs_no_hook_in_skgate(tmp_path: Path) -> None:
     got = _skgate(tmp_path, "preflight", "--json", "--", "true", isolated=True)
     record = _self_record(got)
     assert record["isolated"] is True and record["untrusted"] == 0, record
-    assert "note" not in record
+    assert record["note"] is None
     text = _skgate(tmp_path, "preflight", "--", "true", isolated=True)
     assert "ran in skgate" not in text.stdout

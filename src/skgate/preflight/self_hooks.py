@@ -77,6 +77,7 @@ def own_hooks(
         "no_site": bool(flags.no_site),
         "hooks": hooks,
         "untrusted": len(untrusted),
+        "note": None,
     }
     if untrusted:
         record["note"] = (
