@@ -32,6 +32,37 @@ ENV = {
 REAL_COMPILER_NAMES = {"SKGATE_COMPILER_NAMES": "opc,op_compiler"}
 
 
+#: Signals a test's children must get at their defaults, whoever runs pytest: skgate
+#: rightly keeps an inherited ignore of SIGHUP and SIGINT (``nohup``, a background job
+#: of a non-interactive shell), and tests of signal handling send exactly those.
+DEFAULT_FOR_CHILDREN = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT)
+
+
+def _noop(_signum: int, _frame: object) -> None:
+    """Stands in for an inherited ignore in the test process (see the fixture below)."""
+
+
+@pytest.fixture(autouse=True, scope="session")
+def default_signal_dispositions() -> Iterator[None]:
+    """The processes the tests start get default signal dispositions (issue 21).
+
+    An ignored signal is inherited across fork and exec; a caught one is reset to its
+    default at exec. So each signal the test process ignores is caught by a no-op
+    instead, for the session: its children start with the default disposition, and the
+    test process stays as immune as it was (a hangup of the terminal still ends nothing).
+    Restored at the end. A test that needs an ignore sets it for its own child
+    (``nohup`` in the argv, or ``preexec_fn``).
+    """
+    saved = {s: signal.getsignal(s) for s in DEFAULT_FOR_CHILDREN}
+    for s, handler in saved.items():
+        if handler == signal.SIG_IGN:
+            signal.signal(s, _noop)
+    yield
+    for s, handler in saved.items():
+        if handler == signal.SIG_IGN:
+            signal.signal(s, signal.SIG_IGN)
+
+
 #: How often a wait re-checks its condition: a polling interval, not a wait for a state
 #: (every wait has its condition and a deadline).
 POLL_INTERVAL = 0.01
@@ -146,6 +177,40 @@ def gated_run(
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
+
+
+#: A failing compile: the summary says one input failed; the leader exits 0.
+FAILING = [
+    sys.executable,
+    "-c",
+    "print('[summary] stage=compile inputs=1 succeeded=0 failed=1')",
+]
+
+
+def failed_attempt(tmp: Path) -> Path:
+    run = gated_run(tmp, FAILING)
+    assert run.verdict()["state"] == "failed", run.output
+    return run.attempt
+
+
+def as_if_runner_died(attempt: Path) -> None:
+    """Leave the attempt as a runner killed after the natural return leaves it: no
+    finishing files, no ``finished`` event, only the ledger's ``start`` entry."""
+    for name in ("verdict.json", "seal.json", "logscan.json", "summary.txt", "census.json"):
+        (attempt / name).unlink()
+    journal = attempt / "events.jsonl"
+    kept = [ln for ln in journal.read_text().splitlines() if '"event":"finished"' not in ln]
+    journal.write_text("".join(ln + "\n" for ln in kept))
+    book = attempt.parent.parent / "ledger.jsonl"
+    # Only this attempt's last entries go, byte for byte: the chain of the rest holds.
+    rows = book.read_bytes().splitlines(keepends=True)
+    book.write_bytes(
+        b"".join(
+            r
+            for r in rows
+            if json.loads(r)["attempt"] != attempt.name or json.loads(r)["event"] == "start"
+        )
+    )
 
 
 def events(attempt: Path) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 
 from conftest import (
     ENV,
+    POLL_INTERVAL,
     SKGATE,
     Reaper,
     events,
@@ -80,12 +82,39 @@ def started_pids(tmp: Path) -> tuple[int, int]:
     return int(leader), int(child)
 
 
+#: Detached runners the tests of this module started: (markers dir, pid, start ticks).
+_DETACHED: list[tuple[Path, int, int]] = []
+
+
+@pytest.fixture(autouse=True)
+def end_detached_runners() -> Iterator[None]:
+    """A failed test must not leave a detached runner and its workload alive (issue 21).
+
+    At teardown the workload is let go (its "go" marker: a natural return, nothing
+    signalled), and a runner still alive after a bound is ended by pid, checked by its
+    start time so a reused pid is never hit.
+    """
+    yield
+    while _DETACHED:
+        markers, pid, ticks = _DETACHED.pop()
+        markers.mkdir(exist_ok=True)
+        (markers / "go").write_text("\n")
+        deadline = time.monotonic() + 60
+        while is_alive(pid, ticks) and time.monotonic() < deadline:
+            time.sleep(POLL_INTERVAL)
+        if is_alive(pid, ticks):
+            os.kill(pid, signal.SIGKILL)
+
+
 def start(tmp: Path, *extra: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     res = run_skgate(
         "start", "--root", "r", "--json", *extra, "--", *workload(tmp), cwd=tmp, env=env
     )
     assert res.returncode == 0, res.stdout + res.stderr
     started: dict[str, Any] = valid("start", json.loads(res.stdout))
+    st = read_stat(int(started["runner_pid"]))
+    if st is not None:
+        _DETACHED.append((tmp / "m", st.pid, st.start_ticks))
     return started
 
 

@@ -20,6 +20,7 @@ jitter and checks that it really hit different instants.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
@@ -35,7 +36,17 @@ from typing import Any
 
 import pytest
 
-from conftest import ENV, POLL_INTERVAL, SKGATE, run_skgate, wait_for
+from conftest import (
+    ENV,
+    POLL_INTERVAL,
+    SKGATE,
+    Reaper,
+    as_if_runner_died,
+    failed_attempt,
+    run_skgate,
+    start_skgate,
+    wait_for,
+)
 from skgate.proc.observe import is_alive
 
 SUMMARY_OK = "[summary] stage=compile inputs=1 succeeded=1 failed=0"
@@ -391,3 +402,43 @@ def test_randomized_finishing_window_campaign(tmp_path: Path, cases: list[Case])
         shutil.rmtree(case.tmp / "r")
     # The faults really fell at different points of the finishing sequence.
     assert len(landed) >= 3, landed
+
+
+def _lock_waiters(attempt: Path) -> int:
+    """Blocked flock requests on the attempt directory (``->`` rows of /proc/locks)."""
+    st = os.stat(attempt)
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    rows = Path("/proc/locks").read_text().splitlines()
+    return sum(1 for r in rows if "->" in r.split() and key in r.split())
+
+
+def test_a_second_recover_waits_for_the_first_and_finds_it_done(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    # Issue 21: two recovers at once raced (exit 2; a seal holding the other's temp file).
+    attempt = failed_attempt(tmp_path)
+    as_if_runner_died(attempt)
+    fd = os.open(attempt, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # stands in for a first recover, mid-way
+        second = reaper.popen(start_skgate("recover", str(attempt), cwd=tmp_path))
+        wait_for(lambda: _lock_waiters(attempt) == 1, "the second recover to wait", 15)
+        assert second.poll() is None and not (attempt / "seal.json").exists()
+    finally:
+        os.close(fd)  # the "first recover" ends: the lock is released
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, out + err
+    assert f"{attempt} is being recovered by pid {os.getpid()}; waiting" in err, err
+    assert "recovered (failed)" in out, out
+    again = run_skgate("recover", str(attempt), cwd=tmp_path)
+    assert again.returncode == 0 and "nothing to recover" in again.stdout, again
+    # And two real recovers started together: both succeed, one does the work.
+    other = failed_attempt(tmp_path)
+    as_if_runner_died(other)
+    pair = [reaper.popen(start_skgate("recover", str(other), cwd=tmp_path)) for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in pair]
+    assert [p.returncode for p in pair] == [0, 0], outs
+    said = "".join(o for o, _ in outs)
+    assert said.count("recovered (failed)") == 1 and "nothing to recover" in said, outs
+    checked = run_skgate("verify", str(attempt.parent.parent), cwd=tmp_path)
+    assert checked.returncode == 0, checked

@@ -26,7 +26,7 @@ from skgate.preflight.early import EarlyWork
 from skgate.preflight.jobs import frozen_value
 from skgate.proc.observe import boot_id, self_stat
 from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, name_of
-from skgate.proc.supervise import cpu_seconds
+from skgate.proc.waitstatus import cpu_seconds
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict

@@ -57,7 +57,8 @@ from skgate.proc.cgroup import leaf_name
 from skgate.proc.echo import TerminalEcho
 from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, name_of
 from skgate.proc.sources import allowed_sources, open_sources
-from skgate.proc.supervise import Outcome, Supervisor, become_subreaper, cpu_seconds
+from skgate.proc.supervise import Outcome, Supervisor
+from skgate.proc.waitstatus import become_subreaper, cpu_seconds
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict

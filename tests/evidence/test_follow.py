@@ -6,7 +6,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
+from skgate.evidence import regular
 from skgate.evidence.follow import DirWatch, JournalFollower, Progress, attempt_dirs, wait_readable
+from skgate.model.errors import EvidenceError
 from skgate.model.schema import SCHEMA_EVENT
 
 
@@ -111,3 +115,17 @@ def test_progress_counts_each_op_compiler_invocation_once() -> None:
     assert p.stage == "op_compiler pid 9: 2 of 6 inputs done"
     p.update(json.loads(line("stage_seen", pid=12, start_ticks=1, inputs=4)))
     assert (p.inputs_done, p.inputs_total) == (2, 10)
+
+
+def test_follower_never_reads_a_journal_through_a_link_or_without_a_bound(tmp_path: Path) -> None:
+    """A journal linked to /dev/zero, or one endless line, ends the follow with one
+    error instead of filling memory (issue 21: evidence files cannot hang or exhaust)."""
+    linked = tmp_path / "linked.jsonl"
+    linked.symlink_to("/dev/zero")
+    with pytest.raises(EvidenceError, match="symbolic link"):
+        JournalFollower(linked).poll()
+    endless = tmp_path / "endless.jsonl"
+    with endless.open("wb") as fh:
+        fh.truncate(regular.LINE_LIMIT + 10)  # sparse: one line of NULs, no newline
+    with pytest.raises(EvidenceError, match="longer than"):
+        JournalFollower(endless).poll()

@@ -235,3 +235,20 @@ def test_cli_verify_exit_status_names_the_change(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert "no such attempt directory or evidence root" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_a_seal_temp_left_by_a_kill_while_sealing_is_unfinished_not_tampering(
+    tmp_path: Path,
+) -> None:
+    """The seal is linked into place from a dot-named temporary file that is removed next;
+    a SIGKILL in between leaves both (found by the finishing-window campaign). Without
+    the ledger's end entry that is an interrupted seal, which recover finishes; once the
+    ledger records the seal, the same file is something added after sealing."""
+    a = ended_attempt(tmp_path, record=False)  # sealed by ended_attempt
+    os.link(a / SEAL, a / f".{SEAL}.4242.0a1b2c3d.tmp")
+    (problem,) = seal.verify_attempt(a, recorded=False)
+    assert "interrupted while sealing" in problem and seal.problem_kind(problem) == "unfinished"
+    (changed,) = seal.verify_attempt(a, recorded=True)
+    assert changed.endswith("added after sealing")
+    (a / "x.tmp").write_text("")  # not the seal's temporary name: always a change
+    assert any(p.endswith("x.tmp: added after sealing") for p in seal.verify_attempt(a))

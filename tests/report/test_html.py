@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from conftest import gated_run
 from evidence_fixtures import (
     live_verdict_of,
     make_attempt,
@@ -356,3 +357,14 @@ def test_headline_band_tone_and_words_follow_the_kind_of_result(
     assert words in band
     if tone != "t-compiled":
         assert "t-compiled" not in page.split('<div class="verdict', 1)[1].split(">", 1)[0]
+
+
+def test_argv_that_is_not_utf8_renders_as_escapes_in_a_utf8_page(tmp_path: Path) -> None:
+    # skgate run -- echo $'\xff' (issue 21): the page failed with UnicodeEncodeError.
+    run = gated_run(tmp_path, ["echo", "caf\xe9 \udcff"])
+    assert (run.attempt / "verdict.json").is_file(), run.output
+    out = tmp_path / "page.html"
+    code = main(["report", "--format", "html", "-o", str(out), str(run.attempt)])
+    assert code == 0
+    page = out.read_bytes().decode("utf-8")  # strict: the page is valid UTF-8
+    assert "echo" in page and "café \\xff" in page

@@ -115,7 +115,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    done = recover.recover(Path(args.target))
+    done = recover.recover(Path(args.target), notify=lambda line: print(line, file=sys.stderr))
     if args.json:
         print(recover.dumps(done))
     else:

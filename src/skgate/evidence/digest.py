@@ -7,6 +7,9 @@ import hashlib
 import os
 from pathlib import Path
 
+from skgate.evidence import regular
+from skgate.model.errors import EvidenceError
+
 
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -32,10 +35,14 @@ def hash_fd(fd: int, block: int = 1 << 20) -> tuple[str, int]:
 
 
 def sha256_file(path: Path) -> str | None:
-    """sha256 of a regular file's bytes (not following a symlink), or None if unreadable."""
+    """sha256 of a regular file's bytes (not following a symlink), or None if unreadable.
+
+    A link, a FIFO or a device is unreadable here: opened as evidence is (issue 21), so a
+    FIFO in place of a seal never blocks ``verify``.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+        fd = regular.open_fd(path)
+    except (OSError, EvidenceError):
         return None
     try:
         return hash_fd(fd)[0]

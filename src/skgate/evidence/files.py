@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence import regular
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.schema import SCHEMA_EVENT
 
@@ -262,20 +263,27 @@ def replace_json(path: Path, data: Any, *, sync: bool = True) -> None:
     replace_text(path, dumps(data), sync=sync)
 
 
-def read_json(path: Path) -> Any:
-    """Read an evidence JSON file; any problem is a one-line EvidenceError."""
+def read_json(path: Path, limit: int | None = None) -> Any:
+    """Read an evidence JSON file; any problem is a one-line EvidenceError.
+
+    Read as a regular file only, within the bound of its kind (``regular.read_bytes``):
+    a link, a FIFO or an oversized file is refused, never followed, waited on or read
+    whole (issue 21; C2: a verdict comes only from the attempt's own evidence).
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        data = regular.read_bytes(path, limit)
     except FileNotFoundError:
         raise EvidenceError(f"{path}: missing") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvidenceError(f"{path}: unreadable ({exc})") from None
     try:
-        return json.loads(text)
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise EvidenceError(f"{path}: unreadable ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise EvidenceError(
             f"{path}: not valid JSON (truncated or damaged at line {exc.lineno})"
         ) from None
+    except RecursionError:
+        raise EvidenceError(f"{path}: not valid JSON (nested too deeply; damaged)") from None
 
 
 class Journal:
@@ -283,7 +291,9 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        # Regular file only, never through a link: a recover must not write outside the
+        # attempt (issue 21).
+        self._fd = regular.open_append(path)
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         record = {"schema": SCHEMA_EVENT, "t": time.time(), "event": event, **fields}
@@ -332,26 +342,40 @@ def read_events(path: Path) -> list[dict[str, Any]]:
 
 
 def iter_events(path: Path) -> Iterator[dict[str, Any]]:
+    """Stream the journal, one bounded line at a time (``regular.iter_lines``).
+
+    A missing journal yields nothing; a link or a non-regular file, a line over the
+    bound, or a line that is not an event is a one-line EvidenceError (issue 21: a
+    journal linked to ``/dev/zero`` or holding a 300 MB line is refused, never read
+    whole). A torn last line (runner killed mid-write, no newline) is skipped.
+    """
     try:
-        fh = path.open("rb")
+        lines = regular.iter_lines(path)
+        for line in lines:
+            if line.too_long:
+                raise EvidenceError(
+                    f"{path}: line {line.number} is longer than {regular.LINE_LIMIT} bytes "
+                    "(a damaged record, not read)"
+                )
+            if not line.raw.strip():
+                continue
+            try:
+                record = json.loads(line.raw)
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                if not line.complete:
+                    continue  # torn final write
+                raise EvidenceError(f"{path}: line {line.number} is not a JSON event") from None
+            if not isinstance(record, dict) or record.get("schema") != SCHEMA_EVENT:
+                raise EvidenceError(f"{path}: line {line.number} is not a {SCHEMA_EVENT!r} event")
+            yield record
     except FileNotFoundError:
         return
-    except OSError as exc:
-        raise EvidenceError(f"{path}: unreadable ({exc})") from None
-    with fh:
-        lines = fh.read().split(b"\n")
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            if i == len(lines) - 1:
-                continue  # torn final write
-            raise EvidenceError(f"{path}: line {i + 1} is not a JSON event") from None
-        if not isinstance(record, dict) or record.get("schema") != SCHEMA_EVENT:
-            raise EvidenceError(f"{path}: line {i + 1} is not a {SCHEMA_EVENT!r} event")
-        yield record
+
+
+def present(path: Path) -> bool:
+    """Is anything at ``path``, a dangling link included (``Path.exists`` follows links:
+    a linked evidence file must be refused when read, never taken as missing; issue 21)."""
+    return os.path.lexists(path)
 
 
 def is_attempt_dir(path: Path) -> bool:
@@ -386,3 +410,25 @@ def require_file(path: Path, what: str, hint: str) -> None:
         raise UsageError(f"{path}: is a directory, not a {what}; {hint}")
     if not stat.S_ISREG(st.st_mode):
         raise UsageError(f"{path}: is not a regular file, not a {what}; {hint}")
+
+
+def check_root(root: Path) -> None:
+    """Refuse an evidence root that cannot hold attempts, without creating anything.
+
+    A --root that is a file, a dangling link or unwritable is bad input (exit 2, nothing
+    recorded, nothing run: skgate never runs unrecorded), the same rule as --cwd and
+    every other path a command is given (issue 23); ``skgate preflight`` says the same."""
+    for part in (root, *root.parents):
+        if os.path.lexists(part):
+            if not part.is_dir():
+                what = "a dangling symbolic link" if part.is_symlink() else "not a directory"
+                raise UsageError(
+                    f"evidence root {root} (or a part of it) is {what}; choose a writable "
+                    "--root (skgate never runs unrecorded)"
+                )
+            if not os.access(part, os.W_OK | os.X_OK):
+                raise UsageError(
+                    f"evidence root {root} cannot be written; choose a writable --root "
+                    "(skgate never runs unrecorded)"
+                )
+            return

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skgate.evidence import files
+from skgate.evidence import files, regular
 from skgate.evidence.stages import StageTracker
+from skgate.model.errors import EvidenceError
 from skgate.model.running import ProcessRecord
 from skgate.model.schema import SCHEMA_EVENT
 
@@ -120,16 +121,20 @@ class JournalFollower:
 
     def poll(self) -> list[dict[str, Any]]:
         try:
-            fd = os.open(self.journal, os.O_RDONLY | os.O_CLOEXEC)
+            # A regular file only (a link to /dev/zero or a FIFO is refused, never read
+            # or waited on), and at most one line bound per look (issue 21).
+            fd = regular.open_fd(self.journal)
         except FileNotFoundError:
             return []
         try:
             chunks = []
-            while True:
+            taken = 0
+            while taken < regular.LINE_LIMIT:
                 data = os.pread(fd, 1 << 16, self._offset)
                 if not data:
                     break
                 self._offset += len(data)
+                taken += len(data)
                 chunks.append(data)
         finally:
             os.close(fd)
@@ -137,6 +142,11 @@ class JournalFollower:
             return []
         buf = self._partial + b"".join(chunks)
         *lines, self._partial = buf.split(b"\n")
+        if len(self._partial) >= regular.LINE_LIMIT:
+            raise EvidenceError(
+                f"{self.journal}: a line longer than {regular.LINE_LIMIT} bytes; damaged or "
+                "hostile, not read"
+            )
         out: list[dict[str, Any]] = []
         for raw in lines:
             if not raw.strip():

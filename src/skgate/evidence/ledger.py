@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import time
@@ -33,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skgate.evidence import regular
 from skgate.evidence.digest import sha256_bytes, sha256_file
-from skgate.evidence.files import SEAL, fsync_dir, is_attempt_dir, json_text
+from skgate.evidence.files import SEAL, check_root, fsync_dir, is_attempt_dir, json_text
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
 
 if TYPE_CHECKING:
@@ -46,28 +48,6 @@ SCHEMA_LEDGER = "skgate.ledger/1"
 GENESIS = "0" * 64
 #: Entry kinds: an attempt started, ended, was sealed, or had a scene preserved.
 EVENTS = ("start", "end", "seal", "scene")
-
-
-def check_root(root: Path) -> None:
-    """Refuse an evidence root that cannot hold attempts, without creating anything.
-
-    A --root that is a file, a dangling link or unwritable is bad input (exit 2, nothing
-    recorded, nothing run: skgate never runs unrecorded), the same rule as --cwd and
-    every other path a command is given (issue 23); ``skgate preflight`` says the same."""
-    for part in (root, *root.parents):
-        if os.path.lexists(part):
-            if not part.is_dir():
-                what = "a dangling symbolic link" if part.is_symlink() else "not a directory"
-                raise UsageError(
-                    f"evidence root {root} (or a part of it) is {what}; choose a writable "
-                    "--root (skgate never runs unrecorded)"
-                )
-            if not os.access(part, os.W_OK | os.X_OK):
-                raise UsageError(
-                    f"evidence root {root} cannot be written; choose a writable --root "
-                    "(skgate never runs unrecorded)"
-                )
-            return
 
 
 def allocate(root: Path, name: str | None = None) -> Path:
@@ -195,25 +175,45 @@ def _attempt_ref(root: Path, attempt: Path) -> str:
         return str(attempt.resolve())
 
 
-def _last_line(fd: int) -> bytes | None:
-    """The raw bytes of the last line (without its newline), reading back from the end."""
+#: The longest ledger line read back whole: entries are a few hundred bytes; a longer
+#: line is damaged and is hashed in blocks, never held (issue 21).
+LINE_LIMIT = 1 << 20
+
+
+def _last_line(fd: int) -> tuple[bytes | None, str | None]:
+    """The last line (without its newline) and its sha256, reading back from the end.
+
+    ``(None, None)`` for an empty ledger. A last line over :data:`LINE_LIMIT` is not
+    held: ``(None, its sha256)``, hashed in blocks, so the chain still covers it and
+    memory stays bounded whatever was appended by hand (issue 21).
+    """
     size = os.fstat(fd).st_size
     if size == 0:
-        return None
+        return None, None
+    end = size - 1 if os.pread(fd, 1, size - 1) == b"\n" else size
     chunk = 8192
-    end = size
-    buf = b""
-    while True:
-        start = max(0, end - chunk)
-        buf = os.pread(fd, end - start, start) + buf
-        body = buf[:-1] if buf.endswith(b"\n") and start + len(buf) == size else buf
-        cut = body.rfind(b"\n")
+    pos = end
+    start = 0
+    while pos > 0:
+        lo = max(0, pos - chunk)
+        cut = os.pread(fd, pos - lo, lo).rfind(b"\n")
         if cut >= 0:
-            return body[cut + 1 :]
-        if start == 0:
-            return body
-        end = start
-        chunk = min(chunk * 2, 1 << 24)
+            start = lo + cut + 1
+            break
+        pos = lo
+        chunk = min(chunk * 2, 1 << 20)
+    if end - start <= LINE_LIMIT:
+        raw = os.pread(fd, end - start, start)
+        return raw, sha256_bytes(raw)
+    digest = hashlib.sha256()
+    at = start
+    while at < end:
+        block = os.pread(fd, min(1 << 20, end - at), at)
+        if not block:
+            break
+        digest.update(block)
+        at += len(block)
+    return None, digest.hexdigest()
 
 
 @contextlib.contextmanager
@@ -221,7 +221,9 @@ def _locked_ledger(root: Path) -> Iterator[int]:
     path = root / LEDGER
     try:
         root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        # Never appended through a link, nor to a FIFO (issue 21: a linked ledger.jsonl
+        # would index this root's attempts in someone else's file; C4 append-only).
+        fd = regular.open_append(path, read=True)
     except OSError as exc:
         raise EvidenceError(
             f"{path}: cannot open the ledger ({exc.strerror}); check the --root permissions"
@@ -241,10 +243,12 @@ def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, An
         raise ValueError(f"unknown ledger event {event!r}")
     with _locked_ledger(root) as fd:
         fresh = os.fstat(fd).st_size == 0
-        last = _last_line(fd)
-        prev = GENESIS if last is None else sha256_bytes(last)
+        last, last_hash = _last_line(fd)
+        prev = GENESIS if last_hash is None else last_hash
         seq = 1
-        if last is not None:
+        if last is None and last_hash is not None:
+            seq = -1  # an oversized last line: damaged, verify reports it
+        elif last is not None:
             try:
                 seq = int(json.loads(last)["seq"]) + 1
             except (ValueError, KeyError, TypeError):
@@ -367,32 +371,39 @@ def record_scene(root: Path, attempt: Path, manifest: Path) -> None:
 
 @dataclass(frozen=True)
 class LedgerLine:
-    """One line of the ledger as read back: its number, raw bytes, parsed entry (or None)."""
+    """One line of the ledger as read back: its number, raw bytes, parsed entry (or None).
+
+    ``too_long``: the line is over :data:`LINE_LIMIT`; ``raw`` is then empty (never held
+    whole, issue 21) and the next line's ``prev`` cannot be checked against it.
+    """
 
     number: int
     raw: bytes
     entry: dict[str, Any] | None
+    too_long: bool = False
 
 
 def iter_ledger(root: Path) -> Iterator[LedgerLine]:
-    """Stream the ledger line by line (bounded memory); a missing ledger yields nothing."""
+    """Stream the ledger line by line (bounded memory); a missing ledger yields nothing.
+
+    Read as a regular file only: a linked ledger is refused (EvidenceError), never read
+    as this root's index (issue 21).
+    """
     path = root / LEDGER
     try:
-        fh = path.open("rb")
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise EvidenceError(f"{path}: unreadable ({exc.strerror})") from None
-    with fh:
-        for number, raw_line in enumerate(fh, start=1):
-            raw = raw_line[:-1] if raw_line.endswith(b"\n") else raw_line
+        for line in regular.iter_lines(path, LINE_LIMIT):
+            if line.too_long:
+                yield LedgerLine(line.number, b"", None, too_long=True)
+                continue
             entry: dict[str, Any] | None
             try:
-                parsed = json.loads(raw)
+                parsed = json.loads(line.raw)
                 entry = parsed if isinstance(parsed, dict) else None
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):
                 entry = None
-            yield LedgerLine(number, raw, entry)
+            yield LedgerLine(line.number, line.raw, entry)
+    except FileNotFoundError:
+        return
 
 
 def end_entries(root: Path) -> dict[str, dict[str, Any]]:
@@ -418,16 +429,23 @@ def check_chain(root: Path) -> list[str]:
     problems: list[str] = []
     where = root / LEDGER
     prev_raw: bytes | None = None
+    prev_long = False
     for ln in iter_ledger(root):
         expected = GENESIS if prev_raw is None else sha256_bytes(prev_raw)
+        after_long, prev_long = prev_long, ln.too_long
         prev_raw = ln.raw
+        if ln.too_long:
+            problems.append(
+                f"{where}: line {ln.number} is longer than {LINE_LIMIT} bytes (damaged, not read)"
+            )
+            continue
         if ln.entry is None:
             problems.append(f"{where}: line {ln.number} is not a JSON entry (torn or edited)")
             continue
         if ln.entry.get("schema") != SCHEMA_LEDGER:
             problems.append(f"{where}: line {ln.number} is not a {SCHEMA_LEDGER!r} entry")
             continue
-        if ln.entry.get("prev") != expected:
+        if not after_long and ln.entry.get("prev") != expected:
             problems.append(
                 f"{where}: line {ln.number} breaks the hash chain (the line before it was "
                 "changed, removed or reordered)"

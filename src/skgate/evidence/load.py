@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import files
+from skgate.evidence import files, regular
 from skgate.evidence.follow import Progress
 from skgate.evidence.stages import load_stages
 from skgate.model.controls import FrozenControls
@@ -84,7 +84,7 @@ class RunnerRef:
 def runner_ref(attempt_dir: Path) -> RunnerRef | None:
     """The owning runner, from ``control.json`` or, before preflight has frozen the
     controls (a runner still waiting for a blocker), from the journal's ``created``."""
-    if (attempt_dir / files.CONTROL).exists():
+    if files.present(attempt_dir / files.CONTROL):
         c = load_control(attempt_dir)
         return RunnerRef(c.runner_pid, c.runner_start_ticks, c.boot_id)
     for ev in files.iter_events(attempt_dir / files.EVENTS):
@@ -107,7 +107,7 @@ def prelaunch_evidence(attempt_dir: Path) -> Evidence:
         progress.update(ev)
         finished = finished or ev.get("event") == "finished"
         if ev.get("event") == "blocked":
-            blocked.extend(str(r) for r in ev.get("reasons", []))
+            blocked.extend(_event_reasons(ev, str(journal)))
     ref = runner_ref(attempt_dir)
     return Evidence(
         launched=False,
@@ -115,7 +115,7 @@ def prelaunch_evidence(attempt_dir: Path) -> Evidence:
         runner_finished=finished,
         runner_alive=not finished and ref is not None and ref.alive(),
         waiting_for=tuple(progress.waiting),
-        journal_missing=not journal.exists(),
+        journal_missing=not files.present(journal),
     )
 
 
@@ -161,11 +161,13 @@ def live_members(
         return 0
     alive = {(p.pid, p.start_ticks) for p in live_owned(ownership)}
     procs = attempt_dir / files.PROCS
-    if procs.exists():
-        with procs.open("rb") as fh:
-            for pid, ticks in journal_alive(fh):
-                if (pid, ticks) not in alive and is_alive(pid, ticks):
-                    alive.add((pid, ticks))
+    if files.present(procs):
+        # Bounded lines of a regular file only (issue 21); an over-long line is a
+        # damaged record and, like a torn one, is skipped by journal_alive.
+        lines = (ln.raw for ln in regular.iter_lines(procs) if not ln.too_long)
+        for pid, ticks in journal_alive(lines):
+            if (pid, ticks) not in alive and is_alive(pid, ticks):
+                alive.add((pid, ticks))
     # Only a leaf skgate made (the name is the runner's): a damaged journal must not
     # point the check at a whole hierarchy.
     if cgroup and Path(cgroup).name.startswith(LEAF_PREFIX):
@@ -178,14 +180,14 @@ def live_members(
 
 def load_ownership(attempt_dir: Path) -> Ownership | None:
     path = attempt_dir / files.OWNERSHIP
-    if not path.exists():
+    if not files.present(path):
         return None
     return Ownership.from_dict(files.read_json(path), str(path))
 
 
 def load_logscan(attempt_dir: Path) -> LogScan | None:
     path = attempt_dir / files.LOGSCAN
-    if not path.exists():
+    if not files.present(path):
         return None
     return LogScan.from_dict(files.read_json(path), str(path))
 
@@ -197,13 +199,25 @@ def load_summary(attempt_dir: Path) -> Summary | None:
 
 def load_census(attempt_dir: Path) -> Census | None:
     path = attempt_dir / files.CENSUS
-    if not path.exists():
+    if not files.present(path):
         return None
     return Census.from_dict(files.read_json(path), str(path))
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _event_reasons(ev: dict[str, Any], where: str) -> list[str]:
+    """The ``reasons`` of a ``blocked`` event; a damaged field is a one-line
+    EvidenceError, so it makes this attempt unreadable, never the whole root (issue 21)."""
+    reasons = ev.get("reasons", [])
+    if not isinstance(reasons, list):
+        raise EvidenceError(
+            f"{where}: event 'blocked' has a damaged 'reasons' field ({reasons!r}); the "
+            "journal was altered or truncated"
+        )
+    return [str(r) for r in reasons]
 
 
 def _event_int(ev: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
@@ -225,7 +239,7 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
     """
     control = load_control(attempt_dir)
     journal = attempt_dir / files.EVENTS
-    journal_missing = not journal.exists()
+    journal_missing = not files.present(journal)
     events = files.read_events(journal)
     where = str(journal)
     launched = False
@@ -252,7 +266,7 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
             if isinstance(ev.get("cgroup"), str):
                 cgroup = ev["cgroup"]
         elif name == "blocked":
-            blocked.extend(str(r) for r in ev.get("reasons", []))
+            blocked.extend(_event_reasons(ev, where))
         elif name == "leader_exited":
             leader_ended = True
             exit_status = ev["exit_status"] if _is_int(ev.get("exit_status")) else None
@@ -341,11 +355,11 @@ def current_verdict(attempt_dir: Path) -> Verdict:
     set of files it left (no census, say, would skip the C8 check).
     """
     verdict_path = attempt_dir / files.VERDICT
-    if not (attempt_dir / files.CONTROL).exists() and (attempt_dir / files.EVENTS).exists():
+    if not files.present(attempt_dir / files.CONTROL) and files.present(attempt_dir / files.EVENTS):
         # Still in preflight (or ended there without controls): the journal alone says
         # whether a live runner is waiting for a blocker.
         return classify(prelaunch_evidence(attempt_dir)).with_attempt(str(attempt_dir))
-    if verdict_path.exists():
+    if files.present(verdict_path):
         try:
             recorded = Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
         except EvidenceError:

@@ -47,6 +47,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from skgate.evidence import regular
 from skgate.evidence.launcher_lines import LITERALS as LAUNCHER_LITERALS
 from skgate.evidence.launcher_lines import LauncherCollector
 from skgate.model.errors import EvidenceError, UsageError
@@ -542,14 +543,17 @@ def scan_file(
                 return fast
     scanner = LogScanner(summary_patterns, completion_marker, max_line)
     try:
-        fh = path.open("rb")
+        # A regular file only, never through a link (issue 21: a run.log linked to an
+        # outside file would put a [summary] the compile never printed in the verdict).
+        fd = regular.open_fd(path)
     except FileNotFoundError:
         raise EvidenceError(f"{path}: run log missing") from None
-    except OSError as exc:
-        raise EvidenceError(f"{path}: run log unreadable ({exc.strerror})") from None
-    with fh:
+    with open(fd, "rb") as fh:
         while True:
-            data = fh.read(chunk)
+            try:
+                data = fh.read(chunk)
+            except OSError as exc:
+                raise EvidenceError(f"{path}: run log unreadable ({exc.strerror})") from None
             if not data:
                 break
             scanner.feed(data)

@@ -25,6 +25,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+from skgate.evidence import regular
 from skgate.evidence.logscan import LITERALS, LogScanner
 from skgate.model.errors import EvidenceError
 from skgate.model.logscan import LogScan
@@ -43,11 +44,11 @@ class _FastPathUnusable(Exception):
 
 def _open_log(path: Path) -> int:
     try:
-        return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        # A regular file only: a run.log linked outside would let a forged [summary]
+        # decide the verdict; a FIFO would hang the scan (issue 21, C2).
+        return regular.open_fd(path)
     except FileNotFoundError:
         raise EvidenceError(f"{path}: run log missing") from None
-    except OSError as exc:
-        raise EvidenceError(f"{path}: run log unreadable ({exc.strerror})") from None
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
@@ -99,7 +100,7 @@ def _spawn(argv: list[str], path: Path, inode: tuple[int, int]) -> subprocess.Po
     # checked to be the file we scan), so no file name is ever parsed as an option, and
     # each child has its own file offset. C locale: bytes, not characters.
     env = {**os.environ, "LC_ALL": "C"}
-    with path.open("rb") as stdin:
+    with open(regular.open_fd(path), "rb") as stdin:
         st = os.fstat(stdin.fileno())
         if (st.st_dev, st.st_ino) != inode:
             raise _FastPathUnusable("the log was replaced while it was scanned")

@@ -28,8 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import digest, ledger
-from skgate.evidence.files import CONTROL, SEAL, VERDICT, is_attempt_dir, read_json, write_json_new
+from skgate.evidence import digest, ledger, regular
+from skgate.evidence.files import (
+    CONTROL,
+    SEAL,
+    VERDICT,
+    is_attempt_dir,
+    is_temp_name,
+    read_json,
+    write_json_new,
+)
 from skgate.evidence.load import load_control, runner_is_alive
 from skgate.model.errors import EvidenceError
 from skgate.model.schema import check_schema, require
@@ -106,12 +114,11 @@ def walk_files(base: Path, skip: Iterable[str] = ()) -> tuple[list[str], list[st
 
 def _hash_one(base: Path, name: str) -> tuple[str, int] | None:
     try:
-        fd = os.open(base / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+        # Regular files only, never waiting on a FIFO put there after the walk (issue 21).
+        fd = regular.open_fd(base / name)
+    except (OSError, EvidenceError):
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         return digest.hash_fd(fd)
     except OSError:
         return None
@@ -354,8 +361,18 @@ def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
                 problems.append(f"{label}/{rel}/{name}: preserved link changed or removed")
     files, others = walk_files(attempt, skip=(SEAL,))
     for name in files:
-        if name not in covered:
-            problems.append(f"{label}/{name}: added after sealing")
+        if name in covered:
+            continue
+        if not recorded and is_temp_name(name) and name.startswith(f".{SEAL}."):
+            # The seal is linked into place from this temporary file, which is removed
+            # next: a runner killed in between leaves both (one inode). The ledger has no
+            # end entry then, and recover finishes it: unfinished, not tampering.
+            problems.append(
+                f"{label}/{name}: a temporary file left when the runner was interrupted while "
+                f"sealing (never evidence); run 'skgate recover {attempt}'"
+            )
+            continue
+        problems.append(f"{label}/{name}: added after sealing")
     for name in others:
         if name not in linked:
             problems.append(f"{label}/{name}: not a regular file (evidence never holds links)")
@@ -453,10 +470,73 @@ def _orphans(root: Path) -> list[str]:
     return problems
 
 
+def _not_regular(path: Path) -> str | None:
+    """What ``path`` is when it is not what evidence may be (a link, a FIFO...), or None."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            return f"a symbolic link (to {os.readlink(path)})"
+        except OSError:
+            return "a symbolic link"
+    return None
+
+
+def _root_entries(root: Path) -> list[str]:
+    """Linked or non-regular entries of a root (issue 21): ``attempts/``, each
+    ``attempts/NNNN``, the ledger. Each is named: the attempt walks never follow them,
+    so without this ``verify`` would say OK for a root whose attempt is elsewhere."""
+    problems: list[str] = []
+    base = root / ledger.ATTEMPTS
+    what = _not_regular(base)
+    if what is not None:
+        problems.append(f"{ledger.ATTEMPTS}: is {what}; evidence is never read through a link")
+    else:
+        try:
+            with os.scandir(base) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            entries = []
+        for e in entries:
+            if e.is_dir(follow_symlinks=False) or not (e.is_symlink() or e.name.isdigit()):
+                continue  # a real attempt (checked below), or a stray file that is none
+            what = _not_regular(Path(e.path)) or "not a directory"
+            problems.append(
+                f"{ledger.ATTEMPTS}/{e.name}: is {what}; an attempt is never read or "
+                "recovered through a link"
+            )
+    path = root / ledger.LEDGER
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return problems
+    if not stat.S_ISREG(st.st_mode):
+        what = _not_regular(path) or "not a regular file"
+        problems.append(f"{ledger.LEDGER}: is {what}; the ledger is never read through a link")
+    return problems
+
+
+def _ledger_regular(root: Path | None) -> bool:
+    """Is the root's ledger a regular file (or absent)? A linked one is named by
+    :func:`_root_entries` and never read as this root's index."""
+    if root is None:
+        return True
+    try:
+        return stat.S_ISREG(os.lstat(root / ledger.LEDGER).st_mode)
+    except OSError:
+        return True
+
+
 def verify(target: Path) -> list[str]:
     """Problems found in an attempt or a whole evidence root (empty list: all intact)."""
     if is_attempt_dir(target):
         root = ledger.root_of(target)
+        if os.path.islink(target):
+            return [f"{target}: is a symbolic link; evidence is never read through a link"]
+        if root is not None and not _ledger_regular(root):
+            return _root_entries(root) + verify_attempt(target)
         problems = verify_attempt(target, recorded=target.name in _sealed_in_ledger(root))
         if root is not None and (root / ledger.LEDGER).exists():
             problems += _ledger_problems(root, only=target.name)
@@ -465,9 +545,11 @@ def verify(target: Path) -> list[str]:
     if subs:  # a matrix session root: every arm's root, each with its own ledger
         return [f"{ledger.RUNS}/{sub.name}: {p}" for sub in subs for p in verify(sub)]
     attempts = ledger.resolve(target)  # raises a one-line EvidenceError for a bad target
-    problems = _orphans(target)
-    recorded = _sealed_in_ledger(target)
+    problems = _root_entries(target) + _orphans(target)
+    readable = _ledger_regular(target)
+    recorded = _sealed_in_ledger(target) if readable else set()
     for attempt in attempts:
         problems += verify_attempt(attempt, recorded=attempt.name in recorded)
-    problems += _ledger_problems(target)
+    if readable:
+        problems += _ledger_problems(target)
     return list(dict.fromkeys(problems))  # several ledger entries may name one change

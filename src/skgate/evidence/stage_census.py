@@ -30,11 +30,12 @@ import hashlib
 import json
 import os
 import re
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from skgate.evidence import regular
 from skgate.evidence.census import ERROR_SUFFIX, RUN_SUFFIX, SUCC_SUFFIX
+from skgate.model.errors import EvidenceError
 from skgate.model.stages import (
     MAX_NAMED,
     InputOutcome,
@@ -155,28 +156,13 @@ def parse_log_name(base: str) -> LogName | None:
 
 
 def read_bounded(path: str, limit: int) -> bytes | None:
-    """A regular file's first ``limit`` bytes, never through a link, never blocking on a
-    FIFO (evidence is read as regular files only); None when it is anything else."""
+    """A regular file's bytes up to ``limit`` (:mod:`skgate.evidence.regular`: never
+    through a link, never blocking on a FIFO); None when it is anything else, larger, or
+    unreadable: an input or cache file that cannot be read is simply not paired by it."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        return regular.read_bytes(path, limit)
+    except (EvidenceError, OSError):
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks: list[bytes] = []
-        left = limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def json_op_type(path: str) -> str | None:

@@ -54,21 +54,22 @@ def _is_regular(path: str) -> bool:
         return False
 
 
-def _root_counts(root: str) -> tuple[int, int, int]:
-    """(dumped inputs, per-input logs, .run packages) under one build directory."""
-    inputs = 0
-    logs, runs, _ = walk_root(root)
+def _subdirs(root: str, suffixes: tuple[str, ...]) -> list[str]:
+    """The directories directly under ``root`` whose names end with one of ``suffixes``
+    (never through a link)."""
     try:
         with os.scandir(root) as it:
-            dumps = [
-                e.path
-                for e in it
-                if e.name.endswith(DUMP_DIR_SUFFIX) and e.is_dir(follow_symlinks=False)
+            return [
+                e.path for e in it if e.name.endswith(suffixes) and e.is_dir(follow_symlinks=False)
             ]
     except OSError:
-        dumps = []
-    for d in dumps:
-        inputs += len(input_stems(d) or ())
+        return []
+
+
+def _root_counts(root: str) -> tuple[int, int, int]:
+    """(dumped inputs, per-input logs, .run packages) under one build directory."""
+    logs, runs, _ = walk_root(root)
+    inputs = sum(len(input_stems(d) or ()) for d in _subdirs(root, (DUMP_DIR_SUFFIX,)))
     return inputs, len(logs), len(runs)
 
 
@@ -105,17 +106,8 @@ def cache_keys(root: str) -> frozenset[str]:
     deterministic mode (``docs/cann-static-compile.md``). The two flags are not on disk,
     so all four combinations are given.
     """
-    try:
-        with os.scandir(root) as it:
-            chosen = [
-                e.path
-                for e in it
-                if e.name.endswith(CHOSEN_SUFFIXES) and e.is_dir(follow_symlinks=False)
-            ]
-    except OSError:
-        return frozenset()
     keys: set[str] = set()
-    for d in chosen:
+    for d in _subdirs(root, CHOSEN_SUFFIXES):
         digests = []
         for stem in (input_stems(d) or ())[:MAX_HASHED]:
             digest = file_digest(os.path.join(d, stem + INPUT_SUFFIX))

@@ -9,6 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence import regular
+from skgate.model.errors import EvidenceError
+
 SCHEMA_STOP_REQUEST = "skgate.stop-request/1"
 CONTROL_DIR = "control"
 
@@ -22,8 +25,10 @@ def stop_request_path(attempt: Path) -> Path:
 def stop_pending(attempt: Path) -> dict[str, Any] | None:
     """The runner's side: the ``skgate stop`` request for ``attempt``, if one is there."""
     try:
-        data = json.loads(stop_request_path(attempt).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        # A regular file only, bounded: a FIFO or a link in the control directory must
+        # not hang the runner or make it read a file it was not given (issue 21).
+        data = json.loads(regular.read_bytes(stop_request_path(attempt), 1 << 20))
+    except (OSError, ValueError, EvidenceError):
         return None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_STOP_REQUEST:
         return None

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import ledger, seal
+from skgate.evidence import ledger, regular, seal
 from skgate.evidence.files import SEAL, VERDICT, fsync_dir, read_json
 from skgate.model.errors import EvidenceError
 from skgate.model.records import Verdict
@@ -60,7 +60,11 @@ def send_items(attempt: Path, chunk: int = CHUNK) -> Iterator[dict[str, Any] | b
     for item in listing:
         yield {"kind": "file", "name": item["name"], "size": item["size"]}
         left = int(item["size"])
-        fd = os.open(attempt / item["name"], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # Regular files only: a FIFO or link put in after the listing is refused (issue 21).
+        try:
+            fd = regular.open_fd(attempt / item["name"])
+        except FileNotFoundError:
+            raise EvidenceError(f"{attempt / item['name']}: vanished while being sent") from None
         try:
             while left > 0:
                 data = os.read(fd, min(chunk, left))

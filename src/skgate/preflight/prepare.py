@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.files import CONTROL, VERDICT, read_json
-from skgate.evidence.ledger import check_root, end_entries, list_attempts
+from skgate.evidence.files import CONTROL, VERDICT, check_root, read_json
+from skgate.evidence.ledger import end_entries, list_attempts
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.request import RunRequest
 from skgate.model.running import ProcessRecord
-from skgate.preflight import jobs
+from skgate.preflight import jobs, self_hooks
 from skgate.preflight.env import (
     REDACTED,
     base_env,
@@ -273,6 +273,11 @@ def prepare(
         [dict(e) for e in scan.pythonpath] if scan is not None else ordered_pythonpath(env)
     )
     controls["host"] = host_facts(env)
+    # The hooks skgate's own process already ran (C6 for skgate itself, issue 21): not
+    # undone, but said and recorded, so an attempt made under them is never trusted blind.
+    controls["skgate_self"] = self_hooks.own_hooks()
+    if notify is not None and controls["skgate_self"]["untrusted"]:
+        notify(f"skgate: warning: {controls['skgate_self']['note']}")
 
     deadline = time.monotonic() + request.lease_timeout
     wait = take_leases and not blocked  # a run blocked anyway never waits (C4 waits are long)

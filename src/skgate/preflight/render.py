@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from skgate.preflight import jobs
+from skgate.preflight import jobs, self_hooks
 
 if TYPE_CHECKING:
     from skgate.preflight.prepare import LaunchPlan
@@ -74,6 +74,7 @@ def render_lines(plan: LaunchPlan) -> list[str]:
         lines.append(f"  [probe problem] {p}")
     for note in h.get("notes", []) if not h.get("skipped") else []:
         lines.append(f"  note: {note}")
+    lines.extend(self_hooks.render(c.get("skgate_self", {})))
     pp = c.get("pythonpath", [])
     if pp:
         lines.append("PYTHONPATH (in order):")

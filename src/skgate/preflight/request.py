@@ -9,7 +9,7 @@ import math
 import os
 from pathlib import Path
 
-from skgate.evidence.ledger import check_root
+from skgate.evidence.files import check_root
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest, validate_patterns
 from skgate.model.sources import allowed_sources

@@ -34,7 +34,6 @@ How the rules become code:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
 import selectors
@@ -48,10 +47,10 @@ from typing import Any
 from skgate.model.running import Coverage, ProcessRecord
 from skgate.proc.observe import ProcStat, direct_children, read_stat, tree
 from skgate.proc.owned import OwnedTree
-from skgate.proc.signals import STOP_SIGNALS, inherited_ignore
+from skgate.proc.signals import STOP_SIGNALS, inherited_ignore, name_of
 from skgate.proc.sources import Sources, coverage
-
-PR_SET_CHILD_SUBREAPER = 36
+from skgate.proc.waiting import waiting_line
+from skgate.proc.waitstatus import cpu_seconds, decode_wait_status
 
 #: While the owned tree is quiet, process events of the rest of the machine are read in
 #: batches (they queue in the socket meanwhile): one wake per event of a busy host would
@@ -64,30 +63,6 @@ EVENTS_COALESCE = (0.025, 0.2)
 FORWARDED = STOP_SIGNALS
 
 Emit = Callable[..., object]
-
-
-def become_subreaper() -> bool:
-    """Make this process a child subreaper; False when the kernel refuses."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def cpu_seconds() -> float:
-    """This process's own CPU time (user + system, children excluded): its overhead."""
-    t = os.times()
-    return round(t.user + t.system, 4)
-
-
-def decode_wait_status(status: int) -> tuple[int | None, int | None]:
-    """(exit status, terminating signal) from a ``waitpid`` status."""
-    if os.WIFSIGNALED(status):
-        return None, os.WTERMSIG(status)
-    if os.WIFEXITED(status):
-        return os.WEXITSTATUS(status), None
-    return None, None
 
 
 @dataclass
@@ -282,7 +257,7 @@ class Supervisor:
                     asked = signum == signal.SIGTERM and self.stop_request is not None
                     stop = self.stop_request() if asked and self.stop_request else None
                     extra = {"stop_request": stop} if stop else {}
-                    self.emit("signal_received", signal=signum, name=_name(signum), **extra)
+                    self.emit("signal_received", signal=signum, name=name_of(signum), **extra)
                     if stop is not None and kill_at is None and not escalated:
                         # 'skgate stop' ends it as the frozen timeout does (C4): SIGTERM to
                         # the own group, SIGKILL to it after the grace; nothing else.
@@ -297,7 +272,7 @@ class Supervisor:
                         # follows: only the frozen timeout may end what ignores it.
                         self._signal_group(pid, signum, "forwarded")
                         self.notify(
-                            f"skgate: forwarded {_name(signum)} to the command's process group "
+                            f"skgate: forwarded {name_of(signum)} to the command's process group "
                             f"{pid}; send it again to SIGKILL that group"
                         )
                     elif not escalated:
@@ -418,7 +393,14 @@ class Supervisor:
             return next_at
         deadline_wall = time.time() + (deadline - now)
         self.notify(
-            waiting_line(out, live, deadline_wall, first=next_at is None, after=now - self._t0)
+            waiting_line(
+                out.leader_exit_status,
+                out.leader_exit_signal,
+                live,
+                deadline_wall,
+                first=next_at is None,
+                after=now - self._t0,
+            )
         )
         return now + self.progress_every
 
@@ -497,7 +479,7 @@ class Supervisor:
         self.emit(
             "signal_sent",
             signal=int(signum),
-            name=_name(signum),
+            name=name_of(signum),
             target=f"process group {pgid}",
             reason=reason,
             delivered=delivered,
@@ -590,31 +572,6 @@ class Supervisor:
             self.sink(data)
 
 
-#: Owned processes named in one "waiting for" line; the rest are counted.
-WAITING_SHOWN = 6
-
-
-def waiting_line(
-    out: Outcome, live: dict[int, ProcStat], deadline_wall: float, *, first: bool, after: float
-) -> str:
-    """The line a person reads while the leader has returned and owned processes live:
-    who, and that they are never signalled before the frozen deadline (C2.1, C4)."""
-    n = len(live)
-    noun = "owned process" if n == 1 else "owned processes"
-    shown = ", ".join(f"{st.name}[{pid}]" for pid, st in sorted(live.items())[:WAITING_SHOWN])
-    if n > WAITING_SHOWN:
-        shown += f" and {n - WAITING_SHOWN} more"
-    at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(deadline_wall))
-    never = f"never signalled before the deadline at {at}"
-    if first:
-        if out.leader_exit_signal is not None:
-            how = f"ended by {_name(out.leader_exit_signal)}"
-        else:
-            how = f"exited with status {out.leader_exit_status}"
-        return f"skgate: leader {how}; waiting for {n} {noun}: {shown}, {never}"
-    return f"skgate: still waiting after {after:.0f} s for {n} {noun}: {shown}, {never}"
-
-
 def _peek_exit(pid: int) -> tuple[int | None, int | None] | None:
     """The leader's exit, seen without reaping it (WNOWAIT keeps the zombie)."""
     try:
@@ -632,10 +589,3 @@ def _drain_fd(fd: int) -> None:
     with contextlib.suppress(OSError):
         while os.read(fd, 512):
             pass
-
-
-def _name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"

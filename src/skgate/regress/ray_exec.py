@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import files, ledger
+from skgate.evidence import files, ledger, regular
 from skgate.evidence.transfer import CHUNK, MAX_BYTES, Incoming, send_items
 from skgate.model.errors import EvidenceError, SkgateError, UsageError
 from skgate.model.records import Verdict
@@ -114,14 +114,16 @@ class _Tail:
 
     def items(self) -> Iterator[dict[str, Any]]:
         try:
-            with self.path.open("rb") as fh:
-                fh.seek(self.offset)
-                data = fh.read(1 << 20)
-        except OSError:
+            # A regular file only (issue 21): a FIFO or a link in its place is no journal.
+            with regular.opened(self.path) as fd:
+                data = os.pread(fd, 1 << 20, self.offset)
+        except (OSError, EvidenceError):
             return
         self.offset += len(data)
         lines = (self.rest + data).split(b"\n")
         self.rest = lines.pop()
+        if len(self.rest) > regular.LINE_LIMIT:
+            self.rest = b""  # a damaged over-long line: progress only, never held whole
         for line in lines:
             try:
                 ev = json.loads(line)

@@ -37,6 +37,25 @@ from skgate.verdict.words import CONTROL_SECTIONS, Kind, in_language, kind_of, p
 MAX_PROCESS_ROWS = 200
 
 
+def _visible(text: str) -> str:
+    """``text`` as valid UTF-8, with bytes that were not UTF-8 shown as ``\\xNN``.
+
+    Argv and file names that are not UTF-8 reach Python as ``surrogateescape`` text (the
+    evidence keeps them losslessly, issue 12); a page that declares ``charset=utf-8``
+    cannot hold them, and writing it failed with UnicodeEncodeError (issue 21). Shown as
+    escapes, the original bytes stay readable (C3: the argv on record, exactly).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate that was never a byte (\ud800)
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
+        return raw.decode("utf-8", "backslashreplace")
+    return text
+
+
 def _e(text: Any) -> str:
     return escape(str(text), quote=True)
 
@@ -511,7 +530,7 @@ def render_html(report: load.Report, lang: str = "en") -> str:
                 f"{_badge(ev.verdict.state.value, words)}</summary>{section}</details>"
             )
         body.append(section)
-    return (
+    return _visible(
         f'<!DOCTYPE html>\n<html lang="{"zh-CN" if lang == "zh" else "en"}">'
         '<head><meta charset="utf-8">'
         # Nothing may load from anywhere (air-gapped hosts; an attached file never calls

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence import regular
 from skgate.evidence.files import (
     CENSUS,
     CONTROL,
@@ -18,6 +19,7 @@ from skgate.evidence.files import (
     STAGES,
     SUMMARY,
     VERDICT,
+    present,
     read_events,
 )
 from skgate.evidence.files import read_json as _read_json
@@ -71,18 +73,19 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
     verdict = verdict_of(path)
     events = tuple(read_events(path / EVENTS))
     ownership = None
-    if (path / OWNERSHIP).exists():
+    if present(path / OWNERSHIP):
         ownership = Ownership.from_dict(_read_json(path / OWNERSHIP), str(path / OWNERSHIP))
     census = verdict.census
-    if census is None and (path / CENSUS).exists():
+    if census is None and present(path / CENSUS):
         census = Census.from_dict(_read_json(path / CENSUS), str(path / CENSUS))
     summary_lines: tuple[str, ...] = ()
     source = ""
-    if (path / SUMMARY).exists():
+    if present(path / SUMMARY):
+        # A regular file only, bounded (issue 21): a linked summary.txt is refused.
         try:
-            text = (path / SUMMARY).read_text(encoding="utf-8", errors="backslashreplace")
-        except OSError as exc:
-            raise EvidenceError(f"{path / SUMMARY}: unreadable ({exc.strerror})") from None
+            text = regular.read_text(path / SUMMARY, errors="backslashreplace")
+        except FileNotFoundError:
+            raise EvidenceError(f"{path / SUMMARY}: missing") from None
         summary_lines = tuple(text.splitlines())
         source = SUMMARY
     elif verdict.summary is not None:
@@ -159,7 +162,7 @@ def _matrix_attempts(target: Path, verdict_of: VerdictOf) -> list[AttemptEvidenc
 
 def build_report(target: Path, verdict_of: VerdictOf = default_verdict_of) -> Report:
     """Read an attempt directory, an evidence root or a matrix session (oldest first)."""
-    matrix = None if (target / CONTROL).exists() else _matrix_record(target)
+    matrix = None if present(target / CONTROL) else _matrix_record(target)
     if matrix is not None and not (target / "attempts").is_dir():
         attempts = tuple(_matrix_attempts(target, verdict_of))
         kind = "root"

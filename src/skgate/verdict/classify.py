@@ -14,8 +14,8 @@ import signal
 from skgate.model.outcomes import SOURCE_EXIT_STATUS, PackageMode, VerdictFrom
 from skgate.model.phrases import count
 from skgate.model.records import Cause, Evidence, State, Verdict
-from skgate.model.sources import SOURCE_CGROUP, SOURCE_EVENTS, SOURCE_SCAN
 from skgate.verdict import stages as stage_rules
+from skgate.verdict.coverage import coverage_reason, evidence_extra
 from skgate.verdict.stages import SummaryView
 
 
@@ -77,60 +77,6 @@ def census_inconclusive(ev: Evidence) -> str | None:
     return None
 
 
-def coverage_reason(ev: Evidence) -> str | None:
-    """C3: one line saying how complete the ownership record is, and from which sources.
-
-    Status and report both show it (it is a reason of the verdict), so they say the same.
-    """
-    if not ev.ownership_recorded:
-        return None
-    cov = ev.coverage
-    sources = cov.sources if cov is not None else (SOURCE_SCAN,)
-    clauses: list[str] = []
-    if SOURCE_EVENTS in sources and cov is not None:
-        if cov.events_overruns:
-            clauses.append(
-                f"the kernel dropped process events {count(cov.events_overruns, 'time')} under "
-                "load, "
-                "so short-lived processes may be missing"
-            )
-        else:
-            clauses.append("every fork, exec and exit of the owned tree is on record")
-    else:
-        clauses.append(
-            f"processes shorter than the scan interval ({ev.scan_interval:g} s) may be missing"
-        )
-    if SOURCE_CGROUP in sources:
-        clauses.append("the attempt's cgroup holds every owned process, escapes included")
-    if cov is not None and cov.folded.get("processes"):
-        clauses.append(
-            f"{cov.folded['processes']} processes beyond the first "
-            f"{cov.folded.get('full_records_limit', 0)} are counted by name, not listed"
-        )
-    if cov is not None and cov.argv_late:
-        their = "its" if cov.argv_late == 1 else "their"
-        clauses.append(
-            f"{count(cov.argv_late, 'process')} exec'ed and exited before {their} argv "
-            "could be read"
-        )
-    return f"C3: ownership record from {', '.join(sources)}: " + "; ".join(clauses)
-
-
-def _evidence_extra(ev: Evidence) -> dict[str, object]:
-    """The owned tree's CPU time and peak memory from its cgroup (C3 evidence)."""
-    cov = ev.coverage
-    if cov is None:
-        return {}
-    tree: dict[str, object] = {
-        "sources": list(cov.sources),
-        "exact": cov.exact,
-    }
-    for key in ("usage_usec", "user_usec", "system_usec", "memory_peak_bytes"):
-        if key in cov.cgroup:
-            tree[f"tree_{key}"] = cov.cgroup[key]
-    return {"ownership": tree}
-
-
 def _verdict(
     ev: Evidence,
     state: State,
@@ -148,7 +94,7 @@ def _verdict(
         state=state,
         cause=cause,
         reasons=(*reasons, line) if line else reasons,
-        extra=_evidence_extra(ev),
+        extra=evidence_extra(ev),
         missing=missing,
         natural_return=natural_return(ev),
         exit_status=ev.leader_exit_status,

@@ -25,6 +25,7 @@ from skgate.verdict.words_next import (
     next_step,
     uncompiled,
 )
+from skgate.verdict.words_reasons import REASONS_ZH
 from skgate.verdict.words_stages import STAGE_MISSING_ZH, STAGE_REASONS_ZH
 
 __all__ = ["NEXT_STEP", "UNCOMPILED_COUNT", "next_step", "uncompiled"]
@@ -319,248 +320,6 @@ def phrase(key: str, lang: str) -> str:
 
 
 # ---------------------------------------------------------------------------
-# The classifier's reasons in Chinese
-#
-# The classifier (classify.py) writes its reasons in English, one template each; a
-# Chinese report shows them in Chinese through this table. tests/test_words.py checks
-# that every reason the classifier can produce has a translation, so the two cannot drift.
-
-_REASONS_ZH: tuple[tuple[str, str], ...] = (
-    (
-        r"C2\.1: the runner that owns this attempt is alive and its frozen timeout has not "
-        r"fired; keep waiting, observe read-only, kill nothing",
-        "C2.1：拥有本次尝试的运行器仍在运行，冻结的顶层超时尚未触发；"
-        "继续等待，只读观察，不终止任何进程",
-    ),
-    (
-        r"C2\.1: (\d+) owned process(?:es)? alive and the frozen deadline has not passed; "
-        r"observe read-only, kill nothing\. The runner that owns this attempt is gone, so "
-        r"nobody will record the natural return: the attempt can only end unknown, and a "
-        r"clean retry will be needed",
-        r"C2.1：\1 个自有进程仍存活且冻结的截止时间未到；只读观察，不终止任何进程。"
-        "拥有本次尝试的运行器已不在，无人会记录自然返回：本次尝试只能以“未知”结束，之后需要一次干净重试",
-    ),
-    (
-        r"C2\.1: owned processes still running, runner gone: (\d+) owned process(?:es)? alive "
-        r"after the frozen deadline, which nobody enforces now; observe read-only, kill "
-        r"nothing by name or age, inspect the ownership manifest\. The attempt can only end "
-        r"unknown, and a clean retry will be needed",
-        r"C2.1：自有进程仍在运行，运行器已不在：截止时间已过，仍有 \1 个自有进程存活，"
-        "现在无人执行超时；只读观察，不要按名称或进程年龄终止任何进程，请查看进程归属清单。"
-        "本次尝试只能以“未知”结束，之后需要一次干净重试",
-    ),
-    (
-        r"C2\.2: the compiler stack returned naturally with exit status 0",
-        "C2.2：编译栈自然返回，退出码为 0",
-    ),
-    (
-        r"C2\.2: the final summary reports every input of all (\d+) stage\(s\) succeeded",
-        r"C2.2：最终汇总显示全部 \1 个阶段的所有输入均成功",
-    ),
-    (
-        r"C2\.3: the compiler stack returned naturally with exit status (-?\d+)",
-        r"C2.3：编译栈自然返回，退出码为 \1",
-    ),
-    (
-        r"C2\.3: the final summary reports failures: (.+)",
-        r"C2.3：最终汇总报告了失败的输入：\1",
-    ),
-    (
-        r"C2\.3: kept error logs are now final compiler evidence",
-        "C2.3：保留的 error 日志现在是最终编译证据",
-    ),
-    (
-        r"C2\.4: the frozen top-level timeout fired; the runner signalled only its own "
-        r"process group: (.+)",
-        r"C2.4：冻结的顶层超时已触发；运行器只向它自己创建的进程组发送了信号：\1",
-    ),
-    (
-        r"C2\.4: compile evidence is interrupted/invalid, not an operator failure; a clean "
-        r"retry is required before judging compiler support",
-        "C2.4：编译证据已中断、无效，不能当作算子问题；"
-        "判断编译器是否支持之前，必须先做一次干净重试",
-    ),
-    (
-        r"C2\.1: the runner that owns this attempt is alive and has not launched the "
-        r"command yet \(preflight\); keep waiting, kill nothing",
-        "C2.1：拥有本次尝试的运行器仍在运行，尚未启动命令（预检中）；继续等待，不终止任何进程",
-    ),
-    (
-        r"C4: waiting for blockers, which are never signalled: (.+)",
-        r"C4：正在等待阻塞项，绝不向它们发送信号：\1",
-    ),
-    (
-        r"C2\.4: stopped through skgate stop: (.*)",
-        r"C2.4：通过 skgate stop 停止：\1",
-    ),
-    (
-        r"C2\.4: the runner received (.+) from outside and forwarded it",
-        r"C2.4：运行器从外部收到 \1，并转发给了自己的进程组",
-    ),
-    (
-        r"C2\.4: the top-level process was ended by (\S+) \(not sent by this runner: a kill "
-        r"from outside, or a crash; either way the compile did not return naturally\)",
-        r"C2.4：顶层进程被 \1 结束（不是本运行器发送的：可能是外部终止，也可能是崩溃；"
-        "无论哪种，编译都没有自然返回）",
-    ),
-    (
-        r"C2\.4: the top-level process was ended by (\S+)",
-        r"C2.4：顶层进程被 \1 结束",
-    ),
-    (
-        r"C2\.4: the runner signalled its own process group: (.+)",
-        r"C2.4：运行器向自己的进程组发送了信号：\1",
-    ),
-    (
-        r"C2\.5: the event journal \(events\.jsonl\) is missing; launch, exits and signals "
-        r"cannot be established, so no conclusion is drawn",
-        "C2.5：事件日志 events.jsonl 缺失；无法确定启动、退出和信号，因此不下结论",
-    ),
-    (
-        r"C2\.5: the runner is gone without a verdict, its deadline has passed and (\d+) "
-        r"owned process(?:es)? still alive; nobody enforces the timeout now\. Do not kill by "
-        r"name or age; inspect the ownership manifest",
-        r"C2.5：运行器已不在且没有留下结论，截止时间已过，仍有 \1 个自有进程存活；"
-        "现在没有人执行超时。不要按名称或进程年龄终止进程；请查看进程归属清单",
-    ),
-    (
-        r"C2\.5: the runner has not recorded the terminal status yet",
-        "C2.5：运行器尚未记录终止状态",
-    ),
-    (
-        r"C2\.5: the runner died before the verdict was written \(after natural return\); no "
-        r"final state is derived from a partial set of files\. Once no owned process lives, "
-        r"'skgate recover' finishes what can honestly be finished",
-        "C2.5：运行器在写出结论之前终止（在自然返回之后）；不从不完整的文件集合推出最终状态。"
-        "待没有自有进程存活后，'skgate recover' 会完成能如实完成的部分",
-    ),
-    (
-        r"C2\.5: the runner died before the verdict was written \(before natural return\); no "
-        r"final state is derived from a partial set of files\. Once no owned process lives, "
-        r"'skgate recover' finishes what can honestly be finished",
-        "C2.5：运行器在写出结论之前终止（在自然返回之前）；不从不完整的文件集合推出最终状态。"
-        "待没有自有进程存活后，'skgate recover' 会完成能如实完成的部分",
-    ),
-    (
-        r"C2\.5: recovered by 'skgate recover' after the runner died before launch: nothing "
-        r"had been launched \(no run log exists\)",
-        "C2.5：运行器在启动之前终止，由 'skgate recover' 恢复：没有启动任何进程（不存在运行日志）",
-    ),
-    (
-        r"C2\.5: recovered by 'skgate recover' after the runner died before natural return: "
-        r"nobody saw the owned tree end, so its natural return cannot be established",
-        "C2.5：运行器在自然返回之前终止，由 'skgate recover' 恢复：无人看到自有进程树结束，"
-        "因此无法确定其自然返回",
-    ),
-    (
-        r"C2\.5: recovered by 'skgate recover' after the runner died after natural return: "
-        r"the natural return was recorded; the files the runner had not written yet "
-        r"\(census, summary\) were made at recovery, the census labelled late",
-        "C2.5：运行器在自然返回之后终止，由 'skgate recover' 恢复：自然返回已有记录；"
-        "运行器尚未写出的文件（产物统计、汇总）在恢复时生成，产物统计标记为迟到",
-    ),
-    (
-        r"C2\.5: (\d+) escaped owned process(?:es)? still lived when the runner finished, so "
-        r"the tree did not return completely",
-        r"C2.5：运行器结束时仍有 \1 个脱离进程组的自有进程存活，进程树没有完整返回",
-    ),
-    (
-        r"C2\.5: the final summary contradicts itself: (.+)",
-        r"C2.5：最终汇总自相矛盾：\1",
-    ),
-    (
-        r"C2\.5: the artifact census could not read (\d+) director(?:y|ies) under the "
-        r"outputs; a \.run package may be hidden there, so the C8 output check cannot "
-        r"conclude",
-        r"C2.5：产物统计有 \1 个输出目录无法读取；那里可能有 .run 包，"
-        "因此 C8 输出检查无法下结论",
-    ),
-    (
-        r"C2\.5: exit status, summary and outputs disagree",
-        "C2.5：退出码、最终汇总与输出产物互相不一致",
-    ),
-    (
-        r"C2\.5: evidence is missing; the verdict is blocked, failure is not inferred",
-        "C2.5：证据缺失；结论被阻止，不推断为失败",
-    ),
-    (
-        r"C4: (\d+) owned process(?:es)? left the process group \(setsid\); (?:it was|they "
-        r"were) watched, never signalled, and (\d+) still lived when the runner finished",
-        r"C4：\1 个自有进程离开了进程组（setsid）；它们被观察，从未被发送信号；"
-        r"运行器结束时仍有 \2 个存活",
-    ),
-    (
-        r"C4: (\d+) owned process(?:es)? left the process group \(setsid\); (?:it was|they "
-        r"were) watched, never signalled",
-        r"C4：\1 个自有进程离开了进程组（setsid）；它们被观察，从未被发送信号",
-    ),
-    (
-        r"C8: (\d+) error-named logs? and no \.run package after natural return",
-        r"C8：自然返回后有 \1 个 error 命名日志且没有 .run 包",
-    ),
-    (
-        r"C8: package mode 'required' and no \.run package after natural return",
-        "C8：包模式为 required，自然返回后没有 .run 包",
-    ),
-    (
-        r"C8: (\d+) entr(?:y|ies) already in the outputs directory before launch (?:was|were) "
-        r"not counted: earlier runs' artifacts, not this attempt's \(skgate cleanup "
-        r"preserves and clears them\)",
-        r"C8：启动前输出目录里已有的 \1 项未计入：它们是之前运行的产物，不属于本次尝试"
-        "（skgate cleanup 会先保存再清理）",
-    ),
-    # --verdict-from exit-status (C2, last paragraph).
-    (
-        r"C2\.2: the command returned naturally with exit status 0, and its exit status is "
-        r"its declared final summary \(--verdict-from exit-status\); no op_compiler was "
-        r"observed and no compiler summary was read",
-        "C2.2：命令自然返回，退出码为 0；其退出码是声明的最终汇总（--verdict-from exit-status）；"
-        "未观察到 op_compiler，也没有读取编译汇总",
-    ),
-    (
-        r"C2\.3: the command returned naturally with exit status (-?\d+), and its exit status "
-        r"is its declared final summary \(--verdict-from exit-status\); no op_compiler was "
-        r"observed: this is the command's own failure, not a compiler result",
-        r"C2.3：命令自然返回，退出码为 \1；其退出码是声明的最终汇总（--verdict-from exit-status）；"
-        "未观察到 op_compiler：这是命令自身的失败，不是编译结果",
-    ),
-    (
-        r"C2: --verdict-from exit-status was declared, but (an owned op_compiler was observed|"
-        r"the launcher reported a compile cache hit|a final summary was printed): that evidence "
-        r"decided \((\w+)\), and exit status (-?\d+) agrees",
-        r"C2：声明了 --verdict-from exit-status，但\1：由这些证据决定（\2），退出码 \3 与之一致",
-    ),
-    (
-        r"C2\.5: --verdict-from exit-status was declared, but (an owned op_compiler was "
-        r"observed|the launcher reported a compile cache hit|a final summary was printed): "
-        r"that evidence says (\w+) while exit status (-?\d+) says (\w+); the declaration does "
-        r"not hold for a compile, so no conclusion is drawn",
-        r"C2.5：声明了 --verdict-from exit-status，但\1：这些证据表明 \2，而退出码 \3 表明 \4；"
-        "该声明不适用于编译，因此不下结论",
-    ),
-    (
-        r"nothing was launched; this is not a compile result",
-        "没有启动任何进程；这不是编译结果",
-    ),
-    # The compile-health gate's one sentence (skgate regress --health, C6).
-    (
-        r"later profiling may be accepted: the fresh-root compile-health run returned "
-        r"naturally, every stage reported all inputs successful, exit status 0, and "
-        r"inference reached its completion marker \(C6\)",
-        "可以接受之后的性能分析：全新根目录下的编译健康检查自然返回，每个阶段的所有输入均成功，"
-        "退出码为 0，推理到达了正常完成点（C6）",
-    ),
-    (
-        r"later profiling may NOT be accepted: the compile-health run is not attributable "
-        r"\((.+)\)",
-        r"不能接受之后的性能分析：编译健康检查无法归因（\1）",
-    ),
-    (
-        r"later profiling may NOT be accepted: failed checks: (.+)",
-        r"不能接受之后的性能分析：未通过的检查：\1",
-    ),
-)
-
 _MISSING_ZH: Mapping[str, str] = {
     "ownership manifest (ownership.json)": "进程归属清单（ownership.json）",
     "terminal status (the runner's final record)": "终止状态（运行器的最终记录）",
@@ -584,7 +343,7 @@ def _reason_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
     """The reason templates, compiled on the first Chinese report (not at import: the
     runner and the CLI load this module on every start)."""
     return tuple(
-        (re.compile(rf"\A{p}\Z", re.DOTALL), zh) for p, zh in (*STAGE_REASONS_ZH, *_REASONS_ZH)
+        (re.compile(rf"\A{p}\Z", re.DOTALL), zh) for p, zh in (*STAGE_REASONS_ZH, *REASONS_ZH)
     )
 
 
@@ -612,7 +371,7 @@ SIGNAL_REASONS_ZH: Mapping[str, str] = {
 }
 
 
-#: The clauses of the C3 ownership-record line (classify.coverage_reason), in Chinese.
+#: The clauses of the C3 ownership-record line (verdict.coverage.coverage_reason), in Chinese.
 _COVERAGE_CLAUSES_ZH: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(rf"\A{p}\Z"), zh)
     for p, zh in (

@@ -19,15 +19,20 @@ alive, this module finishes it, as far as the evidence honestly allows (issue 12
   before indexing the attempt).
 
 Idempotent: an attempt that is sealed and has its ledger end is left alone. Nothing is
-ever signalled; a live runner or owned process refuses the recovery (exit 6).
+ever signalled; a live runner or owned process refuses the recovery (exit 6). One
+recover per attempt at a time: a second one waits for the first (an flock on the
+attempt directory, issue 21), then finds it done.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -79,7 +84,7 @@ class Recovery:
 
 
 def _ledger_entries(root: Path | None, name: str) -> set[str]:
-    if root is None or not (root / ledger.LEDGER).exists():
+    if root is None or not files.present(root / ledger.LEDGER):
         return set()
     return {
         str(e.get("event"))
@@ -94,7 +99,7 @@ def _events(attempt: Path) -> list[dict[str, Any]]:
 
 def _check_nothing_alive(attempt: Path, events: list[dict[str, Any]]) -> None:
     """Refuse while the runner or anything the attempt owned lives (read-only checks)."""
-    if (attempt / files.CONTROL).exists():
+    if files.present(attempt / files.CONTROL):
         control = load_control(attempt)
         if runner_is_alive(control):
             raise StillRunningError(
@@ -164,7 +169,7 @@ def _control_from_journal(attempt: Path, events: list[dict[str, Any]]) -> dict[s
 
 
 def _when(attempt: Path, names: list[str]) -> str:
-    if "launched" not in names and not (attempt / files.RUN_LOG).exists():
+    if "launched" not in names and not files.present(attempt / files.RUN_LOG):
         return "before launch"  # run.log is made before the command is started
     if "tree_ended" in names and "leader_exited" in names:
         return "after natural return"
@@ -179,15 +184,15 @@ def _late_files(attempt: Path, when: str) -> tuple[dict[str, str], list[str]]:
     notes: list[str] = []
     if when == "before launch":
         return made, notes
-    if not (attempt / files.LOGSCAN).exists() and (attempt / files.RUN_LOG).exists():
+    if not files.present(attempt / files.LOGSCAN) and files.present(attempt / files.RUN_LOG):
         scan = scan_file(
             attempt / files.RUN_LOG, request.summary_patterns, request.completion_marker
         )
         made[files.LOGSCAN] = files.dumps(scan.to_dict())
-        if not (attempt / files.SUMMARY).exists():
+        if not files.present(attempt / files.SUMMARY):
             made[files.SUMMARY] = "".join(line + "\n" for line in scan.summary.lines)
         notes.append("scanned run.log for the summary (as far as the runner had written it)")
-    if not (attempt / files.CENSUS).exists():
+    if not files.present(attempt / files.CENSUS):
         exclude = control.controls.outputs_before_ids or frozenset()
         census = take_census(outputs_dir(request), live=False, exclude=exclude)
         data = census.to_dict()
@@ -207,22 +212,102 @@ def _late_files(attempt: Path, when: str) -> tuple[dict[str, str], list[str]]:
     return made, notes
 
 
-def recover_attempt(attempt: Path) -> Recovery:
-    """Finish one attempt whose runner died (see the module doc). Idempotent."""
+def _refuse_linked(attempt: Path) -> None:
+    """Refuse an attempt directory reached through a symbolic link (issue 21).
+
+    Recover writes into the attempt and indexes it in the root's ledger: through a link
+    it would write into a directory outside the root and put that path in the ledger,
+    and ``verify`` would then vouch for it (C4: evidence is appended only where it is).
+    The attempt itself and the ``attempts/`` directory above it must be real directories.
+    """
+    places = [attempt]
+    if ledger.root_of(attempt) is not None:
+        places.append(attempt.parent)
+    for place in places:
+        try:
+            linked = stat.S_ISLNK(os.lstat(place).st_mode)
+        except OSError:
+            continue  # missing: the reads below say so
+        if linked:
+            raise EvidenceError(
+                f"{place}: is a symbolic link; an attempt is never recovered through a link "
+                "(nothing written)"
+            )
+
+
+Notify = Callable[[str], None]
+
+
+def _lock_holder(fd: int) -> int | None:
+    """The pid holding the flock on ``fd``'s file, from ``/proc/locks`` (None: unknown)."""
+    st = os.fstat(fd)
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            rows = fh.read().splitlines()
+    except OSError:
+        return None
+    for row in rows:
+        parts = row.split()
+        # "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF"; waiters have "->" after N:
+        if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5] == key:
+            with contextlib.suppress(ValueError):
+                return int(parts[4])
+    return None
+
+
+def _lock_attempt(attempt: Path, fd: int, notify: Notify | None) -> None:
+    """One ``recover`` of an attempt at a time (issue 21: two at once raced, one failing
+    with exit 2, or sealing the other's temporary file so ``verify`` called the attempt
+    changed forever; C4: evidence is written once).
+
+    An flock on the attempt directory itself (``fd``; closing it releases the lock): no
+    lock file is added to sealed evidence. A second recover waits, saying by whom, then
+    finds the attempt finished.
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _lock_holder(fd)
+        by = f"pid {holder}" if holder is not None else "another skgate recover"
+        if notify is not None:
+            notify(f"skgate: {attempt} is being recovered by {by}; waiting for it")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def recover_attempt(attempt: Path, notify: Notify | None = None) -> Recovery:
+    """Finish one attempt whose runner died (see the module doc). Idempotent.
+
+    Serialised per attempt (:func:`_lock_attempt`): what is done is decided only once
+    the lock is held, so a second recover finds the first one's work.
+    """
+    _refuse_linked(attempt)
+    try:
+        fd = os.open(attempt, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise EvidenceError(f"{attempt}: no such attempt directory") from None
+    try:
+        _lock_attempt(attempt, fd, notify)
+        return _recover_locked(attempt)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _recover_locked(attempt: Path) -> Recovery:
     root = ledger.root_of(attempt)
     indexed = _ledger_entries(root, attempt.name)
-    sealed = (attempt / files.SEAL).exists()
+    sealed = files.present(attempt / files.SEAL)
     if sealed and "end" in indexed:
         verdict_path = attempt / files.VERDICT
         verdict = (
             Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
-            if verdict_path.exists()
+            if files.present(verdict_path)
             else None
         )
         return Recovery(attempt, (), verdict)
     events = _events(attempt)
     names = [str(e.get("event")) for e in events]
-    if "created" not in names and not (attempt / files.CONTROL).exists():
+    if "created" not in names and not files.present(attempt / files.CONTROL):
         raise EvidenceError(
             f"{attempt}: neither control.json nor a journal with its creation; not an "
             "attempt skgate can recover"
@@ -244,7 +329,7 @@ def recover_attempt(attempt: Path) -> Recovery:
         removed = _remove_temp_files(attempt)
         if removed:
             done.append(f"removed {len(removed)} temporary file(s) the runner left")
-        if not (attempt / files.CONTROL).exists():
+        if not files.present(attempt / files.CONTROL):
             files.write_json_new(attempt / files.CONTROL, _control_from_journal(attempt, events))
             done.append("wrote control.json from the journal (the runner died in preflight)")
         verdict, more = _finish_unsealed(attempt, names)
@@ -265,7 +350,7 @@ def _finish_unsealed(attempt: Path, names: list[str]) -> tuple[Verdict, list[str
     verdict_path = attempt / files.VERDICT
     journal = files.Journal(attempt / files.EVENTS)
     try:
-        if verdict_path.exists():
+        if files.present(verdict_path):
             # The runner's own verdict stands; only its "finished" record may be missing.
             verdict = Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
             if "finished" not in names and "recovered" not in names:
@@ -295,20 +380,26 @@ def _finish_unsealed(attempt: Path, names: list[str]) -> tuple[Verdict, list[str
 
 def attempts_to_recover(target: Path) -> list[Path]:
     """An attempt, or every attempt directory of a root (those without control.json too)."""
-    if (target / files.CONTROL).exists() or (target / files.EVENTS).exists():
+    if files.present(target / files.CONTROL) or files.present(target / files.EVENTS):
         return [target]
     base = target / ledger.ATTEMPTS
     if not base.is_dir():
         ledger.resolve(target)  # the one-line error for a bad target
         return []
-    return sorted(
-        (p for p in base.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)
-    )
+    # Every numbered entry, links included: recover_attempt refuses a linked one by name
+    # rather than skipping it unseen (issue 21).
+    with os.scandir(base) as it:
+        found = [
+            Path(e.path)
+            for e in it
+            if e.name.isdigit() and (e.is_dir(follow_symlinks=False) or e.is_symlink())
+        ]
+    return sorted(found, key=lambda p: int(p.name))
 
 
-def recover(target: Path) -> list[Recovery]:
+def recover(target: Path, notify: Notify | None = None) -> list[Recovery]:
     """``skgate recover ATTEMPT|ROOT``: recover each unfinished attempt (see module doc)."""
-    return [recover_attempt(a) for a in attempts_to_recover(target)]
+    return [recover_attempt(a, notify) for a in attempts_to_recover(target)]
 
 
 def render(recoveries: list[Recovery]) -> list[str]:

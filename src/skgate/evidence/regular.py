@@ -1,0 +1,267 @@
+"""Evidence files are read as regular files only, and never without a bound (issue 21).
+
+An attempt directory may sit where someone else can write (a shared evidence root). A
+reader that follows a symbolic link reads a forged ``verdict.json`` as the verdict; one
+that opens a FIFO waits forever; one that reads ``/dev/zero`` or a 300 MB journal line
+whole runs out of memory. Each of those makes skgate say something false or nothing at
+all (C2: a verdict comes only from the attempt's own evidence; C3: the archive is the
+record). So every evidence read goes through this module:
+
+- :func:`open_fd` opens with ``O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`` (a link
+  is refused by the kernel, a FIFO or a device opens without waiting), then ``fstat``
+  refuses anything that is not ``S_ISREG``, then ``O_NONBLOCK`` is cleared;
+- :func:`read_bytes` reads a whole file only up to the bound of its kind (:data:`LIMITS`);
+- :func:`iter_lines` streams a JSONL file and hands over a line longer than its bound as
+  a damaged record, without ever holding more than the bound and one chunk.
+
+Nothing here follows a link in the last component of a path; the walks over attempt
+directories refuse linked directories themselves (``ledger.list_attempts``, ``recover``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from skgate.model.errors import EvidenceError
+
+#: How every evidence file is opened: a symbolic link fails with ELOOP instead of being
+#: followed, and a FIFO opens at once instead of waiting for a writer (issue 21).
+OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+MIB = 1 << 20
+#: Whole-file bounds by file name. The runner's own files stay far below these (an
+#: ownership manifest keeps full records for 5,000 processes, then counts); a file over
+#: its bound is damaged or hostile, and reading it whole could exhaust memory.
+LIMITS: dict[str, int] = {
+    "control.json": 64 * MIB,
+    "verdict.json": 64 * MIB,
+    "ownership.json": 256 * MIB,
+    "stages.json": 256 * MIB,
+    "census.json": 64 * MIB,
+    "logscan.json": 64 * MIB,
+    "seal.json": 64 * MIB,
+    "manifest.json": 256 * MIB,
+    "summary.txt": 64 * MIB,
+    "regress.json": 64 * MIB,
+}
+#: Any other evidence file read whole (a stop request, a lease, a record).
+DEFAULT_LIMIT = 64 * MIB
+#: The longest line of a JSON-lines journal (``events.jsonl``, ``procs.jsonl``,
+#: ``ledger.jsonl``). An argv is at most a few MiB even written with ASCII escapes; a
+#: longer line is a damaged record, never read whole.
+LINE_LIMIT = 16 * MIB
+#: How much of a line-stream is read at a time.
+CHUNK = 1 * MIB
+
+
+class NotRegularError(EvidenceError):
+    """An evidence path is a symbolic link, a FIFO, a device, a socket or a directory."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "not a regular file"
+
+
+def open_fd(path: Path | str) -> int:
+    """Open an evidence file for reading, as a regular file only (see the module doc).
+
+    ``FileNotFoundError`` passes through (a missing file is for the caller to judge);
+    a link or a non-regular file is a :class:`NotRegularError`; any other failure an
+    :class:`EvidenceError`. The descriptor is blocking again when this returns.
+    """
+    try:
+        fd = os.open(path, OPEN_FLAGS)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularError(
+                f"{path}: is a symbolic link; evidence is never read through a link"
+            ) from None
+        hint = (
+            "; check its permissions, or run as the user who owns the evidence"
+            if exc.errno in (errno.EACCES, errno.EPERM)
+            else ""
+        )
+        raise EvidenceError(f"{path}: unreadable ({exc.strerror}){hint}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularError(
+                f"{path}: is {_kind(mode)}, not a regular file; evidence is only read "
+                "from regular files"
+            )
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        if flags & os.O_NONBLOCK:
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_append(path: Path | str, *, read: bool = False) -> int:
+    """Open (creating) an append-only evidence file, as a regular file only.
+
+    ``O_NOFOLLOW | O_NONBLOCK``: a journal or a ledger replaced by a link is never
+    appended through, and a FIFO in its place neither blocks the writer nor receives the
+    record (issue 21). A link or a non-regular file is a :class:`NotRegularError`; any
+    other failure raises ``OSError`` as the caller expects of a write.
+    """
+    access = os.O_RDWR if read else os.O_WRONLY
+    flags = access | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegularError(
+                f"{path}: is a symbolic link; evidence is never written through a link"
+            ) from None
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader
+            raise NotRegularError(f"{path}: is a FIFO, not a regular file") from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularError(f"{path}: is {_kind(mode)}, not a regular file")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def limit_for(path: Path | str) -> int:
+    """The whole-file bound of an evidence file, by its name."""
+    return LIMITS.get(Path(path).name, DEFAULT_LIMIT)
+
+
+def _over(path: Path | str, limit: int) -> EvidenceError:
+    return EvidenceError(
+        f"{path}: larger than the {limit}-byte bound for this file; damaged or hostile, not read"
+    )
+
+
+def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of a regular evidence file, refused beyond its bound (never read whole).
+
+    Raises as :func:`open_fd` does, and :class:`EvidenceError` for a file over the bound
+    (also one that grows past it while it is read).
+    """
+    bound = limit_for(path) if limit is None else limit
+    fd = open_fd(path)
+    try:
+        if os.fstat(fd).st_size > bound:
+            raise _over(path, bound)
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            data = os.read(fd, min(CHUNK, bound + 1 - total))
+            if not data:
+                break
+            parts.append(data)
+            total += len(data)
+            if total > bound:
+                raise _over(path, bound)
+        return b"".join(parts)
+    except OSError as exc:
+        raise EvidenceError(f"{path}: unreadable ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path | str, limit: int | None = None, errors: str = "strict") -> str:
+    """:func:`read_bytes` decoded as UTF-8 (a decoding error is an EvidenceError)."""
+    try:
+        return read_bytes(path, limit).decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        raise EvidenceError(f"{path}: unreadable ({exc.reason} at byte {exc.start})") from None
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a JSON-lines file as read back, without its newline.
+
+    ``too_long``: the line is over the bound; ``raw`` is then empty (it was never held
+    whole). ``complete``: it ended with a newline (the last line of a file a writer was
+    killed in the middle of does not).
+    """
+
+    number: int
+    raw: bytes
+    too_long: bool = False
+    complete: bool = True
+
+
+def iter_fd_lines(fd: int, max_line: int = LINE_LIMIT, chunk: int = CHUNK) -> Iterator[Line]:
+    """Lines of an open file, each at most ``max_line`` bytes held (bounded memory)."""
+    number = 0
+    buf = b""
+    skipping = False  # inside a line already over the bound: drop bytes to its end
+    while True:
+        data = os.read(fd, chunk)
+        if not data:
+            break
+        start = 0
+        while True:
+            cut = data.find(b"\n", start)
+            if cut < 0:
+                break
+            number += 1
+            if skipping:
+                yield Line(number, b"", too_long=True)
+                skipping = False
+            else:
+                piece = buf + data[start:cut]
+                buf = b""
+                if len(piece) > max_line:
+                    yield Line(number, b"", too_long=True)
+                else:
+                    yield Line(number, piece)
+            start = cut + 1
+        if not skipping:
+            buf += data[start:]
+            if len(buf) > max_line:
+                buf = b""
+                skipping = True
+    if skipping:
+        yield Line(number + 1, b"", too_long=True, complete=False)
+    elif buf:
+        yield Line(number + 1, buf, complete=False)
+
+
+@contextlib.contextmanager
+def opened(path: Path | str) -> Iterator[int]:
+    """:func:`open_fd` as a context manager (the descriptor is closed on exit)."""
+    fd = open_fd(path)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def iter_lines(path: Path | str, max_line: int = LINE_LIMIT) -> Iterator[Line]:
+    """Lines of a regular evidence file (see :func:`iter_fd_lines`); raises as
+    :func:`open_fd` does (``FileNotFoundError`` for a missing file)."""
+    with opened(path) as fd:
+        try:
+            yield from iter_fd_lines(fd, max_line)
+        except OSError as exc:
+            raise EvidenceError(f"{path}: unreadable ({exc.strerror})") from None

@@ -1,0 +1,36 @@
+"""Process-status helpers of the supervisor: the subreaper, wait statuses, CPU time.
+
+Kept apart from :mod:`skgate.proc.supervise` so that the wait loop reads in one place;
+:mod:`skgate.proc.supervise` re-exports them for its callers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper; False when the kernel refuses."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def cpu_seconds() -> float:
+    """This process's own CPU time (user + system, children excluded): its overhead."""
+    t = os.times()
+    return round(t.user + t.system, 4)
+
+
+def decode_wait_status(status: int) -> tuple[int | None, int | None]:
+    """(exit status, terminating signal) from a ``waitpid`` status."""
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status), None
+    return None, None
