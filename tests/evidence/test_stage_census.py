@@ -200,7 +200,7 @@ def test_links_and_fifos_are_never_read_or_counted(tmp_path: Path) -> None:
     assert c.logs == 1 and c.inputs == 2 and c.no_log == 1  # the FIFO is an input name only
     assert json_op_type(str(params / "fifo_input.json")) is None
     assert parse_log_name(f"static_kernel_A_{H[:63]}_7_d0") is None
-    assert parse_log_name(f"static_kernel_A_B_{h(1)}_7_d1") == LogName("A_B", h(1), 7, 1)
+    assert parse_log_name(f"static_kernel_A_B_{h(1)}_7_d1") == LogName("A_B", h(1), "7", "1")
 
 
 def test_worker_forks_of_a_stage_are_not_stages(tmp_path: Path) -> None:

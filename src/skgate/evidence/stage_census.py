@@ -31,7 +31,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from skgate.evidence import regular
 from skgate.evidence.census import ERROR_SUFFIX, RUN_SUFFIX, SUCC_SUFFIX
@@ -118,8 +118,8 @@ def walk_root(root: str) -> tuple[dict[str, list[str | None]], list[str], int]:
                         if slot >= 0 and entry.is_file(follow_symlinks=False):
                             pair = logs.get(base)
                             if pair is None:
-                                pair = logs[base] = [None, None]
-                            if pair[slot] is None:
+                                logs[base] = [entry.path, None] if slot == 0 else [None, entry.path]
+                            elif pair[slot] is None:
                                 pair[slot] = entry.path
                             continue
                     if entry.is_dir(follow_symlinks=False):
@@ -131,17 +131,21 @@ def walk_root(root: str) -> tuple[dict[str, list[str | None]], list[str], int]:
     return logs, runs, unreadable
 
 
-@dataclass(frozen=True)
-class LogName:
-    """A real per-input log name: ``static_kernel_<OpType>_<sha256>_<pid>_d<n>``."""
+class LogName(NamedTuple):
+    """A real per-input log name: ``static_kernel_<OpType>_<sha256>_<pid>_d<n>``.
+
+    A tuple, not a dataclass: one is made per log, ten thousand per large stage.
+    """
 
     op_type: str
     digest: str
-    pid: int
-    variant: int
+    pid: str
+    variant: str
 
 
-_LOG_NAME = re.compile(r"static_kernel_(.+)_([0-9a-f]{64})_([0-9]+)_d([0-9]+)")
+# Lazy: tried at each "_" from the left, so the 64-hex field anchors it at once (op
+# types are short); fullmatch keeps an op type with an underscore whole.
+_LOG_NAME = re.compile(r"static_kernel_(.+?)_([0-9a-f]{64})_([0-9]+)_d([0-9]+)")
 
 
 def parse_log_name(base: str) -> LogName | None:
@@ -150,9 +154,7 @@ def parse_log_name(base: str) -> LogName | None:
     Anchored on the hash from the right, so an op type with an underscore stays whole.
     """
     m = _LOG_NAME.fullmatch(base)
-    if m is None:
-        return None
-    return LogName(m.group(1), m.group(2), int(m.group(3)), int(m.group(4)))
+    return None if m is None else LogName._make(m.groups())
 
 
 def read_bounded(path: str, limit: int) -> bytes | None:
@@ -305,7 +307,7 @@ def _lower_bounds(logs: list[_Log]) -> tuple[int, int, int]:
     Per hash, the most logs (failed logs, both-named logs) of any one ``_d<n>`` variant:
     see :func:`_pair_by_count`.
     """
-    per: dict[tuple[str, int], list[int]] = {}
+    per: dict[tuple[str, str], list[int]] = {}
     for log in logs:
         key = (log.name.digest, log.name.variant)
         counts = per.get(key)
@@ -330,11 +332,9 @@ def _lower_bounds(logs: list[_Log]) -> tuple[int, int, int]:
     return least, failed, both
 
 
-def _least_inputs(logs: list[_Log]) -> int:
-    return _lower_bounds(logs)[0]
-
-
-def _pair_by_count(op: str, stems: list[str], logs: list[_Log], tally: _Tally) -> None:
+def _pair_by_count(
+    op: str, stems: list[str], logs: list[_Log], tally: _Tally, bounds: tuple[int, int, int]
+) -> None:
     """Pair one op type's inputs and logs by count, right under every reading of the names.
 
     Sources leave open whether two logs that share a hash and differ in ``_d<n>`` belong
@@ -346,7 +346,7 @@ def _pair_by_count(op: str, stems: list[str], logs: list[_Log], tally: _Tally) -
     An error-named log (after natural return) is a failure under every reading.
     """
     n = len(stems)
-    least, failed, both = _lower_bounds(logs)
+    least, failed, both = bounds  # from _lower_bounds(logs)
     candidates = tuple(sorted(stems)[:MAX_LISTED_CANDIDATES])
     bad = [log for log in logs if log.state is not InputOutcome.SUCCEEDED]
     for log in sorted(bad, key=lambda x: x.base):
@@ -416,12 +416,17 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
     stem_paired = len(stems or ()) - len(remaining)
     # 2. Real names: static_kernel_<OpType>_<sha256>_<pid>_d<n>.
     by_op: dict[str, list[_Log]] = {}
+    match, make = _LOG_NAME.fullmatch, LogName._make  # parse_log_name, inlined: 10^4 logs
     for base, (succ, err) in raw_logs.items():
-        parsed = parse_log_name(base)
-        if parsed is None:
+        m = match(base)
+        if m is None:
             tally.extra_logs(p for p in (err, succ) if p is not None)
             continue
-        by_op.setdefault(parsed.op_type, []).append(_Log(base, parsed, succ, err))
+        parsed = make(m.groups())
+        mine_ = by_op.get(parsed.op_type)
+        if mine_ is None:
+            mine_ = by_op[parsed.op_type] = []
+        mine_.append(_Log(base, parsed, succ, err))
     inputs_of: dict[str, list[str]] = {}
     no_type: list[str] = []
     compound = any("_" in op for op in by_op)
@@ -458,8 +463,9 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
         # Reading inputs to reproduce hashes is only worth it where the count is not
         # already certain: a failure among exactly paired counts names its op type, its
         # error log and the candidate inputs without a read (issue 19's bench).
-        if _least_inputs(logs) == len(mine) or not _pair_by_hash(params_dir, op, mine, logs, tally):
-            _pair_by_count(op, mine, logs, tally)
+        bounds = _lower_bounds(logs)
+        if bounds[0] == len(mine) or not _pair_by_hash(params_dir, op, mine, logs, tally):
+            _pair_by_count(op, mine, logs, tally, bounds)
     counts = tally.counts
     return StageCensus(
         params_dir=params_dir,
