@@ -45,6 +45,7 @@ from skgate.evidence.census import (
 )
 from skgate.evidence.follow import stage_announcer
 from skgate.evidence.logscan import LogScanner
+from skgate.evidence.shim_calls import SHIM_CALLS, read_shim_calls, with_shim_calls
 from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError
 from skgate.model.request import RunRequest
@@ -194,6 +195,7 @@ def _before_launch(
             notify=notify,
             progress_every=progress_every,
             early_scan=att.early.scan_result if att.early is not None else None,
+            attempt_dir=att.dir,
         )
     except SkgateError as exc:
         att.not_started((f"preflight could not run: {exc}",), None)
@@ -375,6 +377,9 @@ def _finish_after_return(
         outputs=outputs_dir(request),
         before=before,
     )
+    if request.enforce_jobs:
+        # C5: the shim's own record of each call: the launcher's argv and the one it ran.
+        stages = with_shim_calls(stages, read_shim_calls(att.dir / SHIM_CALLS))
     own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     try:
         files.write_batch_new(

@@ -398,6 +398,9 @@ class StageRecord:
     exit_signal: int | None = None
     inputs_first_seen: int | None = None
     census: StageCensus | None = None
+    #: ``--enforce-jobs`` (C5): the argv the launcher gave skgate's op_compiler shim,
+    #: before the shim set ``-j``; ``args`` is then what the real op_compiler ran with.
+    original_argv: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -417,6 +420,7 @@ class StageRecord:
             "exit_signal": self.exit_signal,
             "inputs_first_seen": self.inputs_first_seen,
             "census": self.census.to_dict() if self.census else None,
+            "original_argv": list(self.original_argv) if self.original_argv is not None else None,
         }
 
     @classmethod
@@ -438,7 +442,17 @@ class StageRecord:
             exit_signal=opt_int(data, "exit_signal", where),
             inputs_first_seen=opt_int(data, "inputs_first_seen", where),
             census=StageCensus.from_dict(census, where) if census else None,
+            original_argv=_opt_argv(data, "original_argv", where),
         )
+
+
+def _opt_argv(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+    raw = data.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
+    return tuple(raw)
 
 
 def _objects(d: Mapping[str, Any], key: str, where: str) -> list[Mapping[str, Any]]:
