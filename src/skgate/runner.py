@@ -45,7 +45,6 @@ from skgate.evidence.census import (
 )
 from skgate.evidence.follow import stage_announcer
 from skgate.evidence.logscan import LogScanner
-from skgate.evidence.shim_calls import SHIM_CALLS, read_shim_calls, with_shim_calls
 from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError
 from skgate.model.request import RunRequest
@@ -378,8 +377,13 @@ def _finish_after_return(
         before=before,
     )
     if request.enforce_jobs:
+        # Loaded only now, after the launch (start latency, issue 13).
+        from skgate.evidence import shim_calls  # noqa: PLC0415
+
         # C5: the shim's own record of each call: the launcher's argv and the one it ran.
-        stages = with_shim_calls(stages, read_shim_calls(att.dir / SHIM_CALLS))
+        stages = shim_calls.with_shim_calls(
+            stages, shim_calls.read_shim_calls(att.dir / shim_calls.SHIM_CALLS)
+        )
     own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     try:
         files.write_batch_new(

@@ -18,10 +18,10 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from skgate.evidence.files import SHIM_CALLS
 from skgate.model.stages import CompilerArgs, Stages, parse_compiler_argv
 
-#: Under the attempt directory (the shim is told it in ``SKGATE_SHIM_CALLS``).
-SHIM_CALLS = Path("shim") / "calls"
+__all__ = ["SHIM_CALLS", "ShimCall", "read_shim_calls", "with_shim_calls"]
 
 #: An argv file larger than this is not the shim's (a bound on what is read).
 MAX_ARGV_BYTES = 1 << 20

@@ -18,18 +18,16 @@ opt-in nothing here runs and nothing changes.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.shim_calls import SHIM_CALLS
+from skgate.evidence.digest import sha256_bytes, sha256_file
+from skgate.evidence.files import SHIM_BIN, SHIM_CALLS
 
 #: The name the launcher looks up on PATH.
 SHIM_NAME = "op_compiler"
-#: Under the attempt directory: the installed shim and the argvs it leaves.
-SHIM_BIN = Path("shim") / "bin"
 #: What the shim reads (set only in the command's environment).
 ENV_JOBS = "SKGATE_SHIM_JOBS"
 ENV_PATH = "SKGATE_SHIM_PATH"
@@ -44,7 +42,7 @@ def shim_source() -> bytes:
 
 
 def shim_fingerprint() -> str:
-    return "sha256:" + hashlib.sha256(shim_source()).hexdigest()
+    return "sha256:" + sha256_bytes(shim_source())
 
 
 def install_shim(attempt_dir: Path | None, env: dict[str, str], frozen: object) -> dict[str, Any]:
@@ -84,7 +82,7 @@ def install_shim(attempt_dir: Path | None, env: dict[str, str], frozen: object) 
         os.write(fd, source)
     finally:
         os.close(fd)
-    installed = "sha256:" + hashlib.sha256(shim.read_bytes()).hexdigest()
+    installed = f"sha256:{sha256_file(shim)}"
     if installed != record["fingerprint"]:  # pragma: no cover - a disk that lies
         record["problem"] = f"the installed shim's sha256 {installed} differs from the shipped one"
         return record

@@ -26,7 +26,6 @@ signals, moves or deletes anything (C4); clearing is the person's, with ``skgate
 from __future__ import annotations
 
 import enum
-import hashlib
 import os
 import stat
 from collections.abc import Iterable, Sequence
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files
+from skgate.evidence.digest import sha256_file
 from skgate.evidence.load import load_control
 from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
@@ -130,17 +130,14 @@ def compiled_op_types(stages: Stages | None) -> tuple[str, ...]:
 
 
 def _sha256(path: str) -> str | None:
+    """sha256 of a package still there (not a link, not a directory, within the bound)."""
     try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_PACKAGE_BYTES:
-            return None
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
+        st = os.lstat(path)
     except OSError:
         return None
-    return h.hexdigest()
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_PACKAGE_BYTES:
+        return None
+    return sha256_file(Path(path))
 
 
 def installed_packages(stages: Stages | None, compiled: bool | None) -> dict[str, str]:
