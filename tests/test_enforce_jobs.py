@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,32 +21,20 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import end_leftover_sim_processes, read_json, run_skgate
+from conftest import own_sim_env, read_json, run_skgate
 from skgate.evidence.shim_calls import read_shim_calls
 
-NAMES = "sk_opc,sk_op_compiler"
 SHIM = resources.files("skgate").joinpath("data/op_compiler.sh")
 
 
-@pytest.fixture(autouse=True)
-def end_leftover_sim(tmp_path: Path) -> Iterator[None]:
-    yield
-    end_leftover_sim_processes(tmp_path / "markers")
+pytestmark = pytest.mark.usefixtures("ends_leftover_sim")
 
 
 def _env(tmp: Path) -> dict[str, str]:
-    markers = tmp / "markers"
-    markers.mkdir(exist_ok=True)
     bin_dir = tmp / "cann-bin"
     subprocess.run([sys.executable, "-m", "skgate.sim.bin", str(bin_dir)], check=True)
-    return {
-        "SKGATE_SIM_MARKERS": str(markers),
-        "SKGATE_SIM_OPC_SECONDS": "0.2",
-        "SKGATE_SIM_PROGRAM_PREFIX": "sk_",
-        "SKGATE_COMPILER_NAMES": NAMES,
-        # The CANN install's bin directory on PATH, as on a real host.
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    # The CANN install's bin directory on PATH, as on a real host.
+    return {**own_sim_env(tmp), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
 def _gate(tmp: Path, *run_args: str) -> tuple[subprocess.CompletedProcess[str], Path]:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import end_leftover_sim_processes, read_json, run_skgate
+from conftest import own_sim_env, read_json, run_skgate
 from skgate.model.errors import UsageError
 from skgate.preflight.kernel_meta import KernelMetaObject, from_controls, stale_kernel_meta
 from skgate.regress.change import parse_declaration
@@ -28,21 +27,11 @@ TORCHAIR = [sys.executable, "-m", "skgate.sim.torchair", "--inputs", "4"]
 REVISION = "env:SKGATE_SIM_KERNEL_REVISION=2"
 
 
-@pytest.fixture(autouse=True)
-def end_leftover_sim(tmp_path: Path) -> Iterator[None]:
-    yield
-    end_leftover_sim_processes(tmp_path / "markers")
+pytestmark = pytest.mark.usefixtures("ends_leftover_sim")
 
 
-def _env(tmp: Path) -> dict[str, str]:
-    markers = tmp / "markers"
-    markers.mkdir(exist_ok=True)
-    return {
-        "SKGATE_SIM_MARKERS": str(markers),
-        "SKGATE_SIM_OPC_SECONDS": "0.2",
-        "SKGATE_SIM_PROGRAM_PREFIX": "sk_",
-        "SKGATE_COMPILER_NAMES": "sk_opc,sk_op_compiler",
-    }
+def _env(tmp: Path) -> dict[str, str]:  # the sk_* names
+    return own_sim_env(tmp)
 
 
 def _reference(tmp: Path, *launcher: str) -> Path:
@@ -189,3 +178,52 @@ def test_stale_kernel_meta_names_old_regular_objects_only(tmp_path: Path) -> Non
     assert from_controls({"kernel_meta": {"objects": rec}}) == found
     assert from_controls({}) is None
     assert json.loads(json.dumps(rec))[0]["name"] == "a.o"
+
+
+def test_matrix_arm_whose_touched_op_types_were_not_compiled_is_not_evidence(
+    tmp_path: Path,
+) -> None:
+    base = {
+        "argv": [*TORCHAIR, "--cpu-count", "2"],
+        "jobs": 2,
+        "timeout": 60,
+        "grace": 2,
+        "completion_marker": "inference completed",
+    }
+    arms = [
+        {"name": "absent", "cache_seed": 7, "touches": ["Conv2D"]},
+        {"name": "present", "sk_trace": 1, "touches": "HcPre,Conv2D"},
+    ]
+    (tmp_path / "m.json").write_text(json.dumps({"baseline": base, "arm": arms}))
+    res = run_skgate(
+        "regress",
+        "--matrix",
+        "m.json",
+        "--root",
+        "out",
+        "--json",
+        cwd=tmp_path,
+        env=own_sim_env(tmp_path),
+        timeout=240,
+    )
+    assert "Traceback" not in res.stderr
+    data = json.loads(res.stdout)
+    rows = {a["arm"]: a for a in data["arms"]}
+    assert data["baseline"]["outcome"] == "pass"
+    (absent,) = rows["absent"]["runs"]
+    assert absent["status"] == "not-comparable"
+    assert absent["detail"].startswith(
+        "the declared change did not reach the compile: its op_compiler compiled none of the "
+        "op types the change touches (Conv2D)"
+    )
+    assert [r["status"] for r in rows["present"]["runs"]] == ["pass"]
+    assert res.returncode == 1  # an arm without valid evidence leaves the diagnosis incomplete
+
+
+def test_matrix_touches_must_name_op_types(tmp_path: Path) -> None:
+    base = {"argv": TORCHAIR, "jobs": 2, "completion_marker": "inference completed"}
+    for bad in ([], "Hc-Pre", [1]):
+        path = tmp_path / "m.json"
+        path.write_text(json.dumps({"baseline": base, "arm": [{"jobs": 3, "touches": bad}]}))
+        res = run_skgate("regress", "--matrix", "m.json", cwd=tmp_path)
+        assert res.returncode == 2 and "touches" in res.stderr, res.stderr
