@@ -99,6 +99,13 @@ def test_enforce_jobs_runs_op_compiler_with_the_frozen_j_and_records_both_argvs(
     # The classifier recomputes the same from the files alone (C2).
     again = json.loads(run_skgate("classify", "--json", str(att), cwd=att).stdout)
     assert again["effective_jobs"] == [2]
+    en = run_skgate("report", str(att), cwd=att).stdout
+    assert (
+        f"  - op_compiler pid {stage['pid']}: the launcher passed -j 7; skgate's op_compiler "
+        "shim ran it with -j 2 (--enforce-jobs, C5)"
+    ) in en
+    zh = run_skgate("report", "--lang", "zh", str(att), cwd=att).stdout
+    assert "启动器传入 -j 7；skgate 的 op_compiler 垫片以 -j 2 运行它（--enforce-jobs，C5）" in zh
 
 
 def test_without_enforce_jobs_nothing_changes_and_c5_says_not_in_effect(tmp_path: Path) -> None:
