@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from conftest import own_sim_env, read_json, run_skgate
+from skgate.evidence.digest import sha256_file
 from skgate.model.errors import UsageError
 from skgate.preflight.kernel_meta import KernelMetaObject, from_controls, stale_kernel_meta
 from skgate.regress.change import parse_declaration
@@ -227,3 +228,18 @@ def test_matrix_touches_must_name_op_types(tmp_path: Path) -> None:
         path.write_text(json.dumps({"baseline": base, "arm": [{"jobs": 3, "touches": bad}]}))
         res = run_skgate("regress", "--matrix", "m.json", cwd=tmp_path)
         assert res.returncode == 2 and "touches" in res.stderr, res.stderr
+
+
+def test_same_package_is_seen_from_the_digest_recorded_at_finish(tmp_path: Path) -> None:
+    ref = _reference(tmp_path)
+    (stage,) = read_json(ref / "stages.json")["stages"]
+    census = stage["census"]
+    (run,) = census["run_packages"]
+    recorded = census["run_sha256"]
+    assert recorded == {run: sha256_file(Path(run))}
+    # The reference's package is gone from where it was (moved into a scene, say): the
+    # digest its stage record keeps still shows the candidate built the same bytes.
+    Path(census["output_root"]).rename(tmp_path / "moved")
+    code, data, _ = _health(tmp_path, ref, "kernel:HcPre")
+    assert code == 3
+    assert _checks(data) == ["same_package"]

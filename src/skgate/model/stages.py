@@ -306,6 +306,9 @@ class StageCensus:
     op_types: tuple[OpTypeTally, ...] = ()
     #: Inputs whose log is named after them (``<stem>_compile_*.log``).
     stem_paired: int = 0
+    #: ``(path, sha256)`` of each ``.run`` package, taken after return: what the stage
+    #: produced, byte for byte, even once the file was moved (C6: did a change reach it).
+    run_sha256: tuple[tuple[str, str], ...] = ()
 
     @property
     def accounted(self) -> bool:
@@ -353,6 +356,7 @@ class StageCensus:
             "unpaired_logs": list(self.unpaired_logs),
             "op_types": [t.to_dict() for t in self.op_types],
             "stem_paired": self.stem_paired,
+            "run_sha256": dict(self.run_sha256),
         }
 
     @classmethod
@@ -381,7 +385,14 @@ class StageCensus:
             unpaired_logs=tuple(str(x) for x in data.get("unpaired_logs", ()) or ()),
             op_types=tuple(OpTypeTally.from_dict(t, where) for t in tallies),
             stem_paired=int(data.get("stem_paired", 0)),
+            run_sha256=_digests(data.get("run_sha256", {}), where),
         )
+
+
+def _digests(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise EvidenceError(f"{where}: field 'run_sha256' has the wrong type")
+    return tuple(sorted((str(k), v) for k, v in raw.items()))
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ declares can have reached the compile at all. It did not when:
   against the launch time) was still in place afterwards: graph-autofusion returns early
   when it exists (``docs/cann-static-compile.md`` 8a/8b);
 - for a kernel change: its installed package is byte-identical to the reference's
-  (sha256 of the ``.run`` files under each attempt's stage roots, and of the cached
-  package a hit installed, computed from the archived paths while they are still there).
+  (sha256 of the ``.run`` files under each attempt's stage roots, recorded by the census
+  after return, ``run_sha256``, else computed while the file is still there; a hit's
+  cached package is the reference's own file by its path).
 
 Each finding names what to clear, in English and Chinese. Read-only: nothing here
 signals, moves or deletes anything (C4); clearing is the person's, with ``skgate cleanup``
@@ -140,24 +141,21 @@ def _sha256(path: str) -> str | None:
     return sha256_file(Path(path))
 
 
-def installed_packages(stages: Stages | None, compiled: bool | None) -> dict[str, str]:
+def installed_packages(stages: Stages | None, compiled: bool | None) -> dict[str, str | None]:
     """``{path: sha256}`` of the ``.run`` files under the stage roots, or of the cached
-    package a hit installed; only those still there (a vanished one is not guessed)."""
+    package a hit installed: the digest the census recorded after return, else the file's
+    own while it is still there (None: moved away, not guessed)."""
     if stages is None:
         return {}
+    recorded: dict[str, str] = {}
     paths: list[str] = []
     for st in stages.stages:
         if st.census is not None:
-            root = st.census.output_root
-            paths.extend(os.path.join(root, p) for p in st.census.run_packages)
+            recorded.update(st.census.run_sha256)
+            paths.extend(os.path.join(st.census.output_root, p) for p in st.census.run_packages)
     if compiled is False:
         paths.extend(stages.cached_packages)
-    out: dict[str, str] = {}
-    for p in paths:
-        digest = _sha256(p)
-        if digest is not None:
-            out[p] = digest
-    return out
+    return {p: recorded.get(p) or _sha256(p) for p in paths}
 
 
 def _stages(attempt: Path) -> Stages | None:
@@ -240,8 +238,10 @@ def not_reached(
         )
     if any(ch.kind == "kernel" for ch in changes):
         mine = installed_packages(stages, verdict.compiled)
-        theirs = set(installed_packages(_stages(reference), True).values())
-        same = sorted(p for p, d in mine.items() if d in theirs)
+        ref = installed_packages(_stages(reference), True)
+        theirs = {d for d in ref.values() if d is not None}
+        # The same file (a hit installs the reference's own .run) or the same bytes.
+        same = sorted(p for p, d in mine.items() if p in ref or (d is not None and d in theirs))
         if mine and len(same) == len(mine):
             shown = _listed(same)
             out.append(
