@@ -23,6 +23,7 @@ import pytest
 
 from conftest import own_sim_env, read_json, run_skgate
 from skgate.evidence.shim_calls import read_shim_calls
+from skgate.preflight.shim import install_shim
 
 SHIM = resources.files("skgate").joinpath("data/op_compiler.sh")
 
@@ -196,3 +197,20 @@ def test_shim_is_posix_sh_and_starts_no_python() -> None:
     sh = shutil.which("sh")
     assert sh is not None
     assert subprocess.run([sh, "-n", str(SHIM)], check=False).returncode == 0
+
+
+def test_an_outer_runs_shim_on_path_is_not_taken_for_the_real_op_compiler(tmp_path: Path) -> None:
+    outer = tmp_path / "outer" / "attempt"
+    outer.mkdir(parents=True)
+    env = {"PATH": "/usr/bin"}
+    first = install_shim(outer, env, 4)
+    assert first["in_force"] is True and "skipped_shims" not in first
+    inner = tmp_path / "inner" / "attempt"
+    inner.mkdir(parents=True)
+    nested = dict(env)  # a skgate run inside the first one's command
+    second = install_shim(inner, nested, 2)
+    outer_bin = str(outer / "shim" / "bin")
+    assert second["skipped_shims"] == [outer_bin]
+    assert nested["SKGATE_SHIM_PATH"] == "/usr/bin"
+    assert nested["PATH"] == f"{inner / 'shim' / 'bin'}:{outer_bin}:/usr/bin"
+    assert nested["SKGATE_SHIM_JOBS"] == "2"

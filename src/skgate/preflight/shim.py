@@ -87,10 +87,23 @@ def install_shim(attempt_dir: Path | None, env: dict[str, str], frozen: object) 
         record["problem"] = f"the installed shim's sha256 {installed} differs from the shipped one"
         return record
     original = env.get("PATH", "")
+    # A shim of an outer skgate run already on PATH is not the real op_compiler: the
+    # shim looks the real one up past it (else two shims would exec each other).
+    dirs = original.split(os.pathsep)
+    others = [d for d in dirs if _is_shim(Path(d or ".") / SHIM_NAME, record["fingerprint"])]
     env[ENV_JOBS] = str(frozen)
-    env[ENV_PATH] = original
+    env[ENV_PATH] = os.pathsep.join(d for d in dirs if d not in others)
+    if others:
+        record["skipped_shims"] = others
     env[ENV_DIR] = str(bin_dir)
     env[ENV_CALLS] = str(calls)
     env["PATH"] = str(bin_dir) + (os.pathsep + original if original else "")
     record.update(in_force=True, path=str(shim), calls=str(calls))
     return record
+
+
+def _is_shim(path: Path, fingerprint: str) -> bool:
+    try:
+        return path.is_file() and f"sha256:{sha256_file(path)}" == fingerprint
+    except OSError:
+        return False
