@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,48 +32,24 @@ REVISION = "env:SKGATE_SIM_KERNEL_REVISION=2"
 pytestmark = pytest.mark.usefixtures("ends_leftover_sim")
 
 
-def _env(tmp: Path) -> dict[str, str]:  # the sk_* names
-    return own_sim_env(tmp)
+def _gate(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """One skgate command on the sim with the sk_* compiler names (C3, C4)."""
+    res = run_skgate(*args, cwd=tmp, env=own_sim_env(tmp), timeout=240)
+    assert "Traceback" not in res.stderr
+    return res
 
 
 def _reference(tmp: Path, *launcher: str) -> Path:
-    res = run_skgate(
-        "run",
-        "--root",
-        "ref",
-        "--quiet",
-        "--jobs",
-        "2",
-        "--scan-interval",
-        "0.05",
-        "--completion-marker",
-        "inference completed",
-        "--",
-        *TORCHAIR,
-        *launcher,
-        cwd=tmp,
-        env=_env(tmp),
-        timeout=120,
-    )
+    marker = ("--completion-marker", "inference completed")
+    run = ("run", "--root", "ref", "--quiet", "--jobs", "2", "--scan-interval", "0.05")
+    res = _gate(tmp, *run, *marker, "--", *TORCHAIR, *launcher)
     assert res.returncode == 0, res.stdout + res.stderr
     return tmp / "ref" / "attempts" / "0001"
 
 
 def _health(tmp: Path, ref: Path, *declared: str) -> tuple[int, dict[str, Any], str]:
     args = [a for d in declared for a in ("--declare", d)]
-    res = run_skgate(
-        "regress",
-        "--health",
-        "--reference",
-        str(ref),
-        "--root",
-        "h",
-        *args,
-        cwd=tmp,
-        env=_env(tmp),
-        timeout=120,
-    )
-    assert "Traceback" not in res.stderr
+    res = _gate(tmp, "regress", "--health", "--reference", str(ref), "--root", "h", *args)
     data: dict[str, Any] = read_json(tmp / "h" / "regress.json")
     return res.returncode, data, res.stdout
 
@@ -196,18 +173,7 @@ def test_matrix_arm_whose_touched_op_types_were_not_compiled_is_not_evidence(
         {"name": "present", "sk_trace": 1, "touches": "HcPre,Conv2D"},
     ]
     (tmp_path / "m.json").write_text(json.dumps({"baseline": base, "arm": arms}))
-    res = run_skgate(
-        "regress",
-        "--matrix",
-        "m.json",
-        "--root",
-        "out",
-        "--json",
-        cwd=tmp_path,
-        env=own_sim_env(tmp_path),
-        timeout=240,
-    )
-    assert "Traceback" not in res.stderr
+    res = _gate(tmp_path, "regress", "--matrix", "m.json", "--root", "out", "--json")
     data = json.loads(res.stdout)
     rows = {a["arm"]: a for a in data["arms"]}
     assert data["baseline"]["outcome"] == "pass"
