@@ -277,3 +277,28 @@ def end_leftover_sim_processes(markers: Path) -> None:
         info = json.loads(marker.read_text())
         if is_alive(int(info["pid"]), int(info["start_ticks"])):
             os.kill(int(info["pid"]), signal.SIGKILL)
+
+
+#: The sim's compilers as some tests name them (``sk_op_compiler`` / ``sk_opc``), and the
+#: gate told those names: stages are found (C3) and no other checkout's compiler is met (C4).
+OWN_SIM_NAMES = "sk_opc,sk_op_compiler"
+
+
+def own_sim_env(tmp: Path, opc_seconds: str = "0.2") -> dict[str, str]:
+    """The environment of a gated sim run whose compilers are named ``sk_*``, with its
+    marker directory (``tmp/markers``) made."""
+    markers = tmp / "markers"
+    markers.mkdir(exist_ok=True)
+    return {
+        "SKGATE_SIM_MARKERS": str(markers),
+        "SKGATE_SIM_OPC_SECONDS": opc_seconds,
+        "SKGATE_SIM_PROGRAM_PREFIX": "sk_",
+        "SKGATE_COMPILER_NAMES": OWN_SIM_NAMES,
+    }
+
+
+@pytest.fixture
+def ends_leftover_sim(tmp_path: Path) -> Iterator[None]:
+    """After the test, end by pid whatever sim process it left (see above)."""
+    yield
+    end_leftover_sim_processes(tmp_path / "markers")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -134,10 +134,63 @@ class HookApprovals:
 
 #: The one-factor-at-a-time diagnosis (C6, last bullet): a small matrix, not one attempt.
 DIAGNOSE = "diagnose"
+#: A declared kernel change hidden by the compile cache (C6, issue 20): a reference and
+#: a compile-health run, not one attempt.
+STALE_CACHE = "stale-cache"
+#: The changed kernel of that scenario: the op type it touches, and the sim's stand-in for
+#: a replaced kernel ``.o`` (built into every kernel object; like a real ``.o``, not part
+#: of the cache key).
+STALE_CACHE_DECLARED = ("kernel:HcPre", "env:SKGATE_SIM_KERNEL_REVISION=2")
 
 
 def scenario_names() -> list[str]:
-    return sorted([*SCENARIOS, DIAGNOSE])
+    return sorted([*SCENARIOS, DIAGNOSE, STALE_CACHE])
+
+
+def _stale_cache(where: Path, out: TextIO, hooks: HookApprovals | None) -> int:
+    # Imported here: the health gate is only needed by this scenario.
+    from skgate.model.outcomes import HealthOutcome  # noqa: PLC0415
+    from skgate.regress.health import health  # noqa: PLC0415
+    from skgate.regress.reach import ReachCheck  # noqa: PLC0415
+
+    print(
+        f"skgate demo: scenario {STALE_CACHE}: a reference compile fills torchair's cache; "
+        "then a kernel change (HcPre) is declared, the health run hits the cache, and the "
+        "gate says the declared change did not reach the compile (C6)",
+        file=out,
+    )
+    print(f"skgate demo: working directory {where}", file=out)
+    base = scenario_request("torchair-cache-hit", where, quiet=True, hooks=hooks)
+    # -j as torchair derives it (the host's CPU count) equal to the frozen jobs, so the
+    # comparison holds C5 (a -j that differs would refuse the reference first).
+    request = replace(base, argv=(*base.argv, "--cpu-count", base.jobs or "4"))
+    ref = run_here(request)
+    print(f"skgate demo: reference run: {ref.state.value} (compiled: {ref.compiled})", file=out)
+    if ref.attempt is None or ref.state is not State.SUCCEEDED or ref.compiled is not True:
+        print(
+            "skgate demo: the reference did not compile: NOT what this scenario must give", file=out
+        )
+        return 1
+    print(
+        "skgate demo: skgate regress --health --reference "
+        f"{_relative(Path(ref.attempt))} "
+        + " ".join(f"--declare {d}" for d in STALE_CACHE_DECLARED),
+        file=out,
+    )
+    result = health(
+        Path(ref.attempt), root=where / "health", declared=STALE_CACHE_DECLARED, quiet=True
+    )
+    print("\n".join(result.lines()), file=out)
+    checks = {f.check for f in result.not_reached}
+    ok = result.result is HealthOutcome.NOT_REACHED and ReachCheck.CACHE_HIT in checks
+    print(
+        f"skgate demo: expected {HealthOutcome.NOT_REACHED.value} (a cache hit), the gate said "
+        f"{result.result.value}: " + ("as it should" if ok else "NOT what this scenario must give"),
+        file=out,
+    )
+    print(f"skgate demo: evidence kept in {where}; look at it with:", file=out)
+    print(f"  skgate report {_relative(where / 'health')}", file=out)
+    return 0 if ok else 1
 
 
 def _diagnose(where: Path, out: TextIO) -> int:
@@ -208,6 +261,8 @@ def run_demo(
     out = sys.stderr if as_json else sys.stdout
     if name == DIAGNOSE:
         return _diagnose(where, out)
+    if name == STALE_CACHE:
+        return _stale_cache(where, out, hooks)
     sc = SCENARIOS[name]
     print(f"skgate demo: scenario {name}: {sc.what}", file=out)
     full = verbose or as_json

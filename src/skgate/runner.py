@@ -195,6 +195,7 @@ def _before_launch(
             notify=notify,
             progress_every=progress_every,
             early_scan=att.early.scan_result if att.early is not None else None,
+            attempt_dir=att.dir,
         )
     except SkgateError as exc:
         att.not_started((f"preflight could not run: {exc}",), None)
@@ -379,6 +380,14 @@ def _finish_after_return(
         outputs=outputs_dir(request),
         before=before,
     )
+    if request.enforce_jobs:
+        # Loaded only now, after the launch (start latency, issue 13).
+        from skgate.evidence import shim_calls  # noqa: PLC0415
+
+        # C5: the shim's own record of each call: the launcher's argv and the one it ran.
+        stages = shim_calls.with_shim_calls(
+            stages, shim_calls.read_shim_calls(att.dir / shim_calls.SHIM_CALLS)
+        )
     own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     try:
         files.write_batch_new(

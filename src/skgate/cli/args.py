@@ -89,6 +89,13 @@ def add_hook_options(p: argparse.ArgumentParser) -> None:
         "whole launcher; recorded in control.json) (C5)",
     )
     p.add_argument(
+        "--enforce-jobs",
+        action="store_true",
+        help="put skgate's op_compiler shim (a POSIX sh script) first on the command's PATH: "
+        "it runs the real op_compiler with -j set to the frozen jobs value; both argvs go "
+        "into the stage record, the shim's path and sha256 into control.json (C5)",
+    )
+    p.add_argument(
         "--strict-hooks",
         action="store_true",
         help="refuse even the known distribution hooks the catalogue allows by content "
@@ -239,6 +246,7 @@ def request_from_args(args: argparse.Namespace, command: list[str]) -> RunReques
         hook_baseline=args.hook_baseline,
         strict_hooks=bool(args.strict_hooks),
         python_cpu_count=bool(args.python_cpu_count),
+        enforce_jobs=bool(args.enforce_jobs),
         foreign_policy=args.foreign,
         lease_timeout=args.lease_timeout,
         devices=tuple(args.devices),

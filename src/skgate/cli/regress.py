@@ -4,7 +4,8 @@ Exit status:
 
 - ``--health``: 0 pass (later profiling may be accepted), 1 fail (the failed checks are
   named), 2 bad input (nothing run), 3 blocked (not attributable, or the run was blocked
-  before launch);
+  before launch) or the declared change did not reach the compile (C6: a cache hit, none
+  of the touched op types compiled, a stale kernel_meta object, the reference's package);
 - ``--matrix``: 0 every arm and the baseline have a valid, consistent result, 1 the
   diagnosis is incomplete (invalid or inconsistent arms, or no clean baseline), 2 bad
   input (nothing run; also: ``--executor ray`` without Ray installed or with no cluster
@@ -60,7 +61,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         default=[],
         metavar="CHANGE",
         help="--health: the intended change: env:NAME=VALUE, unset:NAME, "
-        "profiler-schedule=SPEC or jobs=N (repeatable; none = only source changed)",
+        "profiler-schedule=SPEC, jobs=N, or kernel[:OP,OP] (a kernel change made outside "
+        "skgate, touching those op types) (repeatable; none = only source changed)",
     )
     p.add_argument("--note", default=None, help="--health: what changed, for the record")
     p.add_argument("--root", default=None, metavar="DIR", help="a fresh evidence root to use")

@@ -46,6 +46,10 @@ SUMMARY = "summary.txt"
 LOGSCAN = "logscan.json"
 CENSUS = "census.json"
 STAGES = "stages.json"
+#: ``--enforce-jobs`` (C5): the op_compiler shim installed for the attempt, and the two
+#: argvs it leaves per call (read by :mod:`skgate.evidence.shim_calls`).
+SHIM_BIN = "shim/bin"
+SHIM_CALLS = "shim/calls"
 VERDICT = "verdict.json"
 SEAL = "seal.json"
 #: Written by ``skgate regress`` into its own evidence root (never into an attempt).

@@ -373,6 +373,23 @@ def current_verdict(attempt_dir: Path) -> Verdict:
     return classify(load_evidence(attempt_dir, live=True)).with_attempt(str(attempt_dir))
 
 
+def health_findings(root: Path, lang: str) -> list[str]:
+    """For ``skgate report``: why a health root's declared change did not reach the
+    compile (C6), each in ``lang`` as ``regress.json`` recorded it (en and zh)."""
+    path = root / files.REGRESS_FILE
+    try:
+        data = files.read_json(path) if path.is_file() else None
+    except EvidenceError:
+        return []
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_REGRESS:
+        return []
+    found = data.get("not_reached")
+    key = "zh" if lang == "zh" else "en"
+    if not isinstance(found, list):
+        return []
+    return [str(f[key]) for f in found if isinstance(f, dict) and isinstance(f.get(key), str)]
+
+
 def health_statement(root: Path) -> str | None:
     """For ``skgate report``: the profiling sentence of a health root, if it has one."""
     path = root / files.REGRESS_FILE

@@ -31,10 +31,12 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import NamedTuple
 
 from skgate.evidence import regular
 from skgate.evidence.census import ERROR_SUFFIX, RUN_SUFFIX, SUCC_SUFFIX
+from skgate.evidence.digest import sha256_file
 from skgate.model.errors import EvidenceError
 from skgate.model.stages import (
     MAX_NAMED,
@@ -487,4 +489,11 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
         stem_paired=stem_paired,
         unpaired_logs=tuple(tally.extra_named),
         op_types=tuple(tally.tallies),
+        # Hashed only once the stage has returned (a package being written is no evidence).
+        run_sha256=_run_digests(runs) if after_return else (),
     )
+
+
+def _run_digests(runs: list[str]) -> tuple[tuple[str, str], ...]:
+    found = ((p, sha256_file(Path(p))) for p in sorted(runs))
+    return tuple((p, d) for p, d in found if d is not None)

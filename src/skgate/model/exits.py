@@ -122,7 +122,8 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         state="not_started",
         help_label="blocked before launch",
         for_command={
-            "regress": "--health: blocked, or not attributable",
+            "regress": "--health: blocked, not attributable, or the declared change did not "
+            "reach the compile",
             "cleanup": "refused while an owned process of the attempt is alive or the outputs "
             "are in use (nothing moved)",
             "check-outputs": "the attempt given with --attempt never started",

@@ -30,6 +30,10 @@ class HealthOutcome(Word):
     #: Not attributable: the run differs from its reference beyond the declared change, or
     #: it could not run (exit 3, like a blocked launch).
     BLOCKED = "blocked"
+    #: The candidate succeeded, but the declared change did not reach its compile: a
+    #: cache hit, none of the touched op types compiled, a stale kernel_meta object, or
+    #: the reference's package again (exit 3: no compile-health evidence, C6).
+    NOT_REACHED = "not_reached"
 
 
 class RunStatus(Word):

@@ -58,6 +58,9 @@ class RunRequest:
     strict_hooks: bool = False
     #: Opt-in (C5): also hand the frozen jobs to ``os.cpu_count()`` (PYTHON_CPU_COUNT).
     python_cpu_count: bool = False
+    #: Opt-in (C5): put skgate's op_compiler shim first on PATH, rewriting ``-j`` to the
+    #: frozen value (:mod:`skgate.preflight.shim`).
+    enforce_jobs: bool = False
     foreign_policy: str = "wait"  # "wait" or "refuse"
     lease_timeout: float = 600.0
     devices: tuple[int, ...] = ()
@@ -99,6 +102,7 @@ class RunRequest:
             "hook_baseline": self.hook_baseline,
             "strict_hooks": self.strict_hooks,
             "python_cpu_count": self.python_cpu_count,
+            "enforce_jobs": self.enforce_jobs,
             "foreign_policy": self.foreign_policy,
             "lease_timeout": self.lease_timeout,
             "devices": list(self.devices),
@@ -133,6 +137,7 @@ class RunRequest:
                 hook_baseline=data.get("hook_baseline"),
                 strict_hooks=bool(data.get("strict_hooks", False)),
                 python_cpu_count=bool(data.get("python_cpu_count", False)),
+                enforce_jobs=bool(data.get("enforce_jobs", False)),
                 foreign_policy=str(data.get("foreign_policy", "wait")),
                 lease_timeout=float(data.get("lease_timeout", 600.0)),
                 devices=tuple(int(d) for d in data.get("devices", ())),

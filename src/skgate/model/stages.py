@@ -306,6 +306,9 @@ class StageCensus:
     op_types: tuple[OpTypeTally, ...] = ()
     #: Inputs whose log is named after them (``<stem>_compile_*.log``).
     stem_paired: int = 0
+    #: ``(path, sha256)`` of each ``.run`` package, taken after return: what the stage
+    #: produced, byte for byte, even once the file was moved (C6: did a change reach it).
+    run_sha256: tuple[tuple[str, str], ...] = ()
 
     @property
     def accounted(self) -> bool:
@@ -353,6 +356,7 @@ class StageCensus:
             "unpaired_logs": list(self.unpaired_logs),
             "op_types": [t.to_dict() for t in self.op_types],
             "stem_paired": self.stem_paired,
+            "run_sha256": dict(self.run_sha256),
         }
 
     @classmethod
@@ -381,7 +385,14 @@ class StageCensus:
             unpaired_logs=tuple(str(x) for x in data.get("unpaired_logs", ()) or ()),
             op_types=tuple(OpTypeTally.from_dict(t, where) for t in tallies),
             stem_paired=int(data.get("stem_paired", 0)),
+            run_sha256=_digests(data.get("run_sha256", {}), where),
         )
+
+
+def _digests(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise EvidenceError(f"{where}: field 'run_sha256' has the wrong type")
+    return tuple(sorted((str(k), v) for k, v in raw.items()))
 
 
 @dataclass(frozen=True)
@@ -398,6 +409,9 @@ class StageRecord:
     exit_signal: int | None = None
     inputs_first_seen: int | None = None
     census: StageCensus | None = None
+    #: ``--enforce-jobs`` (C5): the argv the launcher gave skgate's op_compiler shim,
+    #: before the shim set ``-j``; ``args`` is then what the real op_compiler ran with.
+    original_argv: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -417,6 +431,7 @@ class StageRecord:
             "exit_signal": self.exit_signal,
             "inputs_first_seen": self.inputs_first_seen,
             "census": self.census.to_dict() if self.census else None,
+            "original_argv": list(self.original_argv) if self.original_argv is not None else None,
         }
 
     @classmethod
@@ -438,7 +453,17 @@ class StageRecord:
             exit_signal=opt_int(data, "exit_signal", where),
             inputs_first_seen=opt_int(data, "inputs_first_seen", where),
             census=StageCensus.from_dict(census, where) if census else None,
+            original_argv=_opt_argv(data, "original_argv", where),
         )
+
+
+def _opt_argv(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+    raw = data.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(a, str) for a in raw):
+        raise EvidenceError(f"{where}: field {key!r} has the wrong type")
+    return tuple(raw)
 
 
 def _objects(d: Mapping[str, Any], key: str, where: str) -> list[Mapping[str, Any]]:

@@ -58,6 +58,7 @@ from skgate.preflight.hooks import scan as hooks
 from skgate.preflight.inputs import check_inputs, profiler_step, scan_inputs
 from skgate.preflight.interpreter import Interpreter, find_interpreter
 from skgate.preflight.render import render_lines
+from skgate.preflight.shim import install_shim
 from skgate.proc import leases
 from skgate.proc.signals import deferred
 
@@ -225,6 +226,7 @@ def prepare(
     notify: Notify | None = None,
     progress_every: float = PROGRESS_EVERY,
     early_scan: EarlyScan | None = None,
+    attempt_dir: Path | None = None,
 ) -> LaunchPlan:
     """Check and freeze every control of an attempt before launch (see module doc).
 
@@ -236,6 +238,7 @@ def prepare(
     wait, its progress every ``progress_every`` seconds, how to stop waiting).
     ``early_scan`` hands over a hook scan started before the attempt existed, used only
     for exactly the inputs this preflight would scan (:mod:`skgate.preflight.early`).
+    ``attempt_dir``: where ``--enforce-jobs`` installs its shim (None: report only).
     """
     check_root(root)  # the root run would refuse is refused here too (exit 2)
     runner = dict(os.environ if runner_env is None else runner_env)
@@ -269,6 +272,9 @@ def prepare(
         jobs_record["python_cpu_count"] = jobs.python_cpu_count(
             jobs_record.get("value"), python.get("version"), env
         )
+    if request.enforce_jobs:
+        # C5, opt-in only: the shim makes the frozen -j the one op_compiler gets.
+        jobs_record["shim"] = install_shim(attempt_dir, env, jobs_record.get("value"))
     controls["pythonpath"] = (
         [dict(e) for e in scan.pythonpath] if scan is not None else ordered_pythonpath(env)
     )

@@ -7,6 +7,10 @@ Change grammar (``--declare`` of the health gate), one item per flag:
 ``unset:NAME``             remove ``NAME`` from the workload environment
 ``profiler-schedule=SPEC`` the schedule handed to the launcher (``wait=..,warmup=..,...``)
 ``jobs=N``                 a different frozen compile concurrency (declared vary, C5)
+``kernel[:OP,OP...]``      a kernel change skgate does not make (a replaced ``.o``, kernel
+                           source, ``super_kernel_optimize_options``): nothing in the
+                           request changes; the op types it touches, when named, must be
+                           compiled by the candidate (C6, :mod:`skgate.regress.reach`)
 =========================  ===============================================================
 """
 
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,6 +45,8 @@ class Change:
     jobs: str | None = None
     profiler_schedule: str | None = None
     hook_dir: str | None = None
+    #: ``kernel:OP,...``: the op types a kernel change touches (empty: not named).
+    op_types: tuple[str, ...] = ()
 
     def env_names(self) -> set[str]:
         names = {n for n, _ in self.env} | set(self.unset)
@@ -99,7 +105,10 @@ class Change:
         return out
 
     def changes(self, request: RunRequest, runner_env: Mapping[str, str]) -> bool:
-        """Does applying this change alter the request at all?"""
+        """Does applying this change alter the request at all? A kernel change is made
+        outside skgate (in the working directory), so it is taken as declared."""
+        if self.kind == "kernel":
+            return True
         before = base_effective(request, runner_env)
         after = base_effective(self.apply(request, runner_env), runner_env)
         return before != after
@@ -113,6 +122,7 @@ class Change:
             "jobs": self.jobs,
             "profiler_schedule": self.profiler_schedule,
             "hook_dir": self.hook_dir,
+            "op_types": list(self.op_types),
         }
 
 
@@ -156,6 +166,11 @@ def parse_declaration(text: str) -> Change:
     if text.startswith("unset:"):
         name = check_env_name(text[6:], where)
         return Change("unset", f"unset {name}", unset=(name,))
+    if text == "kernel:":
+        raise UsageError(f"{where}: use kernel or kernel:OP,OP (op types separated by commas)")
+    if text == "kernel" or text.startswith("kernel:"):
+        label, ops = _kernel_change(text[7:], where)
+        return Change("kernel", label, op_types=ops)
     key, sep, value = text.partition("=")
     if sep and key == "profiler-schedule":
         spec = ProfilerSchedule.parse(value).to_text()
@@ -164,5 +179,29 @@ def parse_declaration(text: str) -> Change:
         jobs = check_jobs_text(value, where)
         return Change("jobs", f"compile jobs {jobs}", jobs=jobs)
     raise UsageError(
-        f"{where}: unknown change; use env:NAME=VALUE, unset:NAME, profiler-schedule=SPEC or jobs=N"
+        f"{where}: unknown change; use env:NAME=VALUE, unset:NAME, profiler-schedule=SPEC, "
+        "jobs=N or kernel[:OP,OP...]"
     )
+
+
+_OP_TYPE = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+
+
+def check_op_types(words: Sequence[str], where: str) -> tuple[str, ...]:
+    """Op type names as CANN spells them (``HcPre``, ``MatMulV2``): letters, digits, ``_``."""
+    out: list[str] = []
+    for word in words:
+        if not _OP_TYPE.match(word):
+            raise UsageError(f"{where}: {word!r} is not an op type name (e.g. HcPre, MatMulV2)")
+        if word not in out:
+            out.append(word)
+    return tuple(out)
+
+
+def _kernel_change(ops_text: str, where: str) -> tuple[str, tuple[str, ...]]:
+    words = [w.strip() for w in ops_text.split(",")] if ops_text else []
+    if ops_text and not all(words):
+        raise UsageError(f"{where}: use kernel or kernel:OP,OP (op types separated by commas)")
+    ops = check_op_types(words, where)
+    label = "kernel change" + (f" touching {', '.join(ops)}" if ops else "")
+    return label, ops

@@ -50,6 +50,7 @@ from skgate.regress.common import (
     write_result,
 )
 from skgate.regress.controls import Difference, compare_controls, control_view
+from skgate.regress.reach import NOT_REACHED, ReachFinding, not_reached
 from skgate.verdict.stages import compile_evidence_refusals
 from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
 
@@ -82,6 +83,8 @@ class HealthResult:
     path: str | None = None
     note: str | None = None
     outputs_before: int = 0
+    #: Why the declared change did not reach the compile (C6), with what to clear.
+    not_reached: tuple[ReachFinding, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -89,6 +92,7 @@ class HealthResult:
             HealthOutcome.PASS: 0,
             HealthOutcome.FAIL: 1,
             HealthOutcome.BLOCKED: EXIT_BLOCKED,
+            HealthOutcome.NOT_REACHED: EXIT_BLOCKED,
         }[self.result]
 
     @property
@@ -102,6 +106,11 @@ class HealthResult:
                 "later profiling may be accepted: the fresh-root compile-health run returned "
                 "naturally, every stage reported all inputs successful, exit status 0, and "
                 "inference reached its completion marker (C6)"
+            )
+        if self.result is HealthOutcome.NOT_REACHED:
+            return (
+                f"later profiling may NOT be accepted: {NOT_REACHED}; the compile-health run "
+                "is no evidence for it until what the findings name is cleared"
             )
         if self.result is HealthOutcome.BLOCKED:
             return (
@@ -129,6 +138,7 @@ class HealthResult:
             "reasons": list(self.reasons),
             "note": self.note,
             "outputs_before": self.outputs_before,
+            "not_reached": [f.to_dict() for f in self.not_reached],
             "result_file": self.path,
         }
 
@@ -137,6 +147,7 @@ class HealthResult:
             HealthOutcome.PASS: "HEALTH PASS",
             HealthOutcome.FAIL: "HEALTH FAIL",
             HealthOutcome.BLOCKED: "HEALTH BLOCKED (not attributable)",
+            HealthOutcome.NOT_REACHED: "HEALTH NOT REACHED",
         }[self.result]
         out = [f"{head}: {self.statement()}"]
         out.append(f"  reference: {self.reference}")
@@ -152,6 +163,8 @@ class HealthResult:
         for d in self.differences:
             tag = "declared" if d.declared else "UNDECLARED"
             out.append(f"  [{tag}] {d.text()}")
+        for f in self.not_reached:
+            out.append(f"  [NOT REACHED] {f.text()}")
         for r in self.reasons:
             out.append(f"  - {r}")
         if self.outputs_before:
@@ -265,7 +278,18 @@ def health(
             f"{INTERRUPTED_WORDS}: not a compile result; a clean retry is required "
             "before judging the change"
         )
-    if verdict.state is State.NOT_STARTED or undeclared or refused:
+    # C6: a candidate that succeeded without its declared change reaching the compile
+    # (a cache hit among them) is no evidence for that change: say what to clear.
+    reach = (
+        not_reached(reference, attempt, verdict, changes)
+        if attempt is not None and not undeclared and (attempt / files.CONTROL).exists()
+        else ()
+    )
+    if verdict.state is State.NOT_STARTED or undeclared:
+        outcome = HealthOutcome.BLOCKED
+    elif reach:
+        outcome = HealthOutcome.NOT_REACHED
+    elif refused:
         outcome = HealthOutcome.BLOCKED
     elif all(c.ok for c in checks):
         outcome = HealthOutcome.PASS
@@ -284,6 +308,7 @@ def health(
         path=str(health_root / REGRESS_FILE),
         note=note,
         outputs_before=before,
+        not_reached=reach,
     )
     write_result(health_root, result.to_dict())
     return result

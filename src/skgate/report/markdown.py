@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skgate.evidence import ledger
+from skgate.evidence.load import health_findings
 from skgate.model.errors import UsageError
 from skgate.model.records import State
 from skgate.model.request import frozen_jobs
@@ -239,7 +240,9 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     out += _md_nodes(report, lang)
     health = report_health(report)
     if health is not None:
-        out += [f"## {phrase('health', lang)}", "", f"- {in_language(health, lang)}", ""]
+        out += [f"## {phrase('health', lang)}", "", f"- {in_language(health, lang)}"]
+        # C6: each reason the declared change did not reach the compile, and what to clear.
+        out += [f"- {line}" for line in health_findings(Path(report.target), lang)] + [""]
     out += _md_matrix(report, lang)
     for a in report.attempts:
         out += _md_attempt(report, a, lang, 2)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from skgate.model.phrases import C7
 from skgate.model.records import State, Verdict
-from skgate.model.stages import InputOutcome, Stages
+from skgate.model.stages import InputOutcome, Stages, parse_compiler_argv
 from skgate.verdict.stages import CACHE_ADVICE, MAX_LISTED
 
 _WORDS = {
@@ -48,6 +48,11 @@ _WORDS = {
         "zh": "该控制项没有生效：启动器没有遵守冻结值",
     },
     "in_effect": {"en": "matches the frozen value", "zh": "与冻结值一致"},
+    "shim": {
+        "en": "the launcher passed {given}; skgate's op_compiler shim ran it with {ran} "
+        "(--enforce-jobs, C5)",
+        "zh": "启动器传入 {given}；skgate 的 op_compiler 垫片以 {ran} 运行它（--enforce-jobs，C5）",
+    },
     "cache": {
         "en": f"no compile ran: a cached package was installed; {CACHE_ADVICE}",
         "zh": "没有运行编译：安装的是缓存中的包；如需真正编译，请关闭启动器的静态 kernel 编译缓存"
@@ -137,6 +142,14 @@ def stage_lines(
             frozen = f"{_w('frozen', lang)} NPU_STATIC_KERNEL_COMPILE_JOBS={frozen_jobs}"
             line += f"（{frozen}）{colon}{state}" if lang == "zh" else f" ({frozen}){colon}{state}"
         out.append(line)
+    for st in stages.stages if stages is not None else ():
+        if st.original_argv is not None:
+            # C5: the value was put in effect on purpose, never silently: both argvs show.
+            given = parse_compiler_argv(st.original_argv).jobs_text
+            shown = _w("shim", lang).format(
+                given=f"-j {given}" if given is not None else "no -j", ran=f"-j {st.args.jobs_text}"
+            )
+            out.append(f"  - {st.name}{colon}{shown}")
     if verdict.peak_opc is not None and stages is not None and stages.stages:
         out.append(f"- {_w('peak', lang)}{colon}{verdict.peak_opc}")
     return out

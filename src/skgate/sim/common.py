@@ -24,6 +24,10 @@ ENV_JOBS = "NPU_STATIC_KERNEL_COMPILE_JOBS"
 ENV_ASCEND_HOME = "ASCEND_HOME_PATH"
 ENV_SAVE_KERNEL_META = "ASCEND_OP_COMPILE_SAVE_KERNEL_META"
 ENV_PROF_SK = "ASCEND_PROF_SK_ON"
+#: A stand-in for a changed kernel (a replaced vendor ``.o``, kernel source): its value is
+#: built into every kernel object and so into the ``.run``. torchair's cache key does not
+#: cover it, as it covers no ``.o`` content (docs/cann-static-compile.md, 5b).
+ENV_KERNEL_REVISION = "SKGATE_SIM_KERNEL_REVISION"
 #: Prefix for the names the sim's compilers show (argv[0] and comm), e.g. ``sk_`` gives
 #: ``sk_op_compiler`` / ``sk_opc``: tests on a shared machine name their own compilers
 #: and never meet another checkout's ``opc`` as a foreign workload (C4).

@@ -152,7 +152,9 @@ def _write_kernel(src: str, out: str, stem: str, soc: str) -> str:
         digest = hashlib.sha256(fh.read()).hexdigest()
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, f"{stem}.o"), "wb") as fh:
-        fh.write(b"SKGATE-SIM-KERNEL\0" + digest.encode())
+        revision = os.environ.get(common.ENV_KERNEL_REVISION, "")
+        extra = b"\0" + revision.encode() if revision else b""
+        fh.write(b"SKGATE-SIM-KERNEL\0" + digest.encode() + extra)
     meta = {"kernelName": stem, "sha256": digest, "soc": soc}
     with open(os.path.join(out, f"{stem}.json"), "w", encoding="utf-8") as fh:
         fh.write(json.dumps(meta) + "\n")

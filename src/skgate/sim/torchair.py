@@ -2,7 +2,7 @@
 
 ``python -m skgate.sim.torchair [--workdir DIR] [--steps N] [--inputs N] [--soc SOC]
 [--fault SPEC]... [--opc-seconds S] [--cache] [--cpu-count N] [--cann 8|9]
-[--nproc N] [--op-compiler-summary]``
+[--nproc N] [--op-compiler-summary] [--op-compiler-from-path]``
 
 Unlike :mod:`skgate.sim.launcher` (which prints ``[summary]`` lines and fails loudly),
 this flavour behaves like torchair's public ``static_kernel.py`` (see
@@ -17,7 +17,9 @@ this flavour behaves like torchair's public ``static_kernel.py`` (see
 - it runs ``op_compiler -p DIR -v SOC -j $(os.cpu_count()) -o ROOT [-l LEVEL] [-f true]
   [--enable_super_kernel]`` with ``subprocess.run(check=True)`` and no timeout: it never
   reads ``NPU_STATIC_KERNEL_COMPILE_JOBS`` (``--cpu-count`` stands in for the host's CPU
-  count; Python >= 3.13 would also honour ``PYTHON_CPU_COUNT``); ``-f true`` only with
+  count; Python >= 3.13 would also honour ``PYTHON_CPU_COUNT``; ``--op-compiler-from-path``
+  looks ``op_compiler`` up on PATH, as torchair does, where ``python -m skgate.sim.bin DIR``
+  puts the sim's); ``-f true`` only with
   ``--cann 9``; ``-l`` follows ``ASCEND_GLOBAL_LOG_LEVEL`` and is omitted at level 4
   (none, also when unset); ``--log-variants 2`` makes op_compiler write ``_d0`` and
   ``_d1`` logs per input;
@@ -110,6 +112,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         help="per-input logs op_compiler writes (2: _d0 and _d1)",
     )
     ap.add_argument("--deterministic", action="store_true", help="deterministic mode")
+    ap.add_argument(
+        "--op-compiler-from-path",
+        action="store_true",
+        help="find op_compiler on PATH, as a real launcher does (see python -m skgate.sim.bin)",
+    )
     ns = ap.parse_args(argv)
     check_common(ns)
     if ns.cpu_count is not None and ns.cpu_count < 1:
@@ -204,12 +211,18 @@ def _compile(
         cargs += ["-f", "true"]
     if not ns.no_super_kernel:
         cargs.append("--enable_super_kernel")
-    argv = common.program_argv("op_compiler", "op_compiler", cargs)
+    if ns.op_compiler_from_path:
+        # As torchair does: the name, looked up on the PATH of the launcher's environment
+        # (a shim put first on it is what runs).
+        argv, executable = ["op_compiler", *cargs], None
+    else:
+        argv = common.program_argv("op_compiler", "op_compiler", cargs)
+        executable = common.python_executable()
     capture = ns.cann == "8"
     try:
         subprocess.run(
             argv,
-            executable=common.python_executable(),
+            executable=executable,
             env=env,
             stdin=subprocess.DEVNULL,
             check=True,

@@ -240,6 +240,13 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"不能接受之后的性能分析：编译健康检查无法归因（\1）",
     ),
     (
+        r"later profiling may NOT be accepted: the declared change did not reach the "
+        r"compile; the compile-health run is no evidence for it until what the findings "
+        r"name is cleared",
+        "不能接受之后的性能分析：声明的改动没有进入编译；在清除检查结果列出的内容之前，"
+        "这次编译健康检查不能作为该改动的证据",
+    ),
+    (
         r"later profiling may NOT be accepted: failed checks: (.+)",
         r"不能接受之后的性能分析：未通过的检查：\1",
     ),

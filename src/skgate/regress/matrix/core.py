@@ -54,6 +54,7 @@ from skgate.regress.executor import (
     UnitResult,
 )
 from skgate.regress.matrix.load import FACTORS, MAX_REPEATS, Arm, Matrix, load_matrix
+from skgate.regress.reach import not_reached
 from skgate.verdict.stages import compile_evidence_refusals
 from skgate.verdict.words import HOOK_NOT_PROVEN, HOOK_TRIGGER
 
@@ -436,6 +437,7 @@ def run_matrix(
         *(HOST_KEYS if matrix.hosts_may_differ else HOST_IDENTITY),
     )
     arms_by_name = {a.name: a for a in matrix.arms}
+    baseline_dir: Path | None = None
     for unit in units:
         arm = arms_by_name.get(unit.name)
         res = got[unit.key]
@@ -456,11 +458,18 @@ def run_matrix(
             raw = control_raw(attempt)
             frozen = frozen_jobs(raw.get("controls"))
             if reference is None and arm is None:
-                reference = raw
+                reference, baseline_dir = raw, attempt
             elif reference is not None:
                 changes = (arm.change,) if arm is not None else ()
                 differences = compare_controls(reference, raw, changes, ignore)
-        runs.append(outcome_of(verdict, differences, frozen))
+        outcome = outcome_of(verdict, differences, frozen)
+        if arm is not None and arm.change.op_types and attempt is not None and outcome.valid:
+            # C6: the arm's change must reach the compile of the op types it touches.
+            reach = not_reached(baseline_dir or attempt, attempt, verdict, (arm.change,))
+            if reach:
+                detail = "; ".join(f.text() for f in reach)
+                outcome = replace(outcome, status=RunStatus.NOT_COMPARABLE, detail=detail)
+        runs.append(outcome)
     arms = [(a, results[a.name]) for a in matrix.arms]
     base_row, rows, kind, triggers, invalid, lines = attribute(results["baseline"], arms)
     result = MatrixResult(

@@ -22,6 +22,12 @@ Matrix file (TOML, or JSON; see ``examples/diagnose.toml``)::
     cache_seed = 7                   # SKGATE_SIM_CACHE_SEED=7, or { env = ..., value = ... }
     [[arm]]
     jobs = 4
+    touches = ["HcPre"]              # optional on any arm: op types the change must compile
+
+``touches`` (a list of op type names, or one comma-separated string) makes the arm's run
+count only when its op_compiler compiled at least one of them, nothing came from the
+cache and no stale ``kernel_meta`` object stood in for it: otherwise "the declared change
+did not reach the compile" (C6, :mod:`skgate.regress.reach`), never evidence either way.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +46,7 @@ from skgate.model.outcomes import PackageMode
 from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
 from skgate.preflight.profiler import ProfilerSchedule
 from skgate.preflight.request import validate
-from skgate.regress.change import Change, check_env_name, check_jobs_text
+from skgate.regress.change import Change, check_env_name, check_jobs_text, check_op_types
 
 #: The factors C6 lists for a diagnosis, in the order the table shows them.
 FACTORS: tuple[str, ...] = ("startup_hook", "profiler", "sk_trace", "cache_seed", "jobs")
@@ -238,7 +244,7 @@ def _arm(index: int, data: Any, base_dir: Path) -> Arm:
     if not isinstance(data, dict):
         raise UsageError(f"{where}: expected a table")
     name = data.get("name")
-    keys = [k for k in data if k != "name"]
+    keys = [k for k in data if k not in ("name", "touches")]
     unknown = [k for k in keys if k not in FACTORS]
     if unknown:
         raise UsageError(
@@ -271,7 +277,16 @@ def _arm(index: int, data: Any, base_dir: Path) -> Arm:
         name = factor
     if not isinstance(name, str) or not _NAME.match(name) or name == "baseline":
         raise UsageError(f"{where}: name {name!r} must be short letters/digits/._- (not baseline)")
+    if "touches" in data:
+        change = replace(change, op_types=_touches(data["touches"], f"{where} touches"))
     return Arm(name, factor, change)
+
+
+def _touches(value: Any, where: str) -> tuple[str, ...]:
+    words = value.split(",") if isinstance(value, str) else value
+    if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
+        raise UsageError(f'{where}: give op type names, e.g. ["HcPre", "MatMulV2"]')
+    return check_op_types([w.strip() for w in words], where)
 
 
 def load_matrix(
