@@ -209,6 +209,10 @@ def _before_launch(
         controls["outputs_before"] = outputs_record(outputs_dir(request), before)
         with deferred():
             att.write_control(controls)
+        if notify is not None:
+            # C6: what will make the compile skip is said before launch, in en and zh.
+            for line in preflight.skip_lines(controls):
+                notify(line)
         if plan.blocked:
             return att.not_started(plan.blocked, controls)
         return _supervise(att, plan, echo, notify, before)

@@ -72,6 +72,9 @@ class RunRequest:
     #: Memory budget per compile job for ``--jobs auto`` (C5); None: $SKGATE_JOB_MEMORY_MB
     #: or the built-in default.
     job_memory_mb: int | None = None
+    #: C6: launch even when the build path is too deep for CANN's derived file names
+    #: (a frozen control: the refusal is overridden on record, never silently).
+    allow_long_paths: bool = False
 
     def outputs_path(self) -> str:
         """The outputs directory of this run (the one home of that rule, C1 / C8)."""
@@ -106,6 +109,7 @@ class RunRequest:
             "scan_interval": self.scan_interval,
             "compiler_names": list(self.compiler_names),
             "job_memory_mb": self.job_memory_mb,
+            "allow_long_paths": self.allow_long_paths,
         }
 
     @classmethod
@@ -141,6 +145,7 @@ class RunRequest:
                 job_memory_mb=(
                     int(data["job_memory_mb"]) if data.get("job_memory_mb") is not None else None
                 ),
+                allow_long_paths=bool(data.get("allow_long_paths", False)),
             )
         except (TypeError, ValueError) as exc:
             raise EvidenceError(f"{where}: {exc}") from None
