@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skgate.attempt import Attempt, Notify, OnEvent, StopRequest
-from skgate.evidence import files, ledger
+from skgate.evidence import files, ledger, plog
 from skgate.evidence.census import (
     OBSERVATION_EVERY,
     observer,
@@ -349,6 +349,8 @@ def _supervise(
             log_fd=log_fd,
             procs=procs,
             echoer=echoer,
+            plog_env=plan.env,
+            launched_wall=wall,
         )
     except StopRequested as stop:
         raise att.cut_short(stop.signum) from None
@@ -365,6 +367,8 @@ def _finish_after_return(
     log_fd: int,
     procs: files.AppendFile,
     echoer: TerminalEcho | None,
+    plog_env: dict[str, str],
+    launched_wall: float,
 ) -> Verdict:
     request = att.request
     att.record_signals()
@@ -379,6 +383,8 @@ def _finish_after_return(
         outputs=outputs_dir(request),
         before=before,
     )
+    # C3: CANN's own process logs of the owned pids, copied before the seal (bounded).
+    plog_index = plog.archive(att.dir, plog_env, {r.pid for r in records}, launched_wall)
     own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     try:
         files.write_batch_new(
@@ -388,6 +394,7 @@ def _finish_after_return(
                 files.LOGSCAN: files.dumps(scan.to_dict()),
                 files.CENSUS: files.dumps(census.to_dict()),
                 files.STAGES: files.dumps(stages.to_dict()),
+                plog.PLOG_INDEX: files.dumps(plog_index),
             },
             also_sync=(log_fd, own_fd, procs.fd),
         )

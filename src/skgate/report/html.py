@@ -30,7 +30,7 @@ from skgate.model.request import frozen_jobs
 from skgate.report import chart as chart_mod
 from skgate.report import facts, load, svg
 from skgate.report import sentences as say
-from skgate.report.stages import stage_lines, stage_title
+from skgate.report.stages import stage_lines, stage_plogs, stage_title
 from skgate.verdict.words import CONTROL_SECTIONS, in_language, phrase, uncompiled
 
 #: Rows of the ownership table before "N more" (the manifest itself has them all).
@@ -290,7 +290,8 @@ def _events(a: Mapping[str, Any], lang: str) -> str:
 def _stages(ev: load.AttemptEvidence, lang: str) -> str:
     """The stage section of :mod:`skgate.report.stages` (the Markdown's very lines)."""
     frozen = frozen_jobs(ev.control.get("controls"))
-    lines = stage_lines(ev.stages, ev.verdict, frozen, lang)
+    plogs = stage_plogs(ev.stages, ev.ownership, ev.plogs, ev.path)
+    lines = stage_lines(ev.stages, ev.verdict, frozen, lang, plogs)
     items = [((len(x) - len(x.lstrip(" "))) // 2, x.strip().removeprefix("- ")) for x in lines]
     return f"<h3>{_e(stage_title(lang))}</h3>" + _nested(items, _prose)
 

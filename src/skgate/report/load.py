@@ -23,8 +23,10 @@ from skgate.evidence.files import (
 from skgate.evidence.files import read_json as _read_json
 from skgate.evidence.ledger import resolve
 from skgate.evidence.load import current_verdict
+from skgate.evidence.plog import PLOG_INDEX
 from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
+from skgate.model.plog import PlogFile, plog_files
 from skgate.model.records import Census, Ownership, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL, check_schema
@@ -56,6 +58,8 @@ class AttemptEvidence:
     #: ``stages.json``: every observed op_compiler invocation (None before it existed).
     stages: Stages | None = None
     seal: rows.SealStatus | None = None
+    #: ``plog.json``: CANN's process logs of owned pids archived into the attempt (C3).
+    plogs: tuple[PlogFile, ...] = ()
 
 
 def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> AttemptEvidence:
@@ -102,6 +106,7 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
         summary_source=source,
         stages=load_stages(path / STAGES),
         seal=rows.seal_status(path),
+        plogs=plog_files(_read_json(path / PLOG_INDEX)) if (path / PLOG_INDEX).exists() else (),
     )
 
 

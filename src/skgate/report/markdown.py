@@ -48,7 +48,7 @@ from skgate.report.sentences import (
     section_label,
     verdict_facts,
 )
-from skgate.report.stages import stage_lines, stage_title
+from skgate.report.stages import stage_lines, stage_plogs, stage_title
 from skgate.verdict.words import in_language, next_step, phrase
 
 
@@ -157,7 +157,8 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
 
     out += [f"{hh} {stage_title(lang)}", ""]
     frozen = frozen_jobs(ev.control.get("controls"))
-    out += [*stage_lines(ev.stages, v, frozen, lang), ""]
+    plogs = stage_plogs(ev.stages, ev.ownership, ev.plogs, ev.path)
+    out += [*stage_lines(ev.stages, v, frozen, lang, plogs), ""]
 
     out += [f"{hh} {phrase('summary', lang)}", ""]
     if ev.summary_lines:
