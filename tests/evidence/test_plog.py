@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from conftest import end_leftover_sim_processes, read_json, run_skgate
@@ -93,6 +96,8 @@ def test_failed_stage_links_its_op_compiler_plog_and_it_is_sealed(tmp_path: Path
     att = sorted((tmp_path / "r" / "attempts").iterdir())[-1]
     (stage,) = read_json(att / "stages.json")["stages"]
     index = read_json(att / "plog.json")
+    text = resources.files("skgate").joinpath("schemas/plog.json").read_text("utf-8")
+    jsonschema.Draft202012Validator(json.loads(text)).validate(index)
     pids = {f["pid"] for f in index["files"]}
     assert stage["pid"] in pids
     archived = [f["archived"] for f in index["files"] if f["pid"] == stage["pid"]]

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from conftest import end_leftover_sim_processes, read_json, run_skgate
@@ -53,7 +55,10 @@ def gate(
 
 
 def skips(att: Path) -> dict[str, Any]:
-    data: dict[str, Any] = read_json(att / "control.json")["controls"]["skips"]
+    control = read_json(att / "control.json")
+    text = resources.files("skgate").joinpath("schemas/control.json").read_text("utf-8")
+    jsonschema.Draft202012Validator(json.loads(text)).validate(control)
+    data: dict[str, Any] = control["controls"]["skips"]
     return data
 
 
