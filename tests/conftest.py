@@ -204,6 +204,13 @@ def reaper() -> Iterator[Reaper]:
     r.cleanup()
 
 
+@pytest.fixture
+def end_leftover_sim(tmp_path: Path) -> Iterator[None]:
+    """After the test: :func:`end_leftover_sim_processes` of ``tmp_path / "markers"``."""
+    yield
+    end_leftover_sim_processes(tmp_path / "markers")
+
+
 def end_leftover_sim_processes(markers: Path) -> None:
     """End by pid any simulator process a test started that still lives, its identity
     checked by the start time in its own marker: a failed assertion must not leave a

@@ -5,23 +5,19 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from conftest import end_leftover_sim_processes, read_json, run_skgate
+from conftest import read_json, run_skgate
 from skgate.evidence import plog
 
 TORCHAIR = [sys.executable, "-m", "skgate.sim.torchair", "--inputs", "3", "--cpu-count", "2"]
 
 
-@pytest.fixture(autouse=True)
-def end_leftover_sim(tmp_path: Path) -> Iterator[None]:
-    yield
-    end_leftover_sim_processes(tmp_path / "markers")
+pytestmark = pytest.mark.usefixtures("end_leftover_sim")
 
 
 def write(path: Path, data: bytes = b"line\n") -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,17 +16,14 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import end_leftover_sim_processes, read_json, run_skgate
+from conftest import read_json, run_skgate
 from skgate.model.skips import NAME_MAX, derived_name_bytes, path_too_deep
 
 TORCHAIR = [sys.executable, "-m", "skgate.sim.torchair"]
 NAMES = "sk_opc,sk_op_compiler"
 
 
-@pytest.fixture(autouse=True)
-def end_leftover_sim(tmp_path: Path) -> Iterator[None]:
-    yield
-    end_leftover_sim_processes(tmp_path / "markers")
+pytestmark = pytest.mark.usefixtures("end_leftover_sim")
 
 
 def sim_env(tmp: Path, **extra: str) -> dict[str, str]:

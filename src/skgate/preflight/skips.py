@@ -18,7 +18,6 @@ import stat
 from collections.abc import Mapping
 from typing import Any
 
-from skgate.evidence.stage_roots import CACHE_DIRNAME, cache_files
 from skgate.model.request import OUTPUTS_DIRNAME, RunRequest
 from skgate.model.skips import (
     NAME_MAX,
@@ -31,9 +30,11 @@ from skgate.model.skips import (
     static_off_finding,
     static_off_markers,
 )
-from skgate.model.stages import MAX_NAMED
+from skgate.model.stage_roots import CACHE_DIRNAME
 
 SCHEMA_SKIPS = "skgate.skips/1"
+#: ``kernel_meta`` objects listed by name, at the most.
+MAX_NAMED = 50
 KERNEL_META_DIRNAME = "kernel_meta"
 OBJECT_SUFFIX = ".o"
 
@@ -56,6 +57,13 @@ def _cache_record(request: RunRequest) -> tuple[list[dict[str, Any]], list[SkipF
         if d in seen:
             continue
         seen.add(d)
+        if not os.path.isdir(os.path.join(d, CACHE_DIRNAME)):
+            continue
+        # Loaded only when there is a cache to read: the stage readers are finishing code,
+        # kept off a run's start-up path (issue 13). The reader is the stage evidence's
+        # own, so preflight and the verdict read a cache file alike.
+        from skgate.evidence.stage_roots import cache_files  # noqa: PLC0415
+
         # since=None: every file found before launch is, by definition, from before.
         for cache in cache_files((), d, None):
             rec = cache.to_dict()
