@@ -44,6 +44,7 @@ from skgate.evidence.census import (
     top_entries,
 )
 from skgate.evidence.follow import stage_announcer
+from skgate.evidence.installed import INSTALLED_FILE, installed_binaries, installed_record
 from skgate.evidence.logscan import LogScanner
 from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError
@@ -385,6 +386,13 @@ def _finish_after_return(
     )
     # C3: CANN's own process logs of the owned pids, copied before the seal (bounded).
     plog_index = plog.archive(att.dir, plog_env, {r.pid for r in records}, launched_wall)
+    # C8: the installed static binaries of this attempt's packages, as the tree left them
+    # (torchair uninstalls at exit, so "no manifest" is recorded, never concluded).
+    installed = installed_binaries(
+        str(outputs_dir(request)),
+        plog_env.get("ASCEND_OPP_PATH") or None,
+        frozenset(name for name, _ in before),
+    )
     own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     try:
         files.write_batch_new(
@@ -395,6 +403,7 @@ def _finish_after_return(
                 files.CENSUS: files.dumps(census.to_dict()),
                 files.STAGES: files.dumps(stages.to_dict()),
                 plog.PLOG_INDEX: files.dumps(plog_index),
+                INSTALLED_FILE: files.dumps(installed_record(installed)),
             },
             also_sync=(log_fd, own_fd, procs.fd),
         )

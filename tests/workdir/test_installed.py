@@ -11,9 +11,12 @@ import json
 import os
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
-from conftest import run_skgate
+import jsonschema
+
+from conftest import end_leftover_sim_processes, run_skgate
 from skgate.model.outcomes import PackageMode
 from skgate.workdir.outputs_check import check_outputs
 
@@ -113,3 +116,43 @@ def test_cli_opp_overrides_the_environment(tmp_path: Path) -> None:
     given = run_skgate(*args, "--opp", str(opp), cwd=tmp_path, env=env)
     assert given.returncode == 1, given.stdout
     assert "no static binary installed: HcPre" in given.stdout
+
+
+def test_attempt_records_installed_binaries_and_the_report_names_the_missing(
+    tmp_path: Path,
+) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    home = tmp_path / "home"
+    env = {
+        "SKGATE_SIM_MARKERS": str(markers),
+        "SKGATE_SIM_OPC_SECONDS": "0.02",
+        "SKGATE_SIM_PROGRAM_PREFIX": "sk_",
+        "SKGATE_COMPILER_NAMES": "sk_opc,sk_op_compiler",
+        "SKGATE_SIM_MANIFEST_DROP": "HcPre",
+        "ASCEND_HOME_PATH": str(home),
+        "ASCEND_OPP_PATH": str(home / "opp"),
+    }
+    try:
+        res = run_skgate(
+            "run", "--root", "r", "--quiet", "--json", "--jobs", "2", "--", *TORCHAIR,
+            cwd=tmp_path, env=env, timeout=120,
+        )  # fmt: skip
+    finally:
+        end_leftover_sim_processes(markers)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (att,) = (tmp_path / "r" / "attempts").iterdir()
+    rec = json.loads((att / "installed.json").read_text())
+    schema = resources.files("skgate").joinpath("schemas/installed.json").read_text("utf-8")
+    jsonschema.Draft202012Validator(json.loads(schema)).validate(rec)
+    assert rec["schema"] == "skgate.installed/1" and rec["without_binary"] == ["HcPre"]
+    assert "installed.json" in {
+        f["name"] for f in json.loads((att / "seal.json").read_text())["files"]
+    }
+    en = run_skgate("report", "--lang", "en", str(att), cwd=tmp_path).stdout
+    assert "Installed static binaries (C8)" in en
+    assert "descriptor op type(s) with no static binary installed: HcPre" in en
+    zh = run_skgate("report", "--lang", "zh", str(att), cwd=tmp_path).stdout
+    assert "没有安装静态二进制的算子类型：HcPre" in zh
+    html = run_skgate("report", "--format", "html", str(att), cwd=tmp_path)
+    assert "no static binary installed: HcPre" in html.stdout, html.stderr

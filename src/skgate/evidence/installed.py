@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from skgate.evidence.stage_census import INPUT_SUFFIX, input_stems, json_op_type, read_bounded
 from skgate.model.installed import InstalledBinaries, PackageManifest
@@ -49,11 +50,19 @@ def _regular_names(path: str, suffix: str) -> list[str]:
         return []
 
 
-def descriptors(directory: str) -> dict[str, tuple[str, ...]]:
+def _roots(directory: str, exclude: frozenset[str]) -> list[str]:
+    """``directory`` and its subdirectories, but those named in ``exclude`` (the entries
+    that were there before an attempt's launch: not its own, C8)."""
+    return [directory, *(d for d in _subdirs(directory) if os.path.basename(d) not in exclude)]
+
+
+def descriptors(
+    directory: str, exclude: frozenset[str] = frozenset()
+) -> dict[str, tuple[str, ...]]:
     """Op type -> the first few dumped inputs that carry it (see the module doc)."""
     found: dict[str, list[str]] = {}
     read = 0
-    roots = [directory, *_subdirs(directory)]
+    roots = _roots(directory, exclude)
     for root in roots:
         for dump in _subdirs(root):
             if not os.path.basename(dump).endswith(DUMP_SUFFIX):
@@ -70,10 +79,10 @@ def descriptors(directory: str) -> dict[str, tuple[str, ...]]:
     return {op: tuple(paths) for op, paths in found.items()}
 
 
-def package_stems(directory: str) -> list[str]:
+def package_stems(directory: str, exclude: frozenset[str] = frozenset()) -> list[str]:
     """Stems of the ``.run`` packages directly in ``directory`` or one level below it."""
     stems: set[str] = set()
-    for root in [directory, *_subdirs(directory)]:
+    for root in _roots(directory, exclude):
         for name in _regular_names(root, RUN_SUFFIX):
             stems.add(name[: -len(RUN_SUFFIX)])
     return sorted(stems)[:MAX_PACKAGES]
@@ -119,9 +128,21 @@ def manifest(opp: str, stem: str) -> PackageManifest:
     return PackageManifest(stem, tuple(paths), ops, tuple(problems))
 
 
-def installed_binaries(directory: str, opp: str | None) -> InstalledBinaries:
+def installed_binaries(
+    directory: str, opp: str | None, exclude: frozenset[str] = frozenset()
+) -> InstalledBinaries:
     """The dumped op types of ``directory`` and the manifests of its packages under
-    ``opp`` (None: not checked)."""
-    descs = descriptors(directory)
-    packages = tuple(manifest(opp, stem) for stem in package_stems(directory)) if opp else ()
+    ``opp`` (None: not checked); ``exclude``: top-level entries left out."""
+    descs = descriptors(directory, exclude)
+    stems = package_stems(directory, exclude)
+    packages = tuple(manifest(opp, stem) for stem in stems) if opp else ()
     return InstalledBinaries(opp, descs, packages)
+
+
+SCHEMA_INSTALLED = "skgate.installed/1"
+INSTALLED_FILE = "installed.json"
+
+
+def installed_record(found: InstalledBinaries) -> dict[str, Any]:
+    """``installed.json`` of an attempt: the check as it stood when the tree had ended."""
+    return {"schema": SCHEMA_INSTALLED, **found.to_dict()}

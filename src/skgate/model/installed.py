@@ -28,6 +28,20 @@ class PackageManifest:
     #: Why a manifest could not be used (not a regular file, not JSON, too large).
     problems: tuple[str, ...] = ()
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PackageManifest:
+        ops = data.get("op_types")
+        return cls(
+            stem=str(data.get("stem", "")),
+            paths=tuple(str(p) for p in data.get("paths", ()) if isinstance(p, str)),
+            op_types={
+                str(k): v
+                for k, v in (ops.items() if isinstance(ops, dict) else ())
+                if isinstance(v, int) and not isinstance(v, bool)
+            },
+            problems=tuple(str(p) for p in data.get("problems", ()) if isinstance(p, str)),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "stem": self.stem,
@@ -67,6 +81,28 @@ class InstalledBinaries:
         listed = {op for p in self.packages for op, n in p.op_types.items() if n == 0}
         return tuple(op for op in self.without_binary() if op in listed)
 
+    @classmethod
+    def from_dict(cls, data: Any) -> InstalledBinaries | None:
+        """Lenient (an old or partial ``installed.json``): None when it is not one."""
+        if not isinstance(data, dict):
+            return None
+        descs = data.get("descriptor_op_types")
+        packages = data.get("packages")
+        opp = data.get("opp")
+        return cls(
+            opp=opp if isinstance(opp, str) else None,
+            descriptors={
+                str(k): tuple(str(p) for p in v)
+                for k, v in (descs.items() if isinstance(descs, dict) else ())
+                if isinstance(v, list)
+            },
+            packages=tuple(
+                PackageManifest.from_dict(p)
+                for p in (packages if isinstance(packages, list) else ())
+                if isinstance(p, dict)
+            ),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "opp": self.opp,
@@ -80,6 +116,11 @@ class InstalledBinaries:
 
 #: The words, English / Chinese.
 WORDS = {
+    "title": {"en": "Installed static binaries (C8)", "zh": "已安装的静态二进制（C8）"},
+    "ok": {
+        "en": "every dumped op type has a static binary in the installed manifest",
+        "zh": "每个导出的算子类型在已安装的索引中都有静态二进制",
+    },
     "missing": {
         "en": "descriptor op type(s) with no static binary installed",
         "zh": "没有安装静态二进制的算子类型",
@@ -95,6 +136,20 @@ WORDS = {
         "zh": "未检查已安装的静态二进制：未给出 --opp，且未设置 ASCEND_OPP_PATH",
     },
 }
+
+
+def report_lines(found: InstalledBinaries | None, lang: str) -> list[str]:
+    """The report's lines for an attempt's ``installed.json`` (empty: nothing to say)."""
+    if found is None or not found.descriptors or (not found.packages and found.opp is not None):
+        return []
+    if found.opp is None:
+        return [f"- {WORDS['not_checked'][lang]}"]
+    if not found.manifest_found:
+        return [f"- {WORDS['no_manifest'][lang]}"]
+    missing = found.without_binary()
+    if not missing:
+        return [f"- {WORDS['ok'][lang]} ({len(found.descriptors)})"]
+    return [f"- {missing_text(missing, found.listed_empty(), lang)}"]
 
 
 def missing_text(ops: Sequence[str], empty: Sequence[str], lang: str = "en") -> str:

@@ -24,6 +24,8 @@ from html import escape
 from typing import Any
 
 from skgate import __version__
+from skgate.model.installed import WORDS as INSTALLED_WORDS
+from skgate.model.installed import report_lines as installed_lines
 from skgate.model.phrases import C7
 from skgate.model.records import State, Verdict
 from skgate.model.request import frozen_jobs
@@ -296,6 +298,15 @@ def _stages(ev: load.AttemptEvidence, lang: str) -> str:
     return f"<h3>{_e(stage_title(lang))}</h3>" + _nested(items, _prose)
 
 
+def _installed(ev: load.AttemptEvidence, lang: str) -> str:
+    """The installed static binaries (C8), the Markdown's very lines."""
+    lines = installed_lines(ev.installed, lang)
+    if not lines:
+        return ""
+    items = [(0, x.removeprefix("- ")) for x in lines]
+    return f"<h3>{_e(INSTALLED_WORDS['title'][lang])}</h3>" + _nested(items, _prose)
+
+
 def _nested(lines: Sequence[tuple[int, str]], fmt: Callable[[str], str] = _e) -> str:
     out = ["<ul>"]
     depth = 0
@@ -387,7 +398,7 @@ def _attempt(report: load.Report, ev: load.AttemptEvidence, a: Mapping[str, Any]
         out.append('<p class="meta">' + "<br>".join(_e(x) for x in links) + "</p>")
     out.append('<div class="card">' + _reasons(a, lang) + _next(a, lang) + "</div>")
     out.append('<div class="card">' + _pictures(a, ev, lang) + _events(a, lang) + "</div>")
-    body = _stages(ev, lang) + _census(ev, lang) + _summary(a, lang)
+    body = _stages(ev, lang) + _installed(ev, lang) + _census(ev, lang) + _summary(a, lang)
     out.append('<div class="card">' + body + "</div>")
     out.append(
         '<div class="card">'

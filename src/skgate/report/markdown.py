@@ -18,6 +18,8 @@ from pathlib import Path
 
 from skgate.evidence import ledger
 from skgate.model.errors import UsageError
+from skgate.model.installed import WORDS as INSTALLED_WORDS
+from skgate.model.installed import report_lines as installed_lines
 from skgate.model.records import State
 from skgate.model.request import frozen_jobs
 from skgate.report import rows
@@ -159,6 +161,9 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
     frozen = frozen_jobs(ev.control.get("controls"))
     plogs = stage_plogs(ev.stages, ev.ownership, ev.plogs, ev.path)
     out += [*stage_lines(ev.stages, v, frozen, lang, plogs), ""]
+    installed = installed_lines(ev.installed, lang)
+    if installed:
+        out += [f"{hh} {INSTALLED_WORDS['title'][lang]}", "", *installed, ""]
 
     out += [f"{hh} {phrase('summary', lang)}", ""]
     if ev.summary_lines:
