@@ -118,18 +118,16 @@ def test_cli_opp_overrides_the_environment(tmp_path: Path) -> None:
     assert "no static binary installed: HcPre" in given.stdout
 
 
-def test_attempt_records_installed_binaries_and_the_report_names_the_missing(
-    tmp_path: Path,
-) -> None:
+def gated(tmp_path: Path, drop: str = "") -> Path:
     markers = tmp_path / "markers"
-    markers.mkdir()
+    markers.mkdir(exist_ok=True)
     home = tmp_path / "home"
     env = {
         "SKGATE_SIM_MARKERS": str(markers),
         "SKGATE_SIM_OPC_SECONDS": "0.02",
         "SKGATE_SIM_PROGRAM_PREFIX": "sk_",
         "SKGATE_COMPILER_NAMES": "sk_opc,sk_op_compiler",
-        "SKGATE_SIM_MANIFEST_DROP": "HcPre",
+        "SKGATE_SIM_MANIFEST_DROP": drop,
         "ASCEND_HOME_PATH": str(home),
         "ASCEND_OPP_PATH": str(home / "opp"),
     }
@@ -141,14 +139,19 @@ def test_attempt_records_installed_binaries_and_the_report_names_the_missing(
     finally:
         end_leftover_sim_processes(markers)
     assert res.returncode == 0, res.stdout + res.stderr
-    (att,) = (tmp_path / "r" / "attempts").iterdir()
+    return sorted((tmp_path / "r" / "attempts").iterdir())[-1]
+
+
+def test_attempt_records_installed_binaries_and_the_report_names_the_missing(
+    tmp_path: Path,
+) -> None:
+    att = gated(tmp_path, "HcPre")
     rec = json.loads((att / "installed.json").read_text())
     schema = resources.files("skgate").joinpath("schemas/installed.json").read_text("utf-8")
     jsonschema.Draft202012Validator(json.loads(schema)).validate(rec)
     assert rec["schema"] == "skgate.installed/1" and rec["without_binary"] == ["HcPre"]
-    assert "installed.json" in {
-        f["name"] for f in json.loads((att / "seal.json").read_text())["files"]
-    }
+    sealed = {f["name"] for f in json.loads((att / "seal.json").read_text())["files"]}
+    assert "installed.json" in sealed
     en = run_skgate("report", "--lang", "en", str(att), cwd=tmp_path).stdout
     assert "Installed static binaries (C8)" in en
     assert "descriptor op type(s) with no static binary installed: HcPre" in en
@@ -156,3 +159,10 @@ def test_attempt_records_installed_binaries_and_the_report_names_the_missing(
     assert "没有安装静态二进制的算子类型：HcPre" in zh
     html = run_skgate("report", "--format", "html", str(att), cwd=tmp_path)
     assert "no static binary installed: HcPre" in html.stdout, html.stderr
+
+
+def test_an_earlier_attempts_package_does_not_cover_this_ones(tmp_path: Path) -> None:
+    gated(tmp_path)  # an earlier compile whose package has every op type
+    att = gated(tmp_path, "HcPre")
+    rec = json.loads((att / "installed.json").read_text())
+    assert len(rec["packages"]) == 1 and rec["without_binary"] == ["HcPre"]
