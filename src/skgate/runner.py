@@ -44,7 +44,6 @@ from skgate.evidence.census import (
     top_entries,
 )
 from skgate.evidence.follow import stage_announcer
-from skgate.evidence.installed import INSTALLED_FILE, installed_binaries, installed_record
 from skgate.evidence.logscan import LogScanner
 from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError
@@ -65,7 +64,12 @@ if TYPE_CHECKING:
 
 #: Needed only once the tree has returned, so not loaded before the launch (start latency,
 #: issue 13): imported right after it, while the command runs (see _supervise).
-_FINISHING = ("skgate.evidence.seal", "skgate.evidence.load", "skgate.verdict.classify")
+_FINISHING = (
+    "skgate.evidence.seal",
+    "skgate.evidence.load",
+    "skgate.verdict.classify",
+    "skgate.evidence.installed",
+)
 
 Echo = Callable[[bytes], None]
 
@@ -371,6 +375,8 @@ def _finish_after_return(
     plog_env: dict[str, str],
     launched_wall: float,
 ) -> Verdict:
+    from skgate.evidence import installed as inst  # noqa: PLC0415 - see _FINISHING
+
     request = att.request
     att.record_signals()
     scan = scanner.finish()
@@ -388,7 +394,7 @@ def _finish_after_return(
     plog_index = plog.archive(att.dir, plog_env, {r.pid for r in records}, launched_wall)
     # C8: the installed static binaries of this attempt's packages, as the tree left them
     # (torchair uninstalls at exit, so "no manifest" is recorded, never concluded).
-    installed = installed_binaries(
+    installed = inst.installed_binaries(
         str(outputs_dir(request)),
         plog_env.get("ASCEND_OPP_PATH") or None,
         frozenset(name for name, _ in before),
@@ -403,7 +409,7 @@ def _finish_after_return(
                 files.CENSUS: files.dumps(census.to_dict()),
                 files.STAGES: files.dumps(stages.to_dict()),
                 plog.PLOG_INDEX: files.dumps(plog_index),
-                INSTALLED_FILE: files.dumps(installed_record(installed)),
+                inst.INSTALLED_FILE: files.dumps(inst.installed_record(installed)),
             },
             also_sync=(log_fd, own_fd, procs.fd),
         )

@@ -189,3 +189,17 @@ def test_preflight_shows_the_findings_in_both_languages(tmp_path: Path) -> None:
     )  # fmt: skip
     rec = json.loads(got.stdout)["controls"]["skips"]
     assert rec["kernel_meta"]["objects"][0]["size"] == 7
+
+
+def test_contract_gives_every_new_word_in_both_languages() -> None:
+    from skgate.model.installed import WORDS as INSTALLED
+    from skgate.model.skips import WORDS, SkipKind
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "contract.md").read_text().split())
+    for kind in (SkipKind.CACHE, SkipKind.KERNEL_META, SkipKind.STATIC_OFF):
+        en, zh = WORDS[kind]["en"].split(": ")[0], WORDS[kind]["zh"]
+        assert en in text and zh in text, kind
+    assert "build path too deep (C6)" in text and "构建路径过深" in text
+    for key in ("missing", "title"):
+        assert INSTALLED[key]["en"] in text and INSTALLED[key]["zh"] in text, key
+    assert "CANN process log (plog)" in text and "CANN 进程日志（plog）" in text
