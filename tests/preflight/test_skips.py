@@ -203,3 +203,13 @@ def test_contract_gives_every_new_word_in_both_languages() -> None:
     for key in ("missing", "title"):
         assert INSTALLED[key]["en"] in text and INSTALLED[key]["zh"] in text, key
     assert "CANN process log (plog)" in text and "CANN 进程日志（plog）" in text
+
+
+def test_words_name_a_few_and_count_the_rest() -> None:
+    from skgate.model.skips import cache_finding, kernel_meta_finding
+
+    f = cache_finding("/c.json", [(f"/{i}.run", True) for i in range(7)], omitted=3)
+    assert "/c.json, 10 entries: /0.run (exists)" in f.en and "/5.run" not in f.en
+    assert "; and 5 more;" in f.en and "另有 5 个" in f.zh
+    k = kernel_meta_finding("/km", [(f"k{i}.o", 1, 0.0) for i in range(8)], omitted=2)
+    assert "k4.o (1 bytes" in k.en and "k5.o" not in k.en and " and 5 more;" in k.en

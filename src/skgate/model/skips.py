@@ -180,16 +180,26 @@ def _finding(kind: SkipKind, en: str, zh: str, *, blocks: bool = False) -> SkipF
     return SkipFinding(kind, f"{WORDS[kind]['en']}: {en}", f"{WORDS[kind]['zh']}：{zh}", blocks)
 
 
-def cache_finding(path: str, entries: Sequence[tuple[str, bool]]) -> SkipFinding:
-    """A cache file and its ``(run path, exists)`` entries (facts 5a, 5b, 5d)."""
+#: Entries (and objects) a finding's words name, at the most; the record keeps more.
+SHOWN = 5
+
+
+def cache_finding(path: str, entries: Sequence[tuple[str, bool]], omitted: int = 0) -> SkipFinding:
+    """A cache file and its ``(run path, exists)`` entries (facts 5a, 5b, 5d); the words
+    name the first :data:`SHOWN`, then how many more (``omitted``: not even read)."""
     shown = "; ".join(
         f"{run} ({'exists' if ok else 'missing: a silent miss, then a compile'})"
-        for run, ok in entries
+        for run, ok in entries[:SHOWN]
     )
     shown_zh = "；".join(
-        f"{run}（{'存在' if ok else '不存在：静默未命中后重新编译'}）" for run, ok in entries
+        f"{run}（{'存在' if ok else '不存在：静默未命中后重新编译'}）"
+        for run, ok in entries[:SHOWN]
     )
-    n = len(entries)
+    n = len(entries) + omitted
+    more = n - min(len(entries), SHOWN)
+    if more:
+        shown += f"; and {more} more"
+        shown_zh += f"；另有 {more} 个"
     return _finding(
         SkipKind.CACHE,
         f"{path}, {n} entr{'y' if n == 1 else 'ies'}{': ' + shown if shown else ''}; "
@@ -205,9 +215,12 @@ def kernel_meta_finding(
     """``kernel_meta/*.o`` files as ``(name, size, mtime)`` (facts 8a, 8b); the mtime is
     shown in seconds since the epoch, the same in both languages (nothing here reads a
     clock or a time zone)."""
-    listed = ", ".join(f"{name} ({size} bytes, mtime {mtime:.0f})" for name, size, mtime in objects)
-    more = f" and {omitted} more" if omitted else ""
-    more_zh = f" 及另外 {omitted} 个" if omitted else ""
+    listed = ", ".join(
+        f"{name} ({size} bytes, mtime {mtime:.0f})" for name, size, mtime in objects[:SHOWN]
+    )
+    extra = omitted + max(0, len(objects) - SHOWN)
+    more = f" and {extra} more" if extra else ""
+    more_zh = f" 及另外 {extra} 个" if extra else ""
     return _finding(
         SkipKind.KERNEL_META,
         f"{directory}: {listed}{more}; extract_sub_bin_file skips the same way; "

@@ -70,7 +70,9 @@ def _cache_record(request: RunRequest) -> tuple[list[dict[str, Any]], list[SkipF
             rec["lock"] = _lock_exists(cache.path)
             records.append(rec)
             findings.append(
-                cache_finding(cache.path, [(e.run_path, e.run_exists) for e in cache.entries])
+                cache_finding(
+                    cache.path, [(e.run_path, e.run_exists) for e in cache.entries], cache.omitted
+                )
             )
     return records, findings
 
