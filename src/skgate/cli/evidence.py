@@ -141,8 +141,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 def cmd_check_outputs(args: argparse.Namespace) -> int:
     verdict = _attempt_verdict(args.attempt)
-    # --opp overrides $ASCEND_OPP_PATH (C8: the installed manifests to read).
-    opp = args.opp or os.environ.get("ASCEND_OPP_PATH") or None
+    opp = outputs.opp_dir(args.opp, os.environ)  # --opp overrides $ASCEND_OPP_PATH (C8)
     result = outputs.check_outputs(Path(args.directory), PackageMode(args.package), verdict, opp)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))

@@ -28,6 +28,7 @@ with its cause (torchair uninstalls at process exit), never concluded.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,16 @@ class OutputCheck:
             "exit_code": self.exit_code,
             "installed": self.installed.to_dict() if self.installed is not None else None,
         }
+
+
+#: Where CANN's OPP tree is, unless ``--opp`` says (C8, fact 4a).
+OPP_VAR = "ASCEND_OPP_PATH"
+
+
+def opp_dir(given: str | None, env: Mapping[str, str]) -> str | None:
+    """The OPP directory whose manifests are read: ``given`` (``--opp``), else
+    ``$ASCEND_OPP_PATH`` of ``env``, else None (not checked, and said so)."""
+    return given or env.get(OPP_VAR) or None
 
 
 def _installed_messages(
