@@ -204,6 +204,20 @@ def reaper() -> Iterator[Reaper]:
     r.cleanup()
 
 
+def torchair_sim_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """The environment of a gated torchair-simulator run: markers under ``tmp``, compilers
+    named ``sk_*`` (so another checkout's ``opc`` is never this test's), quick opc."""
+    markers = tmp / "markers"
+    markers.mkdir(exist_ok=True)
+    return {
+        "SKGATE_SIM_MARKERS": str(markers),
+        "SKGATE_SIM_OPC_SECONDS": "0.05",
+        "SKGATE_SIM_PROGRAM_PREFIX": "sk_",
+        "SKGATE_COMPILER_NAMES": "sk_opc,sk_op_compiler",
+        **extra,
+    }
+
+
 @pytest.fixture
 def end_leftover_sim(tmp_path: Path) -> Iterator[None]:
     """After the test: :func:`end_leftover_sim_processes` of ``tmp_path / "markers"``."""

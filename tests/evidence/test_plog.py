@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import read_json, run_skgate
+from conftest import read_json, run_skgate, torchair_sim_env
 from skgate.evidence import plog
 
 TORCHAIR = [sys.executable, "-m", "skgate.sim.torchair", "--inputs", "3", "--cpu-count", "2"]
@@ -73,17 +73,8 @@ def test_archive_is_bounded_and_truncation_recorded(tmp_path: Path) -> None:
 
 
 def test_failed_stage_links_its_op_compiler_plog_and_it_is_sealed(tmp_path: Path) -> None:
-    markers = tmp_path / "markers"
-    markers.mkdir()
     logs = tmp_path / "ascend-logs"
-    env = {
-        "SKGATE_SIM_MARKERS": str(markers),
-        "SKGATE_SIM_OPC_SECONDS": "0.05",
-        "SKGATE_SIM_PROGRAM_PREFIX": "sk_",
-        "SKGATE_COMPILER_NAMES": "sk_opc,sk_op_compiler",
-        "SKGATE_SIM_FAULTS": "fail=1",
-        "ASCEND_PROCESS_LOG_PATH": str(logs),
-    }
+    env = torchair_sim_env(tmp_path, SKGATE_SIM_FAULTS="fail=1", ASCEND_PROCESS_LOG_PATH=str(logs))
     res = run_skgate(
         "run", "--root", "r", "--quiet", "--json", "--jobs", "2", "--scan-interval", "0.05",
         "--", *TORCHAIR, cwd=tmp_path, env=env, timeout=120,

@@ -16,26 +16,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import read_json, run_skgate
+from conftest import read_json, run_skgate, torchair_sim_env
 from skgate.model.skips import NAME_MAX, derived_name_bytes, path_too_deep
 
 TORCHAIR = [sys.executable, "-m", "skgate.sim.torchair"]
-NAMES = "sk_opc,sk_op_compiler"
 
 
 pytestmark = pytest.mark.usefixtures("end_leftover_sim")
-
-
-def sim_env(tmp: Path, **extra: str) -> dict[str, str]:
-    markers = tmp / "markers"
-    markers.mkdir(exist_ok=True)
-    return {
-        "SKGATE_SIM_MARKERS": str(markers),
-        "SKGATE_SIM_OPC_SECONDS": "0.05",
-        "SKGATE_SIM_PROGRAM_PREFIX": "sk_",
-        "SKGATE_COMPILER_NAMES": NAMES,
-        **extra,
-    }
 
 
 def gate(
@@ -45,7 +32,7 @@ def gate(
     res = run_skgate(
         "run", "--root", str(tmp / "r"), "--quiet", "--json", "--jobs", "2",
         "--scan-interval", "0.05", *run_args, "--", *TORCHAIR, "--inputs", "3", *launcher,
-        cwd=cwd, env=sim_env(tmp, **extra), timeout=120,
+        cwd=cwd, env=torchair_sim_env(tmp, **extra), timeout=120,
     )  # fmt: skip
     return res, sorted((tmp / "r" / "attempts").iterdir())[-1]
 
@@ -179,13 +166,13 @@ def test_preflight_shows_the_findings_in_both_languages(tmp_path: Path) -> None:
     (work / "kernel_meta" / "k.o").write_bytes(b"x" * 7)
     res = run_skgate(
         "preflight", "--root", str(tmp_path / "r"), "--", *TORCHAIR,
-        cwd=work, env=sim_env(tmp_path), timeout=60,
+        cwd=work, env=torchair_sim_env(tmp_path), timeout=60,
     )  # fmt: skip
     assert "what will make the compile skip (C6):" in res.stdout
     assert "k.o (7 bytes, mtime " in res.stdout and "残留的 kernel_meta 目标文件" in res.stdout
     got = run_skgate(
         "preflight", "--json", "--root", str(tmp_path / "r"), "--", *TORCHAIR,
-        cwd=work, env=sim_env(tmp_path), timeout=60,
+        cwd=work, env=torchair_sim_env(tmp_path), timeout=60,
     )  # fmt: skip
     rec = json.loads(got.stdout)["controls"]["skips"]
     assert rec["kernel_meta"]["objects"][0]["size"] == 7

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jsonschema
 
-from conftest import end_leftover_sim_processes, run_skgate
+from conftest import end_leftover_sim_processes, run_skgate, torchair_sim_env
 from skgate.model.outcomes import PackageMode
 from skgate.workdir.outputs_check import check_outputs
 
@@ -119,25 +119,20 @@ def test_cli_opp_overrides_the_environment(tmp_path: Path) -> None:
 
 
 def gated(tmp_path: Path, drop: str = "") -> Path:
-    markers = tmp_path / "markers"
-    markers.mkdir(exist_ok=True)
     home = tmp_path / "home"
-    env = {
-        "SKGATE_SIM_MARKERS": str(markers),
-        "SKGATE_SIM_OPC_SECONDS": "0.02",
-        "SKGATE_SIM_PROGRAM_PREFIX": "sk_",
-        "SKGATE_COMPILER_NAMES": "sk_opc,sk_op_compiler",
-        "SKGATE_SIM_MANIFEST_DROP": drop,
-        "ASCEND_HOME_PATH": str(home),
-        "ASCEND_OPP_PATH": str(home / "opp"),
-    }
+    env = torchair_sim_env(
+        tmp_path,
+        SKGATE_SIM_MANIFEST_DROP=drop,
+        ASCEND_HOME_PATH=str(home),
+        ASCEND_OPP_PATH=str(home / "opp"),
+    )
     try:
         res = run_skgate(
             "run", "--root", "r", "--quiet", "--json", "--jobs", "2", "--", *TORCHAIR,
             cwd=tmp_path, env=env, timeout=120,
         )  # fmt: skip
     finally:
-        end_leftover_sim_processes(markers)
+        end_leftover_sim_processes(tmp_path / "markers")
     assert res.returncode == 0, res.stdout + res.stderr
     return sorted((tmp_path / "r" / "attempts").iterdir())[-1]
 
