@@ -13,6 +13,10 @@ import pytest
 
 from conftest import read_json, run_skgate, torchair_sim_env
 from skgate.evidence import plog
+from skgate.evidence.stages import load_stages
+from skgate.model.plog import PlogFile
+from skgate.model.running import Ownership
+from skgate.report.stages import stage_plogs
 
 TORCHAIR = [sys.executable, "-m", "skgate.sim.torchair", "--inputs", "3", "--cpu-count", "2"]
 
@@ -98,3 +102,14 @@ def test_failed_stage_links_its_op_compiler_plog_and_it_is_sealed(tmp_path: Path
         assert f"{word}: `{att / archived[0]}`" in text or f"{word}：`{att / archived[0]}`" in text
     ok = run_skgate("verify", str(att), cwd=tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
+    # The children of the failed stage's op_compiler count too; other pids do not.
+    own = read_json(att / "ownership.json")
+    child = {**own["owned"][0], "pid": 999_999, "ppid": stage["pid"], "argv": ["sk_opc"]}
+    stranger = {**child, "pid": 999_998, "ppid": 1}
+    own["owned"] += [child, stranger]
+    extra = tuple(
+        PlogFile(f"/x/plog-{p}_1.log", f"plog/{p}.log", p, "plog", 1, 1, False)
+        for p in (999_999, 999_998)
+    )
+    links = stage_plogs(load_stages(att / "stages.json"), Ownership.from_dict(own), extra, att)
+    assert links == {stage["pid"]: (str(att / "plog/999999.log"),)}
