@@ -113,3 +113,16 @@ def test_failed_stage_links_its_op_compiler_plog_and_it_is_sealed(tmp_path: Path
     )
     links = stage_plogs(load_stages(att / "stages.json"), Ownership.from_dict(own), extra, att)
     assert links == {stage["pid"]: (str(att / "plog/999999.log"),)}
+
+
+def test_a_stage_that_did_not_fail_gets_no_plog_link(tmp_path: Path) -> None:
+    env = torchair_sim_env(tmp_path, ASCEND_PROCESS_LOG_PATH=str(tmp_path / "logs"))
+    res = run_skgate(
+        "run", "--root", "r", "--quiet", "--json", "--jobs", "2", "--scan-interval", "0.05",
+        "--", *TORCHAIR, cwd=tmp_path, env=env, timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    (att,) = (tmp_path / "r" / "attempts").iterdir()
+    assert read_json(att / "plog.json")["files"]  # archived all the same (C3)
+    text = run_skgate("report", str(att), cwd=tmp_path).stdout
+    assert "CANN process log (plog)" not in text
