@@ -200,3 +200,14 @@ def test_words_name_a_few_and_count_the_rest() -> None:
     assert "; and 5 more;" in f.en and "另有 5 个" in f.zh
     k = kernel_meta_finding("/km", [(f"k{i}.o", 1, 0.0) for i in range(8)], omitted=2)
     assert "k4.o (1 bytes" in k.en and "k5.o" not in k.en and " and 5 more;" in k.en
+
+
+def test_a_short_link_to_a_deep_directory_is_judged_by_the_real_path(tmp_path: Path) -> None:
+    deep = deep_dir(tmp_path)
+    deep.mkdir()
+    link = tmp_path / "s"
+    link.symlink_to(deep)
+    # --cwd keeps the link as given (a shell's getcwd would resolve it already).
+    res, att = gate(tmp_path, tmp_path, run_args=("--cwd", str(link)))
+    assert read_json(att / "control.json")["request"]["cwd"] == str(link)
+    assert res.returncode == 3 and skips(att)["path"]["cwd"] == str(deep)

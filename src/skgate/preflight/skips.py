@@ -111,14 +111,16 @@ def skips_step(
     meta, meta_findings = _kernel_meta(request.cwd)
     findings.extend(meta_findings)
     blocked: list[str] = []
-    deep = path_too_deep(request.cwd)
+    # The compiler sees its working directory as getcwd() gives it: links resolved.
+    build = os.path.realpath(request.cwd)
+    deep = path_too_deep(build)
     if deep:
-        found = path_finding(request.cwd, allowed=request.allow_long_paths)
+        found = path_finding(build, allowed=request.allow_long_paths)
         findings.append(found)
         if found.blocks:
             blocked.append(
-                f"build path too deep (C6): {request.cwd}: estimated derived file name length "
-                f"{derived_name_bytes(request.cwd)} bytes > limit {NAME_MAX} (ENAMETOOLONG); "
+                f"build path too deep (C6): {build}: estimated derived file name length "
+                f"{derived_name_bytes(build)} bytes > limit {NAME_MAX} (ENAMETOOLONG); "
                 "run from a shorter working directory, or pass --allow-long-paths"
             )
     markers = static_off_markers(env)
@@ -130,8 +132,8 @@ def skips_step(
         "cache_dir_name": CACHE_DIRNAME,
         "kernel_meta": meta,
         "path": {
-            "cwd": request.cwd,
-            "derived_name_bytes": derived_name_bytes(request.cwd),
+            "cwd": build,
+            "derived_name_bytes": derived_name_bytes(build),
             "limit": NAME_MAX,
             "too_deep": deep,
             "allow_long_paths": request.allow_long_paths,
