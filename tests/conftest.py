@@ -269,6 +269,27 @@ def reaper() -> Iterator[Reaper]:
     r.cleanup()
 
 
+def torchair_sim_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """The environment of a gated torchair-simulator run: markers under ``tmp``, compilers
+    named ``sk_*`` (so another checkout's ``opc`` is never this test's), quick opc."""
+    markers = tmp / "markers"
+    markers.mkdir(exist_ok=True)
+    return {
+        "SKGATE_SIM_MARKERS": str(markers),
+        "SKGATE_SIM_OPC_SECONDS": "0.05",
+        "SKGATE_SIM_PROGRAM_PREFIX": "sk_",
+        "SKGATE_COMPILER_NAMES": "sk_opc,sk_op_compiler",
+        **extra,
+    }
+
+
+@pytest.fixture
+def end_leftover_sim(tmp_path: Path) -> Iterator[None]:
+    """After the test: :func:`end_leftover_sim_processes` of ``tmp_path / "markers"``."""
+    yield
+    end_leftover_sim_processes(tmp_path / "markers")
+
+
 def end_leftover_sim_processes(markers: Path) -> None:
     """End by pid any simulator process a test started that still lives, its identity
     checked by the start time in its own marker: a failed assertion must not leave a

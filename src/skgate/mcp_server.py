@@ -20,6 +20,7 @@ One argument name for the attempt in every tool that takes one: ``attempt`` (iss
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -245,12 +246,16 @@ def build_server(max_wait: float | None = None) -> Any:
     @server.tool(
         description="C8 output check of an outputs directory (*.run is the success "
         "artifact). Pass attempt to judge only after that attempt's natural return; "
-        "without it the result rests on file names alone and says so. Returns {status, "
-        "messages, counts, exit_code}. Fails when directory is not a directory or attempt "
-        "is not an attempt directory."
+        "without it the result rests on file names alone and says so. Pass opp (default "
+        "$ASCEND_OPP_PATH) to name the dumped op types with no installed static binary. "
+        "Returns {status, messages, counts, installed, exit_code}. Fails when directory "
+        "is not a directory or attempt is not an attempt directory."
     )
     def check_outputs(
-        directory: str, package: str = PackageMode.OPTIONAL.value, attempt: str | None = None
+        directory: str,
+        package: str = PackageMode.OPTIONAL.value,
+        attempt: str | None = None,
+        opp: str | None = None,
     ) -> dict[str, Any]:
         try:
             if package not in {m.value for m in PackageMode}:
@@ -260,7 +265,12 @@ def build_server(max_wait: float | None = None) -> Any:
                 if not is_attempt_dir(Path(attempt)):
                     raise UsageError(f"attempt {attempt}: not an attempt directory")
                 verdict = load.default_verdict_of(Path(attempt))
-            result = outputs_check.check_outputs(Path(directory), PackageMode(package), verdict)
+            result = outputs_check.check_outputs(
+                Path(directory),
+                PackageMode(package),
+                verdict,
+                outputs_check.opp_dir(opp, os.environ),
+            )
             return result.to_dict()
         except SkgateError as exc:
             raise _fail(exc) from None

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skgate.attempt import Attempt, Notify, OnEvent, StopRequest
-from skgate.evidence import files, ledger
+from skgate.evidence import files, ledger, plog
 from skgate.evidence.census import (
     OBSERVATION_EVERY,
     observer,
@@ -65,7 +65,12 @@ if TYPE_CHECKING:
 
 #: Needed only once the tree has returned, so not loaded before the launch (start latency,
 #: issue 13): imported right after it, while the command runs (see _supervise).
-_FINISHING = ("skgate.evidence.seal", "skgate.evidence.load", "skgate.verdict.classify")
+_FINISHING = (
+    "skgate.evidence.seal",
+    "skgate.evidence.load",
+    "skgate.verdict.classify",
+    "skgate.evidence.installed",
+)
 
 Echo = Callable[[bytes], None]
 
@@ -211,6 +216,10 @@ def _before_launch(
         controls["outputs_before"] = outputs_record(outputs_dir(request), before)
         with deferred():
             att.write_control(controls)
+        if notify is not None:
+            # C6: what will make the compile skip is said before launch, in en and zh.
+            for line in preflight.skip_lines(controls):
+                notify(line)
         if plan.blocked:
             return att.not_started(plan.blocked, controls)
         return _supervise(att, plan, echo, notify, before, progress_every=progress_every)
@@ -350,6 +359,8 @@ def _supervise(
             log_fd=log_fd,
             procs=procs,
             echoer=echoer,
+            plog_env=plan.env,
+            launched_wall=wall,
         )
     except StopRequested as stop:
         raise att.cut_short(stop.signum) from None
@@ -366,7 +377,11 @@ def _finish_after_return(
     log_fd: int,
     procs: files.AppendFile,
     echoer: TerminalEcho | None,
+    plog_env: dict[str, str],
+    launched_wall: float,
 ) -> Verdict:
+    from skgate.evidence import installed as inst  # noqa: PLC0415 - see _FINISHING
+
     request = att.request
     att.record_signals()
     scan = scanner.finish()
@@ -388,6 +403,15 @@ def _finish_after_return(
         stages = shim_calls.with_shim_calls(
             stages, shim_calls.read_shim_calls(att.dir / shim_calls.SHIM_CALLS)
         )
+    # C3: CANN's own process logs of the owned pids, copied before the seal (bounded).
+    plog_index = plog.archive(att.dir, plog_env, {r.pid for r in records}, launched_wall)
+    # C8: the installed static binaries of this attempt's packages, as the tree left them
+    # (torchair uninstalls at exit, so "no manifest" is recorded, never concluded).
+    installed = inst.installed_binaries(
+        str(outputs_dir(request)),
+        plog_env.get("ASCEND_OPP_PATH") or None,
+        frozenset(name for name, _ in before),
+    )
     own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     try:
         files.write_batch_new(
@@ -397,6 +421,8 @@ def _finish_after_return(
                 files.LOGSCAN: files.dumps(scan.to_dict()),
                 files.CENSUS: files.dumps(census.to_dict()),
                 files.STAGES: files.dumps(stages.to_dict()),
+                plog.PLOG_INDEX: files.dumps(plog_index),
+                inst.INSTALLED_FILE: files.dumps(inst.installed_record(installed)),
             },
             also_sync=(log_fd, own_fd, procs.fd),
         )

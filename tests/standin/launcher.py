@@ -184,7 +184,7 @@ def cache_path(cwd: Path, cann: str) -> Path:
 
 @contextmanager
 def locked(path: Path) -> Iterator[None]:
-    lock = path.with_name(path.name + ".lock")
+    lock = path.with_suffix(".lock")  # CANN-<ver>_<device>.lock (docs fact 5a)
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)

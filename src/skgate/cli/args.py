@@ -101,6 +101,12 @@ def add_hook_options(p: argparse.ArgumentParser) -> None:
         help="refuse even the known distribution hooks the catalogue allows by content "
         "(Debian's sitecustomize.py, virtualenv's _virtualenv.pth) unless approved (C6)",
     )
+    p.add_argument(
+        "--allow-long-paths",
+        action="store_true",
+        help="launch even when the working directory is too deep for CANN's derived file "
+        "names (NAME_MAX, ENAMETOOLONG); recorded in control.json (C6)",
+    )
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
@@ -257,6 +263,7 @@ def request_from_args(args: argparse.Namespace, command: list[str]) -> RunReques
         compiler_names=tuple(args.compiler_name),
         job_memory_mb=args.job_memory_mb,
         verdict_from=VerdictFrom(args.verdict_from),
+        allow_long_paths=bool(getattr(args, "allow_long_paths", False)),
     )
 
 

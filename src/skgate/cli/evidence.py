@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="ATTEMPT",
         help="the attempt that produced DIR: judge only after its natural return",
     )
+    p.add_argument(
+        "--opp",
+        metavar="DIR",
+        default=None,
+        help="the OPP directory whose installed manifests (static_kernel/ai_core/<package>/"
+        "config/<soc>/binary_info_config.json) are checked (default: $ASCEND_OPP_PATH) (C8)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_check_outputs)
 
@@ -133,7 +141,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 def cmd_check_outputs(args: argparse.Namespace) -> int:
     verdict = _attempt_verdict(args.attempt)
-    result = outputs.check_outputs(Path(args.directory), PackageMode(args.package), verdict)
+    opp = outputs.opp_dir(args.opp, os.environ)  # --opp overrides $ASCEND_OPP_PATH (C8)
+    result = outputs.check_outputs(Path(args.directory), PackageMode(args.package), verdict, opp)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
         return result.exit_code

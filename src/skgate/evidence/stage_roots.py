@@ -27,11 +27,11 @@ from skgate.evidence.stage_census import (
     read_bounded,
     walk_root,
 )
+from skgate.model.stage_roots import CACHE_DIRNAME
 from skgate.model.stages import MAX_NAMED, AnnouncedRoot, CacheEntry, CacheFile
 
 #: The static-kernel cache directory beside the ``ts*_outputs`` roots, and its files
 #: ``CANN-<version>_<device>.json`` (a flat ``{key: run_path}``, plus a ``.lock``).
-CACHE_DIRNAME = "static_kernel_cache"
 CACHE_PREFIX = "CANN-"
 #: A cache file larger than this is not read (its entries are not listed).
 MAX_CACHE_BYTES = 4 << 20

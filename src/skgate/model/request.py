@@ -78,6 +78,9 @@ class RunRequest:
     #: C2: where the final summary comes from; ``exit-status`` declares that this command
     #: is not a compile and its exit status is its result (a frozen control).
     verdict_from: VerdictFrom = VerdictFrom.SUMMARY
+    #: C6: launch even when the build path is too deep for CANN's derived file names
+    #: (a frozen control: the refusal is overridden on record, never silently).
+    allow_long_paths: bool = False
 
     def outputs_path(self) -> str:
         """The outputs directory of this run (the one home of that rule, C1 / C8)."""
@@ -114,6 +117,7 @@ class RunRequest:
             "compiler_names": list(self.compiler_names),
             "job_memory_mb": self.job_memory_mb,
             "verdict_from": self.verdict_from.value,
+            "allow_long_paths": self.allow_long_paths,
         }
 
     @classmethod
@@ -152,6 +156,7 @@ class RunRequest:
                 ),
                 # Absent in attempts recorded before the control existed: the default.
                 verdict_from=VerdictFrom(data.get("verdict_from", VerdictFrom.SUMMARY.value)),
+                allow_long_paths=bool(data.get("allow_long_paths", False)),
             )
         except (TypeError, ValueError) as exc:
             raise EvidenceError(f"{where}: {exc}") from None

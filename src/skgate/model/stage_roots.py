@@ -15,6 +15,9 @@ from typing import Any
 from skgate.model.errors import EvidenceError
 from skgate.model.schema import opt_int, require
 
+#: The static-kernel cache directory beside the ``ts*_outputs`` roots (fact 5a).
+CACHE_DIRNAME = "static_kernel_cache"
+
 
 @dataclass(frozen=True)
 class AnnouncedRoot:

@@ -18,7 +18,10 @@ Order (cheap checks first, waits last, so a run that is blocked anyway never wai
 5. environment delta (redacted), ordered ``PYTHONPATH``, host facts;
 6. foreign compilers (C4): refuse, or wait up to ``--lease-timeout`` (visibly, woken
    by the blockers' pidfds: see ``foreign``); never signalled;
-7. device leases (C4), whose markers are exported to the workload.
+7. device leases (C4), whose markers are exported to the workload;
+8. what will make the compile skip (C6, ``skips``): a static-kernel cache, stale
+   ``kernel_meta/*.o``, a build path too deep (the only one that blocks, unless
+   ``--allow-long-paths``), static kernels turned off by the launcher environment.
 
 This module never changes the environment it inspects (``os.environ`` is read only).
 """
@@ -57,8 +60,9 @@ from skgate.preflight.foreign import (
 from skgate.preflight.hooks import scan as hooks
 from skgate.preflight.inputs import check_inputs, profiler_step, scan_inputs
 from skgate.preflight.interpreter import Interpreter, find_interpreter
-from skgate.preflight.render import render_lines
+from skgate.preflight.render import render_lines, skip_lines
 from skgate.preflight.shim import install_shim
+from skgate.preflight.skips import skips_step
 from skgate.proc import leases
 from skgate.proc.signals import deferred
 
@@ -75,6 +79,7 @@ __all__ = [
     "find_interpreter",
     "prepare",
     "render_lines",
+    "skip_lines",
 ]
 
 
@@ -251,6 +256,11 @@ def prepare(
     blocked.extend(jobs_blocked)
 
     controls["profiler"] = profiler_step(request, env)
+
+    # C6: what would make the compile skip is named before launch; cheap, no waiting.
+    skips_record, skips_blocked, _ = skips_step(request, env)
+    controls["skips"] = skips_record
+    blocked.extend(skips_blocked)
 
     interp, scan, hooks_record, hook_blocked = _hooks_step(
         request, env, approve_all=approve_all_hooks, early=early_scan

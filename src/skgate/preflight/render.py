@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from skgate.model.skips import findings_of
 from skgate.preflight import jobs, self_hooks
 
 if TYPE_CHECKING:
@@ -26,6 +27,18 @@ def preflight_record(
         "controls": plan.controls,
         "baseline": baseline,
     }
+
+
+def skip_lines(controls: Any) -> list[str]:
+    """What will make the compile skip (C6), each in English then Chinese: what
+    ``skgate preflight`` prints and ``skgate run`` says before it launches."""
+    lines: list[str] = []
+    for f in findings_of(controls if isinstance(controls, dict) else {}):
+        tag = "REFUSED" if f.blocks else "warning"
+        tag_zh = "拒绝" if f.blocks else "警告"
+        lines.append(f"skgate: {tag}: {f.en}")
+        lines.append(f"skgate: {tag_zh}：{f.zh}")
+    return lines
 
 
 def render_lines(plan: LaunchPlan) -> list[str]:
@@ -91,6 +104,10 @@ def render_lines(plan: LaunchPlan) -> list[str]:
     le = c.get("leases", {})
     if le.get("devices"):
         lines.append(f"device leases: {le.get('mode')} {le.get('devices')} under {le.get('root')}")
+    skips = skip_lines(c)
+    if skips:
+        lines.append("what will make the compile skip (C6):")
+        lines.extend(f"  {line}" for line in skips)
     delta = c.get("env", {}).get("delta", {})
     lines.append(
         "environment delta: "

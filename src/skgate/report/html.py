@@ -24,13 +24,15 @@ from html import escape
 from typing import Any
 
 from skgate import __version__
+from skgate.model.installed import WORDS as INSTALLED_WORDS
+from skgate.model.installed import report_lines as installed_lines
 from skgate.model.phrases import C7
 from skgate.model.records import State, Verdict
 from skgate.model.request import frozen_jobs
 from skgate.report import chart as chart_mod
 from skgate.report import facts, load, svg
 from skgate.report import sentences as say
-from skgate.report.stages import stage_lines, stage_title
+from skgate.report.stages import stage_lines, stage_plogs, stage_title
 from skgate.verdict.words import CONTROL_SECTIONS, Kind, in_language, kind_of, phrase
 
 #: Rows of the ownership table before "N more" (the manifest itself has them all).
@@ -328,9 +330,19 @@ def _events(a: Mapping[str, Any], lang: str) -> str:
 def _stages(ev: load.AttemptEvidence, lang: str) -> str:
     """The stage section of :mod:`skgate.report.stages` (the Markdown's very lines)."""
     frozen = frozen_jobs(ev.control.get("controls"))
-    lines = stage_lines(ev.stages, ev.verdict, frozen, lang)
+    plogs = stage_plogs(ev.stages, ev.ownership, ev.plogs, ev.path)
+    lines = stage_lines(ev.stages, ev.verdict, frozen, lang, plogs)
     items = [((len(x) - len(x.lstrip(" "))) // 2, x.strip().removeprefix("- ")) for x in lines]
     return f"<h3>{_e(stage_title(lang))}</h3>" + _nested(items, _prose)
+
+
+def _installed(ev: load.AttemptEvidence, lang: str) -> str:
+    """The installed static binaries (C8), the Markdown's very lines."""
+    lines = installed_lines(ev.installed, lang)
+    if not lines:
+        return ""
+    items = [(0, x.removeprefix("- ")) for x in lines]
+    return f"<h3>{_e(INSTALLED_WORDS['title'][lang])}</h3>" + _nested(items, _prose)
 
 
 def _nested(lines: Sequence[tuple[int, str]], fmt: Callable[[str], str] = _e) -> str:
@@ -424,7 +436,7 @@ def _attempt(report: load.Report, ev: load.AttemptEvidence, a: Mapping[str, Any]
         out.append('<p class="meta">' + "<br>".join(_e(x) for x in links) + "</p>")
     out.append('<div class="card">' + _reasons(a, lang) + _next(a, lang) + "</div>")
     out.append('<div class="card">' + _pictures(a, ev, lang) + _events(a, lang) + "</div>")
-    body = _stages(ev, lang) + _census(ev, lang) + _summary(a, lang)
+    body = _stages(ev, lang) + _installed(ev, lang) + _census(ev, lang) + _summary(a, lang)
     out.append('<div class="card">' + body + "</div>")
     out.append(
         '<div class="card">'

@@ -23,10 +23,14 @@ from skgate.evidence.files import (
     read_events,
 )
 from skgate.evidence.files import read_json as _read_json
+from skgate.evidence.installed import INSTALLED_FILE
 from skgate.evidence.ledger import resolve
 from skgate.evidence.load import current_verdict
+from skgate.evidence.plog import PLOG_INDEX
 from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
+from skgate.model.installed import InstalledBinaries
+from skgate.model.plog import PlogFile, plog_files
 from skgate.model.records import Census, Ownership, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL, check_schema
@@ -58,6 +62,10 @@ class AttemptEvidence:
     #: ``stages.json``: every observed op_compiler invocation (None before it existed).
     stages: Stages | None = None
     seal: rows.SealStatus | None = None
+    #: ``plog.json``: CANN's process logs of owned pids archived into the attempt (C3).
+    plogs: tuple[PlogFile, ...] = ()
+    #: ``installed.json``: the installed static binaries of its packages (C8).
+    installed: InstalledBinaries | None = None
 
 
 def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> AttemptEvidence:
@@ -105,6 +113,10 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
         summary_source=source,
         stages=load_stages(path / STAGES),
         seal=rows.seal_status(path),
+        plogs=plog_files(_read_json(path / PLOG_INDEX)) if (path / PLOG_INDEX).exists() else (),
+        installed=InstalledBinaries.from_dict(_read_json(path / INSTALLED_FILE))
+        if (path / INSTALLED_FILE).exists()
+        else None,
     )
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from skgate.evidence import ledger
 from skgate.evidence.load import health_findings
 from skgate.model.errors import UsageError
+from skgate.model.installed import WORDS as INSTALLED_WORDS
+from skgate.model.installed import report_lines as installed_lines
 from skgate.model.records import State
 from skgate.model.request import frozen_jobs
 from skgate.report import rows
@@ -49,7 +51,7 @@ from skgate.report.sentences import (
     section_label,
     verdict_facts,
 )
-from skgate.report.stages import stage_lines, stage_title
+from skgate.report.stages import stage_lines, stage_plogs, stage_title
 from skgate.verdict.words import in_language, next_step, phrase
 
 
@@ -158,7 +160,11 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
 
     out += [f"{hh} {stage_title(lang)}", ""]
     frozen = frozen_jobs(ev.control.get("controls"))
-    out += [*stage_lines(ev.stages, v, frozen, lang), ""]
+    plogs = stage_plogs(ev.stages, ev.ownership, ev.plogs, ev.path)
+    out += [*stage_lines(ev.stages, v, frozen, lang, plogs), ""]
+    installed = installed_lines(ev.installed, lang)
+    if installed:
+        out += [f"{hh} {INSTALLED_WORDS['title'][lang]}", "", *installed, ""]
 
     out += [f"{hh} {phrase('summary', lang)}", ""]
     if ev.summary_lines:

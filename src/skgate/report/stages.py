@@ -8,8 +8,13 @@ labelled provisional (C1). The section renders; it decides nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from skgate.model.phrases import C7
+from skgate.model.plog import PlogFile, of_pids
 from skgate.model.records import State, Verdict
+from skgate.model.running import Ownership
 from skgate.model.stages import InputOutcome, Stages, parse_compiler_argv
 from skgate.verdict.stages import CACHE_ADVICE, MAX_LISTED
 
@@ -32,6 +37,7 @@ _WORDS = {
     "first_seen": {"en": "when first seen", "zh": "首次观察时"},
     "succeeded": {"en": "succeeded", "zh": "成功"},
     "failed": {"en": "failed", "zh": "失败"},
+    "plog": {"en": "CANN process log (plog)", "zh": "CANN 进程日志（plog）"},
     "no_log": {"en": "no log", "zh": "无日志"},
     "both": {"en": "both logs", "zh": "两种日志并存"},
     "packages": {"en": ".run packages", "zh": ".run 包"},
@@ -78,10 +84,44 @@ def stage_title(lang: str) -> str:
     return _w("title", lang)
 
 
+def stage_plogs(
+    stages: Stages | None,
+    ownership: Ownership | None,
+    plogs: tuple[PlogFile, ...],
+    attempt: Path,
+) -> dict[int, tuple[str, ...]]:
+    """Stage pid -> the archived process logs of its op_compiler and its children, for
+    each stage with a failed input or a non-zero exit status (C3: the real error of a
+    swallowed failure is often only there)."""
+    if stages is None or not plogs:
+        return {}
+    owned = ownership.owned if ownership is not None else ()
+    out: dict[int, tuple[str, ...]] = {}
+    for st in stages.stages:
+        failed = (st.census is not None and st.census.failed > 0) or st.exit_status not in (
+            None,
+            0,
+        )
+        if not failed:
+            continue
+        pids = {st.pid} | {r.pid for r in owned if r.ppid == st.pid}
+        got = of_pids(plogs, pids)
+        if got:
+            out[st.pid] = tuple(
+                str(attempt / f.archived) + (" (truncated)" if f.truncated else "") for f in got
+            )
+    return out
+
+
 def stage_lines(
-    stages: Stages | None, verdict: Verdict, frozen_jobs: int | None, lang: str
+    stages: Stages | None,
+    verdict: Verdict,
+    frozen_jobs: int | None,
+    lang: str,
+    plogs: Mapping[int, tuple[str, ...]] | None = None,
 ) -> list[str]:
-    """The section's lines (a heading is added by the caller's level)."""
+    """The section's lines (a heading is added by the caller's level); ``plogs``: the
+    archived process logs of each failed stage (:func:`stage_plogs`)."""
     out: list[str] = []
     source = verdict.summary_source
     shown = _SOURCES[source][lang] if source in _SOURCES else _w("no_source", lang)
@@ -119,6 +159,8 @@ def stage_lines(
             returned = natural and st.ended and st.exit_signal is None
             parts.append(f"{_w('returned', lang)} {_w('yes' if returned else 'no', lang)}")
             out.append(f"- {st.name}{colon}{sep.join(parts)}")
+            for path in (plogs or {}).get(st.pid, ()):
+                out.append(f"  - {_w('plog', lang)}{colon}`{path}`")
             if c is None:
                 continue
             failed = c.of(InputOutcome.FAILED)

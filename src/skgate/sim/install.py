@@ -6,6 +6,7 @@ $ASCEND_HOME_PATH/opp/static_kernel/ai_core/
   config/<soc>/binary_info_config.json, config/static_kernel.lock
   config.ini, version.info
   static_kernel_<ts>_<pid>/            # one dir per package: per-op .o/.json + uninstall.sh
+    config/<soc>/binary_info_config.json  # the package's manifest: {OpType: {"staticList": [...]}}
   uninstall.sh                         # full uninstall: every package (never from cleanup)
 ```
 
@@ -27,6 +28,9 @@ SANDBOX_MARKER = ".skgate-sim"
 SANDBOX_DIRNAME = "sim_ascend_home"
 RECORDS_NAME = ".static_kernel_records.json"
 SIM_CANN_VERSION = "8.0.RC3.skgate-sim"
+#: Op types (comma-separated) the package's manifest leaves out: an input whose static
+#: binary was not built (the situation ``check-outputs`` names, C8).
+ENV_MANIFEST_DROP = "SKGATE_SIM_MANIFEST_DROP"
 
 
 class InstallRefused(Exception):
@@ -138,6 +142,8 @@ def install_package(home: Path, run: Path, soc: str) -> Path:
     uninstall = pkg_dir / "uninstall.sh"
     _write_atomic(uninstall, _package_uninstall_script(pkg_dir), 0o755)
 
+    _write_package_manifest(pkg_dir, soc, kernels)
+
     info_path = cfg / "binary_info_config.json"
     try:
         info = json.loads(info_path.read_text(encoding="utf-8"))
@@ -148,6 +154,29 @@ def install_package(home: Path, run: Path, soc: str) -> Path:
     info[stem] = kernels
     _write_atomic(info_path, json.dumps(info, indent=1, sort_keys=True) + "\n")
     return uninstall
+
+
+def soc_dir_name(soc: str) -> str:
+    """The lower-case short SoC name of the config directory (``Ascend910B1`` ->
+    ``ascend910b``; fact 4a)."""
+    low = soc.lower()
+    return low[:-1] if low.startswith("ascend910b") and low[-1:].isdigit() else low
+
+
+def _write_package_manifest(pkg_dir: Path, soc: str, kernels: list[str]) -> None:
+    """``<package>/config/<soc>/binary_info_config.json`` as the op_compiler documentation
+    lays it out: ``{OpType: {"staticList": [{"binPath": ...}, ...]}}`` (fact 4a)."""
+    drop = {t for t in os.environ.get(ENV_MANIFEST_DROP, "").split(",") if t}
+    info: dict[str, dict[str, list[dict[str, str]]]] = {}
+    for k in kernels:
+        op = k.split("_", 1)[0]
+        if op in drop:
+            continue
+        entry = {"binPath": f"{soc_dir_name(soc)}/{op}/static_kernel_{k}_d0.o"}
+        info.setdefault(op, {"staticList": []})["staticList"].append(entry)
+    cfg = pkg_dir / "config" / soc_dir_name(soc)
+    cfg.mkdir(parents=True, exist_ok=True)
+    _write_atomic(cfg / "binary_info_config.json", json.dumps(info, indent=1, sort_keys=True))
 
 
 def write_record(workdir: Path, run: Path, uninstall: Path, pid: int, start: int) -> Path:

@@ -16,6 +16,13 @@ prints ``generate run package <name> success``; then one
 ``[summary] stage=<name> inputs=N succeeded=S failed=F`` line per stage (``compile``,
 ``package``); exit 0 only when nothing failed, else the error on stderr and exit 1.
 
+With ``ASCEND_PROCESS_LOG_PATH`` set it writes CANN's process logs as the documentation
+lays them out: ``$ASCEND_PROCESS_LOG_PATH/debug/plog/plog-<pid>_<timestamp>.log`` and
+``.../debug/device-0/device-<pid>_<timestamp>.log`` (the real error of a failure is there
+too). A working directory so deep that a name derived from it (the path with ``/``
+replaced, then a log name) passes NAME_MAX fails with ENAMETOOLONG, exit 1, before any
+input starts: the flattening is the one skgate's preflight estimates.
+
 When ``SKGATE_SIM_READY_FD`` names an inherited pipe, one byte is written to it (and it is
 closed) once the first ``opc`` runs: the launcher's "mid-compile" faults wait on it.
 """
@@ -86,6 +93,45 @@ class _Ready:
         with contextlib.suppress(OSError):
             os.close(self.fd)
         self.fd = None
+
+
+ENV_PLOG = "ASCEND_PROCESS_LOG_PATH"
+
+
+class _Plog:
+    """CANN's process log of this op_compiler (and its device log), when asked for."""
+
+    def __init__(self) -> None:
+        base = os.environ.get(ENV_PLOG)
+        self.paths: list[Path] = []
+        if not base:
+            return
+        stamp = time.strftime("%Y%m%d%H%M%S", time.localtime()) + "000"
+        pid = os.getpid()
+        for sub, name in (
+            ("plog", f"plog-{pid}_{stamp}.log"),
+            ("device-0", f"device-{pid}_{stamp}.log"),
+        ):
+            d = Path(base) / "debug" / sub
+            d.mkdir(parents=True, exist_ok=True)
+            self.paths.append(d / name)
+
+    def write(self, level: str, text: str) -> None:
+        for path in self.paths:
+            _append(path, f"[{level}] OP_COMPILER({os.getpid()}):{time.time():.6f} {text}")
+
+
+def _flat_name_fits(log_dir: Path, base: str) -> OSError | None:
+    """Create, then remove, the longest name derived from the working directory."""
+    flat = str(Path.cwd()).strip("/").replace("/", "_")
+    probe = log_dir / f"{flat}_{base}_compile_error.log"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        return exc
+    os.close(fd)
+    os.unlink(probe)
+    return None
 
 
 def _append(path: Path, line: str) -> None:
@@ -175,6 +221,15 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     variants = 2 if os.environ.get(ENV_LOG_VARIANTS) == "2" else 1
     bases = [log_bases(p, variants) for p in inputs]
+    plog = _Plog()
+    plog.write("INFO", f"op_compiler start: {n} inputs, jobs={args.jobs}, soc={args.soc}")
+    longest = max((b for bs in bases for b in bs), key=len, default="")
+    too_long = _flat_name_fits(log_dir, longest) if longest else None
+    if too_long is not None:
+        text = f"cannot create a file in {log_dir}: {too_long.strerror or too_long}"
+        plog.write("ERROR", text)
+        common.say(f"[ERROR] op_compiler: {text}", err=True)
+        return 1
     running: dict[int, int] = {}
     results: dict[int, str | None] = {}  # index -> None (succ) or error text
     # Fault stop_after: the inputs after the first N are never started (a partial stage).
@@ -215,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                 common.say(f"[INFO] op_compiler: {stem} compile succ")
         else:
             text = f"opc for {stem} ended with {_describe(status)}"
+            plog.write("ERROR", text)
             for base in bases[idx_done]:
                 _append(log_dir / f"{base}_compile_error.log", f"[ERROR] op_compiler: {text}")
             results[idx_done] = text
@@ -246,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in summary_lines(n, ok_n, bad_n, pkg_said, f.contradict_summary):
             common.say(line)
     common.write_marker(ROLE, "finished", {"succeeded": len(ok), "failed": len(bad)})
+    plog.write("INFO", f"op_compiler end: {len(ok)} succeeded, {len(bad)} failed")
     if bad or pkg[2]:
         first = results[bad[0]] if bad else "nothing to package"
         common.say(

@@ -72,6 +72,17 @@ CACHING_NOTICE = (
 )
 #: torchair's logger prints INFO lines only in debug mode (its default level is ERROR).
 ENV_DEBUG = "TORCH_COMPILE_DEBUG"
+#: ``1``: the SuperKernel JIT leaves ``kernel_meta/<name>.o`` in the working directory,
+#: as graph-autofusion's ``compile()`` does (fact 8a); a later run finds it stale.
+ENV_SK_JIT = "SKGATE_SIM_SK_JIT"
+SK_KERNEL_NAME = "ascendc_super_kernel_plus"
+#: torchair's warning when a multi-card context has no LOCAL_WORLD_SIZE (fact 6f).
+LOCAL_WORLD_SIZE_WARNING = (
+    "Environment variables 'LOCAL_WORLD_SIZE' is not set in a multi-card context. "
+    "As a result, the static kernel feature will be disabled. "
+    "To resolve this, please either launch the process via torchrun,"
+    "or manually configure the 'LOCAL_WORLD_SIZE' environment variables. "
+)
 
 
 def _warn(message: str) -> None:
@@ -138,6 +149,16 @@ def _rank_info() -> tuple[int, int]:
     return rank, world
 
 
+def _multi_card_without_local_world_size() -> bool:
+    """A multi-card context (the sim's stand-in: ``WORLD_SIZE`` > 1) with no
+    ``LOCAL_WORLD_SIZE``: torchair disables the static compile there (fact 6f)."""
+    try:
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return False
+    return world > 1 and not os.environ.get("LOCAL_WORLD_SIZE")
+
+
 def _info(message: str) -> None:
     """A torchair logger INFO line: printed only under ``TORCH_COMPILE_DEBUG=1``."""
     if os.environ.get(ENV_DEBUG) != "1":
@@ -176,7 +197,8 @@ def _read_cache(path: Path) -> dict[str, str]:
 
 def _write_cache(path: Path, entries: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.with_name(path.name + ".lock").touch()
+    # torchair: cache_file.with_suffix(".lock") (fact 5a).
+    path.with_suffix(".lock").touch()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(entries, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -268,6 +290,10 @@ def rank_main(ns: argparse.Namespace, fault_env: str) -> int:
     except install.InstallRefused as exc:
         raise LauncherError(str(exc)) from None
 
+    if _multi_card_without_local_world_size():
+        # torchair turns static kernels off with only a UserWarning and carries on.
+        _warn(LOCAL_WORLD_SIZE_WARNING)
+        return _infer(ns, prefix)
     stamp = datetime.now().strftime("%Y%m%d%H%M%S%f")
     result_root = workdir / "static_kernel_compile_outputs" / f"ts{stamp}_pid{pid}_outputs"
     # The start line comes first: before the dump and before the cache lookup, so a
@@ -321,6 +347,13 @@ def rank_main(ns: argparse.Namespace, fault_env: str) -> int:
         run_pkg = _cached_or_compiled(ns, workdir, params, result_root, prefix, env, multi)
         if run_pkg is not None:
             _install(workdir, home, run_pkg, ns.soc, prefix)
+            if os.environ.get(ENV_SK_JIT) == "1" and not ns.no_super_kernel:
+                meta = workdir / "kernel_meta"
+                meta.mkdir(exist_ok=True)
+                obj = meta / f"{SK_KERNEL_NAME}.o"
+                # graph-autofusion's compile() returns early when it exists (fact 8a).
+                if not obj.exists():
+                    obj.write_bytes(b"\x7fELF skgate-sim super kernel\n")
     finally:
         if multi:
             _mark(rank_dir, "rank0.done")

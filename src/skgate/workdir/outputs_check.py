@@ -16,17 +16,28 @@ verify natural return, and how to check against an attempt:
 
 The walk is ``census.count_tree``: symbolic links are not followed and not counted.
 Every message says which file and which rule.
+
+Installed static binaries (C8, facts 4a-4b): with an OPP directory (``--opp``, else
+``$ASCEND_OPP_PATH``), the manifest of each ``.run`` package found,
+``<opp>/static_kernel/ai_core/<stem>/config/<soc>/binary_info_config.json``, is read and
+the dumped op types (``*_opcompile/*.json``) with no static binary are named: a failure
+with ``--package required``, a named finding with ``optional``. No manifest found is said
+with its cause (torchair uninstalls at process exit), never concluded.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence.census import FirstNames, count_tree
 from skgate.evidence.files import require_dir
+from skgate.evidence.installed import installed_binaries
+from skgate.model.installed import WORDS as INSTALLED_WORDS
+from skgate.model.installed import InstalledBinaries, missing_text
 from skgate.model.outcomes import OutputStatus, PackageMode
 from skgate.model.phrases import C7
 from skgate.model.records import EXIT_CODES, State, Verdict
@@ -50,6 +61,7 @@ class OutputCheck:
     succ_logs: int
     run_packages: int
     exit_code: int
+    installed: InstalledBinaries | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """``skgate check-outputs --json`` (and the MCP tool ``check_outputs``)."""
@@ -65,7 +77,47 @@ class OutputCheck:
                 "run_packages": self.run_packages,
             },
             "exit_code": self.exit_code,
+            "installed": self.installed.to_dict() if self.installed is not None else None,
         }
+
+
+#: Where CANN's OPP tree is, unless ``--opp`` says (C8, fact 4a).
+OPP_VAR = "ASCEND_OPP_PATH"
+
+
+def opp_dir(given: str | None, env: Mapping[str, str]) -> str | None:
+    """The OPP directory whose manifests are read: ``given`` (``--opp``), else
+    ``$ASCEND_OPP_PATH`` of ``env``, else None (not checked, and said so)."""
+    return given or env.get(OPP_VAR) or None
+
+
+def _installed_messages(
+    found: InstalledBinaries, mode: PackageMode, basis: str, n_runs: int
+) -> tuple[list[str], bool]:
+    """(messages, failed) of the installed-binaries check (C8)."""
+    if not found.descriptors or not n_runs:
+        return [], False  # nothing dumped, or no package: the .run rules above said it
+    if found.opp is None:
+        return [f"note: {INSTALLED_WORDS['not_checked']['en']} (C8)"], False
+    if not found.manifest_found:
+        where = ", ".join(
+            f"{found.opp}/static_kernel/ai_core/{p.stem}/config/<soc>/binary_info_config.json"
+            for p in found.packages[:SHOW]
+        )
+        problems = [q for p in found.packages for q in p.problems]
+        extra = f"; {'; '.join(problems[:SHOW])}" if problems else ""
+        return [f"note: {INSTALLED_WORDS['no_manifest']['en']}: {where}{extra} (C8)"], False
+    missing = found.without_binary()
+    if not missing:
+        return [
+            f"ok: every dumped op type ({len(found.descriptors)}) has a static binary in the "
+            "installed manifest (C8)"
+        ], False
+    text = missing_text(missing, found.listed_empty())
+    inputs = "; ".join(f"{op}: {', '.join(found.descriptors[op][:1])}" for op in missing[:SHOW])
+    if mode is PackageMode.REQUIRED:
+        return [f"failure {basis}: {text} (inputs {inputs}; --package required, C8)"], True
+    return [f"finding: {text} (inputs {inputs}; --package optional, C8)"], False
 
 
 def _more(shown: list[str], total: int) -> str:
@@ -85,13 +137,19 @@ def check_outputs(
     directory: Path,
     mode: PackageMode = PackageMode.OPTIONAL,
     verdict: Verdict | None = None,
+    opp: str | None = None,
 ) -> OutputCheck:
-    """Apply C8 to ``directory``; with ``verdict`` only after natural return."""
+    """Apply C8 to ``directory``; with ``verdict`` only after natural return.
+
+    ``opp``: the OPP directory whose installed manifests are checked (the CLI passes
+    ``--opp`` or ``$ASCEND_OPP_PATH``); None: they are not checked, and that is said."""
     require_dir(directory, "directory", "pass the outputs directory to check")
     names = FirstNames(limit=SHOW)
     unreadable: list[str] = []
     n_errors, n_succ, n_runs = count_tree(str(directory), unreadable, names)
     messages: list[str] = []
+
+    installed: InstalledBinaries | None = None
 
     def done(status: OutputStatus, code: int) -> OutputCheck:
         return OutputCheck(
@@ -103,6 +161,7 @@ def check_outputs(
             succ_logs=n_succ,
             run_packages=n_runs,
             exit_code=code,
+            installed=installed,
         )
 
     if verdict is not None and verdict.state not in (State.SUCCEEDED, State.FAILED):
@@ -178,6 +237,11 @@ def check_outputs(
             )
         elif not n_errors:
             messages.append("ok: no .run package and no error log; --package optional (C8)")
+    if not inconclusive:
+        installed = installed_binaries(str(directory), opp)
+        more, missing_failed = _installed_messages(installed, mode, basis, n_runs)
+        messages.extend(more)
+        failure = failure or missing_failed
     if unreadable and not inconclusive:
         messages.append(
             f"note: {len(unreadable)} director(ies) could not be read "
