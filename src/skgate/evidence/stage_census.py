@@ -400,14 +400,12 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
     total_logs = len(raw_logs)
     readable = stems is not None
     tally = _Tally()
-    remaining: list[str] = []
     # 1. A log named after the input's stem pairs exactly (runtimes that name them so).
-    for stem in sorted(stems or ()):
-        pair = raw_logs.pop(stem, None)
-        if pair is None:
-            remaining.append(stem)
-            continue
-        succ, err = pair
+    # The set intersection runs in C: real names share no stem with their inputs.
+    named_after = raw_logs.keys() & set(stems or ())
+    remaining = [s for s in stems or () if s not in named_after] if named_after else stems or []
+    for stem in sorted(named_after):
+        succ, err = raw_logs.pop(stem)
         if succ is not None and err is not None:
             result = InputResult(stem, InputOutcome.BOTH_LOGS, (err, succ), None, Pairing.STEM)
         elif succ is not None:
@@ -433,14 +431,14 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
     no_type: list[str] = []
     compound = any("_" in op for op in by_op)
     for stem in remaining:
-        op = _op_of_stem(stem, by_op, compound)
-        if op is None:
+        op = _op_of_stem(stem, by_op, True) if compound else stem.partition("_")[0]
+        if op not in by_op:
             op = json_op_type(os.path.join(params_dir, stem + INPUT_SUFFIX))
         if op is None:
             no_type.append(stem)
         else:
             inputs_of.setdefault(op, []).append(stem)
-    for stem in no_type:
+    for stem in sorted(no_type):
         tally.add(InputResult(stem, InputOutcome.NO_LOG))
     for op in sorted(set(by_op) | set(inputs_of)):
         mine, logs = inputs_of.get(op, []), by_op.get(op, [])
