@@ -196,6 +196,37 @@ def test_attribution_other_cases() -> None:
     assert rows[0].outcome == "pass" and kind == "no_trigger" and not invalid
 
 
+def test_unknown_run_keeps_its_real_reasons_in_the_table_report_and_result() -> None:
+    # Issue 21 s5: the fixed words are a short form in front of the verdict's reasons,
+    # never instead of them (the reasons are what tell a flake from a real gap).
+    reasons = (
+        "C2.5: op_compiler: its argv names no -p inputs directory and -o result root "
+        "(argv unreadable: seen only after it ended)",
+        "C3: the owned tree returned naturally",
+    )
+    verdict = Verdict(State.UNKNOWN, None, reasons, attempt="/a/unknown")
+    run = matrix.outcome_of(verdict)
+    assert run.status is RunStatus.INVALID
+    assert run.detail.startswith("unknown: evidence missing, no conclusion: ")
+    assert all(r in run.detail for r in reasons)
+    base, rows, kind, triggers, invalid, lines = matrix.attribute(
+        [_run("pass")], [(_arm("p", "profiler"), [run])]
+    )
+    assert invalid == ("p",) and all(r in rows[0].proves for r in reasons)
+    result = matrix.MatrixResult(
+        "m.json", "/r", 1, base, rows, kind, triggers, invalid, lines, path=None
+    )
+    text = "\n".join(matrix.render_matrix_markdown(result))
+    table = [ln for ln in text.splitlines() if ln.startswith("| p |")]
+    assert table and all(r in table[0] for r in reasons)
+    attempt_line = next(ln for ln in text.splitlines() if ln.startswith("- p #1: "))
+    assert all(r in attempt_line for r in reasons), attempt_line
+    assert all(r in result.to_dict()["arms"][0]["runs"][0]["detail"] for r in reasons)
+    # A verdict with no reason at all says so instead of inventing one.
+    bare = matrix.outcome_of(Verdict(State.UNKNOWN, None, ()))
+    assert bare.detail == "unknown: evidence missing, no conclusion (the verdict gives no reason)"
+
+
 # --------------------------------------------------------------------------- bad input
 
 

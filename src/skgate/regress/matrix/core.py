@@ -109,7 +109,9 @@ def outcome_of(
         status = RunStatus.INVALID
         detail = "blocked before launch (not a compile result): " + "; ".join(verdict.reasons[:2])
     else:
-        status, detail = RunStatus.INVALID, f"{state.value}: evidence missing, no conclusion"
+        # The fixed words are only the short form: the verdict's own reasons follow, as
+        # they are, so the table and the report say why (issue 21: they find flakes).
+        status, detail = RunStatus.INVALID, unknown_detail(verdict)
     if undeclared and status in (RunStatus.PASS, RunStatus.FAIL):
         status = RunStatus.NOT_COMPARABLE
         detail = "frozen controls differ beyond the one change: " + "; ".join(
@@ -119,6 +121,18 @@ def outcome_of(
         status = RunStatus.NOT_COMPARABLE
         detail = "; ".join(refused)
     return RunOutcome(verdict.attempt, state, status, detail, tuple(differences))
+
+
+#: The short form of an unknown (or in-progress) verdict in the table; its reasons follow.
+NO_CONCLUSION = "evidence missing, no conclusion"
+
+
+def unknown_detail(verdict: Verdict) -> str:
+    """``"<state>: evidence missing, no conclusion: <every reason>"``, never the short form
+    alone: the reasons are what tell a flaky arm from a real gap in the evidence."""
+    head = f"{verdict.state.value}: {NO_CONCLUSION}"
+    reasons = [r for r in verdict.reasons if r.strip()]
+    return f"{head}: " + "; ".join(reasons) if reasons else f"{head} (the verdict gives no reason)"
 
 
 @dataclass(frozen=True)
