@@ -251,11 +251,11 @@ def test_stop_interrupts_through_the_runner_only(tmp_path: Path, reaper: Reaper)
 
     # stop on a finished attempt changes nothing: same files, same bytes, no request.
     files_before = {p.name: sha256_file(p) for p in att.iterdir()}
-    (tmp_path / "r" / "control" / f"{att.name}.stop.json").unlink()
+    (tmp_path / "r" / "stop-requests" / f"{att.name}.stop.json").unlink()
     res = run_skgate("stop", str(att), "--reason", "again", "--json", cwd=tmp_path)
     assert res.returncode == 0 and json.loads(res.stdout)["action"] == "already_final"
     assert {p.name: sha256_file(p) for p in att.iterdir()} == files_before
-    assert not (tmp_path / "r" / "control" / f"{att.name}.stop.json").exists()
+    assert not (tmp_path / "r" / "stop-requests" / f"{att.name}.stop.json").exists()
     assert run_skgate("verify", "r", cwd=tmp_path).returncode == 0
 
 
@@ -286,7 +286,7 @@ def test_a_dead_runner_is_never_signalled_and_wait_says_so_at_once(
     assert res.returncode == 5, res.stdout + res.stderr
     assert "nothing was signalled" in res.stdout
     assert pid_alive(leader) and pid_alive(child)
-    assert not (tmp_path / "r" / "control").exists()
+    assert not (tmp_path / "r" / "stop-requests").exists()
 
 
 def test_a_foreign_compiler_is_waited_for_by_the_detached_runner(

@@ -85,7 +85,7 @@ def test_skgate_start_forks_its_runner_before_loading_the_run_machinery() -> Non
     assert "skgate.detach" in loaded and "skgate.cli.agents" in loaded
     heavy = {
         "skgate.runner",
-        "skgate.control",
+        "skgate.lifecycle",
         "skgate.model.records",
         "skgate.preflight.prepare",
         "skgate.preflight.hooks.scan",

@@ -15,7 +15,7 @@ Example::
 
 For runs that outlive the caller (an agent, a Ray task): :func:`start` returns once the
 detached runner has launched the command, :func:`wait` waits read-only in bounded steps,
-:func:`stop` asks the runner to interrupt (see :mod:`skgate.control`)::
+:func:`stop` asks the runner to interrupt (see :mod:`skgate.lifecycle`)::
 
     started = start(["bash", "run.sh"], timeout=7200)
     while (result := wait(started.attempt, max_seconds=120)).outcome == "in_progress":
@@ -34,11 +34,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skgate import control
-from skgate.control import StopResult, WaitResult
+from skgate import lifecycle
 from skgate.evidence.files import DEFAULT_ROOT
 from skgate.evidence.ledger import latest
 from skgate.evidence.load import current_verdict
+from skgate.lifecycle import StopResult, WaitResult
 from skgate.model.errors import UsageError
 from skgate.model.protocol import Started, read_reply
 from skgate.model.records import Verdict
@@ -161,19 +161,19 @@ def start(
         quiet=True,
         options=options,
     )
-    return control.start(request)
+    return lifecycle.start(request)
 
 
 def wait(
     target: str | os.PathLike[str] = DEFAULT_ROOT, *, max_seconds: float | None = None
 ) -> WaitResult:
     """Wait read-only for the final verdict, at most ``max_seconds`` (``skgate wait``)."""
-    return control.wait(target, max_seconds=max_seconds)
+    return lifecycle.wait(target, max_seconds=max_seconds)
 
 
 def stop(target: str | os.PathLike[str], reason: str = "") -> StopResult:
     """Ask the attempt's runner to interrupt it, with a reason (``skgate stop``)."""
-    return control.stop(target, reason)
+    return lifecycle.stop(target, reason)
 
 
 def status(target: str | os.PathLike[str] = DEFAULT_ROOT) -> Verdict:

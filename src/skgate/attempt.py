@@ -35,7 +35,7 @@ Notify = Callable[[str], None]
 #: Receives every journal record right after it is written (``--events jsonl``, the
 #: detached runner's hand-shake with ``skgate start``).
 OnEvent = Callable[[dict[str, Any]], None]
-#: Returns the pending ``skgate stop`` request of an attempt, if any (skgate.control).
+#: Returns the pending ``skgate stop`` request of an attempt, if any (skgate.lifecycle).
 StopRequest = Callable[[Path], "dict[str, Any] | None"]
 
 

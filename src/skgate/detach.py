@@ -10,7 +10,7 @@ caller (double fork). It is still the child subreaper of its workload
 (:mod:`skgate.proc.supervise`). ``start`` returns once the attempt is recorded and the
 command launched, refused, or waiting for a blocker: foreign compilers and device leases
 are waited for by the detached runner, never by the caller (C4). Waiting and stopping
-are in :mod:`skgate.control`.
+are in :mod:`skgate.lifecycle`.
 
 Protocol of the detached runner: ``python -m skgate.detach FD`` with a
 :class:`~skgate.model.records.RunRequest` as JSON on stdin; it forks once more, and the
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 # Start latency (issue 13): this module imports only what the caller needs up to the
 # fork. The runner imports the rest of skgate once it has started its early preflight
-# work (skgate.preflight.early); the caller imports skgate.control after the fork, to
+# work (skgate.preflight.early); the caller imports skgate.lifecycle after the fork, to
 # read the reply, while the runner works on the other core.
 
 RUNNER_LOG = "runner.log"
@@ -57,7 +57,7 @@ def start(request: RunRequest, *, fork: bool | None = None) -> Started:
 
     ``fork`` (default: only when this process is single-threaded, as the CLI is) forks
     this process instead of starting a new interpreter (one interpreter start-up less
-    per ``skgate start``); otherwise :func:`skgate.control.start` starts a fresh one, so
+    per ``skgate start``); otherwise :func:`skgate.lifecycle.start` starts a fresh one, so
     no lock or descriptor of a threaded caller is copied into the runner.
     Raises UsageError (bad input, nothing recorded) or BlockedError (no evidence root).
     """
@@ -65,15 +65,15 @@ def start(request: RunRequest, *, fork: bool | None = None) -> Started:
     if fork is None:
         fork = threading.active_count() == 1
     if not fork:
-        from skgate.control import start as control_start  # noqa: PLC0415 - see above
+        from skgate.lifecycle import start as lifecycle_start  # noqa: PLC0415 - see above
 
-        return control_start(request)
+        return lifecycle_start(request)
     r, w = os.pipe2(os.O_CLOEXEC)
     try:
         _fork_runner(request, r, w)
     finally:
         os.close(w)
-    from skgate.control import read_started  # noqa: PLC0415 - after the fork (see above)
+    from skgate.lifecycle import read_started  # noqa: PLC0415 - after the fork (see above)
 
     return read_started(r, request)
 

@@ -9,7 +9,7 @@
   the final verdict, when its bound runs out (the attempt is still in progress), or at
   once when the runner died without a verdict.
 * :func:`stop` is the one sanctioned way to interrupt: it leaves a request for the
-  attempt's runner (``<root>/control/<attempt>.stop.json``: never inside the attempt,
+  attempt's runner (``<root>/stop-requests/<attempt>.stop.json``: never inside the attempt,
   which is sealed evidence) and sends SIGTERM to the runner only, identified by pid and
   start time through a pidfd. The runner records the request with its reason and ends
   its own process group as the frozen timeout would (SIGTERM, grace, SIGKILL; C4): the

@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from skgate import __version__, control
+from skgate import __version__, lifecycle
 from skgate.evidence.files import DEFAULT_ROOT, EVENTS, is_attempt_dir
 from skgate.evidence.ledger import latest
 from skgate.evidence.load import current_verdict
@@ -171,7 +171,7 @@ def build_server(max_wait: float | None = None) -> Any:
                 env=env or {},
                 summary_patterns=summary_patterns or [],
             )
-            return control.start(request).to_dict()
+            return lifecycle.start(request).to_dict()
         except SkgateError as exc:
             raise _fail(exc) from None
 
@@ -201,7 +201,7 @@ def build_server(max_wait: float | None = None) -> Any:
         try:
             seconds = min(max(0.0, float(max_seconds)), bound)
             name = _one_name(attempt, target, "wait")
-            return control.wait(name, max_seconds=seconds).to_dict()
+            return lifecycle.wait(name, max_seconds=seconds).to_dict()
         except SkgateError as exc:
             raise _fail(exc) from None
 
@@ -215,7 +215,7 @@ def build_server(max_wait: float | None = None) -> Any:
     )
     def stop(attempt: str, reason: str) -> dict[str, Any]:
         try:
-            return control.stop(attempt, reason).to_dict()
+            return lifecycle.stop(attempt, reason).to_dict()
         except SkgateError as exc:
             raise _fail(exc) from None
 

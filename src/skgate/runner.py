@@ -93,7 +93,7 @@ def run_here(
     running it (a forwarded stop signal, for example, or a wait for a foreign compiler
     and its progress every ``progress_every`` seconds); ``on_event`` every journal
     record as it is written; ``stop_request`` is asked, when a SIGTERM arrives, whether
-    it is a ``skgate stop`` request (see :mod:`skgate.control`).
+    it is a ``skgate stop`` request (see :mod:`skgate.lifecycle`).
 
     Stop signals are deferred, never lost, from the allocation of the attempt to its last
     ledger entry (see :mod:`skgate.proc.signals`); the dispositions are restored on return.

@@ -1,6 +1,6 @@
 """Command-line glue for runs that outlive their caller: ``start``, ``wait``, ``stop``, ``mcp``.
 
-Thin: parse, call :mod:`skgate.detach` and :mod:`skgate.control` (or the MCP server),
+Thin: parse, call :mod:`skgate.detach` and :mod:`skgate.lifecycle` (or the MCP server),
 print, return an exit status.
 """
 
@@ -138,13 +138,13 @@ def _stream(ev: dict[str, Any]) -> None:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    from skgate import control  # noqa: PLC0415
+    from skgate import lifecycle  # noqa: PLC0415
     from skgate.cli.show import print_verdict  # noqa: PLC0415
 
     def progress(line: str) -> None:
         print(f"skgate wait: {line}", file=sys.stderr, flush=True)
 
-    result = control.wait(
+    result = lifecycle.wait(
         args.target,
         max_seconds=args.max,
         on_event=_stream if args.follow else None,
@@ -152,7 +152,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
         progress_every=args.progress_every,
     )
     if args.follow:
-        _stream(control.verdict_event(result))
+        _stream(lifecycle.verdict_event(result))
     elif args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     elif result.outcome == "final":
@@ -174,9 +174,9 @@ def cmd_wait(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from skgate import control  # noqa: PLC0415
+    from skgate import lifecycle  # noqa: PLC0415
 
-    result = control.stop(args.target, args.reason)
+    result = lifecycle.stop(args.target, args.reason)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:

@@ -1,6 +1,6 @@
 """The ``skgate stop`` request file, the runner's side (the caller's side is
-:func:`skgate.control.stop`): ``<root>/control/<attempt>.stop.json``, beside the attempts,
-never inside one. Here, apart from :mod:`skgate.control`, so a detached runner reads it
+:func:`skgate.lifecycle.stop`): ``<root>/stop-requests/<attempt>.stop.json``, beside the attempts,
+never inside one. Here, apart from :mod:`skgate.lifecycle`, so a detached runner reads it
 without loading the waiting machinery before its launch."""
 
 from __future__ import annotations
@@ -13,19 +13,19 @@ from skgate.evidence import regular
 from skgate.model.errors import EvidenceError
 
 SCHEMA_STOP_REQUEST = "skgate.stop-request/1"
-CONTROL_DIR = "control"
+STOP_REQUEST_DIR = "stop-requests"
 
 
 def stop_request_path(attempt: Path) -> Path:
     """Where ``stop`` leaves its request: beside the attempts, never inside one (a
     sealed attempt may hold nothing that was not sealed; C4)."""
-    return attempt.parent.parent / CONTROL_DIR / f"{attempt.name}.stop.json"
+    return attempt.parent.parent / STOP_REQUEST_DIR / f"{attempt.name}.stop.json"
 
 
 def stop_pending(attempt: Path) -> dict[str, Any] | None:
     """The runner's side: the ``skgate stop`` request for ``attempt``, if one is there."""
     try:
-        # A regular file only, bounded: a FIFO or a link in the control directory must
+        # A regular file only, bounded: a FIFO or a link in the stop-request directory must
         # not hang the runner or make it read a file it was not given (issue 21).
         data = json.loads(regular.read_bytes(stop_request_path(attempt), 1 << 20))
     except (OSError, ValueError, EvidenceError):
