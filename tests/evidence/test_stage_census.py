@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from skgate.evidence.follow import stage_announcer
-from skgate.evidence.stage_census import LogName, json_op_type, parse_log_name, stage_census
+from skgate.evidence.stage_census import (
+    LogName,
+    input_stems,
+    json_op_type,
+    parse_log_name,
+    stage_census,
+    walk_root,
+)
 from skgate.evidence.stages import StageTracker, is_stage
 from skgate.model.records import ProcessRecord
 from skgate.model.stages import InputOutcome, Pairing, StageCensus
@@ -222,3 +230,15 @@ def test_worker_forks_of_a_stage_are_not_stages(tmp_path: Path) -> None:
     (s,) = t.finish([stage, fork, late, gone], after_return=True).stages
     assert s.pid == 5 and s.census is not None and s.census.accounted
     assert t.progress() == [{"pid": 5, "inputs": 1, "done": 1}]
+
+
+def test_inputs_listed_on_the_walk_equal_a_separate_listing(tmp_path: Path) -> None:
+    # The walk takes the -p directory's stems on its way when it meets that very path
+    # (issue 19's bench); spelt otherwise the directory is listed again: same census.
+    params = tree(tmp_path)
+    walk = walk_root(str(tmp_path), str(params) + "/")
+    assert walk.stems is not None and sorted(walk.stems) == sorted(input_stems(str(params)) or ())
+    assert walk_root(str(tmp_path), str(tmp_path / "elsewhere" / ".." / params.name)).stems is None
+    assert walk_root(str(tmp_path)).stems is None
+    spelt = str(tmp_path / "elsewhere" / ".." / params.name)
+    assert census(Path(spelt), tmp_path) == replace(census(params, tmp_path), params_dir=spelt)

@@ -84,14 +84,31 @@ def count_inputs(params_dir: str) -> int | None:
     return None if stems is None else len(stems)
 
 
-def walk_root(root: str) -> tuple[dict[str, list[str | None]], list[str], int]:
-    """(log base -> [succ path, error path], .run paths, unreadable dirs) under root.
+class Walk(NamedTuple):
+    """What :func:`walk_root` found under a result root."""
 
-    The base is the log's name without ``_compile_succ.log`` / ``_compile_error.log``.
+    #: log base -> [succ path, error path]; the base is the log's name without
+    #: ``_compile_succ.log`` / ``_compile_error.log``.
+    logs: dict[str, list[str | None]]
+    runs: list[str]
+    unreadable: int
+    #: :func:`input_stems` of ``params_dir`` when the walk read it on its way (the real
+    #: layout puts the ``-p`` directory under the result root); None when it did not.
+    stems: list[str] | None
+
+
+def walk_root(root: str, params_dir: str | None = None) -> Walk:
+    """The logs and packages under ``root`` in one pass (see the module docstring).
+
+    ``params_dir``: when the walk meets this very path, its ``*.json`` stems are taken on
+    the way, so a stage's inputs are not listed twice (issue 19's bench: they are half
+    the entries). A path spelt differently is simply listed again by the caller.
     """
     logs: dict[str, list[str | None]] = {}
     runs: list[str] = []
+    stems: list[str] | None = None
     unreadable = 0
+    params = params_dir.rstrip("/") if params_dir else None
     # (path, inside a *_compile_log directory)
     stack: list[tuple[str, bool]] = [(root, root.endswith(LOG_DIR_SUFFIX))]
     while stack:
@@ -103,6 +120,9 @@ def walk_root(root: str) -> tuple[dict[str, list[str | None]], list[str], int]:
         except OSError:
             unreadable += 1
             continue
+        mine: list[str] | None = None
+        if path == params:
+            mine = stems = []
         with it:
             for entry in it:
                 name = entry.name
@@ -126,11 +146,13 @@ def walk_root(root: str) -> tuple[dict[str, list[str | None]], list[str], int]:
                             continue
                     if entry.is_dir(follow_symlinks=False):
                         stack.append((entry.path, in_logs or name.endswith(LOG_DIR_SUFFIX)))
+                    elif mine is not None and name.endswith(INPUT_SUFFIX):
+                        mine.append(name[: -len(INPUT_SUFFIX)])
                     elif name.endswith(RUN_SUFFIX) and entry.is_file(follow_symlinks=False):
                         runs.append(entry.path)
                 except OSError:
                     continue
-    return logs, runs, unreadable
+    return Walk(logs, runs, unreadable, stems)
 
 
 class LogName(NamedTuple):
@@ -190,11 +212,16 @@ def file_digest(path: str) -> str | None:
 
 
 class _Log:
-    __slots__ = ("base", "error", "name", "succ")
+    """One per-input log base: its parts (:class:`LogName`'s fields, kept flat: ten
+    thousand are made per large stage) and its succ / error paths."""
 
-    def __init__(self, base: str, name: LogName, succ: str | None, error: str | None) -> None:
+    __slots__ = ("base", "digest", "error", "op_type", "succ", "variant")
+
+    def __init__(
+        self, base: str, parts: tuple[str, ...], succ: str | None, error: str | None
+    ) -> None:
         self.base = base
-        self.name = name
+        self.op_type, self.digest, _, self.variant = parts
         self.succ = succ
         self.error = error
 
@@ -269,7 +296,7 @@ def _pair_by_hash(
         return False
     owned: dict[str, list[_Log]] = {}
     for log in logs:
-        owner = by_digest.get(log.name.digest)
+        owner = by_digest.get(log.digest)
         if owner is None:
             return False
         owned.setdefault(owner, []).append(log)
@@ -309,9 +336,19 @@ def _lower_bounds(logs: list[_Log]) -> tuple[int, int, int]:
     Per hash, the most logs (failed logs, both-named logs) of any one ``_d<n>`` variant:
     see :func:`_pair_by_count`.
     """
+    if len({log.digest for log in logs}) == len(logs):
+        # One log per hash (the common case): each stands for one input at the least.
+        failed = both = 0
+        for log in logs:
+            if log.error is not None:
+                if log.succ is None:
+                    failed += 1
+                else:
+                    both += 1
+        return len(logs), failed, both
     per: dict[tuple[str, str], list[int]] = {}
     for log in logs:
-        key = (log.name.digest, log.name.variant)
+        key = (log.digest, log.variant)
         counts = per.get(key)
         if counts is None:
             counts = per[key] = [0, 0, 0]
@@ -395,8 +432,9 @@ def _pair_by_count(
 
 def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> StageCensus:
     """Per-input outcomes of one stage (see the module docstring)."""
-    stems = input_stems(params_dir)
-    raw_logs, runs, unreadable = walk_root(output_root)
+    raw_logs, runs, unreadable, stems = walk_root(output_root, params_dir)
+    if stems is None:
+        stems = input_stems(params_dir)
     total_logs = len(raw_logs)
     readable = stems is not None
     tally = _Tally()
@@ -416,17 +454,17 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
     stem_paired = len(stems or ()) - len(remaining)
     # 2. Real names: static_kernel_<OpType>_<sha256>_<pid>_d<n>.
     by_op: dict[str, list[_Log]] = {}
-    match, make = _LOG_NAME.fullmatch, LogName._make  # parse_log_name, inlined: 10^4 logs
+    match = _LOG_NAME.fullmatch  # parse_log_name, inlined: 10^4 logs
     for base, (succ, err) in raw_logs.items():
         m = match(base)
         if m is None:
             tally.extra_logs(p for p in (err, succ) if p is not None)
             continue
-        parsed = make(m.groups())
-        mine_ = by_op.get(parsed.op_type)
+        parts = m.groups()
+        mine_ = by_op.get(parts[0])
         if mine_ is None:
-            mine_ = by_op[parsed.op_type] = []
-        mine_.append(_Log(base, parsed, succ, err))
+            mine_ = by_op[parts[0]] = []
+        mine_.append(_Log(base, parts, succ, err))
     inputs_of: dict[str, list[str]] = {}
     no_type: list[str] = []
     compound = any("_" in op for op in by_op)
@@ -452,7 +490,7 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
             tally.tallies.append(OpTypeTally(op, 0, len(logs), 0, 0, 0, 0, None, len(logs)))
             continue
         clean = len(logs) == len(mine) and all(log.succ and not log.error for log in logs)
-        if clean and len({log.name.digest for log in logs}) == len(logs):
+        if clean and len({log.digest for log in logs}) == len(logs):
             # One succ log per input, each with its own hash: every reading agrees, and
             # nothing needs reading (the common case, kept cheap: issue 19's bench).
             tally.counts[InputOutcome.SUCCEEDED] += len(mine)
