@@ -31,6 +31,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from itertools import chain
 from pathlib import Path
 from typing import NamedTuple
 
@@ -87,14 +88,26 @@ def count_inputs(params_dir: str) -> int | None:
 class Walk(NamedTuple):
     """What :func:`walk_root` found under a result root."""
 
-    #: log base -> [succ path, error path]; the base is the log's name without
-    #: ``_compile_succ.log`` / ``_compile_error.log``.
-    logs: dict[str, list[str | None]]
+    #: log base -> the ``*_compile_log`` directory holding ``<base>_compile_succ.log``
+    #: (the first met); the base is the log's name without its suffix. Directories, not
+    #: paths: one shared string per directory instead of one new path per log.
+    succ: dict[str, str]
+    #: The same for ``<base>_compile_error.log``.
+    error: dict[str, str]
     runs: list[str]
     unreadable: int
     #: :func:`input_stems` of ``params_dir`` when the walk read it on its way (the real
     #: layout puts the ``-p`` directory under the result root); None when it did not.
     stems: list[str] | None
+
+    @property
+    def logs(self) -> int:
+        """Per-input log bases (a base with both logs counts once)."""
+        return len(self.succ.keys() | self.error.keys())
+
+
+def log_path(directory: str, base: str, succeeded: bool) -> str:
+    return os.path.join(directory, base + (SUCC_SUFFIX if succeeded else ERROR_SUFFIX))
 
 
 def walk_root(root: str, params_dir: str | None = None) -> Walk:
@@ -104,11 +117,13 @@ def walk_root(root: str, params_dir: str | None = None) -> Walk:
     the way, so a stage's inputs are not listed twice (issue 19's bench: they are half
     the entries). A path spelt differently is simply listed again by the caller.
     """
-    logs: dict[str, list[str | None]] = {}
+    succ: dict[str, str] = {}
+    error: dict[str, str] = {}
     runs: list[str] = []
     stems: list[str] | None = None
     unreadable = 0
     params = params_dir.rstrip("/") if params_dir else None
+    n_succ, n_error = len(SUCC_SUFFIX), len(ERROR_SUFFIX)
     # (path, inside a *_compile_log directory)
     stack: list[tuple[str, bool]] = [(root, root.endswith(LOG_DIR_SUFFIX))]
     while stack:
@@ -130,19 +145,12 @@ def walk_root(root: str, params_dir: str | None = None) -> Walk:
                     # Log names first: they are almost every entry, and is_file (the
                     # kernel's d_type, no stat) answers for them; a directory that
                     # happens to end so still falls through to the recursion below.
-                    if in_logs and name.endswith(".log"):
-                        if name.endswith(SUCC_SUFFIX):
-                            slot, base = 0, name[: -len(SUCC_SUFFIX)]
-                        elif name.endswith(ERROR_SUFFIX):
-                            slot, base = 1, name[: -len(ERROR_SUFFIX)]
-                        else:
-                            slot, base = -1, ""
-                        if slot >= 0 and entry.is_file(follow_symlinks=False):
-                            pair = logs.get(base)
-                            if pair is None:
-                                logs[base] = [entry.path, None] if slot == 0 else [None, entry.path]
-                            elif pair[slot] is None:
-                                pair[slot] = entry.path
+                    if in_logs:
+                        if name.endswith(SUCC_SUFFIX) and entry.is_file(follow_symlinks=False):
+                            succ.setdefault(name[:-n_succ], path)
+                            continue
+                        if name.endswith(ERROR_SUFFIX) and entry.is_file(follow_symlinks=False):
+                            error.setdefault(name[:-n_error], path)
                             continue
                     if entry.is_dir(follow_symlinks=False):
                         stack.append((entry.path, in_logs or name.endswith(LOG_DIR_SUFFIX)))
@@ -152,7 +160,7 @@ def walk_root(root: str, params_dir: str | None = None) -> Walk:
                         runs.append(entry.path)
                 except OSError:
                     continue
-    return Walk(logs, runs, unreadable, stems)
+    return Walk(succ, error, runs, unreadable, stems)
 
 
 class LogName(NamedTuple):
@@ -213,7 +221,7 @@ def file_digest(path: str) -> str | None:
 
 class _Log:
     """One per-input log base: its parts (:class:`LogName`'s fields, kept flat: ten
-    thousand are made per large stage) and its succ / error paths."""
+    thousand are made per large stage) and the directories of its succ / error logs."""
 
     __slots__ = ("base", "digest", "error", "op_type", "succ", "variant")
 
@@ -227,13 +235,26 @@ class _Log:
 
     @property
     def state(self) -> InputOutcome:
-        if self.succ is not None and self.error is not None:
-            return InputOutcome.BOTH_LOGS
-        return InputOutcome.SUCCEEDED if self.succ is not None else InputOutcome.FAILED
+        return _state(self.succ, self.error)
 
     @property
     def paths(self) -> tuple[str, ...]:
-        return tuple(p for p in (self.error, self.succ) if p is not None)
+        return _paths(self.base, self.succ, self.error)
+
+
+def _state(succ: str | None, error: str | None) -> InputOutcome:
+    if succ is not None and error is not None:
+        return InputOutcome.BOTH_LOGS
+    return InputOutcome.SUCCEEDED if succ is not None else InputOutcome.FAILED
+
+
+def _paths(base: str, succ: str | None, error: str | None) -> tuple[str, ...]:
+    """The error log's path, then the succ log's (those that exist)."""
+    found = (
+        log_path(error, base, False) if error is not None else None,
+        log_path(succ, base, True) if succ is not None else None,
+    )
+    return tuple(p for p in found if p is not None)
 
 
 class _Tally:
@@ -313,7 +334,7 @@ def _pair_by_hash(
         else:
             outcome = InputOutcome.SUCCEEDED
         counts[outcome] += 1
-        paths = tuple(p for log in mine for p in log.paths)
+        paths = tuple(p for log in sorted(mine, key=lambda x: x.base) for p in log.paths)
         tally.add(InputResult(stem, outcome, paths, op, Pairing.HASH))
     tally.tallies.append(
         OpTypeTally(
@@ -432,39 +453,42 @@ def _pair_by_count(
 
 def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> StageCensus:
     """Per-input outcomes of one stage (see the module docstring)."""
-    raw_logs, runs, unreadable, stems = walk_root(output_root, params_dir)
-    if stems is None:
-        stems = input_stems(params_dir)
-    total_logs = len(raw_logs)
+    walk = walk_root(output_root, params_dir)
+    stems = walk.stems if walk.stems is not None else input_stems(params_dir)
+    succ_dirs, error_dirs = walk.succ, walk.error
+    total_logs = walk.logs
     readable = stems is not None
     tally = _Tally()
     # 1. A log named after the input's stem pairs exactly (runtimes that name them so).
-    # The set intersection runs in C: real names share no stem with their inputs.
-    named_after = raw_logs.keys() & set(stems or ())
+    # The set intersections run in C: real names share no stem with their inputs.
+    stem_set = set(stems or ())
+    named_after = (succ_dirs.keys() & stem_set) | (error_dirs.keys() & stem_set)
     remaining = [s for s in stems or () if s not in named_after] if named_after else stems or []
     for stem in sorted(named_after):
-        succ, err = raw_logs.pop(stem)
-        if succ is not None and err is not None:
-            result = InputResult(stem, InputOutcome.BOTH_LOGS, (err, succ), None, Pairing.STEM)
-        elif succ is not None:
-            result = InputResult(stem, InputOutcome.SUCCEEDED, (succ,), None, Pairing.STEM)
-        else:
-            result = InputResult(stem, InputOutcome.FAILED, (err or "",), None, Pairing.STEM)
-        tally.add(result)
+        succ, err = succ_dirs.pop(stem, None), error_dirs.pop(stem, None)
+        paths = _paths(stem, succ, err)
+        tally.add(InputResult(stem, _state(succ, err), paths, None, Pairing.STEM))
     stem_paired = len(stems or ()) - len(remaining)
     # 2. Real names: static_kernel_<OpType>_<sha256>_<pid>_d<n>.
     by_op: dict[str, list[_Log]] = {}
     match = _LOG_NAME.fullmatch  # parse_log_name, inlined: 10^4 logs
-    for base, (succ, err) in raw_logs.items():
+    error_only = [(b, d) for b, d in error_dirs.items() if b not in succ_dirs]
+    strangers: list[str] = []
+    for base, succ, err in chain(
+        ((b, d, error_dirs.get(b)) for b, d in succ_dirs.items()),
+        ((b, None, d) for b, d in error_only),
+    ):
         m = match(base)
         if m is None:
-            tally.extra_logs(p for p in (err, succ) if p is not None)
+            strangers.extend(_paths(base, succ, err))
             continue
         parts = m.groups()
         mine_ = by_op.get(parts[0])
         if mine_ is None:
             mine_ = by_op[parts[0]] = []
         mine_.append(_Log(base, parts, succ, err))
+    # Named in a fixed order: the listing's order is the file system's.
+    tally.extra_logs(sorted(strangers))
     inputs_of: dict[str, list[str]] = {}
     no_type: list[str] = []
     compound = any("_" in op for op in by_op)
@@ -515,8 +539,8 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
         no_log=counts[InputOutcome.NO_LOG],
         both_logs=counts[InputOutcome.BOTH_LOGS],
         named=tuple(tally.named),
-        run_packages=tuple(sorted(runs)),
-        unreadable=unreadable,
+        run_packages=tuple(sorted(walk.runs)),
+        unreadable=walk.unreadable,
         after_return=after_return,
         omitted=tally.omitted,
         unpaired=counts[InputOutcome.UNPAIRED],
@@ -526,7 +550,7 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
         unpaired_logs=tuple(tally.extra_named),
         op_types=tuple(tally.tallies),
         # Hashed only once the stage has returned (a package being written is no evidence).
-        run_sha256=_run_digests(runs) if after_return else (),
+        run_sha256=_run_digests(walk.runs) if after_return else (),
     )
 
 

@@ -68,9 +68,9 @@ def _subdirs(root: str, suffixes: tuple[str, ...]) -> list[str]:
 
 def _root_counts(root: str) -> tuple[int, int, int]:
     """(dumped inputs, per-input logs, .run packages) under one build directory."""
-    logs, runs, _, _ = walk_root(root)
+    walk = walk_root(root)
     inputs = sum(len(input_stems(d) or ()) for d in _subdirs(root, (DUMP_DIR_SUFFIX,)))
-    return inputs, len(logs), len(runs)
+    return inputs, walk.logs, len(walk.runs)
 
 
 def announced_roots(
