@@ -44,6 +44,7 @@ from skgate.evidence.census import (
     top_entries,
 )
 from skgate.evidence.follow import stage_announcer
+from skgate.evidence.intent import write_intent
 from skgate.evidence.logscan import LogScanner
 from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError
@@ -305,6 +306,9 @@ def _supervise(
         return att.stopped_before_launch(early, "while launching")
     try:
         try:
+            # C2, issue 21 s1: durable before the fork, so a runner killed before its
+            # 'launched' entry is never read as "nothing was launched".
+            write_intent(att.dir, request.argv, str(sources.leaf.path) if sources.leaf else None)
             proc = sup.launch(plan.lease_fds)
         except OSError as exc:
             os.close(log_fd)
