@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import files
+from skgate.evidence.diskfull import read_diskfull
 from skgate.evidence.follow import Progress
 from skgate.evidence.intent import read_intent
 from skgate.model.controls import FrozenControls
@@ -233,6 +234,7 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
     evidence = Evidence(
         launched=launched,
         launch_unconfirmed=intent is not None,
+        disk_full=full.text if (full := read_diskfull(attempt_dir)) is not None else None,
         not_started_reasons=tuple(blocked),
         ownership_recorded=ownership is not None,
         leader_ended=leader_ended,

@@ -361,6 +361,21 @@ def _classify(ev: Evidence) -> Verdict:
         # The runner died before its verdict: what it left is a partial set of files
         # (no census, no final manifest...), and no final state is derived from one.
         return _unfinished(ev, natural, escapes)
+    if ev.disk_full is not None and (ev.launched or ev.launch_unconfirmed):
+        # C3: the runner could not write all of its record; whatever the files left say,
+        # no final state is drawn from evidence known to be incomplete (issue 21 s2).
+        return _verdict(
+            ev,
+            State.UNKNOWN,
+            None,
+            (
+                f"C3: evidence incomplete: disk full at {ev.disk_full}; the command was not "
+                "disturbed (its output was drained), but no conclusion is drawn from an "
+                "incomplete record. Free space under the evidence root and retry",
+                *escapes,
+            ),
+            ("the evidence lost to the full disk (see diskfull.json)",),
+        )
     if ev.launch_unconfirmed and not ev.launched:
         # C2: not_started says nothing ran; a runner killed between the intent and the
         # 'launched' entry may have forked the workload, so that is never concluded.
