@@ -178,3 +178,25 @@ def test_the_records_match_their_shipped_schemas(tmp_path: Path) -> None:
     assert not full.note("run.log", OSError(5, "I/O error"))  # only a full disk is absorbed
     full.log_truncated_at, full.log_bytes = 10, 99
     jsonschema.validate(full.to_dict(), schema("diskfull"))
+
+
+def test_after_a_failed_append_later_lines_wait_for_the_repair() -> None:
+    # A line appended after a torn one would be glued to it (a damaged record mid-file):
+    # once an append failed for want of space, the later ones are dropped and counted.
+    from skgate.evidence.diskfull import DiskFull
+
+    full = DiskFull()
+    calls: list[str] = []
+
+    def append(line: str) -> None:
+        calls.append(line)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+
+    guarded = full.guard(append, files.EVENTS, appends=True)
+    guarded("a")
+    guarded("b")
+    assert calls == ["a"] and full.dropped == 2 and full.files_hit == [files.EVENTS]
+    manifest = full.guard(append, files.OWNERSHIP)
+    manifest("c")  # a whole-file replace is tried again each time
+    assert calls == ["a", "c"]

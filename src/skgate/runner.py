@@ -260,7 +260,7 @@ def _supervise(
     # the pipe (the compile would die of SIGPIPE); the facts wait in memory.
     full = DiskFull()
     runlog = RunLog(log_fd, full)
-    emit = full.guard(att.emit, files.EVENTS)
+    emit = full.guard(att.emit, files.EVENTS, appends=True)
 
     def sink(data: bytes) -> None:
         runlog.write(data)
@@ -290,7 +290,7 @@ def _supervise(
         on_scan=tracker.on_scan,
         stop_request=partial(att.stop_request, att.dir) if att.stop_request else None,
         sources=sources,
-        journal=full.guard(procs, files.PROCS),
+        journal=full.guard(procs, files.PROCS, appends=True),
         progress_every=progress_every,
     )
     subreaper = become_subreaper()

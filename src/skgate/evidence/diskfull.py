@@ -74,11 +74,20 @@ class DiskFull:
         self.dropped += 1
         return True
 
-    def guard(self, fn: Callable[..., T], what: str) -> Callable[..., T | None]:
+    def guard(
+        self, fn: Callable[..., T], what: str, *, appends: bool = False
+    ) -> Callable[..., T | None]:
         """``fn`` with a full disk absorbed: the write is dropped and noted (C4: an
-        evidence write never ends supervision)."""
+        evidence write never ends supervision).
+
+        ``appends``: ``fn`` appends lines to ``what``; once one failed, the later ones are
+        dropped too, until :meth:`record` has cut back the torn line the failure may have
+        left: a line appended after it would be glued to it, a damaged record mid-file."""
 
         def guarded(*args: Any, **kwargs: Any) -> T | None:
+            if appends and what in self.files_hit:
+                self.dropped += 1
+                return None
             try:
                 return fn(*args, **kwargs)
             except OSError as exc:

@@ -44,15 +44,12 @@ from skgate.evidence.intent import read_intent
 from skgate.evidence.load import load_control, load_evidence
 from skgate.evidence.logscan import scan_file
 from skgate.liveness import refuse_while_live
-from skgate.model.errors import EvidenceError, StillLiveError
+from skgate.model.errors import EvidenceError
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight.request import outputs_dir
 from skgate.verdict.classify import classify
-
-#: The attempt's runner or an owned process may live: nothing to recover yet (exit 6).
-StillRunningError = StillLiveError
 
 
 @dataclass(frozen=True)
