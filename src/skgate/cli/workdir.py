@@ -2,8 +2,9 @@
 ``uninstall``.
 
 Thin: parse, call the library, print, return an exit status. ``verify``, ``cleanup`` and
-``uninstall`` exit 1 when anything changed, was refused or failed; a refusal because a
-process is still alive is ``BlockedError`` (exit 3, nothing touched).
+``uninstall`` exit 1 when anything changed, was refused or failed; ``recover``,
+``cleanup`` and ``retry`` refuse with ``StillLiveError`` (exit 6, naming the pids, nothing
+touched) while anything the attempt owns may live (``skgate.liveness``, issue 21).
 """
 
 from __future__ import annotations

@@ -124,8 +124,8 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         for_command={
             "regress": "--health: blocked, not attributable, or the declared change did not "
             "reach the compile",
-            "cleanup": "refused while an owned process of the attempt is alive or the outputs "
-            "are in use (nothing moved)",
+            "cleanup": "refused while another process uses the outputs (nothing moved; a live "
+            "process of the attempt itself is exit 6)",
             "check-outputs": "the attempt given with --attempt never started",
             "start": "refused before launch (recorded as not started; see its reasons)",
         },
