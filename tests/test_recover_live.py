@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -64,15 +65,15 @@ def _manifest_pids(attempt: Path) -> set[int]:
     )
 
 
-def test_recover_cleanup_retry_refuse_while_an_unlisted_opc_lives(
-    tmp_path: Path, reaper: Reaper
-) -> None:
+def _orphaned_opc(tmp_path: Path, reaper: Reaper, *options: str) -> tuple[Path, Path, int]:
+    """The issue's scene: the runner SIGKILLed, the leader ended, an opc the last
+    manifest does not list alive. Returns (workdir, attempt, opc pid)."""
     work = tmp_path / "w"
     work.mkdir()
     (work / "wl.py").write_text(WORKLOAD)
     run = reaper.popen(
         start_skgate(
-            "run", "--root", "r", "--quiet", "--scan-interval", "60", "--",
+            "run", "--root", "r", "--quiet", "--scan-interval", "60", *options, "--",
             sys.executable, "wl.py",
             cwd=work,
         )
@@ -92,6 +93,13 @@ def test_recover_cleanup_retry_refuse_while_an_unlisted_opc_lives(
     # The defect's precondition: the last manifest does not list the live opc.
     assert opc_pid not in _manifest_pids(attempt)
     assert pid_alive(opc_pid)
+    return work, attempt, opc_pid
+
+
+def test_recover_cleanup_retry_refuse_while_an_unlisted_opc_lives(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    work, attempt, opc_pid = _orphaned_opc(tmp_path, reaper)
 
     status = run_skgate("status", str(attempt), cwd=work)
     assert status.returncode == 6, status
@@ -120,6 +128,45 @@ def test_recover_cleanup_retry_refuse_while_an_unlisted_opc_lives(
     done = run_skgate("recover", str(attempt), cwd=work)
     assert done.returncode == 0, done
     assert json.loads((attempt / files.VERDICT).read_text())["state"] == "unknown"
+
+
+def test_adopt_supervises_the_orphan_to_its_natural_return(tmp_path: Path, reaper: Reaper) -> None:
+    # Issue 21 s1: a compile whose runner died ran on with nobody supervising it.
+    work, attempt, opc_pid = _orphaned_opc(tmp_path, reaper)
+    adopter = reaper.popen(start_skgate("recover", "--adopt", str(attempt), cwd=work))
+    wait_for(lambda: "adopted" in _event_names(attempt), "the adoption in the journal")
+    assert adopter.poll() is None  # it supervises while the opc lives
+    (work / "release").write_text("")
+    out, err = adopter.communicate(timeout=60)
+    assert adopter.returncode == 0, out + err
+    adopted = next(e for e in files.read_events(attempt / files.EVENTS) if e["event"] == "adopted")
+    assert opc_pid in adopted["pids"] and adopted["pidfds"] is True
+    assert "adopted_tree_ended" in _event_names(attempt)
+    assert "signal_sent" not in _event_names(attempt)  # natural return: nothing signalled
+    assert json.loads((attempt / files.VERDICT).read_text())["state"] == "unknown"
+
+
+def test_adopt_enforces_the_frozen_deadline_on_the_owned_processes_only(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    bystander = reaper.popen(
+        subprocess.Popen(["opc", "-c", "import signal; signal.pause()"], executable=sys.executable)
+    )
+    work, attempt, opc_pid = _orphaned_opc(tmp_path, reaper, "--timeout", "6", "--grace", "1")
+    adopter = reaper.popen(start_skgate("recover", "--adopt", str(attempt), cwd=work))
+    out, err = adopter.communicate(timeout=60)
+    assert adopter.returncode == 0, out + err
+    assert not pid_alive(opc_pid)
+    names = _event_names(attempt)
+    assert names.index("adopted") < names.index("timeout") < names.index("signal_sent")
+    sent = [e for e in files.read_events(attempt / files.EVENTS) if e["event"] == "signal_sent"]
+    assert {e["pid"] for e in sent} == {opc_pid} and sent[0]["name"] == "SIGTERM"
+    assert bystander.poll() is None  # an opc the attempt does not own is never signalled
+    assert json.loads((attempt / files.VERDICT).read_text())["state"] == "unknown"
+
+
+def _event_names(attempt: Path) -> list[str]:
+    return [str(e.get("event")) for e in files.read_events(attempt / files.EVENTS)]
 
 
 def test_intent_without_launched_is_unknown_never_not_started(tmp_path: Path) -> None:

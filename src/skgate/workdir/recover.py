@@ -18,8 +18,8 @@ alive, this module finishes it, as far as the evidence honestly allows (issue 12
 * then the seal, and the ledger's end entry (a ``start`` first, if the runner died
   before indexing the attempt).
 
-Idempotent: an attempt that is sealed and has its ledger end is left alone. Nothing is
-ever signalled; a live runner or owned process refuses the recovery (exit 6). One
+Idempotent: an attempt that is sealed and has its ledger end is left alone. Without ``--adopt``
+nothing is ever signalled; a live runner or owned process refuses the recovery (exit 6). One
 recover per attempt at a time: a second one waits for the first (an flock on the
 attempt directory, issue 21), then finds it done.
 """
@@ -50,6 +50,7 @@ from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight.request import outputs_dir
 from skgate.verdict.classify import classify
+from skgate.workdir.adopt import adopt
 
 
 @dataclass(frozen=True)
@@ -250,11 +251,15 @@ def _lock_attempt(attempt: Path, fd: int, notify: Notify | None) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
 
 
-def recover_attempt(attempt: Path, notify: Notify | None = None) -> Recovery:
+def recover_attempt(
+    attempt: Path, notify: Notify | None = None, *, adopt_tree: bool = False
+) -> Recovery:
     """Finish one attempt whose runner died (see the module doc). Idempotent.
 
     Serialised per attempt (:func:`_lock_attempt`): what is done is decided only once
-    the lock is held, so a second recover finds the first one's work.
+    the lock is held, so a second recover finds the first one's work. ``adopt_tree``
+    (``--adopt``): first supervise a live tree to its end, under the frozen deadline
+    (:mod:`skgate.workdir.adopt`).
     """
     _refuse_linked(attempt)
     try:
@@ -263,6 +268,10 @@ def recover_attempt(attempt: Path, notify: Notify | None = None) -> Recovery:
         raise EvidenceError(f"{attempt}: no such attempt directory") from None
     try:
         _lock_attempt(attempt, fd, notify)
+        if adopt_tree and not files.present(attempt / files.SEAL):
+            how = adopt(attempt)
+            if notify is not None and how != "nothing":
+                notify(f"skgate: {attempt}: adopted tree ended ({how}); recovering it")
         return _recover_locked(attempt)
     finally:
         os.close(fd)  # releases the lock
@@ -372,9 +381,9 @@ def attempts_to_recover(target: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name))
 
 
-def recover(target: Path, notify: Notify | None = None) -> list[Recovery]:
-    """``skgate recover ATTEMPT|ROOT``: recover each unfinished attempt (see module doc)."""
-    return [recover_attempt(a, notify) for a in attempts_to_recover(target)]
+def recover(target: Path, notify: Notify | None = None, *, adopt: bool = False) -> list[Recovery]:
+    """``skgate recover [--adopt] ATTEMPT|ROOT``: recover each unfinished attempt."""
+    return [recover_attempt(a, notify, adopt_tree=adopt) for a in attempts_to_recover(target)]
 
 
 def render(recoveries: list[Recovery]) -> list[str]:
