@@ -65,6 +65,20 @@ def test_import_skgate_report_loads_no_run_machinery() -> None:
     assert heavy == []
 
 
+def test_import_skgate_report_html_loads_no_live_machinery() -> None:
+    # Issue 22 s3: evidence/load.py imported proc.cgroup, proc.events, proc.observe and
+    # proc.owned for its live=True look, so the report loaded them; the name check above
+    # did not see it. The real list of modules: no live probing, preflight or runner.
+    loaded = _loaded_by("import skgate.report.html")
+    assert "skgate.report.html" in loaded
+    live = sorted(
+        m
+        for m in loaded
+        if m.startswith(("skgate.proc", "skgate.preflight", "skgate.runner", "skgate.liveness"))
+    )
+    assert live == []
+
+
 def _loaded_by(code: str) -> set[str]:
     out = subprocess.run(
         [sys.executable, "-c", code + "; import sys; print(' '.join(sorted(sys.modules)))"],

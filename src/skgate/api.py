@@ -37,8 +37,8 @@ from typing import Any
 from skgate import lifecycle
 from skgate.evidence.files import DEFAULT_ROOT
 from skgate.evidence.ledger import latest
-from skgate.evidence.load import current_verdict
 from skgate.lifecycle import StopResult, WaitResult
+from skgate.liveness import current_verdict
 from skgate.model.errors import UsageError
 from skgate.model.protocol import Started, read_reply
 from skgate.model.records import Verdict

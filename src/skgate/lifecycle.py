@@ -43,8 +43,8 @@ from skgate.evidence.follow import (
     verdict_record,
     wait_readable,
 )
-from skgate.evidence.load import current_verdict, runner_ref
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
+from skgate.liveness import current_verdict, runner_ref
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.protocol import Started, read_reply
 from skgate.model.records import EXIT_CODES, State, Verdict

@@ -27,7 +27,7 @@ from typing import Any
 from skgate import __version__, lifecycle
 from skgate.evidence.files import DEFAULT_ROOT, EVENTS, is_attempt_dir
 from skgate.evidence.ledger import latest
-from skgate.evidence.load import current_verdict
+from skgate.liveness import current_verdict
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.outcomes import PackageMode
 from skgate.model.request import RunRequest
@@ -235,7 +235,7 @@ def build_server(max_wait: float | None = None) -> Any:
         try:
             if lang not in facts.LANGS or format not in facts.FORMATS:
                 raise UsageError("lang must be en or zh and format md or json")
-            rep = load.build_report(Path(_one_name(attempt, target, "report")))
+            rep = load.build_report(Path(_one_name(attempt, target, "report")), current_verdict)
             if format == "json":
                 data: dict[str, Any] = facts.report_json(rep, lang)
                 return data
@@ -264,7 +264,7 @@ def build_server(max_wait: float | None = None) -> Any:
             if attempt is not None:
                 if not is_attempt_dir(Path(attempt)):
                     raise UsageError(f"attempt {attempt}: not an attempt directory")
-                verdict = load.default_verdict_of(Path(attempt))
+                verdict = current_verdict(Path(attempt))
             result = outputs_check.check_outputs(
                 Path(directory),
                 PackageMode(package),

@@ -43,7 +43,9 @@ from skgate.evidence.census import (
     take_census,
     top_entries,
 )
+from skgate.evidence.diskfull import DiskFull, RunLog
 from skgate.evidence.follow import stage_announcer
+from skgate.evidence.intent import write_intent
 from skgate.evidence.logscan import LogScanner
 from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError
@@ -254,10 +256,14 @@ def _supervise(
     allowed, name = allowed_sources(os.environ), leaf_name(att.runner_pid, att.runner_start_ticks)
     sources = open_sources(allowed, name, att.early.leaf(allowed, name) if att.early else None)
 
+    # Issue 21 s2, C4: a full evidence disk never ends supervision nor stops the drain of
+    # the pipe (the compile would die of SIGPIPE); the facts wait in memory.
+    full = DiskFull()
+    runlog = RunLog(log_fd, full)
+    emit = full.guard(att.emit, files.EVENTS, appends=True)
+
     def sink(data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(log_fd, view) :]
+        runlog.write(data)
         scanner.feed(data)
         if echoer is not None:
             echoer(data)
@@ -268,23 +274,23 @@ def _supervise(
         cwd=request.cwd,
         timeout=request.timeout,
         grace=request.grace,
-        emit=att.emit,
+        emit=emit,
         sink=sink,
-        on_manifest=att.write_ownership,
+        on_manifest=full.guard(att.write_ownership, files.OWNERSHIP),
         scan_interval=request.scan_interval,
         on_tick=observer(
-            att.emit,
+            emit,
             outputs_dir(request),
             OBSERVATION_EVERY * request.scan_interval,
             before,
             stage_progress=tracker.progress,
         ),
         notify=notify,
-        on_process=stage_announcer(tracker, att.emit),
+        on_process=stage_announcer(tracker, emit),
         on_scan=tracker.on_scan,
         stop_request=partial(att.stop_request, att.dir) if att.stop_request else None,
         sources=sources,
-        journal=procs,
+        journal=full.guard(procs, files.PROCS, appends=True),
         progress_every=progress_every,
     )
     subreaper = become_subreaper()
@@ -305,6 +311,9 @@ def _supervise(
         return att.stopped_before_launch(early, "while launching")
     try:
         try:
+            # C2, issue 21 s1: durable before the fork, so a runner killed before its
+            # 'launched' entry is never read as "nothing was launched".
+            write_intent(att.dir, request.argv, str(sources.leaf.path) if sources.leaf else None)
             proc = sup.launch(plan.lease_fds)
         except OSError as exc:
             os.close(log_fd)
@@ -320,7 +329,7 @@ def _supervise(
         att.pgid = proc.pid
         sup.track_leader(wall)
         att.leader = next(iter(sup.records()), None)
-        att.emit(
+        emit(
             "launched",
             pid=proc.pid,
             pgid=proc.pid,
@@ -335,7 +344,9 @@ def _supervise(
             cgroup=str(sources.leaf.path) if sources.leaf else None,
             runner_cpu_s=cpu_seconds(),
         )
-        att.write_ownership(sup.records(), False, sup.coverage_of(False))
+        full.guard(att.write_ownership, files.OWNERSHIP)(
+            sup.records(), False, sup.coverage_of(False)
+        )
         for name in _FINISHING:
             importlib.import_module(name)
         outcome = sup.wait(launched_mono)
@@ -349,6 +360,8 @@ def _supervise(
         att.stops.add(sup.pending_stops())
         sources.close()
     try:
+        if full.full:
+            full.record(att.dir, att.notify)  # as soon as space allows (issue 21 s2)
         return _finish_after_return(
             att,
             scanner=scanner,

@@ -738,3 +738,21 @@ def test_compile_evidence_decides_over_a_declared_exit_status_and_a_disagreement
     agree = classify(natural(verdict_from=VerdictFrom.EXIT_STATUS))
     assert agree.state is State.SUCCEEDED and agree.summary_source == "summary_lines"
     assert any(r.startswith("C2: --verdict-from exit-status was declared") for r in agree.reasons)
+
+
+def test_a_launch_intent_without_launched_is_unknown_never_not_started() -> None:
+    # Issue 21 s1: a runner killed between the fork and 'launched' left an attempt read
+    # as not_started, although the workload may have run.
+    recovered = Evidence(
+        launched=False,
+        launch_unconfirmed=True,
+        runner_finished=True,
+        recovered="before natural return",
+    )
+    v = classify(recovered)
+    assert v.state is State.UNKNOWN
+    assert any("intent to launch" in r for r in v.reasons)
+    # Runner gone, intent only, an owned process alive: in progress, never unknown (C2.1).
+    live = Evidence(launched=False, launch_unconfirmed=True, owned_alive=1)
+    assert classify(live).state is State.IN_PROGRESS
+    assert classify(Evidence(launched=False, runner_finished=True)).state is State.NOT_STARTED

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
+from skgate import liveness
 from skgate.evidence import digest, ledger, seal
 from skgate.evidence import load as evidence
 from skgate.evidence.files import CONTROL, OWNERSHIP, VERDICT, write_json_new
-from skgate.model.errors import BlockedError, UsageError
+from skgate.model.errors import BlockedError, StillLiveError, UsageError
 from skgate.model.records import Cause, Ownership, ProcessRecord, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.proc import observe
@@ -222,7 +223,7 @@ def test_refuses_while_an_owned_process_is_alive(
     write_json_new(a2 / CONTROL, control_of(sc.request))
     write_json_new(a2 / OWNERSHIP, own.to_dict())
     before = sorted(os.listdir(sc.work))
-    with pytest.raises(BlockedError, match=f"still running \\(owned pid {rec.pid} \\(opc\\)\\)"):
+    with pytest.raises(StillLiveError, match=f"still running \\(owned pid {rec.pid} \\(opc\\)\\)"):
         artifacts.cleanup(sc.work, sc.root)
     assert sorted(os.listdir(sc.work)) == before
     assert not (a2 / "scene").exists()
@@ -388,7 +389,7 @@ def test_retry_refuses_while_the_attempt_runs(
         calls.append(r)
         return Verdict(state=State.SUCCEEDED, cause=None, reasons=())
 
-    with pytest.raises(BlockedError, match=f"still running \\(runner pid {proc.pid}\\)"):
+    with pytest.raises(StillLiveError, match=f"still running \\(runner pid {proc.pid}\\)"):
         clean_retry.retry(a2, runner=fake)
     assert calls == []
 
@@ -497,7 +498,7 @@ def test_retry_reads_control_once_and_checks_liveness_once(
         return real_read(path)
 
     checks: list[int] = []
-    real_alive = evidence.runner_is_alive
+    real_alive = liveness.runner_is_alive
 
     def runner_is_alive(control: evidence.Control) -> bool:
         checks.append(control.runner_pid)

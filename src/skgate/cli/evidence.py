@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence.files import DEFAULT_ROOT, is_attempt_dir
+from skgate.liveness import current_verdict
 from skgate.model.errors import UsageError
 from skgate.model.outcomes import PackageMode
 from skgate.model.records import Verdict
@@ -115,12 +116,14 @@ def _attempt_verdict(target: str | None) -> Verdict | None:
     path = Path(target)
     if not is_attempt_dir(path):
         raise UsageError(f"--attempt {target}: not an attempt directory (no control.json)")
-    verdict = load.default_verdict_of(path)
+    verdict = current_verdict(path)
     return verdict if verdict.attempt else verdict.with_attempt(path.name)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    rep = load.build_report(Path(args.target))
+    # The CLI may look at live processes: an attempt in progress reads in_progress, not
+    # "runner died" (the report itself reads archives only, issue 22 s3).
+    rep = load.build_report(Path(args.target), current_verdict)
     text = report.render(rep, args.lang, args.fmt)
     if args.output:
         write_report_file(Path(args.output), text, force=args.force)

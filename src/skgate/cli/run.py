@@ -19,7 +19,7 @@ from skgate.evidence import files
 from skgate.evidence.files import DEFAULT_ROOT
 from skgate.evidence.follow import verdict_record
 from skgate.evidence.ledger import latest, resolve
-from skgate.evidence.load import current_verdict, recompute
+from skgate.liveness import current_verdict, recompute
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
 from skgate.model.records import Verdict

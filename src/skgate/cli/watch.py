@@ -22,7 +22,8 @@ from rich.table import Table
 from rich.text import Text
 
 from skgate.evidence import files
-from skgate.evidence.load import current_verdict, live_owned, load_census, load_ownership
+from skgate.evidence.load import load_census, load_ownership
+from skgate.liveness import current_verdict, live_owned
 from skgate.model.records import State, Verdict
 from skgate.verdict.words import duration, headline
 

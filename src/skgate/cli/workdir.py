@@ -2,8 +2,9 @@
 ``uninstall``.
 
 Thin: parse, call the library, print, return an exit status. ``verify``, ``cleanup`` and
-``uninstall`` exit 1 when anything changed, was refused or failed; a refusal because a
-process is still alive is ``BlockedError`` (exit 3, nothing touched).
+``uninstall`` exit 1 when anything changed, was refused or failed; ``recover``,
+``cleanup`` and ``retry`` refuse with ``StillLiveError`` (exit 6, naming the pids, nothing
+touched) while anything the attempt owns may live (``skgate.liveness``, issue 21).
 """
 
 from __future__ import annotations
@@ -53,9 +54,16 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "of a root) whose runner died before its verdict, seal or ledger end: files the "
         "runner had not written are made now (the census is labelled late), the verdict "
         "says it was recovered and why, then the seal and the ledger's end entry. A sealed "
-        "and indexed attempt is left alone. Nothing is ever signalled.",
+        "and indexed attempt is left alone. Without --adopt nothing is ever signalled.",
     )
     p.add_argument("target", nargs="?", default=str(DEFAULT_ROOT), help="ATTEMPT or ROOT")
+    p.add_argument(
+        "--adopt",
+        action="store_true",
+        help="first take over supervision of a live tree whose runner died: wait for its "
+        "natural return, or at its frozen deadline SIGTERM, the frozen grace, then SIGKILL "
+        "to its own processes only (held by pidfd); then recover it",
+    )
     p.add_argument("--json", action="store_true", help="print what was done as JSON")
     p.set_defaults(handler=cmd_recover)
 
@@ -115,7 +123,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    done = recover.recover(Path(args.target), notify=lambda line: print(line, file=sys.stderr))
+    done = recover.recover(
+        Path(args.target), notify=lambda line: print(line, file=sys.stderr), adopt=args.adopt
+    )
     if args.json:
         print(recover.dumps(done))
     else:

@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import files, regular
-from skgate.evidence.stages import StageTracker
 from skgate.model.errors import EvidenceError
 from skgate.model.running import ProcessRecord
 from skgate.model.schema import SCHEMA_EVENT
 
 if TYPE_CHECKING:
+    # The tracker is an annotation only here: it probes /proc names, and the read side
+    # (a report) loads no skgate.proc module (issue 22 s3).
+    from skgate.evidence.stages import StageTracker
     from skgate.model.records import Verdict
 
 # <sys/inotify.h>

@@ -5,21 +5,21 @@ place that turns the files of an attempt directory into :class:`~skgate.model.re
 The runner itself classifies through it, so the verdict it writes is exactly the one
 ``skgate classify`` recomputes later from the same files.
 
-``live=True`` (``skgate status``) adds facts about now, read-only: whether the runner that
-owns the attempt is still alive, how many owned processes live, whether the frozen
-deadline has passed. Nothing here sends a signal or writes a file (C2.1).
+Facts about now (is the runner alive, which owned processes live, has the frozen deadline
+passed) are live probing, not archive reading: :mod:`skgate.liveness` adds them, and this
+module loads no ``skgate.proc`` module, so a report of archives never does (issue 22 s3).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from skgate.evidence import files, regular
+from skgate.evidence import files
+from skgate.evidence.diskfull import read_diskfull
 from skgate.evidence.follow import Progress
-from skgate.evidence.stages import load_stages
+from skgate.evidence.intent import read_intent
 from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError
 from skgate.model.logscan import LogScan
@@ -28,17 +28,16 @@ from skgate.model.records import (
     Census,
     Evidence,
     Ownership,
-    ProcessRecord,
     SignalSent,
     Summary,
     Verdict,
 )
 from skgate.model.request import RunRequest, frozen_jobs
 from skgate.model.schema import SCHEMA_CONTROL, SCHEMA_REGRESS, check_schema, require
-from skgate.proc.cgroup import LEAF_PREFIX, read_pids
-from skgate.proc.observe import boot_id, is_alive, read_stat
-from skgate.proc.owned import journal_alive
 from skgate.verdict.classify import classify
+
+if TYPE_CHECKING:
+    from skgate.model.stages import Stages
 
 
 @dataclass(frozen=True)
@@ -69,36 +68,9 @@ def load_control(attempt_dir: Path) -> Control:
     )
 
 
-@dataclass(frozen=True)
-class RunnerRef:
-    """The runner that owns an attempt: pid, start time, boot."""
-
-    pid: int
-    start_ticks: int
-    boot_id: str
-
-    def alive(self) -> bool:
-        return self.boot_id in ("", boot_id()) and is_alive(self.pid, self.start_ticks)
-
-
-def runner_ref(attempt_dir: Path) -> RunnerRef | None:
-    """The owning runner, from ``control.json`` or, before preflight has frozen the
-    controls (a runner still waiting for a blocker), from the journal's ``created``."""
-    if files.present(attempt_dir / files.CONTROL):
-        c = load_control(attempt_dir)
-        return RunnerRef(c.runner_pid, c.runner_start_ticks, c.boot_id)
-    for ev in files.iter_events(attempt_dir / files.EVENTS):
-        runner = ev.get("runner") if ev.get("event") == "created" else None
-        if isinstance(runner, dict) and _is_int(runner.get("pid")):
-            ticks = runner.get("start_ticks")
-            if isinstance(ticks, int) and _is_int(ticks):
-                boot = runner.get("boot_id", ev.get("boot_id", ""))
-                return RunnerRef(runner["pid"], ticks, str(boot))
-    return None
-
-
 def prelaunch_evidence(attempt_dir: Path) -> Evidence:
-    """Evidence of an attempt whose controls are not frozen yet (preflight under way)."""
+    """Evidence of an attempt whose controls are not frozen yet (preflight under way),
+    from the archive alone (``skgate.liveness`` adds whether its runner lives)."""
     progress = Progress()
     finished = False
     blocked: list[str] = []
@@ -108,74 +80,13 @@ def prelaunch_evidence(attempt_dir: Path) -> Evidence:
         finished = finished or ev.get("event") == "finished"
         if ev.get("event") == "blocked":
             blocked.extend(_event_reasons(ev, str(journal)))
-    ref = runner_ref(attempt_dir)
     return Evidence(
         launched=False,
         not_started_reasons=tuple(blocked),
         runner_finished=finished,
-        runner_alive=not finished and ref is not None and ref.alive(),
         waiting_for=tuple(progress.waiting),
         journal_missing=not files.present(journal),
     )
-
-
-def runner_is_alive(control: Control) -> bool:
-    """Is the runner that owns the attempt alive now (same boot, same pid and start time)?"""
-    same_boot = control.boot_id in ("", boot_id())
-    return same_boot and is_alive(control.runner_pid, control.runner_start_ticks)
-
-
-def live_owned(ownership: Ownership | None) -> list[ProcessRecord]:
-    """Owned processes (the leader included) alive now, identified by (pid, start time).
-
-    The one liveness check of an attempt's processes (status, the live view, cleanup): a
-    manifest from another boot has none alive, whatever pids exist now, and a process
-    the runner saw exit is never counted again.
-    """
-    if ownership is None or ownership.boot_id not in ("", boot_id()):
-        return []
-    seen: set[tuple[int, int]] = set()
-    alive: list[ProcessRecord] = []
-    for p in ([ownership.leader] if ownership.leader else []) + list(ownership.owned):
-        key = (p.pid, p.start_ticks)
-        if key in seen or p.exit_status is not None or p.exit_signal is not None:
-            continue
-        seen.add(key)
-        if is_alive(p.pid, p.start_ticks):
-            alive.append(p)
-    return alive
-
-
-def live_members(
-    attempt_dir: Path, ownership: Ownership | None, cgroup: str | None, same_boot: bool
-) -> int:
-    """Owned processes alive now, from every record the attempt left (read-only).
-
-    The last manifest is a snapshot and may predate a process; the process journal
-    (``procs.jsonl``) has every fork the runner learnt up to its death; the attempt's
-    cgroup, while it exists, lists every member now, even those forked after the runner
-    died. Each counts once, by (pid, start time): never unknown while something owned
-    runs (C2.1).
-    """
-    if not same_boot:
-        return 0
-    alive = {(p.pid, p.start_ticks) for p in live_owned(ownership)}
-    procs = attempt_dir / files.PROCS
-    if files.present(procs):
-        # Bounded lines of a regular file only (issue 21); an over-long line is a
-        # damaged record and, like a torn one, is skipped by journal_alive.
-        lines = (ln.raw for ln in regular.iter_lines(procs) if not ln.too_long)
-        for pid, ticks in journal_alive(lines):
-            if (pid, ticks) not in alive and is_alive(pid, ticks):
-                alive.add((pid, ticks))
-    # Only a leaf skgate made (the name is the runner's): a damaged journal must not
-    # point the check at a whole hierarchy.
-    if cgroup and Path(cgroup).name.startswith(LEAF_PREFIX):
-        for pid in read_pids(Path(cgroup)):
-            st = read_stat(pid)
-            if st is not None and not st.zombie:
-                alive.add((pid, st.start_ticks))
-    return len(alive)
 
 
 def load_ownership(attempt_dir: Path) -> Ownership | None:
@@ -195,6 +106,15 @@ def load_logscan(attempt_dir: Path) -> LogScan | None:
 def load_summary(attempt_dir: Path) -> Summary | None:
     scan = load_logscan(attempt_dir)
     return scan.summary if scan is not None else None
+
+
+def load_stages(path: Path) -> Stages | None:
+    """``stages.json`` of an attempt, or None when the attempt has none (older skgate)."""
+    from skgate.model.stages import Stages  # noqa: PLC0415
+
+    if not path.exists():
+        return None
+    return Stages.from_dict(files.read_json(path), str(path))
 
 
 def load_census(attempt_dir: Path) -> Census | None:
@@ -231,12 +151,27 @@ def _event_int(ev: dict[str, Any], key: str, where: str, default: int | None = N
     return value
 
 
-def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = False) -> Evidence:
-    """Build the classifier's input from the attempt directory (and, if ``live``, now).
+@dataclass(frozen=True)
+class Archived:
+    """The classifier's input from the archive, and the two launch facts a live look at
+    the attempt needs (``skgate.liveness``): its frozen deadline and its cgroup leaf."""
+
+    evidence: Evidence
+    deadline_wall: float | None
+    cgroup: str | None
+
+
+def load_evidence(attempt_dir: Path, *, finishing: bool = False) -> Evidence:
+    """Build the classifier's input from the attempt directory alone.
 
     ``finishing`` is for the runner's own final classification, made just before it
     journals ``finished``: the files are then complete, exactly as a later reader sees them.
     """
+    return archived_evidence(attempt_dir, finishing=finishing).evidence
+
+
+def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived:
+    """:func:`load_evidence` with the launch facts a live look needs."""
     control = load_control(attempt_dir)
     journal = attempt_dir / files.EVENTS
     journal_missing = not files.present(journal)
@@ -293,32 +228,25 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
 
     ownership = load_ownership(attempt_dir)
     scan = load_logscan(attempt_dir)
-    owned_alive = 0
-    runner_alive = False
-    deadline_passed = False
-    if live and not finished:
-        runner_alive = runner_is_alive(control)
-        owned_alive = live_members(
-            attempt_dir, ownership, cgroup, control.boot_id in ("", boot_id())
-        )
-        deadline_passed = deadline_wall is not None and time.time() > deadline_wall
-    return Evidence(
+    # Issue 21 s1: the intent without 'launched' is a runner killed around the fork; the
+    # workload may have run, so the attempt is never read as not started (C2).
+    intent = None if launched or blocked else read_intent(attempt_dir)
+    evidence = Evidence(
         launched=launched,
+        launch_unconfirmed=intent is not None,
+        disk_full=full.text if (full := read_diskfull(attempt_dir)) is not None else None,
         not_started_reasons=tuple(blocked),
         ownership_recorded=ownership is not None,
         leader_ended=leader_ended,
         leader_exit_status=exit_status,
         leader_exit_signal=exit_signal,
         tree_ended=tree_ended,
-        owned_alive=owned_alive,
         escaped_alive=escaped_alive,
         escaped_total=len(ownership.escaped) if ownership else 0,
         timeout_fired=timeout_fired,
         signals_sent=tuple(signals),
         external_signals=tuple(external),
         runner_finished=finished or finishing,
-        runner_alive=runner_alive,
-        deadline_passed=deadline_passed,
         summary=scan.summary if scan is not None else None,
         census=load_census(attempt_dir),
         stages=load_stages(attempt_dir / files.STAGES),
@@ -332,45 +260,37 @@ def load_evidence(attempt_dir: Path, *, live: bool = False, finishing: bool = Fa
         coverage=ownership.coverage if ownership else None,
         scan_interval=ownership.scan_interval if ownership else control.request.scan_interval,
     )
+    if intent is not None and cgroup is None:
+        cgroup = intent.cgroup
+    return Archived(evidence, deadline_wall, cgroup)
 
 
-def recompute(attempt_dir: Path) -> Verdict:
-    """``skgate classify``: the verdict from the archived files alone.
-
-    For an attempt the runner finished that is all there is. For an unfinished one the
-    liveness of its runner and owned processes is looked at (read-only), so it reads
-    ``in_progress`` or ``unknown`` ("the runner died before the verdict was written"),
-    never a final state from a partial set of files (issue 12).
-    """
-    return classify(load_evidence(attempt_dir, live=True)).with_attempt(str(attempt_dir))
-
-
-def current_verdict(attempt_dir: Path) -> Verdict:
-    """``skgate status``: the recorded verdict if the run finished, else a read-only look.
-
-    A live attempt of another runner reads ``in_progress``; an attempt whose runner died
-    without a verdict reads ``in_progress`` while its owned processes live and its
-    deadline has not passed, else ``unknown``: "the runner died before the verdict was
-    written (after/before natural return)", never a final state derived from the partial
-    set of files it left (no census, say, would skip the C8 check).
-    """
+def recorded_verdict(attempt_dir: Path) -> Verdict | None:
+    """The verdict the runner (or ``recover``) recorded, or None (none, or damaged: then
+    the rest of the evidence is classified instead)."""
     verdict_path = attempt_dir / files.VERDICT
+    if not files.present(verdict_path):
+        return None
+    try:
+        recorded = Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
+    except EvidenceError:
+        return None
+    # A root copied or moved elsewhere: name the attempt where it is now, not where it
+    # was recorded (the file itself is sealed and stays as it is).
+    if recorded.attempt and Path(recorded.attempt).is_absolute():
+        return recorded.with_attempt(str(attempt_dir))
+    return recorded
+
+
+def archived_verdict(attempt_dir: Path) -> Verdict:
+    """The recorded verdict, else the classification of the archive alone: no look at
+    live processes (a report of archives; ``skgate.liveness.current_verdict`` adds it)."""
     if not files.present(attempt_dir / files.CONTROL) and files.present(attempt_dir / files.EVENTS):
-        # Still in preflight (or ended there without controls): the journal alone says
-        # whether a live runner is waiting for a blocker.
         return classify(prelaunch_evidence(attempt_dir)).with_attempt(str(attempt_dir))
-    if files.present(verdict_path):
-        try:
-            recorded = Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
-        except EvidenceError:
-            pass  # damaged: fall back to recomputing from the rest of the evidence
-        else:
-            # A root copied or moved elsewhere: name the attempt where it is now, not
-            # where it was recorded (the file itself is sealed and stays as it is).
-            if recorded.attempt and Path(recorded.attempt).is_absolute():
-                return recorded.with_attempt(str(attempt_dir))
-            return recorded
-    return classify(load_evidence(attempt_dir, live=True)).with_attempt(str(attempt_dir))
+    recorded = recorded_verdict(attempt_dir)
+    if recorded is not None:
+        return recorded
+    return classify(load_evidence(attempt_dir)).with_attempt(str(attempt_dir))
 
 
 def health_findings(root: Path, lang: str) -> list[str]:

@@ -38,7 +38,7 @@ from skgate.evidence.files import (
     read_json,
     write_json_new,
 )
-from skgate.evidence.load import load_control, runner_is_alive
+from skgate.evidence.load import load_control
 from skgate.model.errors import EvidenceError
 from skgate.model.schema import check_schema, require
 
@@ -237,9 +237,16 @@ def scene_dirs(attempt: Path) -> list[Path]:
 def _runner_alive(attempt: Path) -> bool:
     """Is the runner that owns this unsealed attempt alive (then it is not unfinished)?"""
     try:
-        return runner_is_alive(load_control(attempt))
+        control = load_control(attempt)
     except EvidenceError:
         return False
+    # Loaded here, only for an unsealed attempt: the read side (a report of sealed
+    # archives) loads no skgate.proc module (issue 22 s3). The identity rule is the one of
+    # skgate.liveness: same boot, same pid and start time (C4).
+    from skgate.proc.observe import boot_id, is_alive  # noqa: PLC0415
+
+    same_boot = control.boot_id in ("", boot_id())
+    return same_boot and is_alive(control.runner_pid, control.runner_start_ticks)
 
 
 def _sealed_in_ledger(root: Path | None) -> set[str]:

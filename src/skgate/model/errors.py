@@ -42,3 +42,14 @@ class UnfinishedError(SkgateError):
     finishing): the attempt is unfinished, its state unknown until recovered (exit 5)."""
 
     exit_code = 5
+
+
+class StillLiveError(SkgateError):
+    """The attempt's runner or an owned process may still live: ``recover``, ``cleanup``
+    and ``retry`` refuse to act under it (exit 6, C4, C8). ``pids`` names them."""
+
+    exit_code = 6
+
+    def __init__(self, message: str, pids: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.pids = pids

@@ -124,8 +124,8 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         for_command={
             "regress": "--health: blocked, not attributable, or the declared change did not "
             "reach the compile",
-            "cleanup": "refused while an owned process of the attempt is alive or the outputs "
-            "are in use (nothing moved)",
+            "cleanup": "refused while another process uses the outputs (nothing moved; a live "
+            "process of the attempt itself is exit 6)",
             "check-outputs": "the attempt given with --attempt never started",
             "start": "refused before launch (recorded as not started; see its reasons)",
         },
@@ -156,12 +156,16 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         6,
         "in_progress",
         "in progress (`status`, `check-outputs --attempt`)",
-        ("status", "classify", "check-outputs", "recover", "wait"),
+        ("status", "classify", "check-outputs", "recover", "cleanup", "retry", "wait"),
         state="in_progress",
         help_label="in progress (status, check-outputs --attempt, wait --max)",
         for_command={
-            "recover": "its runner or an owned process is still alive: nothing recovered; "
-            "wait for the natural return",
+            "recover": "its runner or an owned process may still live (named by pid): "
+            "nothing recovered; wait for the natural return or 'skgate stop'",
+            "cleanup": "the attempt's runner or an owned process may still live (named by "
+            "pid): nothing moved; wait for the natural return or 'skgate stop'",
+            "retry": "the attempt's runner or an owned process may still live (named by "
+            "pid): nothing launched; wait for the natural return or 'skgate stop'",
             "wait": "still in progress when --max ran out; the workload is untouched, wait again",
         },
     ),

@@ -171,6 +171,12 @@ class Evidence:
 
     launched: bool
     not_started_reasons: tuple[str, ...] = ()
+    #: The runner recorded its intent to launch (``launch.json``) but no ``launched``
+    #: entry: killed around the fork, the workload may have run (issue 21 s1).
+    launch_unconfirmed: bool = False
+    #: ``diskfull.json``: the evidence disk was full while the runner wrote (when, which
+    #: files, where run.log was cut); the evidence is incomplete (issue 21 s2).
+    disk_full: str | None = None
     ownership_recorded: bool = False
     leader_ended: bool = False
     leader_exit_status: int | None = None

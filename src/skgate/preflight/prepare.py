@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence.diskfull import low_space_warning
 from skgate.evidence.files import CONTROL, VERDICT, check_root, read_json
 from skgate.evidence.ledger import end_entries, list_attempts
 from skgate.model.errors import EvidenceError, UsageError
@@ -294,6 +295,11 @@ def prepare(
     controls["skgate_self"] = self_hooks.own_hooks()
     if notify is not None and controls["skgate_self"]["untrusted"]:
         notify(f"skgate: warning: {controls['skgate_self']['note']}")
+    # Issue 21 s2: a root short of space is said before launch (not recorded: the bound
+    # is the operator's, and a full disk later is recorded as such, diskfull.json).
+    if notify is not None:
+        for line in low_space_warning(Path(request.root), os.environ):
+            notify(line)
 
     deadline = time.monotonic() + request.lease_timeout
     wait = take_leases and not blocked  # a run blocked anyway never waits (C4 waits are long)

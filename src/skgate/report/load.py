@@ -25,9 +25,8 @@ from skgate.evidence.files import (
 from skgate.evidence.files import read_json as _read_json
 from skgate.evidence.installed import INSTALLED_FILE
 from skgate.evidence.ledger import resolve
-from skgate.evidence.load import current_verdict
+from skgate.evidence.load import archived_verdict, load_stages
 from skgate.evidence.plog import PLOG_INDEX
-from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
 from skgate.model.installed import InstalledBinaries
 from skgate.model.plog import PlogFile, plog_files
@@ -41,8 +40,12 @@ VerdictOf = Callable[[Path], Verdict]
 
 
 def default_verdict_of(attempt_dir: Path) -> Verdict:
-    """The attempt's current verdict: recorded if the run finished, else a live look."""
-    return current_verdict(attempt_dir)
+    """The attempt's verdict from its archive alone (recorded, else recomputed).
+
+    A report reads archives and loads no live machinery (issue 22 s3); a caller that may
+    look at live processes (``skgate report``, the MCP tools) passes
+    ``skgate.liveness.current_verdict`` instead."""
+    return archived_verdict(attempt_dir)
 
 
 @dataclass(frozen=True)

@@ -291,6 +291,9 @@ def _classify(ev: Evidence) -> Verdict:
         )
     natural = natural_return(ev)
     escapes = _escape_note(ev) + _preexisting_note(ev)
+    # A launch intent without 'launched' (runner killed around the fork): the workload
+    # may have run, and what it left alive counts as owned (C2.1, issue 21 s1).
+    may_have_run = ev.launched or ev.launch_unconfirmed
     termination_begun = ev.timeout_fired or bool(ev.signals_sent) or bool(ev.external_signals)
 
     # 1. in_progress: an owned process lives and the frozen timeout has not fired.
@@ -322,7 +325,7 @@ def _classify(ev: Evidence) -> Verdict:
                     *escapes,
                 ),
             )
-        if ev.launched and ev.owned_alive and not ev.deadline_passed:
+        if may_have_run and ev.owned_alive and not ev.deadline_passed:
             return _verdict(
                 ev,
                 State.IN_PROGRESS,
@@ -335,7 +338,7 @@ def _classify(ev: Evidence) -> Verdict:
                     *escapes,
                 ),
             )
-        if ev.launched and ev.owned_alive:
+        if may_have_run and ev.owned_alive:
             # Never unknown while something owned runs (C2.1): the timeout has not fired,
             # because the runner that would fire it is gone. Nothing may be cleaned up or
             # retried over it, and nobody may kill it by name or age (C4).
@@ -358,6 +361,36 @@ def _classify(ev: Evidence) -> Verdict:
         # The runner died before its verdict: what it left is a partial set of files
         # (no census, no final manifest...), and no final state is derived from one.
         return _unfinished(ev, natural, escapes)
+    if ev.disk_full is not None and (ev.launched or ev.launch_unconfirmed):
+        # C3: the runner could not write all of its record; whatever the files left say,
+        # no final state is drawn from evidence known to be incomplete (issue 21 s2).
+        return _verdict(
+            ev,
+            State.UNKNOWN,
+            None,
+            (
+                f"C3: evidence incomplete: disk full at {ev.disk_full}; the command was not "
+                "disturbed (its output was drained), but no conclusion is drawn from an "
+                "incomplete record. Free space under the evidence root and retry",
+                *escapes,
+            ),
+            ("the evidence lost to the full disk (see diskfull.json)",),
+        )
+    if ev.launch_unconfirmed and not ev.launched:
+        # C2: not_started says nothing ran; a runner killed between the intent and the
+        # 'launched' entry may have forked the workload, so that is never concluded.
+        return _verdict(
+            ev,
+            State.UNKNOWN,
+            None,
+            (
+                "C2.5: the runner recorded its intent to launch (launch.json) but not the "
+                "launch itself; it died around the fork, so the workload may have run: no "
+                "conclusion is drawn (never 'not started')",
+                *_recovered_note(ev),
+            ),
+            ("the launch record ('launched' in events.jsonl)",),
+        )
     if ev.recovered == "before launch" or not ev.launched:
         return Verdict(
             state=State.NOT_STARTED,

@@ -223,6 +223,20 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         "该声明不适用于编译，因此不下结论",
     ),
     (
+        r"C3: evidence incomplete: disk full at (.+?); the command was not disturbed \(its "
+        r"output was drained\), but no conclusion is drawn from an incomplete record\. Free "
+        r"space under the evidence root and retry",
+        r"C3：证据不完整：磁盘已满，时间与位置 \1；命令未受干扰（其输出已被读取），"
+        "但不从不完整的记录得出结论。请释放证据根目录下的空间后重试",
+    ),
+    (
+        r"C2\.5: the runner recorded its intent to launch \(launch\.json\) but not the launch "
+        r"itself; it died around the fork, so the workload may have run: no conclusion is "
+        r"drawn \(never 'not started'\)",
+        "C2.5：运行器记录了启动意图（launch.json），但没有记录启动本身；它在 fork 前后终止，"
+        "工作负载可能已经运行：不下结论（绝不判为“未启动”）",
+    ),
+    (
         r"nothing was launched; this is not a compile result",
         "没有启动任何进程；这不是编译结果",
     ),

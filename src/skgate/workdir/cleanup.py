@@ -8,7 +8,7 @@ ledger. On one file system a move is a ``rename`` of each top-level entry, so cl
 the working directory costs the same for ten files or a million; across file systems it
 is copy, verify every hash, then remove the source.
 
-It refuses (``BlockedError``, nothing moved) while the attempt's runner or any process it
+It refuses (``StillLiveError``, exit 6, nothing moved) while the attempt's runner or any process it
 owns is alive (by pid *and* start time), or while any other process has its working
 directory or an open file under those paths (read from ``/proc``, read-only). It never
 follows a symbolic link: a link in place of an output is refused and left alone; a link
@@ -36,8 +36,9 @@ from typing import Any
 
 from skgate.evidence import digest, ledger, seal
 from skgate.evidence.files import CONTROL, require_dir, write_json_new
-from skgate.evidence.load import Control, live_owned, load_control, load_ownership, runner_is_alive
-from skgate.model.errors import BlockedError, EvidenceError, UsageError
+from skgate.evidence.load import Control, load_control
+from skgate.liveness import live_processes, runner_is_alive
+from skgate.model.errors import BlockedError, EvidenceError, StillLiveError, UsageError
 from skgate.model.outcomes import MoveMethod
 from skgate.model.request import OUTPUTS_DIRNAME
 from skgate.model.schema import SCHEMA_CONTROL
@@ -157,16 +158,37 @@ def attempt_for_cleanup(
 
 
 def owned_alive(attempt: Path, control: Control) -> list[str]:
-    """The attempt's runner and owned processes still alive (pid + start time, C4).
+    """The attempt's runner and owned processes that may still live (pid + start time, C4).
 
-    The identity rule is the one of ``skgate status`` (``evidence.runner_is_alive`` and
-    ``evidence.live_owned``): same boot, same pid and start time.
+    The one liveness answer of ``skgate status`` (:mod:`skgate.liveness`): the runner, the
+    manifest, ``procs.jsonl`` and the cgroup leaf, each by same boot, pid and start time
+    (issue 21 s1: the manifest alone missed an ``opc`` forked after its last snapshot).
     """
-    alive: list[str] = []
+    return [text for _, text in _alive(attempt, control)]
+
+
+def _alive(attempt: Path, control: Control) -> list[tuple[int, str]]:
+    alive: list[tuple[int, str]] = []
     if runner_is_alive(control):
-        alive.append(f"runner pid {control.runner_pid}")
-    alive.extend(f"owned pid {p.pid} ({p.name})" for p in live_owned(load_ownership(attempt)))
+        alive.append((control.runner_pid, f"runner pid {control.runner_pid}"))
+    same_boot = control.boot_id in ("", observe.boot_id())
+    owned = live_processes(attempt, same_boot=same_boot)
+    alive.extend((p.pid, f"owned pid {p.pid} ({p.name})") for p in owned)
     return alive
+
+
+def refuse_live(attempt: Path, control: Control, action: str) -> None:
+    """Exit 6 naming the pids while anything the attempt owns may live (C4, C8)."""
+    alive = _alive(attempt, control)
+    if alive:
+        texts = [text for _, text in alive]
+        shown = ", ".join(texts[:6]) + (f" and {len(texts) - 6} more" if len(texts) > 6 else "")
+        raise StillLiveError(
+            f"attempt {attempt} is still running ({shown}); {action} refused: wait for its "
+            f"natural return ('skgate wait {attempt}') or end it with 'skgate stop "
+            f"{attempt}'; skgate never kills it for you (C4, C8)",
+            tuple(pid for pid, _ in alive),
+        )
 
 
 def users_of(paths: Iterable[str]) -> list[str]:
@@ -319,12 +341,8 @@ def cleanup_checked(
     if not present:
         t = time.monotonic() - started
         return CleanupResult(str(real_work), str(attempt), None, (), tuple(refused), t, t)
-    alive = [] if checked is not None else owned_alive(attempt, control)
-    if alive:
-        raise BlockedError(
-            f"attempt {attempt} is still running ({', '.join(alive[:3])}); cleanup waits "
-            "for natural return and never kills (C4, C8)"
-        )
+    if checked is None:
+        refuse_live(attempt, control, "cleanup")
     users = users_of(str(real_work / n) for n, _ in present)
     if users:
         raise BlockedError(

@@ -18,8 +18,8 @@ alive, this module finishes it, as far as the evidence honestly allows (issue 12
 * then the seal, and the ledger's end entry (a ``start`` first, if the runner died
   before indexing the attempt).
 
-Idempotent: an attempt that is sealed and has its ledger end is left alone. Nothing is
-ever signalled; a live runner or owned process refuses the recovery (exit 6). One
+Idempotent: an attempt that is sealed and has its ledger end is left alone. Without ``--adopt``
+nothing is ever signalled; a live runner or owned process refuses the recovery (exit 6). One
 recover per attempt at a time: a second one waits for the first (an flock on the
 attempt directory, issue 21), then finds it done.
 """
@@ -40,27 +40,17 @@ from typing import Any
 from skgate import __version__
 from skgate.evidence import files, ledger, seal
 from skgate.evidence.census import take_census
-from skgate.evidence.load import (
-    live_owned,
-    load_control,
-    load_evidence,
-    load_ownership,
-    runner_is_alive,
-)
+from skgate.evidence.intent import read_intent
+from skgate.evidence.load import load_control, load_evidence
 from skgate.evidence.logscan import scan_file
-from skgate.model.errors import EvidenceError, SkgateError
+from skgate.liveness import refuse_while_live
+from skgate.model.errors import EvidenceError
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight.request import outputs_dir
-from skgate.proc.observe import boot_id, is_alive
 from skgate.verdict.classify import classify
-
-
-class StillRunningError(SkgateError):
-    """The attempt's runner or an owned process is alive: nothing to recover yet (exit 6)."""
-
-    exit_code = 6
+from skgate.workdir.adopt import adopt
 
 
 @dataclass(frozen=True)
@@ -98,15 +88,9 @@ def _events(attempt: Path) -> list[dict[str, Any]]:
 
 
 def _check_nothing_alive(attempt: Path, events: list[dict[str, Any]]) -> None:
-    """Refuse while the runner or anything the attempt owned lives (read-only checks)."""
-    if files.present(attempt / files.CONTROL):
-        control = load_control(attempt)
-        if runner_is_alive(control):
-            raise StillRunningError(
-                f"{attempt}: its runner (pid {control.runner_pid}) is alive and finishing it; "
-                "nothing to recover (see skgate status)"
-            )
-    else:
+    """Refuse while the runner or anything the attempt owned may live: the one liveness
+    answer of ``status`` (runner, manifest, procs.jsonl, cgroup leaf; issue 21 s1)."""
+    if not files.present(attempt / files.CONTROL):
         created = next((e for e in events if e.get("event") == "created"), None)
         runner = created.get("runner") if created else None
         if not isinstance(runner, dict) or not isinstance(runner.get("pid"), int):
@@ -114,18 +98,7 @@ def _check_nothing_alive(attempt: Path, events: list[dict[str, Any]]) -> None:
                 f"{attempt}: no control.json and no runner identity in its journal; cannot "
                 "tell whether its runner is alive, so it is not recovered (inspect it by hand)"
             )
-        same_boot = created is not None and created.get("boot_id") in (None, "", boot_id())
-        if same_boot and is_alive(runner["pid"], int(runner.get("start_ticks", -1))):
-            raise StillRunningError(
-                f"{attempt}: its runner (pid {runner['pid']}) is alive; nothing to recover"
-            )
-    alive = live_owned(load_ownership(attempt))
-    if alive:
-        shown = ", ".join(f"{p.name or '?'}[{p.pid}]" for p in alive[:6])
-        raise StillRunningError(
-            f"{attempt}: {len(alive)} owned process(es) still live ({shown}); wait for their "
-            "natural return (nothing is ever signalled), then recover"
-        )
+    refuse_while_live(attempt, "recover")
 
 
 def _remove_temp_files(attempt: Path) -> list[str]:
@@ -169,8 +142,11 @@ def _control_from_journal(attempt: Path, events: list[dict[str, Any]]) -> dict[s
 
 
 def _when(attempt: Path, names: list[str]) -> str:
-    if "launched" not in names and not files.present(attempt / files.RUN_LOG):
-        return "before launch"  # run.log is made before the command is started
+    # run.log is made before the command is started, and the launch intent just before
+    # the fork: with it, the workload may have run (issue 21 s1).
+    no_launch = "launched" not in names and not files.present(attempt / files.RUN_LOG)
+    if no_launch and read_intent(attempt) is None:
+        return "before launch"
     if "tree_ended" in names and "leader_exited" in names:
         return "after natural return"
     return "before natural return"
@@ -275,11 +251,15 @@ def _lock_attempt(attempt: Path, fd: int, notify: Notify | None) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
 
 
-def recover_attempt(attempt: Path, notify: Notify | None = None) -> Recovery:
+def recover_attempt(
+    attempt: Path, notify: Notify | None = None, *, adopt_tree: bool = False
+) -> Recovery:
     """Finish one attempt whose runner died (see the module doc). Idempotent.
 
     Serialised per attempt (:func:`_lock_attempt`): what is done is decided only once
-    the lock is held, so a second recover finds the first one's work.
+    the lock is held, so a second recover finds the first one's work. ``adopt_tree``
+    (``--adopt``): first supervise a live tree to its end, under the frozen deadline
+    (:mod:`skgate.workdir.adopt`).
     """
     _refuse_linked(attempt)
     try:
@@ -288,6 +268,10 @@ def recover_attempt(attempt: Path, notify: Notify | None = None) -> Recovery:
         raise EvidenceError(f"{attempt}: no such attempt directory") from None
     try:
         _lock_attempt(attempt, fd, notify)
+        if adopt_tree and not files.present(attempt / files.SEAL):
+            how = adopt(attempt)
+            if notify is not None and how != "nothing":
+                notify(f"skgate: {attempt}: adopted tree ended ({how}); recovering it")
         return _recover_locked(attempt)
     finally:
         os.close(fd)  # releases the lock
@@ -397,9 +381,9 @@ def attempts_to_recover(target: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name))
 
 
-def recover(target: Path, notify: Notify | None = None) -> list[Recovery]:
-    """``skgate recover ATTEMPT|ROOT``: recover each unfinished attempt (see module doc)."""
-    return [recover_attempt(a, notify) for a in attempts_to_recover(target)]
+def recover(target: Path, notify: Notify | None = None, *, adopt: bool = False) -> list[Recovery]:
+    """``skgate recover [--adopt] ATTEMPT|ROOT``: recover each unfinished attempt."""
+    return [recover_attempt(a, notify, adopt_tree=adopt) for a in attempts_to_recover(target)]
 
 
 def render(recoveries: list[Recovery]) -> list[str]:

@@ -13,11 +13,11 @@ from pathlib import Path
 from skgate.evidence import ledger
 from skgate.evidence.files import CONTROL
 from skgate.evidence.load import load_control
-from skgate.model.errors import BlockedError, UsageError
+from skgate.model.errors import UsageError
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 from skgate.preflight.request import outputs_dir
-from skgate.workdir.cleanup import OUTPUTS, CleanupResult, cleanup_checked, owned_alive
+from skgate.workdir.cleanup import OUTPUTS, CleanupResult, cleanup_checked, refuse_live
 
 Runner = Callable[[RunRequest], Verdict]
 
@@ -34,14 +34,9 @@ def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, 
         raise UsageError(f"{attempt}: not an attempt directory (no {CONTROL})")
     control = load_control(attempt)
     request = control.request
-    alive = owned_alive(attempt, control)
-    if alive:
-        # C2.1: a live attempt is in progress; a retry now would race it for the same
-        # working directory. Wait for its natural return (or its frozen timeout).
-        raise BlockedError(
-            f"attempt {attempt} is still running ({', '.join(alive[:3])}); "
-            "retry after it ends (skgate never kills it for you)"
-        )
+    # C2.1: a live attempt is in progress; a retry now would race it for the same
+    # working directory. Wait for its natural return (or its frozen timeout).
+    refuse_live(attempt, control, "retry")
     target_root = root if root is not None else Path(request.root)
     # The scene goes into the attempt's own root (chained in its ledger), even when the
     # retry is appended to another --root.

@@ -26,7 +26,7 @@ from typing import Any
 
 from skgate.evidence import files, ledger, seal
 from skgate.evidence.files import REGRESS_FILE
-from skgate.evidence.load import current_verdict
+from skgate.liveness import current_verdict
 from skgate.model.errors import UsageError
 from skgate.model.outcomes import ArmOutcome, Conclusion, RunStatus
 from skgate.model.records import State, Verdict

@@ -1,0 +1,202 @@
+"""A full evidence disk harms nothing (issue 21 s2, C4).
+
+The evidence root lives on a small tmpfs (``mount -t tmpfs -o size=2m``, so these tests
+need root; they are skipped otherwise), unmounted at teardown. Before the fix the runner
+died with "internal error: OSError ENOSPC" and the compile, still writing to its stdout
+pipe, died of SIGPIPE. The workload restores SIGPIPE's default (a C compile has it), so
+a dead reader would kill it; it writes a marker outside the tmpfs after its last line, so
+"the compile exited naturally" is a fact it records itself. Every wait is on a file or a
+pid, never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import Reaper, pid_alive, run_skgate, start_skgate, wait_for
+from skgate.evidence import files
+from skgate.evidence.diskfull import DISKFULL, MIN_FREE_ENV, cut_torn_tail, low_space_warning
+
+#: Prints ``MB`` MiB of lines to stdout (after filling the outputs until ENOSPC, with
+#: ``fill``), then the summary, then writes ``done`` with its view of its own exit.
+WORKLOAD = """\
+import os, signal, sys
+from pathlib import Path
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+done, mb, fill = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "fill"
+if fill:
+    out = Path("static_kernel_compile_outputs")
+    out.mkdir(exist_ok=True)
+    try:
+        with open(out / "big.o", "wb") as fh:
+            while True:
+                fh.write(b"x" * 65536)
+                fh.flush()
+    except OSError:
+        pass
+line = b"compiling op " + b"y" * 100 + b"\\n"
+for _ in range(mb * 1024 * 1024 // len(line)):
+    os.write(1, line)
+os.write(1, b"[summary] stage=compile inputs=1 succeeded=1 failed=0\\n")
+done.write_text("exited naturally\\n")
+"""
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    where = tmp_path / "fs"
+    where.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+def _start(reaper: Reaper, cwd: Path, done: Path, mb: int, fill: bool) -> None:
+    (cwd / "wl.py").write_text(WORKLOAD)
+    reaper.popen(
+        start_skgate(
+            "run", "--root", "r", "--quiet", "--",
+            sys.executable, "wl.py", str(done), str(mb), "fill" if fill else "no",
+            cwd=cwd,
+            env={MIN_FREE_ENV: "0"},
+        )
+    )  # fmt: skip
+
+
+def _leader_pid(attempt: Path) -> int:
+    for ev in files.read_events(attempt / files.EVENTS):
+        if ev.get("event") == "launched":
+            return int(ev["pid"])
+    data = json.loads((attempt / files.OWNERSHIP).read_text())
+    return int(data["leader"]["pid"])
+
+
+def _finish(reaper: Reaper, attempt: Path, done: Path, free: Path) -> dict[str, object]:
+    assert wait_for(done.is_file, "the workload's own exit marker", 60)
+    leader = _leader_pid(attempt)
+    wait_for(lambda: not pid_alive(leader), "the workload to end")
+    free.unlink()  # the operator frees space: the runner records the full disk now
+    proc = reaper.procs[-1]
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 5, out + err  # unknown, not "internal error" (exit 2)
+    assert "internal error" not in out + err
+    verdict: dict[str, object] = json.loads((attempt / files.VERDICT).read_text())
+    assert (attempt / files.SEAL).is_file()
+    return verdict
+
+
+def test_full_root_keeps_draining_and_records_the_truncation(
+    tmpfs: Path, tmp_path: Path, reaper: Reaper
+) -> None:
+    filler = tmpfs / "filler"
+    filler.write_bytes(b"\0" * (1024 * 1024))  # half the tmpfs: run.log fills the rest
+    done = tmp_path / "done"
+    _start(reaper, tmpfs, done, mb=4, fill=False)
+    attempt = tmpfs / "r" / "attempts" / "0001"
+    verdict = _finish(reaper, attempt, done, filler)
+    assert done.read_text() == "exited naturally\n"  # not killed by SIGPIPE
+    assert verdict["state"] == "unknown", verdict
+    reasons = " ".join(str(r) for r in verdict["reasons"])  # type: ignore[attr-defined]
+    assert "evidence incomplete: disk full at" in reasons and "writing run.log" in reasons
+    record = json.loads((attempt / DISKFULL).read_text())
+    cut = record["run_log_truncated_at"]
+    assert isinstance(cut, int) and cut == (attempt / files.RUN_LOG).stat().st_size
+    assert record["run_log_bytes"] > cut  # every byte was drained, fewer were kept
+    assert run_skgate("verify", str(tmpfs / "r"), cwd=tmp_path).returncode == 0
+
+
+def test_outputs_filling_the_disk_harm_nothing(tmpfs: Path, tmp_path: Path, reaper: Reaper) -> None:
+    done = tmp_path / "done"
+    _start(reaper, tmpfs, done, mb=1, fill=True)
+    attempt = tmpfs / "r" / "attempts" / "0001"
+    big = tmpfs / "static_kernel_compile_outputs" / "big.o"
+    verdict = _finish(reaper, attempt, done, big)
+    assert done.read_text() == "exited naturally\n"
+    assert verdict["state"] == "unknown", verdict
+    assert (attempt / DISKFULL).is_file()
+    status = run_skgate("status", str(attempt), cwd=tmp_path)
+    assert status.returncode == 5 and "disk full" in status.stdout, status
+
+
+def test_preflight_warns_below_the_free_space_bound(tmp_path: Path) -> None:
+    assert low_space_warning(tmp_path, {MIN_FREE_ENV: str(1 << 40)})[0].startswith(
+        "skgate: warning: only"
+    )
+    assert low_space_warning(tmp_path, {MIN_FREE_ENV: "0"}) == []
+    odd = low_space_warning(tmp_path, {MIN_FREE_ENV: "lots"})
+    assert "not a whole number" in odd[0]
+    run = run_skgate(
+        "run", "--root", "r", "--", sys.executable, "-c", "pass",
+        cwd=tmp_path,
+        env={MIN_FREE_ENV: str(1 << 40)},
+    )  # fmt: skip
+    assert "MiB free under the evidence root" in run.stderr + run.stdout, run
+
+
+def test_a_torn_last_line_is_cut_back_to_the_last_whole_one(tmp_path: Path) -> None:
+    journal = tmp_path / "events.jsonl"
+    journal.write_bytes(b'{"a":1}\n{"b":')
+    cut_torn_tail(journal)
+    assert journal.read_bytes() == b'{"a":1}\n'
+    cut_torn_tail(journal)
+    assert journal.read_bytes() == b'{"a":1}\n'
+
+
+def test_the_records_match_their_shipped_schemas(tmp_path: Path) -> None:
+    import jsonschema
+
+    from skgate.evidence.diskfull import DiskFull
+    from skgate.evidence.intent import INTENT, write_intent
+
+    def schema(name: str) -> dict[str, object]:
+        path = Path(files.__file__).parent.parent / "schemas" / f"{name}.json"
+        data: dict[str, object] = json.loads(path.read_text())
+        return data
+
+    write_intent(tmp_path, ["opc", "-p", "x"], None)
+    jsonschema.validate(json.loads((tmp_path / INTENT).read_text()), schema("launch"))
+    full = DiskFull()
+    assert full.note("run.log", OSError(28, "No space left on device"))
+    assert not full.note("run.log", OSError(5, "I/O error"))  # only a full disk is absorbed
+    full.log_truncated_at, full.log_bytes = 10, 99
+    jsonschema.validate(full.to_dict(), schema("diskfull"))
+
+
+def test_after_a_failed_append_later_lines_wait_for_the_repair() -> None:
+    # A line appended after a torn one would be glued to it (a damaged record mid-file):
+    # once an append failed for want of space, the later ones are dropped and counted.
+    from skgate.evidence.diskfull import DiskFull
+
+    full = DiskFull()
+    calls: list[str] = []
+
+    def append(line: str) -> None:
+        calls.append(line)
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+
+    guarded = full.guard(append, files.EVENTS, appends=True)
+    guarded("a")
+    guarded("b")
+    assert calls == ["a"] and full.dropped == 2 and full.files_hit == [files.EVENTS]
+    manifest = full.guard(append, files.OWNERSHIP)
+    manifest("c")  # a whole-file replace is tried again each time
+    assert calls == ["a", "c"]
