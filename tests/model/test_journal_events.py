@@ -146,9 +146,15 @@ def test_a_damaged_field_is_named_not_raised() -> None:
     assert isinstance(ev, UnknownEvent)
     assert ev.kind is EventKind.TREE_ENDED
     assert ev.problem is not None and "escaped_alive" in ev.problem
-    # bool is never a number, a string never a state
-    assert isinstance(event_from_dict({"event": "timeout", "timeout": True}), UnknownEvent)
-    assert isinstance(event_from_dict({"event": "finished", "state": "fine"}), UnknownEvent)
+    # bool is never a number
+    assert isinstance(event_from_dict({"event": "signal_sent", "signal": True}), UnknownEvent)
+
+
+def test_a_damaged_field_the_verdict_does_not_use_reads_as_its_default() -> None:
+    # as every earlier reader took it: a launch with an odd cgroup is still a launch
+    ev = event_from_dict({"event": "launched", "pid": 3, "cgroup": 5, "timeout": True})
+    assert ev == Launched(pid=3)
+    assert event_from_dict({"event": "finished", "state": "fine"}) == Finished()
 
 
 def test_a_field_an_older_writer_left_out_takes_its_default() -> None:

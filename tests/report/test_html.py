@@ -24,6 +24,7 @@ from evidence_fixtures import (
     make_swallowed_failure,
 )
 from skgate.cli.main import main
+from skgate.model.events import ForeignWait, ForeignWaitEnd
 from skgate.model.phrases import C7
 from skgate.model.records import ProcessRecord, State
 from skgate.report import chart, load, markdown, sentences
@@ -291,12 +292,13 @@ def test_a_foreign_wait_is_drawn_and_never_blamed(tmp_path: Path) -> None:
     # timeline with the blockers' pids, before the launch.
     a = make_attempt(tmp_path, 1, State.SUCCEEDED)
     ev = load.load_attempt(a)
-    t0 = ev.events[0]["t"]
+    t0 = ev.events[0].t
+    assert t0 is not None
     blocker = {"pid": 900, "start_ticks": 1, "name": "opc"}
     events = [
         ev.events[0],
-        {"event": "foreign_wait", "t": t0 + 0.05, "blockers": [blocker], "timeout": 600},
-        {"event": "foreign_wait_end", "t": t0 + 0.15, "outcome": "cleared", "waited_s": 0.1},
+        ForeignWait(t=t0 + 0.05, blockers=(blocker,), timeout=600),
+        ForeignWaitEnd(t=t0 + 0.15, outcome="cleared", waited_s=0.1),
         *ev.events[1:],
     ]
     c = chart.chart_of(events, ev.ownership, frozen_jobs=8)

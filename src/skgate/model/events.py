@@ -15,10 +15,11 @@ every other field is always written, as null when it has none.
 
 A line the reader cannot type is never an error of the reader: a kind this version does
 not know (an older or newer skgate, another tool) is an :class:`UnknownEvent` holding the
-raw record, and a known kind with a field of the wrong type is an :class:`UnknownEvent`
-with ``problem`` set, so that the evidence loader can say which field is damaged (C2.5:
-damaged evidence blocks the conclusion, it is never guessed around) while a chart or a
-progress line just skips it.
+raw record. A known kind with a field of the wrong type reads that field as its default,
+except for the fields the verdict is computed from (:func:`_strict`): then the record is
+an :class:`UnknownEvent` with ``problem`` set, so that the evidence loader can say which
+field is damaged (C2.5: damaged evidence blocks the conclusion, it is never guessed
+around) while a chart or a progress line just skips it.
 
 No I/O and no clock here (the model layer's contract).
 """
@@ -107,6 +108,13 @@ class PreflightStep(str, enum.Enum):
 def _opt() -> Any:
     """A field written only when it has a value (see the module doc)."""
     return field(default=None, metadata={"omit": True})
+
+
+def _strict(default: Any = None) -> Any:
+    """A field the verdict is computed from: of the wrong type it makes the record an
+    :class:`UnknownEvent` with ``problem`` set (the loader refuses it, C2.5). A damaged
+    field that is not strict reads as its default, as every earlier reader took it."""
+    return field(default=default, metadata={"strict": True})
 
 
 _ENVELOPE = ("schema", "t", "event", "mono")
@@ -209,7 +217,7 @@ class ForeignWaitEnd(Event):
 @dataclass(frozen=True, kw_only=True)
 class Blocked(Event):
     KIND: ClassVar[EventKind] = EventKind.BLOCKED
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = _strict(())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -256,7 +264,7 @@ class Observation(Event):
 @dataclass(frozen=True, kw_only=True)
 class SignalReceived(Event):
     KIND: ClassVar[EventKind] = EventKind.SIGNAL_RECEIVED
-    signal: int | None = None
+    signal: int | None = _strict()
     name: str | None = None
     #: ``reason``, ``requested_by_pid``, ``requested_at`` when it came from skgate stop.
     stop_request: Mapping[str, Any] | None = _opt()
@@ -266,9 +274,10 @@ class SignalReceived(Event):
 @dataclass(frozen=True, kw_only=True)
 class SignalSent(Event):
     KIND: ClassVar[EventKind] = EventKind.SIGNAL_SENT
-    signal: int | None = None
+    signal: int | None = _strict()
     name: str | None = None
-    target: str | None = None
+    #: ``process group N`` (some writers and fixtures gave the group id alone).
+    target: str | int | None = None
     reason: str | None = None
     delivered: bool | None = None
 
@@ -298,7 +307,7 @@ class Reaped(Event):
 @dataclass(frozen=True, kw_only=True)
 class TreeEnded(Event):
     KIND: ClassVar[EventKind] = EventKind.TREE_ENDED
-    escaped_alive: int = 0
+    escaped_alive: int = _strict(0)
     gave_up: bool | None = _opt()
     pids: tuple[int, ...] | None = _opt()
     runner_cpu_s: float | None = None
@@ -502,6 +511,8 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
         try:
             values[f.name] = _convert(data[f.name], hints[f.name])
         except _Damaged:
+            if not f.metadata.get("strict"):
+                continue  # read as its default (an older reader ignored it too)
             problem = f"{f.name!r} ({data[f.name]!r})"
             return UnknownEvent(t=t, mono=mono, raw=dict(data), kind=kind, problem=problem)
     return cls(t=t, mono=mono, **values)

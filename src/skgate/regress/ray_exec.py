@@ -46,9 +46,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import files, ledger, regular
+from skgate.evidence import files, ledger
+from skgate.evidence.journal import JournalFollower, blocker_text, is_wait_start
 from skgate.evidence.transfer import CHUNK, MAX_BYTES, Incoming, send_items
 from skgate.model.errors import EvidenceError, SkgateError, UsageError
+from skgate.model.events import Created, Event, Launched, Observation, SignalReceived, TreeEnded
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 from skgate.regress.executor import NODE_LOST, Board, Unit, UnitResult
@@ -104,56 +106,32 @@ def _node_base(payload: Mapping[str, Any], node_id: str) -> Path:
     return Path(base).absolute() / str(payload["session"]) / node_id[:12]
 
 
-class _Tail:
-    """New complete lines of an attempt's ``events.jsonl`` as progress items."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.rest = b""
-
-    def items(self) -> Iterator[dict[str, Any]]:
-        try:
-            # A regular file only (issue 21): a FIFO or a link in its place is no journal.
-            with regular.opened(self.path) as fd:
-                data = os.pread(fd, 1 << 20, self.offset)
-        except (OSError, EvidenceError):
-            return
-        self.offset += len(data)
-        lines = (self.rest + data).split(b"\n")
-        self.rest = lines.pop()
-        if len(self.rest) > regular.LINE_LIMIT:
-            self.rest = b""  # a damaged over-long line: progress only, never held whole
-        for line in lines:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            item = progress_of(ev) if isinstance(ev, dict) else None
-            if item is not None:
-                yield item
+def _progress(follower: JournalFollower) -> Iterator[dict[str, Any]]:
+    """New complete records of an attempt's journal as progress items (progress only: a
+    damaged or linked journal gives none, the runner's verdict is what counts, C2)."""
+    try:
+        events = follower.poll()
+    except (OSError, EvidenceError):
+        return
+    for ev in events:
+        item = progress_of(ev)
+        if item is not None:
+            yield item
 
 
-def progress_of(ev: Mapping[str, Any]) -> dict[str, Any] | None:
+def progress_of(ev: Event) -> dict[str, Any] | None:
     """The driver's view of one journal event (None: not worth a progress line)."""
-    name = ev.get("event")
-    if name == "created":
+    if isinstance(ev, Created):
         return {"kind": "progress", "state": "preflight"}
-    if name == "preflight" and ev.get("step") == "foreign_wait":
-        procs = ev.get("processes") or []
-        who = ", ".join(
-            f"{p.get('name')}[{p.get('pid')}]" for p in procs[:3] if isinstance(p, dict)
-        )
-        return {"kind": "progress", "state": "waiting", "note": f"foreign compiler {who}"}
-    if name == "preflight" and ev.get("step") == "lease_wait":
-        return {"kind": "progress", "state": "waiting", "note": f"device {ev.get('device')} lease"}
-    if name == "launched":
+    if is_wait_start(ev):
+        return {"kind": "progress", "state": "waiting", "note": "; ".join(blocker_text(ev))}
+    if isinstance(ev, Launched):
         return {"kind": "progress", "state": "running", "note": ""}
-    if name == "observation" and isinstance(ev.get("counts"), dict):
-        return {"kind": "progress", "stages": dict(ev["counts"])}
-    if name == "signal_received":
-        return {"kind": "progress", "note": f"signal {ev.get('name')} received"}
-    if name == "tree_ended":
+    if isinstance(ev, Observation) and ev.counts is not None:
+        return {"kind": "progress", "stages": dict(ev.counts)}
+    if isinstance(ev, SignalReceived):
+        return {"kind": "progress", "note": f"signal {ev.name} received"}
+    if isinstance(ev, TreeEnded):
         return {"kind": "progress", "state": "sealing"}
     return None
 
@@ -221,7 +199,7 @@ def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
     with contextlib.suppress(BrokenPipeError):
         proc.stdin.write(json.dumps(request.to_dict()).encode())
     proc.stdin.close()
-    tail = _Tail(attempt / files.EVENTS)
+    tail = JournalFollower(attempt / files.EVENTS)
     try:
         while True:
             try:
@@ -229,11 +207,11 @@ def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
                 break
             except subprocess.TimeoutExpired:
                 pass
-            yield from tail.items()
+            yield from _progress(tail)
     except KeyboardInterrupt:  # ray.cancel: the runner records interrupted / external
         _ask_stop(proc, attempt, request.grace)
         raise
-    yield from tail.items()
+    yield from _progress(tail)
     lines = proc.stdout.read().decode("utf-8", "backslashreplace").strip().splitlines()
     try:
         result: Any = json.loads(lines[-1]) if lines else None
