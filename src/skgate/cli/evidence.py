@@ -15,6 +15,7 @@ from typing import Any
 from skgate.evidence.files import DEFAULT_ROOT, is_attempt_dir
 from skgate.model.errors import UsageError
 from skgate.model.outcomes import PackageMode
+from skgate.model.phrases import LANGS
 from skgate.model.records import Verdict
 from skgate.report import facts, load
 from skgate.report import markdown as report
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "(default %(default)s)",
     )
     p.add_argument(
-        "--lang", choices=facts.LANGS, default="en", help="report language (default %(default)s)"
+        "--lang", choices=LANGS, default="en", help="report language (default %(default)s)"
     )
     p.add_argument(
         "--format",
@@ -121,7 +122,7 @@ def _attempt_verdict(target: str | None) -> Verdict | None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     rep = load.build_report(Path(args.target))
-    text = report.render(rep, args.lang, args.fmt)
+    text = report.render(rep, facts.parse_lang(args.lang), args.fmt)
     if args.output:
         write_report_file(Path(args.output), text, force=args.force)
     else:

@@ -39,6 +39,7 @@ from skgate.model.events import (
 )
 from skgate.model.events import SignalSent as JournalSignalSent
 from skgate.model.logscan import LogScan
+from skgate.model.phrases import Lang
 from skgate.model.records import (
     Census,
     Evidence,
@@ -402,7 +403,7 @@ def current_verdict(attempt_dir: Path) -> Verdict:
     return classify(load_evidence(attempt_dir, live=True)).with_attempt(str(attempt_dir))
 
 
-def health_findings(root: Path, lang: str) -> list[str]:
+def health_findings(root: Path, lang: Lang) -> list[str]:
     """For ``skgate report``: why a health root's declared change did not reach the
     compile (C6), each in ``lang`` as ``regress.json`` recorded it (en and zh)."""
     path = root / files.REGRESS_FILE
@@ -413,7 +414,7 @@ def health_findings(root: Path, lang: str) -> list[str]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_REGRESS:
         return []
     found = data.get("not_reached")
-    key = "zh" if lang == "zh" else "en"
+    key = "zh" if lang is Lang.ZH else "en"
     if not isinstance(found, list):
         return []
     return [str(f[key]) for f in found if isinstance(f, dict) and isinstance(f.get(key), str)]

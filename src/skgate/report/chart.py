@@ -38,6 +38,7 @@ from skgate.model.events import (
     SignalSent,
     Timeout,
 )
+from skgate.model.phrases import Lang
 from skgate.model.records import Ownership, ProcessRecord
 from skgate.verdict.classify import signal_name
 from skgate.verdict.words import SIGNAL_REASONS_ZH
@@ -138,11 +139,11 @@ def _shown_name(p: ProcessRecord, role: str) -> str:
     return role if role in ("op_compiler", "opc") else p.name
 
 
-def _ended(p: ProcessRecord, lang: str) -> str:
+def _ended(p: ProcessRecord, lang: Lang) -> str:
     if p.exit_signal is not None:
         return signal_name(p.exit_signal)
     if p.exit_status is not None:
-        return f"{'退出码' if lang == 'zh' else 'exit'} {p.exit_status}"
+        return f"{'退出码' if lang is Lang.ZH else 'exit'} {p.exit_status}"
     return ""
 
 
@@ -234,7 +235,7 @@ def _slices(intervals: Sequence[tuple[float, float]], t_end: float) -> tuple[int
     return tuple(counts)
 
 
-def _foreign_spans(events: Sequence[Event], t0: float, lang: str) -> list[Span]:
+def _foreign_spans(events: Sequence[Event], t0: float, lang: Lang) -> list[Span]:
     """Waits for compilers this attempt does not own (``foreign_wait`` .. ``_end``, C4)."""
     spans: list[Span] = []
     start: float | None = None
@@ -249,7 +250,7 @@ def _foreign_spans(events: Sequence[Event], t0: float, lang: str) -> list[Span]:
             shown = ", ".join(pids[:5]) + (" ..." if len(pids) > 5 else "")
             what = (
                 f"等待外部编译进程（pid {shown}），从未触碰（C4）"
-                if lang == "zh"
+                if lang is Lang.ZH
                 else f"waited for foreign compilers (pid {shown}), never touched (C4)"
             )
         elif start is not None:
@@ -263,8 +264,8 @@ def _foreign_spans(events: Sequence[Event], t0: float, lang: str) -> list[Span]:
     return spans
 
 
-def _mark_label(e: Event, lang: str) -> str | None:
-    zh = lang == "zh"
+def _mark_label(e: Event, lang: Lang) -> str | None:
+    zh = lang is Lang.ZH
     if isinstance(e, SignalSent):
         sname = e.name or (signal_name(e.signal) if e.signal is not None else "?")
         reason = e.reason
@@ -303,7 +304,7 @@ def chart_of(
     effective_jobs: Sequence[int] = (),
     census_final: bool = False,
     now: float | None = None,
-    lang: str = "en",
+    lang: Lang = Lang.EN,
 ) -> Chart | None:
     """The attempt over time, or None when there is nothing with a time to draw."""
     t0 = _t0(events, ownership)
@@ -395,11 +396,11 @@ def chart_of(
             where = f"{owner.name} {parent}" if owner else f"ppid {parent}"
             label = (
                 f"{len(members)} 个子进程（{where}）"
-                if lang == "zh"
+                if lang is Lang.ZH
                 else f"{len(members)} children of {where}"
             )
             kinds = {roles[p.pid] for p in members}
-            kind = kinds.pop() if len(kinds) == 1 else ("进程" if lang == "zh" else "processes")
+            kind = kinds.pop() if len(kinds) == 1 else ("进程" if lang is Lang.ZH else "processes")
             short = f"{len(members)} × {kind}"
             slices = _slices([span(p)[:2] for p in members], t_end)
             strips.append(Strip(label, short, len(members), slices))

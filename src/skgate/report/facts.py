@@ -35,7 +35,7 @@ from skgate.model.events import (
     SignalSent,
     TreeEnded,
 )
-from skgate.model.phrases import C7
+from skgate.model.phrases import C7, LANGS, Lang
 from skgate.model.records import Census, State, Verdict
 from skgate.report import rows
 from skgate.report.load import AttemptEvidence, Report
@@ -52,7 +52,6 @@ from skgate.verdict.words import (
 
 SCHEMA_REPORT = "skgate.report/1"
 
-LANGS = ("en", "zh")
 
 FORMATS = ("md", "json", "html")
 
@@ -76,10 +75,10 @@ def is_clean_retry_result(ev: AttemptEvidence) -> bool:
     )
 
 
-def headline(ev: AttemptEvidence, lang: str) -> str:
+def headline(ev: AttemptEvidence, lang: Lang) -> str:
     words = state_words(ev.verdict, lang)
     if is_clean_retry_result(ev):
-        sep = "：" if lang == "zh" else ": "
+        sep = "：" if lang is Lang.ZH else ": "
         return f"{C7['clean_retry'][lang]}{sep}{words}"
     return words
 
@@ -91,13 +90,13 @@ def fmt_time(t: float | None) -> str:
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 10000:02d}Z"
 
 
-def _counts_text(counts: Any, lang: str) -> str:
+def _counts_text(counts: Any, lang: Lang) -> str:
     if not isinstance(counts, dict):
         return ""
     err = counts.get("error_logs", 0)
     succ = counts.get("succ_logs", 0)
     run = counts.get("run_packages", 0)
-    if lang == "zh":
+    if lang is Lang.ZH:
         return f"error 命名文件 {err}（暂时性）、succ 日志 {succ}、.run 包 {run}"
     return f"error-named files {err} (provisional), succ logs {succ}, .run {run}"
 
@@ -106,12 +105,12 @@ def _sig(value: Any) -> str:
     return signal_name(value) if isinstance(value, int) else str(value)
 
 
-def _secs(value: Any, lang: str) -> str:
+def _secs(value: Any, lang: Lang) -> str:
     return duration(float(value), lang) if isinstance(value, (int, float)) else "?"
 
 
-def _event_detail(e: Event, lang: str) -> str:
-    zh = lang == "zh"
+def _event_detail(e: Event, lang: Lang) -> str:
+    zh = lang is Lang.ZH
     if isinstance(e, Launched):
         t, g = _secs(e.timeout, lang), _secs(e.grace, lang)
         ids = f"pid {e.pid}, pgid {e.pgid}, sid {e.sid}"
@@ -151,13 +150,13 @@ def _event_detail(e: Event, lang: str) -> str:
     if isinstance(e, Preflight) and e.step_kind is PreflightStep.LEASE_WAIT:
         who = e.details.get("holder")
         holder = who.get("pid") if isinstance(who, dict) else None
-        if lang == "zh":
+        if lang is Lang.ZH:
             return f"设备 {e.details.get('device')}，持有者 pid {holder}"
         return f"device {e.details.get('device')}, held by pid {holder}"
     if isinstance(e, Preflight) and e.step_kind is PreflightStep.LEASE_ACQUIRED:
         waited = e.details.get("waited_s")
         secs = f"{waited:.1f}" if isinstance(waited, (int, float)) else "?"
-        return f"等待 {secs} 秒" if lang == "zh" else f"after {secs} s"
+        return f"等待 {secs} 秒" if lang is Lang.ZH else f"after {secs} s"
     if isinstance(e, Finished):
         cause = ""
         if e.cause:
@@ -169,19 +168,19 @@ def _event_detail(e: Event, lang: str) -> str:
     return ""
 
 
-def _wait_detail(e: ForeignWait | ForeignWaitEnd, lang: str) -> str:
+def _wait_detail(e: ForeignWait | ForeignWaitEnd, lang: Lang) -> str:
     """A foreign-compiler wait: its blockers (pid, name) and, at its end, duration and
     outcome (C4: they are waited for, never signalled)."""
     shown = ", ".join(f"{b.get('name')}[{b.get('pid')}]" for b in e.blockers if isinstance(b, dict))
     if isinstance(e, ForeignWait):
         timeout = e.timeout
-        if lang == "zh":
+        if lang is Lang.ZH:
             return f"阻塞进程：{shown}；最多等待 {timeout} 秒"
         return f"blockers: {shown}; waiting at most {timeout} s"
     waited = e.waited_s
     secs = f"{waited:.1f}" if isinstance(waited, (int, float)) else "?"
     cleared = e.outcome == "cleared"
-    if lang == "zh":
+    if lang is Lang.ZH:
         how = "外部编译进程已全部结束" if cleared else "仍有外部编译进程，超时未启动"
         return f"等待 {secs} 秒，{how}；阻塞进程：{shown}"
     how = "every blocker ended on its own" if cleared else "timed out, blockers still alive"
@@ -195,7 +194,7 @@ def _label_key(e: Event) -> str:
     return step if step is not None and step in EVENT_WORDS else e.event_name
 
 
-def timeline(events: Sequence[Event], lang: str) -> list[dict[str, Any]]:
+def timeline(events: Sequence[Event], lang: Lang) -> list[dict[str, Any]]:
     """Launch, observations (first, last, count), signals, exits, in journal order."""
     launched = next((e for e in events if isinstance(e, Launched)), None)
     t0 = launched.t if launched else (events[0].t if events else None)
@@ -211,10 +210,10 @@ def timeline(events: Sequence[Event], lang: str) -> list[dict[str, Any]]:
         detail = _event_detail(e, lang)
         if isinstance(e, Observation) and len(observations) > 2 and e is observations[-1]:
             n = len(observations)
-            detail += f" ({n} 次观察)" if lang == "zh" else f" ({n} observations in all)"
+            detail += f" ({n} 次观察)" if lang is Lang.ZH else f" ({n} observations in all)"
         if isinstance(e, Reaped) and len(reaped) > 3:
             n = len(reaped)
-            detail += f" (共 {n} 个)" if lang == "zh" else f" ({n} reaped in all)"
+            detail += f" (共 {n} 个)" if lang is Lang.ZH else f" ({n} reaped in all)"
         t = e.t
         tv = float(t) if isinstance(t, (int, float)) else None
         out.append(
@@ -233,7 +232,7 @@ def timeline(events: Sequence[Event], lang: str) -> list[dict[str, Any]]:
 
 def attempt_json(
     ev: AttemptEvidence,
-    lang: str,
+    lang: Lang,
     retry_of_attempt: str | None = None,
     retried_by: Sequence[str] = (),
 ) -> dict[str, Any]:
@@ -246,7 +245,7 @@ def attempt_json(
         "path": str(ev.path),
         "state": v.state.value,
         "cause": v.cause.value if v.cause else None,
-        "words": {lg: state_words(v, lg) for lg in LANGS},
+        "words": {lg.value: state_words(v, lg) for lg in Lang},
         "headline": headline(ev, lang),
         "clean_retry_result": is_clean_retry_result(ev),
         "retry_of": ev.request.retry_of if ev.request else None,
@@ -309,7 +308,7 @@ def matrix_rows(matrix: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {"rows": rows, "conclusion": [str(x) for x in lines or []]}
 
 
-def report_json(report: Report, lang: str = "en") -> dict[str, Any]:
+def report_json(report: Report, lang: Lang = Lang.EN) -> dict[str, Any]:
     check_lang(lang)
     return {
         "schema": SCHEMA_REPORT,
@@ -336,6 +335,15 @@ def report_health(report: Report) -> str | None:
     return health_statement(Path(report.target))
 
 
-def check_lang(lang: str) -> None:
-    if lang not in LANGS:
-        raise UsageError(f"unknown language {lang!r}; use one of: {', '.join(LANGS)}")
+def parse_lang(text: str) -> Lang:
+    """``text`` as a :class:`Lang` (the edge: a CLI option, an MCP argument); bad input is
+    a one-line UsageError (exit 2)."""
+    try:
+        return Lang(text)
+    except ValueError:
+        raise UsageError(f"unknown language {text!r}; use one of: {', '.join(LANGS)}") from None
+
+
+def check_lang(lang: Lang) -> None:
+    """A caller of the Python API may still hand a string: refuse what is no language."""
+    parse_lang(lang)
