@@ -51,9 +51,19 @@ from skgate.evidence.journal import JournalFollower, blocker_text, is_wait_start
 from skgate.evidence.transfer import CHUNK, MAX_BYTES, Incoming, send_items
 from skgate.model.errors import EvidenceError, SkgateError, UsageError
 from skgate.model.events import Created, Event, Launched, Observation, SignalReceived, TreeEnded
+from skgate.model.messages import (
+    End,
+    FileHeader,
+    FileList,
+    Message,
+    Progress,
+    Result,
+    Started,
+    message_from_dict,
+)
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
-from skgate.regress.executor import NODE_LOST, Board, Unit, UnitResult
+from skgate.regress.executor import NODE_LOST, ArmState, Board, Unit, UnitResult
 
 #: Streamed objects a task may have ahead of the driver (bounds the object store and the
 #: driver's memory to a few chunks per unit).
@@ -116,23 +126,23 @@ def _progress(follower: JournalFollower) -> Iterator[dict[str, Any]]:
     for ev in events:
         item = progress_of(ev)
         if item is not None:
-            yield item
+            yield item.to_dict()
 
 
-def progress_of(ev: Event) -> dict[str, Any] | None:
+def progress_of(ev: Event) -> Progress | None:
     """The driver's view of one journal event (None: not worth a progress line)."""
     if isinstance(ev, Created):
-        return {"kind": "progress", "state": "preflight"}
+        return Progress(state=ArmState.PREFLIGHT.value)
     if is_wait_start(ev):
-        return {"kind": "progress", "state": "waiting", "note": "; ".join(blocker_text(ev))}
+        return Progress(state=ArmState.WAITING.value, note="; ".join(blocker_text(ev)))
     if isinstance(ev, Launched):
-        return {"kind": "progress", "state": "running", "note": ""}
+        return Progress(state=ArmState.RUNNING.value, note="")
     if isinstance(ev, Observation) and ev.counts is not None:
-        return {"kind": "progress", "stages": dict(ev.counts)}
+        return Progress(stages=dict(ev.counts))
     if isinstance(ev, SignalReceived):
-        return {"kind": "progress", "note": f"signal {ev.name} received"}
+        return Progress(note=f"signal {ev.name} received")
     if isinstance(ev, TreeEnded):
-        return {"kind": "progress", "state": "sealing"}
+        return Progress(state=ArmState.SEALING.value)
     return None
 
 
@@ -182,8 +192,8 @@ def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
     if os.path.lexists(attempt):
         # Never send evidence this task did not make (C4): the runner would refuse the id
         # anyway, and an older attempt of that name must not come home as this unit's.
-        yield {"kind": "result", "error": f"{attempt} exists on this node already; not run"}
-        yield {"kind": "end"}
+        yield Result(f"{attempt} exists on this node already; not run").to_dict()
+        yield End().to_dict()
         return
     with open(root / f".runner-{payload['attempt_id']}.stderr", "wb") as err:
         proc = subprocess.Popen(
@@ -194,7 +204,7 @@ def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
             start_new_session=True,
             close_fds=True,
         )
-    yield {"kind": "started", "node": node, "origin": str(attempt), "runner_pid": proc.pid}
+    yield Started(node, str(attempt), proc.pid).to_dict()
     assert proc.stdin is not None and proc.stdout is not None
     with contextlib.suppress(BrokenPipeError):
         proc.stdin.write(json.dumps(request.to_dict()).encode())
@@ -219,10 +229,11 @@ def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
         result = None
     if not isinstance(result, dict):
         result = {"error": f"the runner ended without a result (exit status {proc.returncode})"}
-    yield {"kind": "result", "error": result.get("error")}
+    error = result.get("error")
+    yield Result(None if error is None else str(error)).to_dict()
     if (attempt / files.SEAL).is_file():
         yield from send_items(attempt, int(payload.get("chunk", CHUNK)))
-    yield {"kind": "end"}
+    yield End().to_dict()
 
 
 def collect_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
@@ -232,10 +243,10 @@ def collect_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
     while not (attempt / files.SEAL).is_file() and time.monotonic() < deadline:
         time.sleep(0.2)
     if not (attempt / files.SEAL).is_file():
-        yield {"kind": "result", "error": f"{attempt} was not sealed in time"}
-        yield {"kind": "end"}
+        yield Result(f"{attempt} was not sealed in time").to_dict()
+        yield End().to_dict()
         return
-    yield {"kind": "result", "error": None}
+    yield Result(None).to_dict()
     yield from send_items(attempt, int(payload.get("chunk", CHUNK)))
     yield {"kind": "end"}
 
@@ -432,23 +443,27 @@ class RayExecutor:
         except ray.exceptions.RayError as exc:
             return self._lost(flight, board, type(exc).__name__)
         except (EvidenceError, OSError) as exc:
-            board.update(unit.key, state="unknown", note=str(exc), final=True)
+            board.update(unit.key, state=ArmState.UNKNOWN, note=str(exc), final=True)
             return self._result(flight, lost=f"evidence could not be brought home: {exc}")
         if verdict is None and cancelled:
             return self._lost(flight, board, error or "no sealed attempt after the cancel")
         if verdict is None:
-            board.update(unit.key, state="not run", note=error or "", final=True)
+            board.update(unit.key, state=ArmState.NOT_RUN, note=error or "", final=True)
             return self._result(flight, error=error or "no attempt was recorded")
-        board.update(unit.key, state=verdict.state.value, final=True)
+        board.update(unit.key, state=ArmState.of_verdict(verdict.state), final=True)
         return self._result(flight, verdict=verdict)
 
     def _after_cancel(self, flight: _Flight, board: Board) -> UnitResult:
         ray = _ray()
         unit = flight.unit
         if flight.origin is None or flight.node is None:
-            board.update(unit.key, state="not run", note="cancelled before it started", final=True)
+            board.update(
+                unit.key, state=ArmState.NOT_RUN, note="cancelled before it started", final=True
+            )
             return self._result(flight, error="cancelled before it started (not run)")
-        board.update(unit.key, state="stopping", note="cancelled; bringing the evidence home")
+        board.update(
+            unit.key, state=ArmState.STOPPING, note="cancelled; bringing the evidence home"
+        )
         strategies = importlib.import_module("ray.util.scheduling_strategies")
         strategy = strategies.NodeAffinitySchedulingStrategy(
             node_id=flight.node["node_id"], soft=False
@@ -475,7 +490,7 @@ class RayExecutor:
 
     def _lost(self, flight: _Flight, board: Board, why: str) -> UnitResult:
         text = f"{NODE_LOST} ({why})"
-        board.update(flight.unit.key, state="unknown", note=text, final=True)
+        board.update(flight.unit.key, state=ArmState.UNKNOWN, note=text, final=True)
         return self._result(flight, lost=text)
 
     def _result(self, flight: _Flight, **kw: Any) -> UnitResult:
@@ -508,24 +523,30 @@ class RayExecutor:
                         raise EvidenceError(f"{unit.key}: bytes before the file list")
                     incoming.feed(item)
                     continue
-                kind = item.get("kind")
-                if kind == "started":
-                    flight.node, flight.origin = dict(item["node"]), str(item["origin"])
-                    flight.runner_pid = int(item["runner_pid"])
-                    board.update(unit.key, node=_node_label(flight.node), state="preflight")
-                elif kind == "progress":
-                    board.update(unit.key, **{k: v for k, v in item.items() if k != "kind"})
-                elif kind == "result":
-                    error = item.get("error")
-                elif kind == "files":
+                message = _message(unit.key, item)
+                if isinstance(message, Started):
+                    flight.node, flight.origin = dict(message.node), message.origin
+                    flight.runner_pid = message.runner_pid
+                    label = _node_label(flight.node)
+                    board.update(unit.key, node=label, state=ArmState.PREFLIGHT)
+                elif isinstance(message, Progress):
+                    board.update(
+                        unit.key,
+                        state=ArmState.of(message.state),
+                        note=message.note,
+                        stages=message.stages,
+                    )
+                elif isinstance(message, Result):
+                    error = message.error
+                elif isinstance(message, FileList):
                     incoming = Incoming(Path(unit.request.root), flight.target.name, self.max_bytes)
                     incoming.feed(item)
-                    board.update(unit.key, state="transferring")
-                elif kind == "file":
+                    board.update(unit.key, state=ArmState.TRANSFERRING)
+                elif isinstance(message, FileHeader):
                     if incoming is None:
                         raise EvidenceError(f"{unit.key}: a file before the file list")
                     incoming.feed(item)
-                elif kind == "end" and incoming is not None:
+                elif isinstance(message, End) and incoming is not None:
                     node = dict(flight.node or {})
                     verdict = incoming.commit(flight.target, node, flight.origin or "")
                     incoming = None
@@ -533,6 +554,13 @@ class RayExecutor:
             if incoming is not None:
                 incoming.discard()
         return verdict, error
+
+
+def _message(key: str, item: dict[str, Any]) -> Message:
+    try:
+        return message_from_dict(item)
+    except ValueError as exc:
+        raise EvidenceError(f"{key}: {exc}") from None
 
 
 def _node_label(node: Mapping[str, Any]) -> str:
