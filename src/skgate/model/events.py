@@ -30,7 +30,7 @@ import dataclasses
 import enum
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -425,94 +425,101 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_HINTS: dict[type[Event], dict[str, Any]] = {}
+#: A field's reader: the value as its type says, or _BAD (bool is never a number).
+_Reader = Callable[[Any], Any]
+_BAD: Any = object()
 
 
-def _hints(cls: type[Event]) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
-    return _HINTS[cls]
+def _reader(hint: Any) -> _Reader:
+    """The reader of one annotation, built once per field (a journal of many thousand
+    records is read line by line: no per-value introspection)."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return lambda v: v
+    if origin in (typing.Union, types.UnionType):
+        arms = [_reader(a) for a in typing.get_args(hint) if a is not type(None)]
+        optional = len(arms) < len(typing.get_args(hint))
+
+        def union(v: Any) -> Any:
+            if v is None:
+                return None if optional else _BAD
+            for arm in arms:
+                out = arm(v)
+                if out is not _BAD:
+                    return out
+            return _BAD
+
+        return union
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        members = {m.value: m for m in hint}
+        return lambda v: members.get(v, _BAD) if isinstance(v, (str, int)) else _BAD
+    if hint is bool:
+        return lambda v: v if v is True or v is False else _BAD
+    if hint is int:
+        return lambda v: v if type(v) is int else _BAD
+    if hint is float:
+        return lambda v: v if type(v) in (int, float) else _BAD
+    if hint is str:
+        return lambda v: v if type(v) is str else _BAD
+    if origin is tuple:
+        item = _reader(typing.get_args(hint)[0])
+
+        def sequence(v: Any) -> Any:
+            if type(v) is not list:
+                return _BAD
+            out = tuple(item(x) for x in v)
+            return _BAD if any(x is _BAD for x in out) else out
+
+        return sequence
+    if origin is Mapping or hint is Mapping:
+        return lambda v: v if type(v) is dict else _BAD
+    raise TypeError(f"no reader for {hint!r}")  # a new field type: add its reader here
 
 
-class _Damaged(Exception):
-    pass
+#: Per kind: (field name, its reader, strict) in declared order; built on first use.
+_READERS: dict[type[Event], tuple[tuple[str, _Reader, bool], ...]] = {}
+
+
+def _readers(cls: type[Event]) -> tuple[tuple[str, _Reader, bool], ...]:
+    got = _READERS.get(cls)
+    if got is None:
+        hints = typing.get_type_hints(cls)
+        got = tuple(
+            (f.name, _reader(hints[f.name]), bool(f.metadata.get("strict")))
+            for f in _payload(cls)
+            if f.name != "details"
+        )
+        _READERS[cls] = got
+    return got
 
 
 def _num(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _convert(value: Any, hint: Any) -> Any:
-    """``value`` as the type ``hint`` says, or _Damaged (bool is never a number)."""
-    origin = typing.get_origin(hint)
-    if hint is Any:
-        return value
-    if origin in (typing.Union, types.UnionType):
-        for arm in typing.get_args(hint):
-            try:
-                return _convert(value, arm)
-            except _Damaged:
-                continue
-        raise _Damaged
-    if hint is type(None):
-        if value is None:
-            return None
-        raise _Damaged
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        try:
-            return hint(value)
-        except ValueError:
-            raise _Damaged from None
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        raise _Damaged
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise _Damaged
-    if hint is float:
-        if _num(value):
-            return value
-        raise _Damaged
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise _Damaged
-    if origin is tuple:
-        if not isinstance(value, list):
-            raise _Damaged
-        (arm, _dots) = typing.get_args(hint)
-        return tuple(_convert(v, arm) for v in value)
-    if origin is Mapping or hint is Mapping:
-        if isinstance(value, dict):
-            return value
-        raise _Damaged
-    raise _Damaged
+    return type(value) in (int, float)
 
 
 def event_from_dict(data: Mapping[str, Any]) -> Event:
     """The typed event of one journal record; never raises (see the module doc)."""
     t = data.get("t") if _num(data.get("t")) else None
     mono = data.get("mono") if _num(data.get("mono")) else None
-    try:
-        kind = EventKind(data.get("event"))
-    except ValueError:
+    name = data.get("event")
+    kind = _KINDS.get(name) if isinstance(name, str) else None
+    if kind is None:
         return UnknownEvent(t=t, mono=mono, raw=dict(data))
     cls = EVENT_TYPES[kind]
-    hints = _hints(cls)
     values: dict[str, Any] = {}
-    for f in _payload(cls):
-        if f.name == "details":  # a preflight step's own fields, in their order
-            values["details"] = {k: v for k, v in data.items() if k not in (*_ENVELOPE, "step")}
-            continue
-        if f.name not in data:
+    if cls is Preflight:  # a preflight step's own fields, in their order
+        values["details"] = {k: v for k, v in data.items() if k not in (*_ENVELOPE, "step")}
+    for name, read, strict in _readers(cls):
+        if name not in data:
             continue  # its default: a field this version of the writer did not write
-        try:
-            values[f.name] = _convert(data[f.name], hints[f.name])
-        except _Damaged:
-            if not f.metadata.get("strict"):
-                continue  # read as its default (an older reader ignored it too)
-            problem = f"{f.name!r} ({data[f.name]!r})"
+        value = read(data[name])
+        if value is not _BAD:
+            values[name] = value
+        elif strict:
+            problem = f"{name!r} ({data[name]!r})"
             return UnknownEvent(t=t, mono=mono, raw=dict(data), kind=kind, problem=problem)
+        # else: read as its default (an older reader ignored it too)
     return cls(t=t, mono=mono, **values)
+
+
+_KINDS: dict[str, EventKind] = {k.value: k for k in EventKind}
