@@ -30,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from skgate.model.phrases import Lang
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from evidence_fixtures import make_big_attempt
@@ -79,10 +81,10 @@ def main() -> None:
         page = ""
         for _ in range(args.repeat):
             t = time.perf_counter()
-            page = render_html(load.build_report(attempt), "en")
+            page = render_html(load.build_report(attempt), Lang.EN)
             html_s.append(time.perf_counter() - t)
             t = time.perf_counter()
-            markdown.render(load.build_report(attempt), "en", "md")
+            markdown.render(load.build_report(attempt), Lang.EN, "md")
             md_s.append(time.perf_counter() - t)
         big = work / "big.html"
         big.write_text(page, encoding="utf-8")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Reaper, pid_alive, run_skgate, start_skgate, wait_for
+from conftest import Reaper, events, pid_alive, run_skgate, start_skgate, wait_for
 from skgate.evidence import files
 from skgate.evidence.diskfull import DISKFULL, MIN_FREE_ENV, cut_torn_tail, low_space_warning
 
@@ -82,7 +82,7 @@ def _start(reaper: Reaper, cwd: Path, done: Path, mb: int, fill: bool) -> None:
 
 
 def _leader_pid(attempt: Path) -> int:
-    for ev in files.read_events(attempt / files.EVENTS):
+    for ev in events(attempt):
         if ev.get("event") == "launched":
             return int(ev["pid"])
     data = json.loads((attempt / files.OWNERSHIP).read_text())

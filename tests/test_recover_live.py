@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Reaper, pid_alive, run_skgate, start_skgate, wait_file, wait_for
+from conftest import Reaper, events, pid_alive, run_skgate, start_skgate, wait_file, wait_for
 from skgate.evidence import files
 from skgate.evidence.intent import INTENT, write_intent
 from skgate.liveness import current_verdict, probe
@@ -139,7 +139,7 @@ def test_adopt_supervises_the_orphan_to_its_natural_return(tmp_path: Path, reape
     (work / "release").write_text("")
     out, err = adopter.communicate(timeout=60)
     assert adopter.returncode == 0, out + err
-    adopted = next(e for e in files.read_events(attempt / files.EVENTS) if e["event"] == "adopted")
+    adopted = next(e for e in events(attempt) if e["event"] == "adopted")
     assert opc_pid in adopted["pids"] and adopted["pidfds"] is True
     assert "adopted_tree_ended" in _event_names(attempt)
     assert "signal_sent" not in _event_names(attempt)  # natural return: nothing signalled
@@ -159,14 +159,14 @@ def test_adopt_enforces_the_frozen_deadline_on_the_owned_processes_only(
     assert not pid_alive(opc_pid)
     names = _event_names(attempt)
     assert names.index("adopted") < names.index("timeout") < names.index("signal_sent")
-    sent = [e for e in files.read_events(attempt / files.EVENTS) if e["event"] == "signal_sent"]
+    sent = [e for e in events(attempt) if e["event"] == "signal_sent"]
     assert {e["pid"] for e in sent} == {opc_pid} and sent[0]["name"] == "SIGTERM"
     assert bystander.poll() is None  # an opc the attempt does not own is never signalled
     assert json.loads((attempt / files.VERDICT).read_text())["state"] == "unknown"
 
 
 def _event_names(attempt: Path) -> list[str]:
-    return [str(e.get("event")) for e in files.read_events(attempt / files.EVENTS)]
+    return [str(e.get("event")) for e in events(attempt)]
 
 
 def test_intent_without_launched_is_unknown_never_not_started(tmp_path: Path) -> None:

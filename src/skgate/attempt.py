@@ -10,6 +10,7 @@ at any point still says how far it got.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import resource
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from skgate import __version__
 from skgate.evidence import files, ledger
 from skgate.model.errors import SkgateError, UnfinishedError
+from skgate.model.events import Blocked, Event, Finished, FinishingCutShort, RunnerSignal
 from skgate.model.request import RunRequest
 from skgate.model.running import Coverage, Ownership, ProcessRecord
 from skgate.model.schema import SCHEMA_CONTROL
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 Notify = Callable[[str], None]
 #: Receives every journal record right after it is written (``--events jsonl``, the
 #: detached runner's hand-shake with ``skgate start``).
-OnEvent = Callable[[dict[str, Any]], None]
+OnEvent = Callable[[Event], None]
 #: Returns the pending ``skgate stop`` request of an attempt, if any (skgate.lifecycle).
 StopRequest = Callable[[Path], "dict[str, Any] | None"]
 
@@ -71,9 +73,9 @@ class Attempt:
         self.leader: ProcessRecord | None = None
         self.frozen_jobs: dict[str, Any] | None = None
 
-    def emit(self, event: str, **fields: Any) -> object:
+    def emit(self, event: Event) -> Event:
         with deferred():  # a journal line is written whole, never cut by a stop signal
-            record = self.journal.emit(event, mono=time.monotonic(), **fields)
+            record = self.journal.emit(dataclasses.replace(event, mono=time.monotonic()))
         if self.on_event is not None:
             self.on_event(record)
         return record
@@ -90,11 +92,7 @@ class Attempt:
                 else "the attempt ends not started; nothing is launched"
             )
             self.emit(
-                "runner_signal",
-                signal=signum,
-                name=name_of(signum),
-                phase=phase.value,
-                action=action,
+                RunnerSignal(signal=signum, name=name_of(signum), phase=phase.value, action=action)
             )
             if finishing:
                 self.notify(
@@ -109,10 +107,11 @@ class Attempt:
             with contextlib.suppress(OSError, ValueError):
                 self.record_signals()
                 self.emit(
-                    "finishing_cut_short",
-                    signal=signum,
-                    name=name_of(signum),
-                    verdict_written=(self.dir / files.VERDICT).exists(),
+                    FinishingCutShort(
+                        signal=signum,
+                        name=name_of(signum),
+                        verdict_written=(self.dir / files.VERDICT).exists(),
+                    )
                 )
         self.journal.close()
         return UnfinishedError(
@@ -192,13 +191,14 @@ class Attempt:
         files.write_json_new(self.dir / files.VERDICT, verdict.to_dict())
         self.record_signals()
         self.emit(
-            "finished",
-            state=verdict.state.value,
-            cause=verdict.cause.value if verdict.cause else None,
-            # The runner's own CPU time (not its children's): its overhead, measured.
-            runner_cpu_s=cpu_seconds(),
-            # Its peak resident memory (KiB): the bounded-record promise, measured (C3).
-            runner_maxrss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            Finished(
+                state=verdict.state,
+                cause=verdict.cause.value if verdict.cause else None,
+                # The runner's own CPU time (not its children's): its overhead, measured.
+                runner_cpu_s=cpu_seconds(),
+                # Its peak resident memory (KiB): the bounded-record promise, measured (C3).
+                runner_maxrss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            )
         )
         self.journal.close()
         # Seal first, so the ledger's end entry carries the seal's hash (C4: the scene
@@ -239,5 +239,5 @@ class Attempt:
     ) -> Verdict:
         if not (self.dir / files.CONTROL).exists():
             self.write_control(controls or {})
-        self.emit("blocked", reasons=list(reasons))
+        self.emit(Blocked(reasons=tuple(reasons)))
         return self.finish(indexed=indexed)

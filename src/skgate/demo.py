@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TextIO
 
 from skgate.model.exits import EXIT_BLOCKED
+from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
 from skgate.runner import run_here
@@ -246,7 +247,7 @@ def run_demo(
     name: str,
     *,
     workdir: str | None,
-    lang: str,
+    lang: Lang,
     as_json: bool,
     show: Callable[[Verdict, bool], None],
     hooks: HookApprovals | None = None,
@@ -347,7 +348,7 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
-def _print_report(verdict: Verdict, lang: str) -> None:
+def _print_report(verdict: Verdict, lang: Lang) -> None:
     if verdict.attempt is None:
         return
     # Imported here: the report is only needed once the demo has a verdict to show.

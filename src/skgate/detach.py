@@ -37,7 +37,8 @@ from skgate.model.request import RunRequest
 from skgate.preflight.request import validate
 
 if TYPE_CHECKING:
-    from skgate.model.protocol import Started
+    from skgate.model.protocol import AttemptPhase, Started
+    from skgate.model.running import State
     from skgate.preflight.early import EarlyWork
 
 # Start latency (issue 13): this module imports only what the caller needs up to the
@@ -141,6 +142,9 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
     """Run the attempt; tell the caller once it is launched, refused or waiting."""
     from skgate.evidence.follow import Progress  # noqa: PLC0415
     from skgate.evidence.stops import stop_pending  # noqa: PLC0415 - see the module top
+    from skgate.model.events import Blocked, Created, Event, Finished, Launched  # noqa: PLC0415
+    from skgate.model.protocol import AttemptPhase  # noqa: PLC0415
+    from skgate.model.running import State  # noqa: PLC0415
     from skgate.runner import run_here  # noqa: PLC0415
 
     reply: list[int] = [handshake]
@@ -158,11 +162,10 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
             os.close(reply[0])
         reply[0] = -1
 
-    def on_event(ev: dict[str, Any]) -> None:
+    def on_event(ev: Event) -> None:
         progress.update(ev)
-        name = ev.get("event")
-        if name == "created":
-            attempt[0] = str(ev.get("attempt"))
+        if isinstance(ev, Created):
+            attempt[0] = str(ev.attempt)
             # The runner's own tracebacks and notes land in the attempt, not nowhere.
             with contextlib.suppress(OSError):
                 log = os.open(
@@ -173,15 +176,17 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
                 os.dup2(log, 1)
                 os.dup2(log, 2)
                 os.close(log)
-        elif name == "launched":
+        elif isinstance(ev, Launched):
             launched[0] = True
-            tell(_started(attempt[0], "in_progress", "running", ()))
-        elif progress.phase == "waiting_for_blockers":
-            tell(_started(attempt[0], "in_progress", "waiting_for_blockers", progress.waiting))
-        elif name == "blocked":
-            blocked.extend(str(r) for r in ev.get("reasons", []))
-        elif name == "finished" and not launched[0]:
-            tell(_started(attempt[0], str(ev.get("state")), "not_started", (), blocked))
+            tell(_started(attempt[0], State.IN_PROGRESS, AttemptPhase.RUNNING, ()))
+        elif progress.phase is AttemptPhase.WAITING_FOR_BLOCKERS:
+            phase = AttemptPhase.WAITING_FOR_BLOCKERS
+            tell(_started(attempt[0], State.IN_PROGRESS, phase, progress.waiting))
+        elif isinstance(ev, Blocked):
+            blocked.extend(ev.reasons)
+        elif isinstance(ev, Finished) and not launched[0]:
+            state = ev.state or State.UNKNOWN
+            tell(_started(attempt[0], state, AttemptPhase.NOT_STARTED, (), blocked))
 
     def on_term(_signum: int, _frame: object) -> None:
         # Before launch a stop (or any SIGTERM) ends the attempt as not started; after
@@ -208,18 +213,18 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
         )
         code = verdict.exit_code
         if reply[0] >= 0:  # finished without a launch or refusal record (not expected)
-            tell(_started(attempt[0], verdict.state.value, "not_started", ()))
+            tell(_started(attempt[0], verdict.state, AttemptPhase.NOT_STARTED, ()))
     except SkgateError as exc:
         tell({"error": str(exc), "exit_code": exc.exit_code})
         code = exc.exit_code
     except KeyboardInterrupt:
-        tell(_started(attempt[0], "not_started", "not_started", ()))
+        tell(_started(attempt[0], State.NOT_STARTED, AttemptPhase.NOT_STARTED, ()))
         code = EXIT_BLOCKED
     return code
 
 
 def _started(
-    attempt: str, state: str, phase: str, waiting: Any, reasons: Any = ()
+    attempt: str, state: State, phase: AttemptPhase, waiting: Any, reasons: Any = ()
 ) -> dict[str, Any]:
     from skgate.model.protocol import Started  # noqa: PLC0415 - see the module top
 

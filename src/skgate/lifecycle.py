@@ -37,16 +37,17 @@ from skgate.evidence.files import DEFAULT_ROOT
 from skgate.evidence.follow import (
     FALLBACK_POLL,
     DirWatch,
-    JournalFollower,
     Progress,
     attempt_dirs,
     verdict_record,
     wait_readable,
 )
+from skgate.evidence.journal import JournalFollower, iter_journal
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
 from skgate.liveness import current_verdict, runner_ref
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.protocol import Started, read_reply
+from skgate.model.events import Blocked, Event, Finished, SignalReceived, VerdictLine
+from skgate.model.protocol import AttemptPhase, Started, read_reply
 from skgate.model.records import EXIT_CODES, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.proc.handle import ProcessHandle
@@ -122,14 +123,7 @@ def _parse_started(raw: bytes, request: RunRequest) -> Started:
         f"the detached skgate runner ended before it could report; see the evidence root "
         f"{request.root} (runner.log of the newest attempt)",
     )
-    return Started(
-        attempt=str(got["attempt"]),
-        state=str(got["state"]),
-        runner_pid=int(got["runner_pid"]),
-        phase=str(got["phase"]),
-        waiting_for=tuple(str(x) for x in got.get("waiting_for", [])),
-        reasons=tuple(str(x) for x in got.get("reasons", [])),
-    )
+    return Started.from_dict(got)
 
 
 # --------------------------------------------------------------------------- attempts
@@ -196,7 +190,7 @@ def wait(
     target: str | os.PathLike[str] = DEFAULT_ROOT,
     *,
     max_seconds: float | None = None,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: Callable[[Event], None] | None = None,
     on_progress: Callable[[str], None] | None = None,
     progress_every: float = 5.0,
 ) -> WaitResult:
@@ -229,7 +223,7 @@ def wait(
             watch.drain()
             absorb()
             now = time.monotonic()
-            if progress.phase == "final":
+            if progress.phase is AttemptPhase.FINAL:
                 finished_at = finished_at or now
                 # Return once the runner has sealed and gone, so the evidence is complete.
                 if handle is None or not handle.alive() or now - finished_at > SEAL_GRACE:
@@ -241,7 +235,7 @@ def wait(
                     if handle is not None:
                         continue  # a runner that only now recorded who it is
                 absorb()  # gone: one more read, the verdict may have been its last act
-                if progress.phase != "final":
+                if progress.finished_state is None:  # (phase FINAL: absorb() may change it)
                     outcome = "runner_gone"
                     break
                 continue
@@ -268,7 +262,7 @@ def wait(
     )
 
 
-def verdict_event(result: WaitResult) -> dict[str, Any]:
+def verdict_event(result: WaitResult) -> VerdictLine:
     """The last line of ``wait --follow`` (see :func:`~skgate.evidence.follow.verdict_record`)."""
     return verdict_record(result.verdict, result.outcome, result.exit_code)
 
@@ -305,9 +299,9 @@ class StopResult:
 def _final_state(attempt: Path) -> str | None:
     """The recorded final state, or None while the attempt has none."""
     if not (attempt / files.VERDICT).exists():
-        for ev in files.iter_events(attempt / files.EVENTS):
-            if ev.get("event") == "finished":
-                return str(ev.get("state"))
+        for ev in iter_journal(attempt / files.EVENTS):
+            if isinstance(ev, Finished):
+                return (ev.state or State.UNKNOWN).value
         return None
     return current_verdict(attempt).state.value
 
@@ -378,7 +372,8 @@ def stop(
             watch.drain()
             for ev in follower.poll():
                 seen.update(ev)
-                acked = acked or bool(ev.get("stop_request")) or ev.get("event") == "blocked"
+                asked = isinstance(ev, SignalReceived) and bool(ev.stop_request)
+                acked = acked or asked or isinstance(ev, Blocked)
             if acked or seen.finished_state is not None or not handle.alive():
                 break
             fds = [watch.fd, handle.fileno()]
@@ -402,7 +397,7 @@ def stop(
             str(attempt),
             "already_final",
             "the attempt finished before the request arrived; nothing was changed",
-            seen.finished_state,
+            seen.finished_state.value,
             reason,
         )
     return StopResult(

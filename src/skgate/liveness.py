@@ -32,6 +32,7 @@ from typing import Any
 
 from skgate.evidence import files, regular
 from skgate.evidence.intent import read_intent
+from skgate.evidence.journal import iter_journal
 from skgate.evidence.load import (
     Control,
     archived_evidence,
@@ -41,6 +42,7 @@ from skgate.evidence.load import (
     recorded_verdict,
 )
 from skgate.model.errors import EvidenceError, StillLiveError
+from skgate.model.events import Created, Launched
 from skgate.model.records import Evidence, Ownership, ProcessRecord, Verdict
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
 from skgate.proc.observe import boot_id, is_alive, read_stat
@@ -115,12 +117,12 @@ def runner_ref(attempt_dir: Path) -> RunnerRef | None:
     if files.present(attempt_dir / files.CONTROL):
         c = load_control(attempt_dir)
         return RunnerRef(c.runner_pid, c.runner_start_ticks, c.boot_id)
-    for ev in files.iter_events(attempt_dir / files.EVENTS):
-        runner = ev.get("runner") if ev.get("event") == "created" else None
-        if isinstance(runner, dict) and _is_int(runner.get("pid")):
+    for ev in iter_journal(attempt_dir / files.EVENTS):
+        runner = ev.runner if isinstance(ev, Created) else None
+        if runner is not None and _is_int(runner.get("pid")):
             ticks = runner.get("start_ticks")
             if isinstance(ticks, int) and _is_int(ticks):
-                boot = runner.get("boot_id", ev.get("boot_id", ""))
+                boot = runner.get("boot_id", (isinstance(ev, Created) and ev.boot_id) or "")
                 return RunnerRef(runner["pid"], ticks, str(boot))
     return None
 
@@ -149,9 +151,9 @@ def live_owned(ownership: Ownership | None) -> list[ProcessRecord]:
 
 
 def _journal_cgroup(attempt_dir: Path) -> str | None:
-    for ev in files.iter_events(attempt_dir / files.EVENTS):
-        if ev.get("event") == "launched" and isinstance(ev.get("cgroup"), str):
-            return str(ev["cgroup"])
+    for ev in iter_journal(attempt_dir / files.EVENTS):
+        if isinstance(ev, Launched) and ev.cgroup is not None:
+            return ev.cgroup
     intent = read_intent(attempt_dir)
     return intent.cgroup if intent is not None else None
 

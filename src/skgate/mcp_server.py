@@ -30,6 +30,7 @@ from skgate.evidence.ledger import latest
 from skgate.liveness import current_verdict
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.outcomes import PackageMode
+from skgate.model.phrases import LANGS, Lang
 from skgate.model.request import RunRequest
 from skgate.preflight.prepare import prepare
 from skgate.preflight.render import preflight_record
@@ -233,13 +234,14 @@ def build_server(max_wait: float | None = None) -> Any:
         target: str | None = None,
     ) -> dict[str, Any]:
         try:
-            if lang not in facts.LANGS or format not in facts.FORMATS:
+            if lang not in LANGS or format not in facts.FORMATS:
                 raise UsageError("lang must be en or zh and format md or json")
+            lg = Lang(lang)  # the MCP edge: a string in, a Lang inside
             rep = load.build_report(Path(_one_name(attempt, target, "report")), current_verdict)
             if format == "json":
-                data: dict[str, Any] = facts.report_json(rep, lang)
+                data: dict[str, Any] = facts.report_json(rep, lg)
                 return data
-            return {"format": "md", "lang": lang, "text": report.render(rep, lang, "md")}
+            return {"format": "md", "lang": lang, "text": report.render(rep, lg, "md")}
         except SkgateError as exc:
             raise _fail(exc) from None
 

@@ -49,6 +49,7 @@ from skgate.evidence.intent import write_intent
 from skgate.evidence.logscan import LogScanner
 from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError
+from skgate.model.events import Created, Launched, SignalsIgnored
 from skgate.model.request import RunRequest
 from skgate.model.running import ProcessRecord, State
 from skgate.preflight import prepare as preflight
@@ -149,19 +150,21 @@ def _run(
                 early=hooks[2],
             )
             att.emit(
-                "created",
-                attempt=str(attempt_dir),
-                argv=list(request.argv),
-                cwd=request.cwd,
-                # Who owns it, before control.json exists: what 'skgate recover' checks.
-                runner={"pid": att.runner_pid, "start_ticks": att.runner_start_ticks},
-                boot_id=att.boot_id,
+                Created(
+                    attempt=str(attempt_dir),
+                    argv=tuple(request.argv),
+                    cwd=request.cwd,
+                    # Who owns it, before control.json exists: what 'skgate recover' checks.
+                    runner={"pid": att.runner_pid, "start_ticks": att.runner_start_ticks},
+                    boot_id=att.boot_id,
+                )
             )
             if stops.ignored:
                 att.emit(
-                    "signals_ignored",
-                    signals=[name_of(s) for s in stops.ignored],
-                    note="inherited ignored (nohup); kept, and passed on to the workload",
+                    SignalsIgnored(
+                        signals=tuple(name_of(s) for s in stops.ignored),
+                        note="inherited ignored (nohup); kept, and passed on to the workload",
+                    )
                 )
             try:
                 ledger.record_start(att.root, attempt_dir, request.retry_of)
@@ -330,19 +333,20 @@ def _supervise(
         sup.track_leader(wall)
         att.leader = next(iter(sup.records()), None)
         emit(
-            "launched",
-            pid=proc.pid,
-            pgid=proc.pid,
-            sid=proc.pid,
-            start_ticks=att.leader.start_ticks if att.leader else None,
-            deadline_wall=wall + request.timeout,
-            timeout=request.timeout,
-            grace=request.grace,
-            subreaper=subreaper,
-            ownership_sources=list(sources.used),
-            sources_unavailable=dict(sources.unavailable),
-            cgroup=str(sources.leaf.path) if sources.leaf else None,
-            runner_cpu_s=cpu_seconds(),
+            Launched(
+                pid=proc.pid,
+                pgid=proc.pid,
+                sid=proc.pid,
+                start_ticks=att.leader.start_ticks if att.leader else None,
+                deadline_wall=wall + request.timeout,
+                timeout=request.timeout,
+                grace=request.grace,
+                subreaper=subreaper,
+                ownership_sources=tuple(sources.used),
+                sources_unavailable=dict(sources.unavailable),
+                cgroup=str(sources.leaf.path) if sources.leaf else None,
+                runner_cpu_s=cpu_seconds(),
+            )
         )
         full.guard(att.write_ownership, files.OWNERSHIP)(
             sup.records(), False, sup.coverage_of(False)

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from skgate.evidence import regular
-from skgate.evidence.follow import DirWatch, JournalFollower, Progress, attempt_dirs, wait_readable
+from skgate.evidence.follow import DirWatch, Progress, attempt_dirs, wait_readable
+from skgate.evidence.journal import JournalFollower
 from skgate.model.errors import EvidenceError
+from skgate.model.events import Event, event_from_dict
 from skgate.model.schema import SCHEMA_EVENT
 
 
@@ -20,6 +22,10 @@ def line(event: str, **fields: object) -> bytes:
     ).encode()
 
 
+def ev(event: str, **fields: object) -> Event:
+    return event_from_dict(json.loads(line(event, **fields)))
+
+
 def test_the_follower_takes_only_complete_lines(tmp_path: Path) -> None:
     journal = tmp_path / "events.jsonl"
     follower = JournalFollower(journal)
@@ -27,10 +33,10 @@ def test_the_follower_takes_only_complete_lines(tmp_path: Path) -> None:
     whole = line("created")
     part = line("launched", pid=1, pgid=1)
     journal.write_bytes(whole + part[:10])
-    assert [e["event"] for e in follower.poll()] == ["created"]
+    assert [e.event_name for e in follower.poll()] == ["created"]
     with journal.open("ab") as fh:
         fh.write(part[10:])
-    assert [e["event"] for e in follower.poll()] == ["launched"]
+    assert [e.event_name for e in follower.poll()] == ["launched"]
     assert follower.poll() == []
 
 
@@ -53,20 +59,16 @@ def test_the_watch_wakes_on_an_appended_line_and_not_before(tmp_path: Path) -> N
 
 def test_progress_phases_and_provisional_counts() -> None:
     p = Progress()
-    p.update(json.loads(line("created")))
+    p.update(ev("created"))
     assert p.phase == "preflight"
-    p.update(
-        json.loads(line("preflight", step="foreign_wait", processes=[{"pid": 7, "name": "opc"}]))
-    )
+    p.update(ev("preflight", step="foreign_wait", processes=[{"pid": 7, "name": "opc"}]))
     assert p.phase == "waiting_for_blockers"
     assert p.waiting == ["foreign opc[7] (never signalled, C4)"]
-    p.update(json.loads(line("foreign_wait_end", outcome="cleared")))
+    p.update(ev("foreign_wait_end", outcome="cleared"))
     assert p.phase == "preflight" and p.waiting == []
-    p.update(json.loads(line("launched", pid=1, pgid=1, deadline_wall=160.0)))
-    p.update(json.loads(line("stage_seen", pid=9, start_ticks=1, inputs=8)))
-    p.update(
-        json.loads(line("observation", owned_alive=3, counts={"error_logs": 2, "succ_logs": 5}))
-    )
+    p.update(ev("launched", pid=1, pgid=1, deadline_wall=160.0))
+    p.update(ev("stage_seen", pid=9, start_ticks=1, inputs=8))
+    p.update(ev("observation", owned_alive=3, counts={"error_logs": 2, "succ_logs": 5}))
     assert p.phase == "running"
     d = p.to_dict(now=110.0)
     assert d["elapsed_s"] == 10.0 and d["deadline_remaining_s"] == 50.0
@@ -75,9 +77,9 @@ def test_progress_phases_and_provisional_counts() -> None:
     text = p.line(110.0)
     assert "2 provisional error-named files (C1)" in text and "deadline in 50 s" in text
     assert "inputs done 5 of 8 (provisional, C1)" in text
-    p.update(json.loads(line("tree_ended")))
+    p.update(ev("tree_ended"))
     assert p.phase == "finishing"
-    p.update(json.loads(line("finished", state="succeeded")))
+    p.update(ev("finished", state="succeeded"))
     assert p.phase == "final" and p.to_dict(200.0)["deadline_remaining_s"] is None
 
 
@@ -95,25 +97,18 @@ def test_progress_counts_each_op_compiler_invocation_once() -> None:
     """Issue 19: one stage per op_compiler invocation, inputs done of total from that
     stage's succ logs as observed (provisional, C1), never summed over its opc workers."""
     p = Progress()
-    p.update(json.loads(line("launched", pid=1, pgid=1)))
+    p.update(ev("launched", pid=1, pgid=1))
     for _ in range(3):  # a repeated announcement of the same invocation counts once
-        p.update(json.loads(line("stage_seen", pid=9, start_ticks=1, inputs=6)))
+        p.update(ev("stage_seen", pid=9, start_ticks=1, inputs=6))
     assert p.inputs_total == 6
     obs = {"error_logs": 4, "succ_logs": 9}  # 9: two succ logs per input (_d0, _d1)
     p.update(
-        json.loads(
-            line(
-                "observation",
-                owned_alive=3,
-                counts=obs,
-                stages=[{"pid": 9, "inputs": 6, "done": 2}],
-            )
-        )
+        ev("observation", owned_alive=3, counts=obs, stages=[{"pid": 9, "inputs": 6, "done": 2}])
     )
     d = p.to_dict(now=1.0)["provisional"]
     assert (d["inputs_done"], d["inputs_total"]) == (2, 6)
     assert p.stage == "op_compiler pid 9: 2 of 6 inputs done"
-    p.update(json.loads(line("stage_seen", pid=12, start_ticks=1, inputs=4)))
+    p.update(ev("stage_seen", pid=12, start_ticks=1, inputs=4))
     assert (p.inputs_done, p.inputs_total) == (2, 10)
 
 

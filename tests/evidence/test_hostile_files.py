@@ -178,10 +178,10 @@ def test_a_300_mb_journal_line_is_refused_in_bounded_memory(tmp_path: Path) -> N
     probe = (
         "import resource, sys\n"
         "from pathlib import Path\n"
-        "from skgate.evidence import files\n"
+        "from skgate.evidence.journal import read_journal\n"
         "from skgate.model.errors import EvidenceError\n"
         "try:\n"
-        "    files.read_events(Path(sys.argv[1]))\n"
+        "    read_journal(Path(sys.argv[1]))\n"
         "    outcome = 'read'\n"
         "except EvidenceError as exc:\n"
         "    outcome = str(exc)\n"

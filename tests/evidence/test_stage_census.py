@@ -18,6 +18,7 @@ from skgate.evidence.stage_census import (
     walk_root,
 )
 from skgate.evidence.stages import StageTracker, is_stage
+from skgate.model.events import Event, StageSeen
 from skgate.model.records import ProcessRecord
 from skgate.model.stages import InputOutcome, Pairing, StageCensus
 
@@ -221,12 +222,17 @@ def test_worker_forks_of_a_stage_are_not_stages(tmp_path: Path) -> None:
     late = ProcessRecord(7, 70, 5, 1, 1, argv, "opc", 1.1, 1.2, argv_late=True)
     # Gone before anything of it could be read: the driver's name, no argv.
     gone = ProcessRecord(8, 80, 5, 1, 1, (), "op_compiler", 1.1, 1.2)
-    emitted: list[dict[str, object]] = []
+    emitted: list[Event] = []
     t = StageTracker(names)
-    announce = stage_announcer(t, lambda event, **f: emitted.append({"event": event, **f}))
+    announce = stage_announcer(t, emitted.append)
     for rec in (stage, fork, late, gone):
         announce(rec)
-    assert [e["pid"] for e in emitted] == [5] and emitted[0]["inputs"] == 1
+    assert [type(e) for e in emitted] == [StageSeen]
+    assert emitted == [
+        StageSeen(
+            pid=5, start_ticks=50, inputs=1, params_dir=str(params), output=str(tmp_path), jobs=None
+        )
+    ]
     (s,) = t.finish([stage, fork, late, gone], after_return=True).stages
     assert s.pid == 5 and s.census is not None and s.census.accounted
     assert t.progress() == [{"pid": 5, "inputs": 1, "done": 1}]

@@ -16,6 +16,7 @@ from evidence_fixtures import census, live_verdict_of, make_attempt, ownership, 
 from skgate.evidence.census import take_census
 from skgate.evidence.logscan import LogScanner
 from skgate.model.errors import BlockedError
+from skgate.model.phrases import Lang
 from skgate.model.records import Census, Ownership, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.report import load
@@ -93,7 +94,7 @@ def test_hand_built_attempt_files_and_report_validate(tmp_path: Path, state: Sta
     for line in (a / "events.jsonl").read_text().splitlines():
         validate("event", json.loads(line))
     vo = live_verdict_of if state is State.IN_PROGRESS else load.default_verdict_of
-    for lang in ("en", "zh"):
+    for lang in Lang:
         validate("report", json.loads(report.render(load.build_report(a, vo), lang, "json")))
 
 
@@ -143,4 +144,4 @@ def test_files_of_a_real_attempt_validate(tmp_path: Path) -> None:
     for line in (attempt / "events.jsonl").read_text().splitlines():
         validate("event", json.loads(line))
     assert {"control", "verdict"} <= seen
-    validate("report", json.loads(report.render(load.build_report(attempt), "en", "json")))
+    validate("report", json.loads(report.render(load.build_report(attempt), Lang.EN, "json")))

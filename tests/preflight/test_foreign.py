@@ -18,6 +18,7 @@ import pytest
 
 from conftest import wait_for
 from skgate.demo import HookApprovals, scenario_request
+from skgate.model.phrases import Lang
 from skgate.model.records import State
 from skgate.model.request import RunRequest
 from skgate.report.markdown import render_attempt_markdown
@@ -68,12 +69,12 @@ def test_run_waits_visibly_and_the_report_shows_the_wait(tmp_path: Path) -> None
     events = [json.loads(x) for x in text.splitlines()]
     names = [e["event"] for e in events]
     assert names.index("foreign_wait") < names.index("foreign_wait_end") < names.index("launched")
-    en = render_attempt_markdown(Path(verdict.attempt), lang="en")
+    en = render_attempt_markdown(Path(verdict.attempt), lang=Lang.EN)
     assert "waiting for foreign compilers (never signalled, C4)" in en
     assert f"blockers: {name}[{blocker.pid}]" in en
     assert "every blocker ended on its own" in en
     assert en.count("preflight checked") <= 1
-    zh = render_attempt_markdown(Path(verdict.attempt), lang="zh")
+    zh = render_attempt_markdown(Path(verdict.attempt), lang=Lang.ZH)
     assert "等待外部编译进程（从不发送信号，C4）" in zh
     assert f"阻塞进程：{name}[{blocker.pid}]" in zh
 

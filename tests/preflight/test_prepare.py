@@ -20,6 +20,7 @@ from conftest import wait_for
 from skgate.evidence.files import write_json_new
 from skgate.evidence.ledger import end_entries, read_ledger
 from skgate.model.errors import UsageError
+from skgate.model.events import Event
 from skgate.model.request import RunRequest
 from skgate.preflight import jobs, profiler
 from skgate.preflight.prepare import env_delta, find_interpreter, prepare, render_lines
@@ -267,8 +268,10 @@ def test_foreign_wait_is_visible_and_journalled_until_it_ends(tmp_path: Path) ->
     events: list[tuple[str, dict[str, Any]]] = []
     lines: list[str] = []
 
-    def emit(event: str, **fields: Any) -> None:
-        events.append((event, fields))
+    def emit(event: Event) -> None:
+        record = event.to_dict()
+        fields = {k: v for k, v in record.items() if k not in ("schema", "t", "event")}
+        events.append((event.event_name, fields))
 
     def notify(line: str) -> None:
         lines.append(line)

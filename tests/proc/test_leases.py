@@ -19,6 +19,7 @@ from skgate.proc import leases
 HOLDER = r"""
 import os, sys, time
 from pathlib import Path
+from skgate.model.events import Preflight, PreflightStep
 from skgate.model.request import RunRequest
 from skgate.preflight.prepare import prepare
 root, tag, out, go = sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
@@ -27,9 +28,9 @@ def put(name, text):
     tmp = out / (name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, out / name)
-def emit(event, **f):
-    if f.get("step") == "lease_wait":
-        put(tag + ".waiting", str(f.get("holder")))
+def emit(event):
+    if isinstance(event, Preflight) and event.step_kind is PreflightStep.LEASE_WAIT:
+        put(tag + ".waiting", str(event.details.get("holder")))
 req = RunRequest(argv=(sys.executable, "-c", "pass"), cwd=str(out), root=str(out / tag),
                  jobs="1", devices=(0,), lease_timeout=60.0,
                  env={"SKGATE_LEASE_ROOT": root, "SKGATE_COMPILER_NAMES": "skgt-none-xyz"})

@@ -19,7 +19,7 @@ from skgate.evidence import ledger, seal, transfer
 from skgate.model.errors import EvidenceError
 from skgate.model.records import State
 from skgate.regress.controls import HOST_IDENTITY, HOST_KEYS, compare_controls
-from skgate.regress.executor import Board
+from skgate.regress.executor import ArmState, Board
 from skgate.regress.progress import jsonl_listener
 
 
@@ -88,10 +88,10 @@ def test_evidence_over_the_bound_stays_on_its_node(tmp_path: Path) -> None:
 def test_the_board_tells_listeners_and_jsonl_writes_the_same_rows() -> None:
     out = io.StringIO()
     board = Board(["a#1", "b#1"], [jsonl_listener(out)])
-    board.update("a#1", state="preflight", node="h/1")
-    board.update("a#1", state="waiting", note="foreign compiler opc[7]")
+    board.update("a#1", state=ArmState.PREFLIGHT, node="h/1")
+    board.update("a#1", state=ArmState.WAITING, note="foreign compiler opc[7]")
     board.update("a#1", stages={"error_logs": 0, "succ_logs": 2})
-    board.update("a#1", state="succeeded", final=True)
+    board.update("a#1", state=ArmState.SUCCEEDED, final=True)
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [r["state"] for r in rows] == ["preflight", "waiting", "waiting", "succeeded"]
     assert rows[1]["note"] == "foreign compiler opc[7]"

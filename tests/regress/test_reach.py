@@ -21,6 +21,7 @@ import pytest
 from conftest import own_sim_env, read_json, run_skgate
 from skgate.evidence.digest import sha256_file
 from skgate.model.errors import UsageError
+from skgate.model.phrases import Lang
 from skgate.preflight.kernel_meta import KernelMetaObject, from_controls, stale_kernel_meta
 from skgate.regress.change import parse_declaration
 from skgate.verdict.words import in_language
@@ -74,7 +75,7 @@ def test_kernel_change_hidden_by_the_cache_did_not_reach_the_compile(tmp_path: P
     assert "turn the launcher's static kernel compile cache off" in first["clear"]
     assert first["zh"].startswith("声明的改动没有进入编译：其阶段命中了缓存")
     assert "HEALTH NOT REACHED" in out and "[NOT REACHED]" in out
-    assert in_language(data["statement"], "zh").startswith(
+    assert in_language(data["statement"], Lang.ZH).startswith(
         "不能接受之后的性能分析：声明的改动没有进入编译"
     )
     zh = run_skgate("report", "--lang", "zh", "h", cwd=tmp_path)

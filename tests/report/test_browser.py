@@ -31,6 +31,7 @@ from evidence_fixtures import (
     make_sigkill_timeout,
     make_swallowed_failure,
 )
+from skgate.model.phrases import Lang
 from skgate.model.records import State
 from skgate.report import facts, load
 from skgate.report.html import render_html
@@ -185,7 +186,7 @@ def test_timeline_markers_never_overlap_in_the_browser(tmp_path: Path, width: in
         for t, name in ((7200.4, "signal_received"), (7200.6, "signal_received")):
             fh.write(json.dumps(ev(name, t, signal=15, name="SIGTERM")) + "\n")
     rep = load.build_report(attempt)
-    page = render_html(rep, "en")
+    page = render_html(rep, Lang.EN)
     got = probe(tmp_path, page, width)
     assert len(got["boxes"]) >= 4
     assert overlapping(got["boxes"]) == []
@@ -211,7 +212,7 @@ def test_headline_colour_tells_a_compile_from_a_plain_command_and_a_stage(tmp_pa
     colours = {}
     for tone, attempt in cases.items():
         rep = load.build_report(attempt)
-        (band,) = probe(tmp_path, render_html(rep, "en"), 1366)["bands"]
+        (band,) = probe(tmp_path, render_html(rep, Lang.EN), 1366)["bands"]
         assert band[0] == f"t-{tone}"
         colours[tone] = band[1]
     assert colours["compiled"] == "rgb(30, 123, 52)"  # --ok
@@ -219,9 +220,9 @@ def test_headline_colour_tells_a_compile_from_a_plain_command_and_a_stage(tmp_pa
 
 
 @needs_chromium
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", list(Lang))
 @pytest.mark.parametrize("name", list(CASES))
-def test_page_renders_without_console_messages(tmp_path: Path, name: str, lang: str) -> None:
+def test_page_renders_without_console_messages(tmp_path: Path, name: str, lang: Lang) -> None:
     target = CASES[name](tmp_path / "ev")
     rep = load.build_report(target)
     page = tmp_path / f"{name}-{lang}.html"

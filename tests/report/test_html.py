@@ -24,7 +24,8 @@ from evidence_fixtures import (
     make_swallowed_failure,
 )
 from skgate.cli.main import main
-from skgate.model.phrases import C7
+from skgate.model.events import ForeignWait, ForeignWaitEnd
+from skgate.model.phrases import C7, Lang
 from skgate.model.records import ProcessRecord, State
 from skgate.report import chart, load, markdown, sentences
 from skgate.report.html import render_html
@@ -78,7 +79,7 @@ def facts_of(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def build(path: Path, lang: str, live: bool = False) -> tuple[str, dict[str, Any], str]:
+def build(path: Path, lang: Lang, live: bool = False) -> tuple[str, dict[str, Any], str]:
     verdict_of = live_verdict_of if live else load.default_verdict_of
     rep = load.build_report(path, verdict_of)
     md_text = markdown.render(rep, lang, "md")
@@ -89,9 +90,9 @@ def build(path: Path, lang: str, live: bool = False) -> tuple[str, dict[str, Any
 CASES = [*(s for s in State), "swallowed", "root"]
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", list(Lang))
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_three_formats_state_the_same_facts(tmp_path: Path, case: object, lang: str) -> None:
+def test_three_formats_state_the_same_facts(tmp_path: Path, case: object, lang: Lang) -> None:
     if case == "swallowed":
         path = make_swallowed_failure(tmp_path)
     elif case == "root":
@@ -117,7 +118,7 @@ def test_three_formats_state_the_same_facts(tmp_path: Path, case: object, lang: 
 
 def test_swallowed_failure_names_the_failed_input_and_its_log(tmp_path: Path) -> None:
     a = make_swallowed_failure(tmp_path)
-    _, doc, page = build(a, "en")
+    _, doc, page = build(a, Lang.EN)
     att = doc["attempts"][0]
     assert att["state"] == "failed" and att["verdict"]["exit_status"] == 0
     [stage] = att["stages"]
@@ -128,7 +129,7 @@ def test_swallowed_failure_names_the_failed_input_and_its_log(tmp_path: Path) ->
     text = page_text(page)
     assert "op_compiler pid 501: -j 8, inputs 8, succeeded 7, failed 1" in text
     assert f"read next {log}" in text
-    assert f"{phrase('read_logs', 'en')}{log}" in text
+    assert f"{phrase('read_logs', Lang.EN)}{log}" in text
     assert WORDS[State.FAILED]["en"] in text
 
 
@@ -136,14 +137,14 @@ def test_no_error_log_is_named_before_natural_return(tmp_path: Path) -> None:
     # C1: an error-named file next to a live or interrupted compiler is not a log to read.
     for n, state in enumerate((State.INTERRUPTED, State.UNKNOWN, State.SUCCEEDED), 1):
         a = make_attempt(tmp_path, n, state, errors=4)
-        _, doc, page = build(a, "en")
+        _, doc, page = build(a, Lang.EN)
         assert doc["attempts"][0]["error_logs_to_read"] == []
         assert "Error logs to read next" not in page
 
 
 def test_page_is_self_contained(tmp_path: Path) -> None:
     a = make_swallowed_failure(tmp_path)
-    for lang in ("en", "zh"):
+    for lang in Lang:
         page = build(a, lang)[2]
         parser = _Text()
         parser.feed(page)
@@ -161,7 +162,7 @@ def test_page_is_self_contained(tmp_path: Path) -> None:
 
 def test_timeline_draws_signals_deadline_grace_and_sigkill(tmp_path: Path) -> None:
     a = make_attempt(tmp_path, 1, State.INTERRUPTED)
-    page = build(a, "en")[2]
+    page = build(a, Lang.EN)[2]
     text = page_text(page)
     assert "frozen deadline (timeout 2 h)" in text
     assert "SIGTERM: runner → -500 (timeout)" in text
@@ -203,7 +204,7 @@ def test_concurrency_curve_is_exact_and_keeps_peaks() -> None:
 def test_large_tree_is_aggregated_small_and_counted_exactly(tmp_path: Path) -> None:
     a = make_big_attempt(tmp_path, 10_000)
     rep = load.build_report(a)
-    page = render_html(rep, "en")
+    page = render_html(rep, Lang.EN)
     assert len(page.encode()) < 5_000_000
     bars = page.count('class="bar ')
     assert 3 <= bars <= chart.MAX_BARS
@@ -221,7 +222,7 @@ def test_large_tree_is_aggregated_small_and_counted_exactly(tmp_path: Path) -> N
 
 def test_root_lists_attempts_links_retries_and_marks_clean_retry(tmp_path: Path) -> None:
     make_many(tmp_path, 50)
-    _, doc, page = build(tmp_path, "en")
+    _, doc, page = build(tmp_path, Lang.EN)
     assert len(doc["attempts"]) == 50
     assert "<th>attempt</th><th>verdict</th><th>retry of</th><th>retried by</th>" in page
     retry = next(a for a in doc["attempts"] if a["retry_of_attempt"])
@@ -232,12 +233,12 @@ def test_root_lists_attempts_links_retries_and_marks_clean_retry(tmp_path: Path)
     assert clean and page.count('<td><span class="badge s-succeeded clean"') == clean
     # One line counts every state, in the C7 words, in md and html alike.
     rep = load.build_report(tmp_path)
-    head, parts = sentences.state_counts(rep, "en")
+    head, parts = sentences.state_counts(rep, Lang.EN)
     assert (
         head == "50 attempts" and ("succeeded clean", f"{clean} {C7['clean_retry']['en']}") in parts
     )
     assert sum(int(text.split(" ", 1)[0]) for state, text in parts if " " not in state) == 50
-    md_text = markdown.render(rep, "en", "md")
+    md_text = markdown.render(rep, Lang.EN, "md")
     text = page_text(page)
     for _, part in parts:
         assert part in md_text and part in text
@@ -274,7 +275,7 @@ def test_chinese_report_has_no_english_labels(tmp_path: Path, case: object) -> N
         a = make_attempt(tmp_path, 1, case)
     else:
         a = make_swallowed_failure(tmp_path)
-    md_text, doc, page = build(a, "zh")
+    md_text, doc, page = build(a, Lang.ZH)
     for text in (md_text, page_text(page)):
         for label in ENGLISH_LABELS:
             assert label not in text, label
@@ -291,12 +292,13 @@ def test_a_foreign_wait_is_drawn_and_never_blamed(tmp_path: Path) -> None:
     # timeline with the blockers' pids, before the launch.
     a = make_attempt(tmp_path, 1, State.SUCCEEDED)
     ev = load.load_attempt(a)
-    t0 = ev.events[0]["t"]
+    t0 = ev.events[0].t
+    assert t0 is not None
     blocker = {"pid": 900, "start_ticks": 1, "name": "opc"}
     events = [
         ev.events[0],
-        {"event": "foreign_wait", "t": t0 + 0.05, "blockers": [blocker], "timeout": 600},
-        {"event": "foreign_wait_end", "t": t0 + 0.15, "outcome": "cleared", "waited_s": 0.1},
+        ForeignWait(t=t0 + 0.05, blockers=(blocker,), timeout=600),
+        ForeignWaitEnd(t=t0 + 0.15, outcome="cleared", waited_s=0.1),
         *ev.events[1:],
     ]
     c = chart.chart_of(events, ev.ownership, frozen_jobs=8)
@@ -329,7 +331,7 @@ def test_matrix_session_shows_the_attribution_table(tmp_path: Path) -> None:
         "conclusion": {"kind": "startup_hook_trigger", "lines": ["only the hook arm fails"]},
     }
     (session / "regress.json").write_text(json.dumps(record), encoding="utf-8")
-    md_text, doc, page = build(session, "en")
+    md_text, doc, page = build(session, Lang.EN)
     assert [a["attempt"] for a in doc["attempts"]] == ["baseline/0001", "startup_hook/0001"]
     assert doc["matrix"]["rows"][1]["verdicts"] == "failed"
     text = page_text(page)
@@ -351,7 +353,7 @@ def test_headline_band_tone_and_words_follow_the_kind_of_result(
     tmp_path: Path, make: Any, tone: str, words: str
 ) -> None:
     # Green (t-compiled) only for a compile that compiled (issue 23).
-    page = render_html(load.build_report(make(tmp_path / "ev")), "en")
+    page = render_html(load.build_report(make(tmp_path / "ev")), Lang.EN)
     assert f'data-tone="{tone}"' in page
     band = page.split('<div class="words"', 1)[1].split("</div>", 1)[0]
     assert words in band

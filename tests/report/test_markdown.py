@@ -11,6 +11,7 @@ import pytest
 from evidence_fixtures import live_verdict_of, make_attempt
 from skgate.cli import evidence as cli_evidence
 from skgate.model.errors import EvidenceError
+from skgate.model.phrases import Lang
 from skgate.model.records import State
 from skgate.report import load
 from skgate.report import markdown as report
@@ -20,15 +21,15 @@ BANNED = ("compile failed", "编译失败")
 ALL_STATES = list(State)
 
 
-def render(path: Path, lang: str, fmt: str = "md", verdict_of: object = None) -> str:
+def render(path: Path, lang: Lang, fmt: str = "md", verdict_of: object = None) -> str:
     rep = load.build_report(path, verdict_of or load.default_verdict_of)  # type: ignore[arg-type]
     return report.render(rep, lang, fmt)
 
 
 def test_failed_uses_final_failure_words_and_final_census(tmp_path: Path) -> None:
     a = make_attempt(tmp_path, 1, State.FAILED)
-    en = render(a, "en")
-    zh = render(a, "zh")
+    en = render(a, Lang.EN)
+    zh = render(a, Lang.ZH)
     assert "failed: naturally returned final compiler failures" in en
     assert "失败：自然返回的最终编译失败" in zh
     assert "Artifact census (final)" in en
@@ -38,8 +39,8 @@ def test_failed_uses_final_failure_words_and_final_census(tmp_path: Path) -> Non
     assert "[summary] stage=package inputs=1 succeeded=0 failed=1" in zh
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_interrupted_says_clean_retry_and_never_failed(tmp_path: Path, lang: str) -> None:
+@pytest.mark.parametrize("lang", list(Lang))
+def test_interrupted_says_clean_retry_and_never_failed(tmp_path: Path, lang: Lang) -> None:
     a = make_attempt(tmp_path, 1, State.INTERRUPTED)
     text = render(a, lang)
     for banned in BANNED:
@@ -66,8 +67,8 @@ def test_interrupted_says_clean_retry_and_never_failed(tmp_path: Path, lang: str
 
 def test_in_progress_census_is_provisional(tmp_path: Path) -> None:
     a = make_attempt(tmp_path, 1, State.IN_PROGRESS)
-    en = render(a, "en", verdict_of=live_verdict_of)
-    zh = render(a, "zh", verdict_of=live_verdict_of)
+    en = render(a, Lang.EN, verdict_of=live_verdict_of)
+    zh = render(a, Lang.ZH, verdict_of=live_verdict_of)
     assert "in progress" in en
     assert "error-named files 3: provisional error-named files" in en
     assert "(taken while compilation was live)" in en
@@ -81,28 +82,28 @@ def test_in_progress_census_is_provisional(tmp_path: Path) -> None:
 
 def test_unknown_lists_missing_evidence(tmp_path: Path) -> None:
     a = make_attempt(tmp_path, 1, State.UNKNOWN)
-    en = render(a, "en")
+    en = render(a, Lang.EN)
     assert "## Missing evidence" in en
     assert "- ownership manifest (ownership.json)" in en
     assert "- terminal status (the runner's final record)" in en
     assert "ownership manifest (ownership.json) is missing" in en
-    zh = render(a, "zh")
+    zh = render(a, Lang.ZH)
     assert "缺失的证据" in zh
     for banned in BANNED:
         assert banned not in en + zh
 
 
 def test_succeeded_and_not_started(tmp_path: Path) -> None:
-    ok = render(make_attempt(tmp_path, 1, State.SUCCEEDED, errors=0, runs=1), "en")
+    ok = render(make_attempt(tmp_path, 1, State.SUCCEEDED, errors=0, runs=1), Lang.EN)
     assert "**verdict: succeeded**" in ok
-    ns = render(make_attempt(tmp_path, 2, State.NOT_STARTED), "zh")
+    ns = render(make_attempt(tmp_path, 2, State.NOT_STARTED), Lang.ZH)
     assert "未启动" in ns
     assert "不是编译结果" in ns
 
 
 @pytest.mark.parametrize("state", ALL_STATES)
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_report_passes_the_linter(tmp_path: Path, state: State, lang: str) -> None:
+@pytest.mark.parametrize("lang", list(Lang))
+def test_every_report_passes_the_linter(tmp_path: Path, state: State, lang: Lang) -> None:
     # The report must obey the same rules it asks of others (C7): lint it both with and
     # without the attempt's verdict.
     a = make_attempt(tmp_path, 1, state)
@@ -121,8 +122,8 @@ def test_root_report_links_retry_as_valid_clean_retry(tmp_path: Path) -> None:
     first = make_attempt(tmp_path, 1, State.INTERRUPTED)
     make_attempt(tmp_path, 2, State.SUCCEEDED, retry_of=str(first), errors=0, runs=1)
     make_attempt(tmp_path, 3, State.NOT_STARTED)
-    en = render(tmp_path, "en")
-    zh = render(tmp_path, "zh")
+    en = render(tmp_path, Lang.EN)
+    zh = render(tmp_path, Lang.ZH)
     lines = en.splitlines()
     i1 = lines.index(
         "- 0001: interrupted: top-level timeout or external interruption; "
@@ -132,7 +133,7 @@ def test_root_report_links_retry_as_valid_clean_retry(tmp_path: Path) -> None:
     assert i1 < i2  # oldest first
     assert en.index("## skgate report: attempt 0001") < en.index("## skgate report: attempt 0002")
     assert "有效干净重试结果：成功" in zh
-    data = json.loads(render(tmp_path, "en", "json"))
+    data = json.loads(render(tmp_path, Lang.EN, "json"))
     assert data["kind"] == "root"
     by_id = {x["attempt"]: x for x in data["attempts"]}
     assert by_id["0002"]["retry_of_attempt"] == "0001"
@@ -144,7 +145,7 @@ def test_root_report_links_retry_as_valid_clean_retry(tmp_path: Path) -> None:
 def test_interrupted_retry_is_not_a_valid_result(tmp_path: Path) -> None:
     first = make_attempt(tmp_path, 1, State.INTERRUPTED)
     make_attempt(tmp_path, 2, State.INTERRUPTED, retry_of=str(first))
-    en = render(tmp_path, "en")
+    en = render(tmp_path, Lang.EN)
     assert "valid clean-retry result" not in en
 
 
@@ -154,7 +155,7 @@ def test_summary_lines_verbatim_even_with_backticks(tmp_path: Path) -> None:
         "[summary] note ```odd``` \\xff  spaces  ",
     )
     a = make_attempt(tmp_path, 1, State.SUCCEEDED, summary_lines=lines, errors=0, runs=1)
-    text = render(a, "en")
+    text = render(a, Lang.EN)
     body = text.split("## Final summary lines (verbatim)\n\n", 1)[1].splitlines()
     assert body[0] == "````text"
     assert tuple(body[1:3]) == lines
@@ -163,7 +164,7 @@ def test_summary_lines_verbatim_even_with_backticks(tmp_path: Path) -> None:
 
 def test_json_report_shape(tmp_path: Path) -> None:
     a = make_attempt(tmp_path, 1, State.FAILED)
-    data = json.loads(render(a, "zh", "json"))
+    data = json.loads(render(a, Lang.ZH, "json"))
     assert data["schema"] == "skgate.report/1"
     assert data["kind"] == "attempt"
     (att,) = data["attempts"]
@@ -335,5 +336,5 @@ def test_incomplete_census_is_said_in_both_languages(tmp_path: Path) -> None:
     ev = load_attempt(att)
     assert ev.census is not None
     ev = replace(ev, census=replace(ev.census, unreadable=2))
-    assert any("incomplete: 2" in line for line in _md_census(ev, "en", "##"))
-    assert any("2 个目录无法读取" in line for line in _md_census(ev, "zh", "##"))
+    assert any("incomplete: 2" in line for line in _md_census(ev, Lang.EN, "##"))
+    assert any("2 个目录无法读取" in line for line in _md_census(ev, Lang.ZH, "##"))

@@ -15,6 +15,7 @@ from skgate.model.records import (
     Census,
     Coverage,
     Evidence,
+    RecoveredWhen,
     RootCensus,
     SignalSent,
     Stage,
@@ -237,7 +238,9 @@ def evidence(draw: st.DrawFn) -> Evidence:
             journal_missing=draw(st.sampled_from([False, False, False, True])),
             runner_finished=finished,
             runner_alive=not finished and draw(st.booleans()),
-            recovered=draw(st.sampled_from([None, None, "before launch"])) if finished else None,
+            recovered=draw(st.sampled_from([None, None, RecoveredWhen.BEFORE_LAUNCH]))
+            if finished
+            else None,
         )
     if shape == "natural":
         # Every natural-return field lined up; the exit status, summary and census decide
@@ -263,7 +266,7 @@ def evidence(draw: st.DrawFn) -> Evidence:
             runner_alive=draw(st.booleans()),
             owned_alive=draw(st.integers(0, 3)),
             deadline_passed=draw(st.booleans()),
-            recovered=draw(st.sampled_from([None, None, None, "after natural return"])),
+            recovered=draw(st.sampled_from([None, None, None, RecoveredWhen.AFTER_NATURAL_RETURN])),
             **common,  # type: ignore[arg-type]
         )
     if shape == "terminated":
@@ -301,7 +304,7 @@ def evidence(draw: st.DrawFn) -> Evidence:
             deadline_passed=draw(st.booleans()),
             runner_alive=not recovered and draw(st.booleans()),
             runner_finished=recovered,
-            recovered="before natural return" if recovered else None,
+            recovered=RecoveredWhen.BEFORE_NATURAL_RETURN if recovered else None,
             **common,  # type: ignore[arg-type]
         )
     return Evidence(
@@ -747,7 +750,7 @@ def test_a_launch_intent_without_launched_is_unknown_never_not_started() -> None
         launched=False,
         launch_unconfirmed=True,
         runner_finished=True,
-        recovered="before natural return",
+        recovered=RecoveredWhen.BEFORE_NATURAL_RETURN,
     )
     v = classify(recovered)
     assert v.state is State.UNKNOWN

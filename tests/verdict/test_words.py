@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from test_classify import evidence as evidence_strategy
 
+from skgate.model.phrases import Lang
 from skgate.model.records import Evidence
 from skgate.verdict.classify import classify
 from skgate.verdict.lint import lint_text
@@ -34,13 +35,13 @@ def test_every_reason_the_classifier_gives_has_a_chinese_form(ev: Evidence) -> N
 @given(evidence_strategy())
 def test_chinese_reasons_pass_the_report_linter_for_their_verdict(ev: Evidence) -> None:
     verdict = classify(ev)
-    text = "\n".join(f"- {in_language(r, 'zh')}" for r in verdict.reasons)
+    text = "\n".join(f"- {in_language(r, Lang.ZH)}" for r in verdict.reasons)
     assert lint_text(text, "r.md", verdict) == []
 
 
 def test_untranslated_text_is_shown_as_the_original() -> None:
-    assert in_language("hook found at /x", "zh") == "hook found at /x（原文）"
-    assert in_language("hook found at /x", "en") == "hook found at /x"
+    assert in_language("hook found at /x", Lang.ZH) == "hook found at /x（原文）"
+    assert in_language("hook found at /x", Lang.EN) == "hook found at /x"
 
 
 def test_reasons_of_rare_evidence_have_a_chinese_form() -> None:
@@ -101,16 +102,16 @@ def test_health_statements_have_a_chinese_form() -> None:
 )
 def test_durations_read_as_people_say_them(seconds: float, en: str, zh: str) -> None:
     # A huge timeout (1e30 s is how "never" is often spelt) never shows as "1e+30 s".
-    assert duration(seconds, "en") == en
-    assert duration(seconds, "zh") == zh
+    assert duration(seconds, Lang.EN) == en
+    assert duration(seconds, Lang.ZH) == zh
 
 
 def test_translated_reasons_and_missing_items_are_shown_in_chinese() -> None:
     """Found by mutation testing: in_language must use the tables, per kind."""
     reason = "C2.2: the compiler stack returned naturally with exit status 0"
-    assert in_language(reason, "zh") == "C2.2：编译栈自然返回，退出码为 0"
-    assert in_language(reason, "en") == reason
+    assert in_language(reason, Lang.ZH) == "C2.2：编译栈自然返回，退出码为 0"
+    assert in_language(reason, Lang.EN) == reason
     item = "event journal (events.jsonl)"
-    assert in_language(item, "zh", kind="missing") == "事件日志（events.jsonl）"
-    assert in_language(item, "zh") == f"{item}（原文）"  # a missing item is not a reason
-    assert in_language(reason, "zh", kind="missing") == f"{reason}（原文）"
+    assert in_language(item, Lang.ZH, kind="missing") == "事件日志（events.jsonl）"
+    assert in_language(item, Lang.ZH) == f"{item}（原文）"  # a missing item is not a reason
+    assert in_language(reason, Lang.ZH, kind="missing") == f"{reason}（原文）"

@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skgate.cli.args import add_run_options, command_after_dashes, request_from_args, seconds
 from skgate.evidence.files import DEFAULT_ROOT
+
+if TYPE_CHECKING:
+    from skgate.model.events import Event
 
 RAW = argparse.RawDescriptionHelpFormatter
 
@@ -115,6 +118,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 def cmd_start(args: argparse.Namespace) -> int:
     from skgate import detach  # noqa: PLC0415
+    from skgate.model.protocol import AttemptPhase  # noqa: PLC0415
+    from skgate.model.running import State  # noqa: PLC0415
 
     request = request_from_args(args, command_after_dashes(args, "start"))
     started = detach.start(request)
@@ -122,18 +127,19 @@ def cmd_start(args: argparse.Namespace) -> int:
         print(json.dumps(started.to_dict(), ensure_ascii=False, indent=2))
     else:
         print(started.attempt)
-        if started.phase == "waiting_for_blockers":
+        if started.phase is AttemptPhase.WAITING_FOR_BLOCKERS:
             print(
                 "skgate: the detached runner waits for: " + "; ".join(started.waiting_for),
                 file=sys.stderr,
             )
-        elif started.state == "not_started":
+        elif started.state is State.NOT_STARTED:
             print(f"skgate: not started; see skgate status {started.attempt}", file=sys.stderr)
     return started.exit_code
 
 
-def _stream(ev: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(ev, ensure_ascii=False, separators=(",", ":")) + "\n")
+def _stream(ev: Event) -> None:
+    record = ev.to_dict()
+    sys.stdout.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
     sys.stdout.flush()
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from skgate import demo as demo_mod
 from skgate.cli.args import add_hook_options
 from skgate.cli.show import print_verdict
+from skgate.report.facts import parse_lang
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -54,7 +55,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo_mod.run_demo(
         args.scenario,
         workdir=args.workdir,
-        lang=args.lang,
+        lang=parse_lang(args.lang),
         as_json=args.json,
         verbose=bool(args.verbose),
         show=print_verdict,

@@ -16,6 +16,7 @@ from skgate.evidence.files import DEFAULT_ROOT, is_attempt_dir
 from skgate.liveness import current_verdict
 from skgate.model.errors import UsageError
 from skgate.model.outcomes import PackageMode
+from skgate.model.phrases import LANGS
 from skgate.model.records import Verdict
 from skgate.report import facts, load
 from skgate.report import markdown as report
@@ -43,7 +44,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "(default %(default)s)",
     )
     p.add_argument(
-        "--lang", choices=facts.LANGS, default="en", help="report language (default %(default)s)"
+        "--lang", choices=LANGS, default="en", help="report language (default %(default)s)"
     )
     p.add_argument(
         "--format",
@@ -124,7 +125,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     # The CLI may look at live processes: an attempt in progress reads in_progress, not
     # "runner died" (the report itself reads archives only, issue 22 s3).
     rep = load.build_report(Path(args.target), current_verdict)
-    text = report.render(rep, args.lang, args.fmt)
+    text = report.render(rep, facts.parse_lang(args.lang), args.fmt)
     if args.output:
         write_report_file(Path(args.output), text, force=args.force)
     else:

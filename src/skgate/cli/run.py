@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skgate.cli.args import (
     add_run_options,
@@ -24,6 +24,9 @@ from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
 from skgate.model.records import Verdict
 from skgate.verdict.words import headline
+
+if TYPE_CHECKING:
+    from skgate.model.events import Event
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -96,7 +99,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     def notify(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    def stream(record: dict[str, Any]) -> None:
+    def stream(event: Event) -> None:
+        record = event.to_dict()
         sys.stdout.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
         sys.stdout.flush()
 

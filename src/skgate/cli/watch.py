@@ -22,8 +22,10 @@ from rich.table import Table
 from rich.text import Text
 
 from skgate.evidence import files
+from skgate.evidence.journal import iter_journal
 from skgate.evidence.load import load_census, load_ownership
 from skgate.liveness import current_verdict, live_owned
+from skgate.model.events import Launched, Observation
 from skgate.model.records import State, Verdict
 from skgate.verdict.words import duration, headline
 
@@ -60,11 +62,11 @@ class View:
 def _last_events(attempt: Path) -> tuple[float | None, dict[str, Any] | None]:
     deadline: float | None = None
     counts: dict[str, Any] | None = None
-    for ev in files.iter_events(attempt / files.EVENTS):
-        if ev.get("event") == "launched" and isinstance(ev.get("deadline_wall"), (int, float)):
-            deadline = float(ev["deadline_wall"])
-        elif ev.get("event") == "observation" and isinstance(ev.get("counts"), dict):
-            counts = dict(ev["counts"])
+    for ev in iter_journal(attempt / files.EVENTS):
+        if isinstance(ev, Launched) and ev.deadline_wall is not None:
+            deadline = float(ev.deadline_wall)
+        elif isinstance(ev, Observation) and ev.counts is not None:
+            counts = dict(ev.counts)
     return deadline, counts
 
 

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skgate.model.events import Observation
+
 if TYPE_CHECKING:
     from skgate.model.records import Census
 
@@ -220,7 +222,7 @@ OBSERVATION_EVERY = 15
 
 
 def observer(
-    emit: Callable[..., object],
+    emit: Callable[[Observation], object],
     outputs: Path,
     interval: float,
     before: frozenset[tuple[str, int]],
@@ -242,20 +244,18 @@ def observer(
             return  # a changing tree is still observed at most every few seconds
         last[0], seen[0] = now, owned_alive
         census = take_census(outputs, live=True, exclude=before)
-        extra: dict[str, object] = {}
         stages = stage_progress() if stage_progress is not None else []
-        if stages:
-            extra["stages"] = stages
         emit(
-            "observation",
-            owned_alive=owned_alive,
-            counts={
-                "error_logs": census.error_logs,
-                "succ_logs": census.succ_logs,
-                "run_packages": census.run_packages,
-            },
-            provisional=True,  # C1: counts taken while the compile lives prove nothing
-            **extra,
+            Observation(
+                owned_alive=owned_alive,
+                counts={
+                    "error_logs": census.error_logs,
+                    "succ_logs": census.succ_logs,
+                    "run_packages": census.run_packages,
+                },
+                provisional=True,  # C1: counts taken while the compile lives prove nothing
+                stages=tuple(stages) or None,
+            )
         )
 
     return tick

@@ -19,19 +19,20 @@ Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
 import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence import regular
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.schema import SCHEMA_EVENT
+from skgate.model.events import Event
 
 #: The evidence root when none is given (here, so the CLI names it without the ledger).
 DEFAULT_ROOT = Path("skgate-runs")
@@ -299,13 +300,17 @@ class Journal:
         # attempt (issue 21).
         self._fd = regular.open_append(path)
 
-    def emit(self, event: str, **fields: Any) -> dict[str, Any]:
-        record = {"schema": SCHEMA_EVENT, "t": time.time(), "event": event, **fields}
-        line = json_text(record) + "\n"
+    def emit(self, event: Event) -> Event:
+        """Append ``event``, stamped with the time now; the stamped event is returned.
+
+        The line is the envelope and the fields in their declared order
+        (``Event.to_dict``): the same bytes as every earlier version wrote (C3)."""
+        stamped = dataclasses.replace(event, t=time.time())
+        line = json_text(stamped.to_dict()) + "\n"
         os.write(self._fd, line.encode("utf-8"))
         # fsync per event: a runner killed a moment later still leaves this record (C3).
         os.fsync(self._fd)
-        return record
+        return stamped
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -338,42 +343,6 @@ class AppendFile:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-
-
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """Read the journal. A torn last line (runner killed mid-write) is skipped."""
-    return list(iter_events(path))
-
-
-def iter_events(path: Path) -> Iterator[dict[str, Any]]:
-    """Stream the journal, one bounded line at a time (``regular.iter_lines``).
-
-    A missing journal yields nothing; a link or a non-regular file, a line over the
-    bound, or a line that is not an event is a one-line EvidenceError (issue 21: a
-    journal linked to ``/dev/zero`` or holding a 300 MB line is refused, never read
-    whole). A torn last line (runner killed mid-write, no newline) is skipped.
-    """
-    try:
-        lines = regular.iter_lines(path)
-        for line in lines:
-            if line.too_long:
-                raise EvidenceError(
-                    f"{path}: line {line.number} is longer than {regular.LINE_LIMIT} bytes "
-                    "(a damaged record, not read)"
-                )
-            if not line.raw.strip():
-                continue
-            try:
-                record = json.loads(line.raw)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-                if not line.complete:
-                    continue  # torn final write
-                raise EvidenceError(f"{path}: line {line.number} is not a JSON event") from None
-            if not isinstance(record, dict) or record.get("schema") != SCHEMA_EVENT:
-                raise EvidenceError(f"{path}: line {line.number} is not a {SCHEMA_EVENT!r} event")
-            yield record
-    except FileNotFoundError:
-        return
 
 
 def present(path: Path) -> bool:

@@ -5,7 +5,8 @@ runner's last record, without a poll loop that wakes many times a second for hou
 :class:`DirWatch` asks the kernel (inotify, through ``ctypes``: the standard library has
 no binding) to make a descriptor readable whenever anything in the attempt directory
 changes: an appended journal line, a created ``verdict.json`` or ``seal.json``.
-:class:`JournalFollower` then reads only the complete new lines of ``events.jsonl``.
+:class:`skgate.evidence.journal.JournalFollower` then reads only the complete new lines
+of ``events.jsonl``, and :class:`Progress` turns them into what a waiter shows.
 
 Fallback: where inotify is unavailable (no ``inotify_init1``, a file system that does
 not report changes, the per-user watch limit reached), :attr:`DirWatch.fd` is -1 and the
@@ -19,19 +20,30 @@ read-only).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skgate.evidence import files, regular
-from skgate.model.errors import EvidenceError
-from skgate.model.running import ProcessRecord
-from skgate.model.schema import SCHEMA_EVENT
+from skgate.evidence import files
+from skgate.evidence.journal import blocker_text, is_wait_end, is_wait_start
+from skgate.model.events import (
+    Created,
+    Event,
+    Finished,
+    Launched,
+    Observation,
+    SignalReceived,
+    SignalSent,
+    StageSeen,
+    TreeEnded,
+    VerdictLine,
+)
+from skgate.model.protocol import AttemptPhase
+from skgate.model.running import ProcessRecord, State
 
 if TYPE_CHECKING:
     # The tracker is an annotation only here: it probes /proc names, and the read side
@@ -109,93 +121,6 @@ def wait_readable(fds: Iterable[int], timeout: float | None) -> list[int]:
     return [fd for fd, _ in poller.poll(ms)]
 
 
-class JournalFollower:
-    """Reads the complete lines appended to an attempt's ``events.jsonl`` since last time.
-
-    A line is taken only once its newline is there: the runner writes each event with
-    one ``write``, and a reader that catches it half-way sees the rest at the next look.
-    """
-
-    def __init__(self, journal: Path) -> None:
-        self.journal = journal
-        self._offset = 0
-        self._partial = b""
-
-    def poll(self) -> list[dict[str, Any]]:
-        try:
-            # A regular file only (a link to /dev/zero or a FIFO is refused, never read
-            # or waited on), and at most one line bound per look (issue 21).
-            fd = regular.open_fd(self.journal)
-        except FileNotFoundError:
-            return []
-        try:
-            chunks = []
-            taken = 0
-            while taken < regular.LINE_LIMIT:
-                data = os.pread(fd, 1 << 16, self._offset)
-                if not data:
-                    break
-                self._offset += len(data)
-                taken += len(data)
-                chunks.append(data)
-        finally:
-            os.close(fd)
-        if not chunks:
-            return []
-        buf = self._partial + b"".join(chunks)
-        *lines, self._partial = buf.split(b"\n")
-        if len(self._partial) >= regular.LINE_LIMIT:
-            raise EvidenceError(
-                f"{self.journal}: a line longer than {regular.LINE_LIMIT} bytes; damaged or "
-                "hostile, not read"
-            )
-        out: list[dict[str, Any]] = []
-        for raw in lines:
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue  # a damaged line: the classifier reports damage, not the follower
-            if isinstance(record, dict) and record.get("schema") == SCHEMA_EVENT:
-                out.append(record)
-        return out
-
-
-#: Journal events (or ``preflight`` steps) that start a wait for a blocker, and those
-#: that end one (C4: blockers are waited for, never signalled).
-WAIT_EVENTS = ("foreign_wait", "lease_wait")
-WAIT_END_EVENTS = ("foreign_wait_end", "lease_wait_end", "foreign_cleared", "lease_acquired")
-
-
-def _kind(ev: dict[str, Any]) -> str:
-    name = str(ev.get("event", ""))
-    return str(ev.get("step", "")) if name == "preflight" else name
-
-
-def is_wait_start(ev: dict[str, Any]) -> bool:
-    return _kind(ev) in WAIT_EVENTS
-
-
-def is_wait_end(ev: dict[str, Any]) -> bool:
-    return _kind(ev) in WAIT_END_EVENTS
-
-
-def blocker_text(ev: dict[str, Any]) -> list[str]:
-    """One line per blocker named by a wait event: pid, name, never signalled (C4)."""
-    out: list[str] = []
-    for p in ev.get("blockers") or ev.get("processes") or []:
-        if isinstance(p, dict):
-            out.append(f"foreign {p.get('name')}[{p.get('pid')}] (never signalled, C4)")
-    if _kind(ev) == "lease_wait":
-        holder = ev.get("holder") or {}
-        who = f" held by pid {holder.get('pid')}" if isinstance(holder, dict) else ""
-        out.append(f"device {ev.get('device')} lease{who} (never signalled, C4)")
-    if not out:
-        out.append(f"{_kind(ev)} (never signalled, C4)")
-    return out
-
-
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -220,55 +145,53 @@ class Progress:
     signals: list[str] = field(default_factory=list)
     stop_reason: str | None = None
     tree_ended: bool = False
-    finished_state: str | None = None
+    finished_state: State | None = None
     last_event: str | None = None
 
-    def update(self, ev: dict[str, Any]) -> None:
-        name = str(ev.get("event"))
-        t = ev.get("t") if isinstance(ev.get("t"), (int, float)) else None
-        self.last_event = name
-        if name == "created":
+    def update(self, ev: Event) -> None:
+        t = ev.t
+        self.last_event = ev.event_name
+        if isinstance(ev, Created):
             self.created_t = t
         elif is_wait_start(ev):
             self.waiting = blocker_text(ev)
             self.waiting_since = self.waiting_since or t
         elif is_wait_end(ev):
             self.waiting, self.waiting_since = [], None
-        elif name == "launched":
+        elif isinstance(ev, Launched):
             self.launched_t = t
             self.waiting, self.waiting_since = [], None
-            if isinstance(ev.get("deadline_wall"), (int, float)):
-                self.deadline_wall = float(ev["deadline_wall"])
-        elif name == "observation":
-            if isinstance(ev.get("counts"), dict):
-                self.counts = dict(ev["counts"])
-                if not isinstance(ev.get("stages"), list):
+            if ev.deadline_wall is not None:
+                self.deadline_wall = float(ev.deadline_wall)
+        elif isinstance(ev, Observation):
+            if ev.counts is not None:
+                self.counts = dict(ev.counts)
+                if ev.stages is None:
                     self._inputs(self.counts)  # a runner that counts no stage of its own
-            if isinstance(ev.get("owned_alive"), int):
-                self.owned_alive = ev["owned_alive"]
-            self._stages(ev.get("stages"))
-        elif name == "stage_seen":
-            inputs = ev.get("inputs")
-            pid = ev.get("pid")
-            if isinstance(pid, int) and pid not in self.stage_inputs:
+            if ev.owned_alive is not None:
+                self.owned_alive = ev.owned_alive
+            self._stages(ev.stages)
+        elif isinstance(ev, StageSeen):
+            inputs, pid = ev.inputs, ev.pid
+            if pid is not None and pid not in self.stage_inputs:
                 # One stage per op_compiler invocation (its opc workers are not stages).
                 self.stage_inputs[pid] = inputs if _count(inputs) else None
                 self.stage_done.setdefault(pid, 0)
                 self._totals()
             self.stage = f"op_compiler pid {pid} ({inputs} inputs)"
-        elif name in ("signal_received", "signal_sent"):
-            self.signals.append(f"{ev.get('name') or ev.get('signal')} ({name})")
-            stop = ev.get("stop_request")
-            if isinstance(stop, dict):
+        elif isinstance(ev, (SignalReceived, SignalSent)):
+            self.signals.append(f"{ev.name or ev.signal} ({ev.event_name})")
+            stop = ev.stop_request if isinstance(ev, SignalReceived) else None
+            if stop is not None:
                 self.stop_reason = str(stop.get("reason") or "")
-        elif name == "tree_ended":
+        elif isinstance(ev, TreeEnded):
             self.tree_ended = True
-        elif name == "finished":
-            self.finished_state = str(ev.get("state"))
+        elif isinstance(ev, Finished):
+            self.finished_state = ev.state or State.UNKNOWN
 
-    def _stages(self, stages: Any) -> None:
+    def _stages(self, stages: tuple[Mapping[str, Any], ...] | None) -> None:
         """Per-stage inputs done / total from an observation (provisional, C1)."""
-        if not isinstance(stages, list):
+        if stages is None:
             return
         for item in stages:
             if not isinstance(item, dict) or not isinstance(item.get("pid"), int):
@@ -305,26 +228,26 @@ class Progress:
             self.inputs_done = done
 
     @property
-    def phase(self) -> str:
+    def phase(self) -> AttemptPhase:
         if self.finished_state is not None:
-            return "final"
+            return AttemptPhase.FINAL
         if self.tree_ended:
-            return "finishing"
+            return AttemptPhase.FINISHING
         if self.launched_t is not None:
-            return "running"
+            return AttemptPhase.RUNNING
         if self.waiting:
-            return "waiting_for_blockers"
-        return "preflight"
+            return AttemptPhase.WAITING_FOR_BLOCKERS
+        return AttemptPhase.PREFLIGHT
 
     def to_dict(self, now: float) -> dict[str, Any]:
         """The progress record of ``skgate wait --json`` (counts labelled provisional)."""
         since = self.launched_t or self.created_t
         return {
-            "phase": self.phase,
+            "phase": self.phase.value,
             "elapsed_s": None if since is None else round(max(0.0, now - since), 3),
             "deadline_remaining_s": (
                 None
-                if self.deadline_wall is None or self.phase == "final"
+                if self.deadline_wall is None or self.phase is AttemptPhase.FINAL
                 else round(max(0.0, self.deadline_wall - now), 3)
             ),
             "waiting_for": list(self.waiting),
@@ -376,25 +299,23 @@ def attempt_dirs(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name))
 
 
-def verdict_record(verdict: Verdict, outcome: str, exit_code: int) -> dict[str, Any]:
+def verdict_record(verdict: Verdict, outcome: str, exit_code: int) -> VerdictLine:
     """The last line of an event stream (``run --events jsonl``, ``wait --follow``): not
     a journal record but the verdict, in the same envelope (``schemas/event.json``).
     ``outcome`` is ``final``, ``in_progress`` (a bounded wait ran out) or
     ``runner_gone``."""
-    return {
-        "schema": SCHEMA_EVENT,
-        "t": time.time(),
-        "event": "verdict",
-        "attempt": verdict.attempt,
-        "outcome": outcome,
-        "state": verdict.state.value,
-        "exit_code": exit_code,
-        "verdict": verdict.to_dict(),
-    }
+    return VerdictLine(
+        t=time.time(),
+        attempt=verdict.attempt,
+        outcome=outcome,
+        state=verdict.state,
+        exit_code=exit_code,
+        verdict=verdict.to_dict(),
+    )
 
 
 def stage_announcer(
-    tracker: StageTracker, emit: Callable[..., object]
+    tracker: StageTracker, emit: Callable[[Event], object]
 ) -> Callable[[ProcessRecord], None]:
     """The tracker's ``on_process``, journalling ``stage_seen`` for each new op_compiler
     invocation with the inputs of its ``-p`` directory, so a live stream and ``wait``
@@ -406,13 +327,14 @@ def stage_announcer(
         if len(tracker.inputs_first_seen) > known:
             args = tracker.args_of(record)
             emit(
-                "stage_seen",
-                pid=record.pid,
-                start_ticks=record.start_ticks,
-                inputs=tracker.inputs_first_seen.get((record.pid, record.start_ticks)),
-                params_dir=args.params_dir,
-                output=args.output,
-                jobs=args.jobs,
+                StageSeen(
+                    pid=record.pid,
+                    start_ticks=record.start_ticks,
+                    inputs=tracker.inputs_first_seen.get((record.pid, record.start_ticks)),
+                    params_dir=args.params_dir,
+                    output=args.output,
+                    jobs=args.jobs,
+                )
             )
 
     return on_process

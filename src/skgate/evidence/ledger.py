@@ -24,6 +24,7 @@ Schema history: ``skgate.ledger/1``: first version (2026-11).
 from __future__ import annotations
 
 import contextlib
+import enum
 import fcntl
 import hashlib
 import json
@@ -46,8 +47,28 @@ ATTEMPTS = "attempts"
 LEDGER = "ledger.jsonl"
 SCHEMA_LEDGER = "skgate.ledger/1"
 GENESIS = "0" * 64
+
+
+class LedgerEvent(str, enum.Enum):
+    """Entry kinds of ``ledger.jsonl`` (not the journal's events: a file of its own)."""
+
+    START = "start"
+    END = "end"
+    SEAL = "seal"
+    SCENE = "scene"
+
+
 #: Entry kinds: an attempt started, ended, was sealed, or had a scene preserved.
-EVENTS = ("start", "end", "seal", "scene")
+EVENTS = tuple(k.value for k in LedgerEvent)
+
+
+def entry_kind(entry: Mapping[str, Any]) -> LedgerEvent | None:
+    """The kind of one ledger entry (None: a kind this version does not know). This and
+    the writer below are the only places that read a ledger entry's ``event`` string."""
+    try:
+        return LedgerEvent(entry.get("event"))
+    except ValueError:
+        return None
 
 
 def allocate(root: Path, name: str | None = None) -> Path:
@@ -281,7 +302,7 @@ def record_start(root: Path, attempt: Path, parent: str | None) -> None:
     """Index an attempt that is starting; ``parent`` is the attempt it retries, if any."""
     append_entry(
         root,
-        "start",
+        LedgerEvent.START.value,
         {"attempt": attempt.name, "path": _attempt_ref(root, attempt), "parent": parent},
     )
 
@@ -298,7 +319,7 @@ def record_end(
     seal = attempt / SEAL
     append_entry(
         root,
-        "end",
+        LedgerEvent.END.value,
         {
             "attempt": attempt.name,
             "path": _attempt_ref(root, attempt),
@@ -321,7 +342,7 @@ def record_import(
     where = {"node": dict(node), "origin": origin}
     append_entry(
         root,
-        "start",
+        LedgerEvent.START.value,
         {"attempt": attempt.name, "path": _attempt_ref(root, attempt), "parent": None, **where},
     )
     record_end(root, attempt, verdict, where)
@@ -333,7 +354,8 @@ def nodes(root: Path) -> dict[str, dict[str, Any]]:
     for entry in read_ledger(root):
         node = entry.get("node")
         name = entry.get("attempt")
-        if entry.get("event") == "start" and isinstance(node, dict) and isinstance(name, str):
+        start = entry_kind(entry) is LedgerEvent.START
+        if start and isinstance(node, dict) and isinstance(name, str):
             found[name] = node
     return found
 
@@ -346,7 +368,7 @@ def record_seal(root: Path, attempt: Path) -> None:
     """
     append_entry(
         root,
-        "seal",
+        LedgerEvent.SEAL.value,
         {
             "attempt": attempt.name,
             "path": _attempt_ref(root, attempt),
@@ -359,7 +381,7 @@ def record_scene(root: Path, attempt: Path, manifest: Path) -> None:
     """Index a working-directory scene preserved into ``attempt`` (cleanup, retry)."""
     append_entry(
         root,
-        "scene",
+        LedgerEvent.SCENE.value,
         {
             "attempt": attempt.name,
             "path": _attempt_ref(root, attempt),
@@ -412,7 +434,7 @@ def end_entries(root: Path) -> dict[str, dict[str, Any]]:
     ends: dict[str, dict[str, Any]] = {}
     for line in iter_ledger(root):
         entry = line.entry
-        if entry is not None and entry.get("event") == "end" and "node" not in entry:
+        if entry is not None and entry_kind(entry) is LedgerEvent.END and "node" not in entry:
             name = entry.get("attempt")
             if isinstance(name, str) and entry.get("path") == f"{ATTEMPTS}/{name}":
                 ends[name] = entry

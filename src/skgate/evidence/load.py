@@ -20,14 +20,30 @@ from skgate.evidence import files
 from skgate.evidence.diskfull import read_diskfull
 from skgate.evidence.follow import Progress
 from skgate.evidence.intent import read_intent
+from skgate.evidence.journal import iter_journal, read_journal
 from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError
+from skgate.model.events import (
+    Blocked,
+    Event,
+    EventKind,
+    Finished,
+    Launched,
+    LeaderExited,
+    Recovered,
+    SignalReceived,
+    Timeout,
+    TreeEnded,
+    UnknownEvent,
+)
+from skgate.model.events import SignalSent as JournalSignalSent
 from skgate.model.logscan import LogScan
+from skgate.model.phrases import Lang
 from skgate.model.records import (
-    RECOVERED_WHEN,
     Census,
     Evidence,
     Ownership,
+    RecoveredWhen,
     SignalSent,
     Summary,
     Verdict,
@@ -75,11 +91,10 @@ def prelaunch_evidence(attempt_dir: Path) -> Evidence:
     finished = False
     blocked: list[str] = []
     journal = attempt_dir / files.EVENTS
-    for ev in files.iter_events(journal):
+    for ev in iter_journal(journal):
         progress.update(ev)
-        finished = finished or ev.get("event") == "finished"
-        if ev.get("event") == "blocked":
-            blocked.extend(_event_reasons(ev, str(journal)))
+        finished = finished or isinstance(ev, Finished)
+        blocked.extend(_event_reasons(ev, str(journal)))
     return Evidence(
         launched=False,
         not_started_reasons=tuple(blocked),
@@ -128,27 +143,45 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _event_reasons(ev: dict[str, Any], where: str) -> list[str]:
-    """The ``reasons`` of a ``blocked`` event; a damaged field is a one-line
-    EvidenceError, so it makes this attempt unreadable, never the whole root (issue 21)."""
-    reasons = ev.get("reasons", [])
-    if not isinstance(reasons, list):
-        raise EvidenceError(
-            f"{where}: event 'blocked' has a damaged 'reasons' field ({reasons!r}); the "
-            "journal was altered or truncated"
-        )
-    return [str(r) for r in reasons]
+def _event_reasons(ev: Event, where: str) -> list[str]:
+    """The ``reasons`` of a ``blocked`` event (none for another kind); a damaged field
+    is a one-line EvidenceError, so it makes this attempt unreadable, never the whole
+    root (issue 21)."""
+    _refuse_damaged(ev, where, (EventKind.BLOCKED,))
+    return list(ev.reasons) if isinstance(ev, Blocked) else []
 
 
-def _event_int(ev: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
-    """An integer field of a journal event; a damaged one is a one-line EvidenceError."""
-    value = ev.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool):
+#: The kinds whose fields the verdict is computed from: one of them damaged blocks it.
+_DECISIVE = (
+    EventKind.BLOCKED,
+    EventKind.LAUNCHED,
+    EventKind.LEADER_EXITED,
+    EventKind.TREE_ENDED,
+    EventKind.TIMEOUT,
+    EventKind.SIGNAL_SENT,
+    EventKind.SIGNAL_RECEIVED,
+    EventKind.FINISHED,
+    EventKind.RECOVERED,
+)
+
+
+def _refuse_damaged(ev: Event, where: str, kinds: tuple[EventKind, ...] = _DECISIVE) -> None:
+    """A record of a decisive kind with a field of the wrong type is a one-line
+    EvidenceError (C2.5: damaged evidence blocks the conclusion, it is never guessed)."""
+    if isinstance(ev, UnknownEvent) and ev.kind in kinds:
         raise EvidenceError(
-            f"{where}: event {ev.get('event')!r} has a damaged {key!r} field ({value!r}); "
+            f"{where}: event {ev.event_name!r} has a damaged {ev.problem} field; "
             "the journal was altered or truncated"
         )
-    return value
+
+
+def _signal_of(ev: JournalSignalSent | SignalReceived, where: str) -> int:
+    if ev.signal is None:
+        raise EvidenceError(
+            f"{where}: event {ev.event_name!r} has a damaged 'signal' field (None); "
+            "the journal was altered or truncated"
+        )
+    return ev.signal
 
 
 @dataclass(frozen=True)
@@ -175,7 +208,7 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
     control = load_control(attempt_dir)
     journal = attempt_dir / files.EVENTS
     journal_missing = not files.present(journal)
-    events = files.read_events(journal)
+    events = read_journal(journal)
     where = str(journal)
     launched = False
     blocked: list[str] = []
@@ -189,42 +222,38 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
     external: list[int] = []
     stops: list[str] = []
     finished = False
-    recovered: str | None = None
+    recovered: RecoveredWhen | None = None
     deadline_wall: float | None = None
     cgroup: str | None = None
     for ev in events:
-        name = ev.get("event")
-        if name == "launched":
+        _refuse_damaged(ev, where)
+        if isinstance(ev, Launched):
             launched = True
-            if isinstance(ev.get("deadline_wall"), (int, float)):
-                deadline_wall = float(ev["deadline_wall"])
-            if isinstance(ev.get("cgroup"), str):
-                cgroup = ev["cgroup"]
-        elif name == "blocked":
-            blocked.extend(_event_reasons(ev, where))
-        elif name == "leader_exited":
+            if ev.deadline_wall is not None:
+                deadline_wall = float(ev.deadline_wall)
+            cgroup = ev.cgroup
+        elif isinstance(ev, Blocked):
+            blocked.extend(ev.reasons)
+        elif isinstance(ev, LeaderExited):
             leader_ended = True
-            exit_status = ev["exit_status"] if _is_int(ev.get("exit_status")) else None
-            exit_signal = ev["exit_signal"] if _is_int(ev.get("exit_signal")) else None
-        elif name == "tree_ended":
+            exit_status, exit_signal = ev.exit_status, ev.exit_signal
+        elif isinstance(ev, TreeEnded):
             tree_ended = True
-            escaped_alive = _event_int(ev, "escaped_alive", where, default=0)
-        elif name == "timeout":
+            escaped_alive = ev.escaped_alive
+        elif isinstance(ev, Timeout):
             timeout_fired = True
-        elif name == "signal_sent" and ev.get("delivered", True) is not False:
-            signals.append(SignalSent(_event_int(ev, "signal", where), str(ev.get("reason", ""))))
-        elif name == "signal_received":
-            external.append(_event_int(ev, "signal", where))
-            stop = ev.get("stop_request")
-            if isinstance(stop, dict):
-                stops.append(str(stop.get("reason") or "no reason given"))
-        elif name == "finished":
+        elif isinstance(ev, JournalSignalSent) and ev.delivered is not False:
+            signals.append(SignalSent(_signal_of(ev, where), ev.reason or ""))
+        elif isinstance(ev, SignalReceived):
+            external.append(_signal_of(ev, where))
+            if ev.stop_request is not None:
+                stops.append(str(ev.stop_request.get("reason") or "no reason given"))
+        elif isinstance(ev, Finished):
             finished = True
-        elif name == "recovered":
+        elif isinstance(ev, Recovered):
             # 'skgate recover' finished the attempt after its runner died (issue 12).
             finished = True
-            when = ev.get("when")
-            recovered = when if when in RECOVERED_WHEN else None
+            recovered = RecoveredWhen.of(ev.when)
 
     ownership = load_ownership(attempt_dir)
     scan = load_logscan(attempt_dir)
@@ -293,7 +322,7 @@ def archived_verdict(attempt_dir: Path) -> Verdict:
     return classify(load_evidence(attempt_dir)).with_attempt(str(attempt_dir))
 
 
-def health_findings(root: Path, lang: str) -> list[str]:
+def health_findings(root: Path, lang: Lang) -> list[str]:
     """For ``skgate report``: why a health root's declared change did not reach the
     compile (C6), each in ``lang`` as ``regress.json`` recorded it (en and zh)."""
     path = root / files.REGRESS_FILE
@@ -304,7 +333,7 @@ def health_findings(root: Path, lang: str) -> list[str]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_REGRESS:
         return []
     found = data.get("not_reached")
-    key = "zh" if lang == "zh" else "en"
+    key = "zh" if lang is Lang.ZH else "en"
     if not isinstance(found, list):
         return []
     return [str(f[key]) for f in found if isinstance(f, dict) and isinstance(f.get(key), str)]

@@ -38,6 +38,7 @@ from skgate.evidence.files import (
     read_json,
     write_json_new,
 )
+from skgate.evidence.ledger import LedgerEvent
 from skgate.evidence.load import load_control
 from skgate.model.errors import EvidenceError
 from skgate.model.schema import check_schema, require
@@ -256,7 +257,8 @@ def _sealed_in_ledger(root: Path | None) -> set[str]:
     return {
         str(e.get("attempt"))
         for e in ledger.read_ledger(root)
-        if e.get("event") in ("end", "seal") and isinstance(e.get("seal_sha256"), str)
+        if ledger.entry_kind(e) in (LedgerEvent.END, LedgerEvent.SEAL)
+        and isinstance(e.get("seal_sha256"), str)
     }
 
 
@@ -400,17 +402,17 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
         if not isinstance(name, str) or not isinstance(rel, str):
             continue
         if only is not None and name != only:
-            if entry.get("event") == "start":
+            if ledger.entry_kind(entry) is LedgerEvent.START:
                 started.add(name)
             continue
         attempt = Path(rel) if os.path.isabs(rel) else root / rel
-        event = entry.get("event")
-        if event == "start":
+        event = ledger.entry_kind(entry)
+        if event is LedgerEvent.START:
             started.add(name)
             if not attempt.is_dir():
                 problems.append(f"{where}: attempt {name} is indexed but its directory is gone")
-        elif event in ("end", "seal"):
-            if event == "end":
+        elif event in (LedgerEvent.END, LedgerEvent.SEAL):
+            if event is LedgerEvent.END:
                 ended.add(name)
             want = entry.get("seal_sha256")
             if isinstance(want, str):
@@ -420,7 +422,7 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
                     problems.append(f"{name}/{SEAL}: removed (the ledger recorded it)")
                 elif got != want:
                     problems.append(f"{name}/{SEAL}: differs from the one the ledger recorded")
-        elif event == "scene":
+        elif event is LedgerEvent.SCENE:
             manifest = entry.get("manifest")
             want = entry.get("manifest_sha256")
             if isinstance(manifest, str) and isinstance(want, str):

@@ -29,6 +29,7 @@ from typing import Any
 from skgate.evidence import ledger, regular, seal
 from skgate.evidence.files import SEAL, VERDICT, fsync_dir, read_json
 from skgate.model.errors import EvidenceError
+from skgate.model.messages import FileHeader, FileList, message_from_dict
 from skgate.model.records import Verdict
 
 #: Bytes per streamed chunk: small enough to bound the driver's memory (a few chunks in
@@ -56,9 +57,9 @@ def send_items(attempt: Path, chunk: int = CHUNK) -> Iterator[dict[str, Any] | b
     """The stream of one sealed attempt: a ``files`` header, then for each file a
     ``file`` header and exactly ``size`` bytes in chunks of at most ``chunk``."""
     listing = file_list(attempt)
-    yield {"kind": "files", "files": listing}
+    yield FileList(tuple((str(f["name"]), int(f["size"])) for f in listing)).to_dict()
     for item in listing:
-        yield {"kind": "file", "name": item["name"], "size": item["size"]}
+        yield FileHeader(str(item["name"]), int(item["size"])).to_dict()
         left = int(item["size"])
         # Regular files only: a FIFO or link put in after the listing is refused (issue 21).
         try:
@@ -96,20 +97,23 @@ class Incoming:
         if isinstance(item, bytes):
             self._write(item)
             return
-        kind = item.get("kind")
-        if kind == "files":
-            for f in item.get("files", []):
-                self.expected[_plain(str(f["name"]))] = int(f["size"])
+        try:
+            message = message_from_dict(item)
+        except ValueError as exc:
+            raise EvidenceError(f"attempt {self.attempt_id}: {exc}") from None
+        if isinstance(message, FileList):
+            for name, size in message.files:
+                self.expected[_plain(name)] = size
             total = sum(self.expected.values())
             if total > self.max_bytes:
                 raise EvidenceError(
                     f"attempt {self.attempt_id}: {total} bytes of evidence exceed the bound "
                     f"of {self.max_bytes}; it stays on its node"
                 )
-        elif kind == "file":
+        elif isinstance(message, FileHeader):
             self._close_file()
-            name = _plain(str(item["name"]))
-            if self.expected.get(name) != int(item["size"]):
+            name = _plain(message.name)
+            if self.expected.get(name) != message.size:
                 raise EvidenceError(f"attempt {self.attempt_id}: {name} was not announced")
             path = self.stage / name
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -117,8 +121,9 @@ class Incoming:
                 path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644
             )
             self._name = name
-            self._left = int(item["size"])
+            self._left = message.size
         else:
+            kind = message.KIND.value
             raise EvidenceError(f"attempt {self.attempt_id}: unexpected stream item {kind!r}")
 
     def _write(self, data: bytes) -> None:

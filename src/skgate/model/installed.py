@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skgate.model.phrases import Lang
+
 
 @dataclass(frozen=True)
 class PackageManifest:
@@ -138,7 +140,7 @@ WORDS = {
 }
 
 
-def report_lines(found: InstalledBinaries | None, lang: str) -> list[str]:
+def report_lines(found: InstalledBinaries | None, lang: Lang) -> list[str]:
     """The report's lines for an attempt's ``installed.json`` (empty: nothing to say)."""
     if found is None or not found.descriptors or (not found.packages and found.opp is not None):
         return []
@@ -152,10 +154,10 @@ def report_lines(found: InstalledBinaries | None, lang: str) -> list[str]:
     return [f"- {missing_text(missing, found.listed_empty(), lang)}"]
 
 
-def missing_text(ops: Sequence[str], empty: Sequence[str], lang: str = "en") -> str:
+def missing_text(ops: Sequence[str], empty: Sequence[str], lang: Lang = Lang.EN) -> str:
     """``<words>: A, B (listed with an empty staticList: B)``."""
     shown = ", ".join(ops)
-    if lang == "zh":
+    if lang is Lang.ZH:
         tail = f"（staticList 为空：{', '.join(empty)}）" if empty else ""
         return f"{WORDS['missing']['zh']}：{shown}{tail}"
     tail = f" (listed with an empty staticList: {', '.join(empty)})" if empty else ""

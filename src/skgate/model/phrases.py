@@ -5,6 +5,31 @@ headlines all quote them from here. Nothing here does I/O."""
 
 from __future__ import annotations
 
+import enum
+
+
+class Lang(str, enum.Enum):
+    """The language of what skgate says to a person (reports, reasons, headlines).
+
+    Parsed once at the edge (the CLI's ``--lang``, the MCP tool's ``lang``); inside, a
+    ``Lang`` is passed and compared by identity, never a string. It formats as its code
+    (``f"{Lang.ZH}"`` is ``zh``), so an HTML ``lang`` attribute or a JSON field keeps the
+    text it had."""
+
+    EN = "en"
+    ZH = "zh"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+#: Every language, in the order reports list them.
+LANGS = tuple(lang.value for lang in Lang)
+
+
 #: C7 phrases, exactly as docs/contract.md C7 gives them.
 C7 = {
     "provisional": {"en": "provisional error-named files", "zh": "暂时性 error 命名文件"},

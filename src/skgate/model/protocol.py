@@ -7,12 +7,14 @@ its result, or ``{"error": MESSAGE, "exit_code": N}`` for skgate's own refusal.
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError, UsageError
 from skgate.model.exits import EXIT_BLOCKED
+from skgate.model.running import State
 
 SCHEMA_START = "skgate.start/1"
 
@@ -36,27 +38,56 @@ def read_reply(raw: bytes, failure: str) -> dict[str, Any]:
     return result
 
 
+class AttemptPhase(str, enum.Enum):
+    """Where a live attempt is, as its journal tells it (``wait --json``'s ``phase``,
+    ``start --json``'s ``phase``); never a verdict (C2: only the classifier gives one)."""
+
+    PREFLIGHT = "preflight"
+    WAITING_FOR_BLOCKERS = "waiting_for_blockers"
+    RUNNING = "running"
+    FINISHING = "finishing"
+    FINAL = "final"
+    NOT_STARTED = "not_started"
+
+
 @dataclass(frozen=True)
 class Started:
     """What ``skgate start --json`` prints."""
 
     attempt: str
-    state: str  # in_progress | not_started
+    #: IN_PROGRESS, or NOT_STARTED (blocked before launch).
+    state: State
     runner_pid: int
-    phase: str  # running | waiting_for_blockers | not_started
+    #: RUNNING, WAITING_FOR_BLOCKERS or NOT_STARTED.
+    phase: AttemptPhase
     waiting_for: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
-        return EXIT_BLOCKED if self.state == "not_started" else 0
+        return EXIT_BLOCKED if self.state is State.NOT_STARTED else 0
+
+    @classmethod
+    def from_dict(cls, got: dict[str, Any]) -> Started:
+        """The caller's side of the hand-shake (a damaged reply is skgate's own error)."""
+        try:
+            return cls(
+                attempt=str(got["attempt"]),
+                state=State(got["state"]),
+                runner_pid=int(got["runner_pid"]),
+                phase=AttemptPhase(got["phase"]),
+                waiting_for=tuple(str(x) for x in got.get("waiting_for", [])),
+                reasons=tuple(str(x) for x in got.get("reasons", [])),
+            )
+        except (KeyError, ValueError, TypeError) as exc:
+            raise SkgateError(f"the detached runner's reply is damaged ({exc})") from None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA_START,
             "attempt": self.attempt,
-            "state": self.state,
-            "phase": self.phase,
+            "state": self.state.value,
+            "phase": self.phase.value,
             "runner_pid": self.runner_pid,
             "waiting_for": list(self.waiting_for),
             "reasons": list(self.reasons),

@@ -13,6 +13,7 @@ the run request in :mod:`skgate.model.request`.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,7 @@ __all__ = [
     "Evidence",
     "Ownership",
     "ProcessRecord",
+    "RecoveredWhen",
     "RootCensus",
     "SignalSent",
     "Stage",
@@ -210,7 +212,7 @@ class Evidence:
     frozen_jobs: int | None = None
     #: ``skgate recover`` finished this attempt after its runner died: when it died
     #: (one of :data:`RECOVERED_WHEN`), else None.
-    recovered: str | None = None
+    recovered: RecoveredWhen | None = None
     #: Blockers a live runner waits for before launch (foreign compilers, leases; C4).
     waiting_for: tuple[str, ...] = ()
     #: Reasons given to ``skgate stop`` requests the runner acted on (C2.4, external).
@@ -221,8 +223,24 @@ class Evidence:
     scan_interval: float = 1.0
 
 
-#: When a runner died, as ``skgate recover`` establishes it from the files.
-RECOVERED_WHEN = ("before launch", "before natural return", "after natural return")
+class RecoveredWhen(str, enum.Enum):
+    """When a runner died, as ``skgate recover`` establishes it from the files."""
+
+    BEFORE_LAUNCH = "before launch"
+    BEFORE_NATURAL_RETURN = "before natural return"
+    AFTER_NATURAL_RETURN = "after natural return"
+
+    @classmethod
+    def of(cls, value: object) -> RecoveredWhen | None:
+        """The member named by a journal's ``when`` (None: the verdict was kept, or an
+        unknown value, which decides nothing)."""
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+
+RECOVERED_WHEN = tuple(w.value for w in RecoveredWhen)
 
 
 @dataclass(frozen=True)

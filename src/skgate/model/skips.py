@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from skgate.model.phrases import Lang
+
 #: The longest file name a Linux file system accepts, in bytes (NAME_MAX).
 NAME_MAX = 255
 
@@ -157,8 +159,8 @@ class SkipFinding:
     #: Refuses the launch (exit 3, not started); every other finding only warns.
     blocks: bool = False
 
-    def text(self, lang: str) -> str:
-        return self.zh if lang == "zh" else self.en
+    def text(self, lang: Lang) -> str:
+        return self.zh if lang is Lang.ZH else self.en
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind.value, "en": self.en, "zh": self.zh, "blocks": self.blocks}

@@ -25,11 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from skgate.model.errors import UsageError
+from skgate.model.events import Event, ForeignWait, ForeignWaitEnd
 from skgate.model.request import RunRequest
 from skgate.model.running import ProcessRecord
 from skgate.proc.observe import COMPILER_NAMES, clock_ticks, compiler_processes, is_alive
 
-Emit = Callable[..., object]
+Emit = Callable[[Event], object]
 Notify = Callable[[str], None]
 
 #: Comma-separated compiler process names to treat as foreign compilers (C4).
@@ -217,14 +218,15 @@ def foreign_step(
             f"(a run with --foreign wait waits up to --lease-timeout {request.lease_timeout:g} s)"
         )
     if announced:
-        fields = {
-            "outcome": outcome,
-            "waited_s": waited,
-            "blockers": [seen[k].to_dict() for k in seen],
-            "alive_at_end": len(current),
-        }
         if emit is not None:
-            emit("foreign_wait_end", **fields)
+            emit(
+                ForeignWaitEnd(
+                    outcome=outcome,
+                    waited_s=waited,
+                    blockers=tuple(seen[k].to_dict() for k in seen),
+                    alive_at_end=len(current),
+                )
+            )
         if notify is not None:
             notify(
                 f"skgate: foreign compilers gone after {waited:.1f} s; continuing"
@@ -252,11 +254,12 @@ def _announce(
 ) -> None:
     if emit is not None:
         emit(
-            "foreign_wait",
-            blockers=[b.to_dict() for b in blockers],
-            ages_s=[age_s(b.start_ticks) for b in blockers],
-            timeout=request.lease_timeout,
-            policy=request.foreign_policy,
+            ForeignWait(
+                blockers=tuple(b.to_dict() for b in blockers),
+                ages_s=tuple(age_s(b.start_ticks) for b in blockers),
+                timeout=request.lease_timeout,
+                policy=request.foreign_policy,
+            )
         )
     if notify is not None:
         notify(

@@ -39,6 +39,7 @@ from skgate.evidence.diskfull import low_space_warning
 from skgate.evidence.files import CONTROL, VERDICT, check_root, read_json
 from skgate.evidence.ledger import end_entries, list_attempts
 from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.events import Event, Preflight, PreflightStep
 from skgate.model.request import RunRequest
 from skgate.model.running import ProcessRecord
 from skgate.preflight import jobs, self_hooks
@@ -67,7 +68,7 @@ from skgate.preflight.skips import skips_step
 from skgate.proc import leases
 from skgate.proc.signals import deferred
 
-Emit = Callable[..., object]
+Emit = Callable[[Event], object]
 
 #: Re-exported: callers and tests name them through this module (one public face).
 __all__ = [
@@ -347,8 +348,10 @@ def _lease_notes(emit: Emit | None, notify: Notify | None) -> Emit | None:
     if notify is None:
         return emit
 
-    def both(event: str, **fields: Any) -> object:
-        if fields.get("step") == "lease_wait":
+    def both(event: Event) -> object:
+        step = event.step_kind if isinstance(event, Preflight) else None
+        fields = event.details if isinstance(event, Preflight) else {}
+        if step is PreflightStep.LEASE_WAIT:
             who = fields.get("holder") or {}
             by = f" held by pid {who.get('pid')}" if isinstance(who, dict) and who else ""
             notify(
@@ -356,9 +359,9 @@ def _lease_notes(emit: Emit | None, notify: Notify | None) -> Emit | None:
                 f"{NEVER_SIGNALLED}); waiting at most {fields.get('timeout')} s. To stop "
                 "waiting: a shorter --lease-timeout, or other --devices"
             )
-        elif fields.get("step") == "lease_acquired":
+        elif step is PreflightStep.LEASE_ACQUIRED:
             notify(f"skgate: device lease taken after {float(fields.get('waited_s', 0)):.1f} s")
-        return emit(event, **fields) if emit is not None else None
+        return emit(event) if emit is not None else None
 
     return both
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skgate.model.events import Event, Preflight, PreflightStep
 from skgate.proc.observe import boot_id, self_stat
 
 HELD_VAR = "SUPERKERNEL_DEVICE_LEASE_HELD"
@@ -42,7 +43,7 @@ LEASE_ROOT_VAR = "SKGATE_LEASE_ROOT"
 SCHEMA_LEASE = "skgate.lease/1"
 POLL_INTERVAL = 0.2
 
-Emit = Callable[..., object]
+Emit = Callable[[Event], object]
 
 
 def default_root(env: Mapping[str, str]) -> Path:
@@ -251,7 +252,12 @@ def acquire(
             waited = time.monotonic() - started
             controls.update({"waited_s": round(waited, 3), "taken_at": time.time()})
             if waited_for is not None and emit is not None:
-                emit("preflight", step="lease_acquired", devices=list(wanted), waited_s=waited)
+                emit(
+                    Preflight(
+                        step=PreflightStep.LEASE_ACQUIRED.value,
+                        details={"devices": list(wanted), "waited_s": waited},
+                    )
+                )
             markers = {HELD_VAR: "1", IDS_VAR: ",".join(map(str, wanted)), ROOT_VAR: str(root)}
             return LeaseOutcome(lease, controls, (), markers)
         assert busy is not None
@@ -262,11 +268,10 @@ def acquire(
             )
             if emit is not None:
                 emit(
-                    "preflight",
-                    step="lease_wait",
-                    device=busy,
-                    holder=holder(root, busy),
-                    timeout=timeout,
+                    Preflight(
+                        step=PreflightStep.LEASE_WAIT.value,
+                        details={"device": busy, "holder": holder(root, busy), "timeout": timeout},
+                    )
                 )
         if time.monotonic() >= end:
             who = holder(root, busy)

@@ -44,6 +44,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skgate.model.events import (
+    Event,
+    LeaderExited,
+    Reaped,
+    SignalReceived,
+    SignalSent,
+    Timeout,
+    TreeEnded,
+)
 from skgate.model.running import Coverage, ProcessRecord
 from skgate.proc.observe import ProcStat, direct_children, read_stat, tree
 from skgate.proc.owned import OwnedTree
@@ -62,7 +71,7 @@ EVENTS_COALESCE = (0.025, 0.2)
 #: Signals that, sent to the runner, are forwarded to its own group (C2.4: external).
 FORWARDED = STOP_SIGNALS
 
-Emit = Callable[..., object]
+Emit = Callable[[Event], object]
 
 
 @dataclass
@@ -256,8 +265,8 @@ class Supervisor:
                     out.external_signals.append(signum)
                     asked = signum == signal.SIGTERM and self.stop_request is not None
                     stop = self.stop_request() if asked and self.stop_request else None
-                    extra = {"stop_request": stop} if stop else {}
-                    self.emit("signal_received", signal=signum, name=name_of(signum), **extra)
+                    name = name_of(signum)
+                    self.emit(SignalReceived(signal=signum, name=name, stop_request=stop or None))
                     if stop is not None and kill_at is None and not escalated:
                         # 'skgate stop' ends it as the frozen timeout does (C4): SIGTERM to
                         # the own group, SIGKILL to it after the grace; nothing else.
@@ -298,10 +307,7 @@ class Supervisor:
                             self.owned.mark_exit(pid, status, time.time())
                             self._dirty = True
                             self.emit(
-                                "leader_exited",
-                                pid=pid,
-                                exit_status=status[0],
-                                exit_signal=status[1],
+                                LeaderExited(pid=pid, exit_status=status[0], exit_signal=status[1])
                             )
                             if pidfd >= 0:
                                 sel.unregister(pidfd)
@@ -319,25 +325,26 @@ class Supervisor:
                             next_progress = self._say_waiting(out, live, deadline, next_progress)
                         if not live:
                             out.last_exit_mono = time.monotonic()
-                            self.emit("tree_ended", escaped_alive=0, runner_cpu_s=cpu_seconds())
+                            self.emit(TreeEnded(escaped_alive=0, runner_cpu_s=cpu_seconds()))
                             break
                         if give_up_at is not None and time.monotonic() >= give_up_at:
                             # Only escaped processes can be left: the group got SIGKILL.
                             # They are never signalled (C4); report them, stop waiting.
                             out.escaped_alive = len(live)
                             self.emit(
-                                "tree_ended",
-                                escaped_alive=len(live),
-                                gave_up=True,
-                                pids=sorted(live),
-                                runner_cpu_s=cpu_seconds(),
+                                TreeEnded(
+                                    escaped_alive=len(live),
+                                    gave_up=True,
+                                    pids=tuple(sorted(live)),
+                                    runner_cpu_s=cpu_seconds(),
+                                )
                             )
                             break
 
                 # The frozen top-level timeout (C4): SIGTERM the own group, once.
                 if not out.timeout_fired and now >= deadline:
                     out.timeout_fired = True
-                    self.emit("timeout", timeout=self.timeout)
+                    self.emit(Timeout(timeout=self.timeout))
                     self._signal_group(pid, signal.SIGTERM, "timeout")
                     kill_at = now + self.grace
                 if kill_at is not None and now >= kill_at:
@@ -477,12 +484,13 @@ class Supervisor:
             except ProcessLookupError:
                 delivered = False
         self.emit(
-            "signal_sent",
-            signal=int(signum),
-            name=name_of(signum),
-            target=f"process group {pgid}",
-            reason=reason,
-            delivered=delivered,
+            SignalSent(
+                signal=int(signum),
+                name=name_of(signum),
+                target=f"process group {pgid}",
+                reason=reason,
+                delivered=delivered,
+            )
         )
 
     def _live_tree(self, leader: int, group_only: bool = False) -> dict[int, ProcStat]:
@@ -543,7 +551,7 @@ class Supervisor:
                 continue
             code, sig = decode_wait_status(status)
             self.owned.reaped(child, st, (code, sig), time.time())
-            self.emit("reaped", pid=child, exit_status=code, exit_signal=sig)
+            self.emit(Reaped(pid=child, exit_status=code, exit_signal=sig))
             changed = True
         return changed
 

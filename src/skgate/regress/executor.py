@@ -15,6 +15,7 @@ JSON lines (``--events jsonl``).
 
 from __future__ import annotations
 
+import enum
 import socket
 import threading
 import time
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from skgate.model.errors import SkgateError
-from skgate.model.records import Verdict
+from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
 from skgate.regress.common import RunFn, default_run
 
@@ -60,13 +61,54 @@ class UnitResult:
     runner_pid: int | None = None
 
 
+class ArmState(str, enum.Enum):
+    """A unit's state on the board: where it is while it runs, then its verdict's state
+    (or why it has none). Formats as its text (the live table, the JSON lines)."""
+
+    QUEUED = "queued"
+    PREFLIGHT = "preflight"
+    WAITING = "waiting"
+    RUNNING = "running"
+    SEALING = "sealing"
+    STOPPING = "stopping"
+    TRANSFERRING = "transferring"
+    NOT_RUN = "not run"
+    #: Resumed from an earlier session without a verdict.
+    NONE = "-"
+    IN_PROGRESS = State.IN_PROGRESS.value
+    SUCCEEDED = State.SUCCEEDED.value
+    FAILED = State.FAILED.value
+    INTERRUPTED = State.INTERRUPTED.value
+    UNKNOWN = State.UNKNOWN.value
+    NOT_STARTED = State.NOT_STARTED.value
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def of(cls, text: str | None) -> ArmState | None:
+        """The state a task's progress message names (None: none, or one this driver
+        does not know: the row keeps its state)."""
+        try:
+            return None if text is None else cls(text)
+        except ValueError:
+            return None
+
+    @classmethod
+    def of_verdict(cls, state: State) -> ArmState:
+        return cls(state.value)
+
+
 @dataclass
 class ArmStatus:
     """The driver's view of one unit while the matrix runs (provisional, C1)."""
 
     key: str
     node: str = "-"
-    state: str = "queued"
+    state: ArmState = ArmState.QUEUED
     started: float | None = None
     ended: float | None = None
     stages: dict[str, int] = field(default_factory=dict)
@@ -81,7 +123,7 @@ class ArmStatus:
         return {
             "arm": self.key,
             "node": self.node,
-            "state": self.state,
+            "state": self.state.value,
             "elapsed_s": round(self.elapsed(now), 1),
             "stages": dict(self.stages),
             "provisional": self.ended is None,
@@ -100,16 +142,31 @@ class Board:
         self.listeners = list(listeners)
         self._lock = threading.Lock()
 
-    def update(self, key: str, **changes: Any) -> None:
+    def update(
+        self,
+        key: str,
+        *,
+        state: ArmState | None = None,
+        node: str | None = None,
+        note: str | None = None,
+        stages: Mapping[str, Any] | None = None,
+        final: bool = False,
+    ) -> None:
         with self._lock:
             arm = self.arms[key]
             now = time.time()
-            if changes.get("state", "queued") != "queued" and arm.started is None:
+            if state is not None and state is not ArmState.QUEUED and arm.started is None:
                 arm.started = now
-            if changes.pop("final", False):
+            if final:
                 arm.ended = now
-            for name, value in changes.items():
-                setattr(arm, name, value)
+            if state is not None:
+                arm.state = state
+            if node is not None:
+                arm.node = node
+            if note is not None:
+                arm.note = note
+            if stages is not None:
+                arm.stages = dict(stages)
             for listen in self.listeners:
                 listen(arm, now)
 
@@ -150,13 +207,13 @@ class LocalExecutor:
                 work = session / "work" / unit.work
                 work.mkdir(parents=True)
                 request = replace(request, cwd=str(work))
-            board.update(unit.key, state="running", node=host)
+            board.update(unit.key, state=ArmState.RUNNING, node=host)
             try:
                 verdict = run_fn(request)
             except SkgateError as exc:
-                board.update(unit.key, state="not run", note=str(exc), final=True)
+                board.update(unit.key, state=ArmState.NOT_RUN, note=str(exc), final=True)
                 out.append(UnitResult(unit, error=str(exc)))
                 continue
-            board.update(unit.key, state=verdict.state.value, final=True)
+            board.update(unit.key, state=ArmState.of_verdict(verdict.state), final=True)
             out.append(UnitResult(unit, verdict=verdict, node={"hostname": host}))
         return out

@@ -46,12 +46,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import files, ledger, regular
+from skgate.evidence import files, ledger
+from skgate.evidence.journal import JournalFollower, blocker_text, is_wait_start
 from skgate.evidence.transfer import CHUNK, MAX_BYTES, Incoming, send_items
 from skgate.model.errors import EvidenceError, SkgateError, UsageError
+from skgate.model.events import Created, Event, Launched, Observation, SignalReceived, TreeEnded
+from skgate.model.messages import (
+    End,
+    FileHeader,
+    FileList,
+    Message,
+    Progress,
+    Result,
+    Started,
+    message_from_dict,
+)
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
-from skgate.regress.executor import NODE_LOST, Board, Unit, UnitResult
+from skgate.regress.executor import NODE_LOST, ArmState, Board, Unit, UnitResult
 
 #: Streamed objects a task may have ahead of the driver (bounds the object store and the
 #: driver's memory to a few chunks per unit).
@@ -104,57 +116,33 @@ def _node_base(payload: Mapping[str, Any], node_id: str) -> Path:
     return Path(base).absolute() / str(payload["session"]) / node_id[:12]
 
 
-class _Tail:
-    """New complete lines of an attempt's ``events.jsonl`` as progress items."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.rest = b""
-
-    def items(self) -> Iterator[dict[str, Any]]:
-        try:
-            # A regular file only (issue 21): a FIFO or a link in its place is no journal.
-            with regular.opened(self.path) as fd:
-                data = os.pread(fd, 1 << 20, self.offset)
-        except (OSError, EvidenceError):
-            return
-        self.offset += len(data)
-        lines = (self.rest + data).split(b"\n")
-        self.rest = lines.pop()
-        if len(self.rest) > regular.LINE_LIMIT:
-            self.rest = b""  # a damaged over-long line: progress only, never held whole
-        for line in lines:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            item = progress_of(ev) if isinstance(ev, dict) else None
-            if item is not None:
-                yield item
+def _progress(follower: JournalFollower) -> Iterator[dict[str, Any]]:
+    """New complete records of an attempt's journal as progress items (progress only: a
+    damaged or linked journal gives none, the runner's verdict is what counts, C2)."""
+    try:
+        events = follower.poll()
+    except (OSError, EvidenceError):
+        return
+    for ev in events:
+        item = progress_of(ev)
+        if item is not None:
+            yield item.to_dict()
 
 
-def progress_of(ev: Mapping[str, Any]) -> dict[str, Any] | None:
+def progress_of(ev: Event) -> Progress | None:
     """The driver's view of one journal event (None: not worth a progress line)."""
-    name = ev.get("event")
-    if name == "created":
-        return {"kind": "progress", "state": "preflight"}
-    if name == "preflight" and ev.get("step") == "foreign_wait":
-        procs = ev.get("processes") or []
-        who = ", ".join(
-            f"{p.get('name')}[{p.get('pid')}]" for p in procs[:3] if isinstance(p, dict)
-        )
-        return {"kind": "progress", "state": "waiting", "note": f"foreign compiler {who}"}
-    if name == "preflight" and ev.get("step") == "lease_wait":
-        return {"kind": "progress", "state": "waiting", "note": f"device {ev.get('device')} lease"}
-    if name == "launched":
-        return {"kind": "progress", "state": "running", "note": ""}
-    if name == "observation" and isinstance(ev.get("counts"), dict):
-        return {"kind": "progress", "stages": dict(ev["counts"])}
-    if name == "signal_received":
-        return {"kind": "progress", "note": f"signal {ev.get('name')} received"}
-    if name == "tree_ended":
-        return {"kind": "progress", "state": "sealing"}
+    if isinstance(ev, Created):
+        return Progress(state=ArmState.PREFLIGHT.value)
+    if is_wait_start(ev):
+        return Progress(state=ArmState.WAITING.value, note="; ".join(blocker_text(ev)))
+    if isinstance(ev, Launched):
+        return Progress(state=ArmState.RUNNING.value, note="")
+    if isinstance(ev, Observation) and ev.counts is not None:
+        return Progress(stages=dict(ev.counts))
+    if isinstance(ev, SignalReceived):
+        return Progress(note=f"signal {ev.name} received")
+    if isinstance(ev, TreeEnded):
+        return Progress(state=ArmState.SEALING.value)
     return None
 
 
@@ -204,8 +192,8 @@ def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
     if os.path.lexists(attempt):
         # Never send evidence this task did not make (C4): the runner would refuse the id
         # anyway, and an older attempt of that name must not come home as this unit's.
-        yield {"kind": "result", "error": f"{attempt} exists on this node already; not run"}
-        yield {"kind": "end"}
+        yield Result(f"{attempt} exists on this node already; not run").to_dict()
+        yield End().to_dict()
         return
     with open(root / f".runner-{payload['attempt_id']}.stderr", "wb") as err:
         proc = subprocess.Popen(
@@ -216,12 +204,12 @@ def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
             start_new_session=True,
             close_fds=True,
         )
-    yield {"kind": "started", "node": node, "origin": str(attempt), "runner_pid": proc.pid}
+    yield Started(node, str(attempt), proc.pid).to_dict()
     assert proc.stdin is not None and proc.stdout is not None
     with contextlib.suppress(BrokenPipeError):
         proc.stdin.write(json.dumps(request.to_dict()).encode())
     proc.stdin.close()
-    tail = _Tail(attempt / files.EVENTS)
+    tail = JournalFollower(attempt / files.EVENTS)
     try:
         while True:
             try:
@@ -229,11 +217,11 @@ def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
                 break
             except subprocess.TimeoutExpired:
                 pass
-            yield from tail.items()
+            yield from _progress(tail)
     except KeyboardInterrupt:  # ray.cancel: the runner records interrupted / external
         _ask_stop(proc, attempt, request.grace)
         raise
-    yield from tail.items()
+    yield from _progress(tail)
     lines = proc.stdout.read().decode("utf-8", "backslashreplace").strip().splitlines()
     try:
         result: Any = json.loads(lines[-1]) if lines else None
@@ -241,10 +229,11 @@ def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
         result = None
     if not isinstance(result, dict):
         result = {"error": f"the runner ended without a result (exit status {proc.returncode})"}
-    yield {"kind": "result", "error": result.get("error")}
+    error = result.get("error")
+    yield Result(None if error is None else str(error)).to_dict()
     if (attempt / files.SEAL).is_file():
         yield from send_items(attempt, int(payload.get("chunk", CHUNK)))
-    yield {"kind": "end"}
+    yield End().to_dict()
 
 
 def collect_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
@@ -254,10 +243,10 @@ def collect_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
     while not (attempt / files.SEAL).is_file() and time.monotonic() < deadline:
         time.sleep(0.2)
     if not (attempt / files.SEAL).is_file():
-        yield {"kind": "result", "error": f"{attempt} was not sealed in time"}
-        yield {"kind": "end"}
+        yield Result(f"{attempt} was not sealed in time").to_dict()
+        yield End().to_dict()
         return
-    yield {"kind": "result", "error": None}
+    yield Result(None).to_dict()
     yield from send_items(attempt, int(payload.get("chunk", CHUNK)))
     yield {"kind": "end"}
 
@@ -454,23 +443,27 @@ class RayExecutor:
         except ray.exceptions.RayError as exc:
             return self._lost(flight, board, type(exc).__name__)
         except (EvidenceError, OSError) as exc:
-            board.update(unit.key, state="unknown", note=str(exc), final=True)
+            board.update(unit.key, state=ArmState.UNKNOWN, note=str(exc), final=True)
             return self._result(flight, lost=f"evidence could not be brought home: {exc}")
         if verdict is None and cancelled:
             return self._lost(flight, board, error or "no sealed attempt after the cancel")
         if verdict is None:
-            board.update(unit.key, state="not run", note=error or "", final=True)
+            board.update(unit.key, state=ArmState.NOT_RUN, note=error or "", final=True)
             return self._result(flight, error=error or "no attempt was recorded")
-        board.update(unit.key, state=verdict.state.value, final=True)
+        board.update(unit.key, state=ArmState.of_verdict(verdict.state), final=True)
         return self._result(flight, verdict=verdict)
 
     def _after_cancel(self, flight: _Flight, board: Board) -> UnitResult:
         ray = _ray()
         unit = flight.unit
         if flight.origin is None or flight.node is None:
-            board.update(unit.key, state="not run", note="cancelled before it started", final=True)
+            board.update(
+                unit.key, state=ArmState.NOT_RUN, note="cancelled before it started", final=True
+            )
             return self._result(flight, error="cancelled before it started (not run)")
-        board.update(unit.key, state="stopping", note="cancelled; bringing the evidence home")
+        board.update(
+            unit.key, state=ArmState.STOPPING, note="cancelled; bringing the evidence home"
+        )
         strategies = importlib.import_module("ray.util.scheduling_strategies")
         strategy = strategies.NodeAffinitySchedulingStrategy(
             node_id=flight.node["node_id"], soft=False
@@ -497,7 +490,7 @@ class RayExecutor:
 
     def _lost(self, flight: _Flight, board: Board, why: str) -> UnitResult:
         text = f"{NODE_LOST} ({why})"
-        board.update(flight.unit.key, state="unknown", note=text, final=True)
+        board.update(flight.unit.key, state=ArmState.UNKNOWN, note=text, final=True)
         return self._result(flight, lost=text)
 
     def _result(self, flight: _Flight, **kw: Any) -> UnitResult:
@@ -530,24 +523,30 @@ class RayExecutor:
                         raise EvidenceError(f"{unit.key}: bytes before the file list")
                     incoming.feed(item)
                     continue
-                kind = item.get("kind")
-                if kind == "started":
-                    flight.node, flight.origin = dict(item["node"]), str(item["origin"])
-                    flight.runner_pid = int(item["runner_pid"])
-                    board.update(unit.key, node=_node_label(flight.node), state="preflight")
-                elif kind == "progress":
-                    board.update(unit.key, **{k: v for k, v in item.items() if k != "kind"})
-                elif kind == "result":
-                    error = item.get("error")
-                elif kind == "files":
+                message = _message(unit.key, item)
+                if isinstance(message, Started):
+                    flight.node, flight.origin = dict(message.node), message.origin
+                    flight.runner_pid = message.runner_pid
+                    label = _node_label(flight.node)
+                    board.update(unit.key, node=label, state=ArmState.PREFLIGHT)
+                elif isinstance(message, Progress):
+                    board.update(
+                        unit.key,
+                        state=ArmState.of(message.state),
+                        note=message.note,
+                        stages=message.stages,
+                    )
+                elif isinstance(message, Result):
+                    error = message.error
+                elif isinstance(message, FileList):
                     incoming = Incoming(Path(unit.request.root), flight.target.name, self.max_bytes)
                     incoming.feed(item)
-                    board.update(unit.key, state="transferring")
-                elif kind == "file":
+                    board.update(unit.key, state=ArmState.TRANSFERRING)
+                elif isinstance(message, FileHeader):
                     if incoming is None:
                         raise EvidenceError(f"{unit.key}: a file before the file list")
                     incoming.feed(item)
-                elif kind == "end" and incoming is not None:
+                elif isinstance(message, End) and incoming is not None:
                     node = dict(flight.node or {})
                     verdict = incoming.commit(flight.target, node, flight.origin or "")
                     incoming = None
@@ -555,6 +554,13 @@ class RayExecutor:
             if incoming is not None:
                 incoming.discard()
         return verdict, error
+
+
+def _message(key: str, item: dict[str, Any]) -> Message:
+    try:
+        return message_from_dict(item)
+    except ValueError as exc:
+        raise EvidenceError(f"{key}: {exc}") from None
 
 
 def _node_label(node: Mapping[str, Any]) -> str:

@@ -38,6 +38,7 @@ from skgate.evidence import files
 from skgate.evidence.digest import sha256_file
 from skgate.evidence.load import load_control, load_stages
 from skgate.model.errors import EvidenceError
+from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
 from skgate.model.stages import Stages
 from skgate.preflight.kernel_meta import KernelMetaObject, from_controls, stale_kernel_meta
@@ -96,16 +97,16 @@ class ReachFinding:
     clear_en: str
     clear_zh: str
 
-    def text(self, lang: str = "en") -> str:
-        if lang == "zh":
+    def text(self, lang: Lang = Lang.EN) -> str:
+        if lang is Lang.ZH:
             return f"{NOT_REACHED_ZH}：{self.zh}；{self.clear_zh}"
         return f"{NOT_REACHED}: {self.en}; {self.clear_en}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "check": self.check.value,
-            "en": self.text("en"),
-            "zh": self.text("zh"),
+            "en": self.text(Lang.EN),
+            "zh": self.text(Lang.ZH),
             "clear": self.clear_en,
             "clear_zh": self.clear_zh,
         }

@@ -21,10 +21,24 @@ Times are seconds from the attempt's start (``created``, else ``launched``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skgate.model.events import (
+    Event,
+    Finished,
+    ForeignWait,
+    ForeignWaitEnd,
+    Launched,
+    LeaderExited,
+    Observation,
+    Reaped,
+    SignalReceived,
+    SignalSent,
+    Timeout,
+)
+from skgate.model.phrases import Lang
 from skgate.model.records import Ownership, ProcessRecord
 from skgate.verdict.classify import signal_name
 from skgate.verdict.words import SIGNAL_REASONS_ZH
@@ -110,9 +124,9 @@ def _num(value: Any) -> float | None:
     return float(value)
 
 
-def _t0(events: Sequence[Mapping[str, Any]], ownership: Ownership | None) -> float | None:
+def _t0(events: Sequence[Event], ownership: Ownership | None) -> float | None:
     for e in events:
-        t = _num(e.get("t"))
+        t = _num(e.t)
         if t is not None:
             return t
     if ownership is not None and ownership.owned:
@@ -125,11 +139,11 @@ def _shown_name(p: ProcessRecord, role: str) -> str:
     return role if role in ("op_compiler", "opc") else p.name
 
 
-def _ended(p: ProcessRecord, lang: str) -> str:
+def _ended(p: ProcessRecord, lang: Lang) -> str:
     if p.exit_signal is not None:
         return signal_name(p.exit_signal)
     if p.exit_status is not None:
-        return f"{'退出码' if lang == 'zh' else 'exit'} {p.exit_status}"
+        return f"{'退出码' if lang is Lang.ZH else 'exit'} {p.exit_status}"
     return ""
 
 
@@ -221,24 +235,22 @@ def _slices(intervals: Sequence[tuple[float, float]], t_end: float) -> tuple[int
     return tuple(counts)
 
 
-def _foreign_spans(events: Sequence[Mapping[str, Any]], t0: float, lang: str) -> list[Span]:
+def _foreign_spans(events: Sequence[Event], t0: float, lang: Lang) -> list[Span]:
     """Waits for compilers this attempt does not own (``foreign_wait`` .. ``_end``, C4)."""
     spans: list[Span] = []
     start: float | None = None
     what = ""
     for e in events:
-        name = e.get("event")
-        t = _num(e.get("t"))
-        if t is None or name not in ("foreign_wait", "foreign_wait_end"):
+        t = _num(e.t)
+        if t is None or not isinstance(e, (ForeignWait, ForeignWaitEnd)):
             continue
-        if name == "foreign_wait":
+        if isinstance(e, ForeignWait):
             start = t - t0
-            procs = e.get("blockers")
-            pids = [str(p.get("pid")) for p in procs if isinstance(p, dict)] if procs else []
+            pids = [str(p.get("pid")) for p in e.blockers if isinstance(p, dict)]
             shown = ", ".join(pids[:5]) + (" ..." if len(pids) > 5 else "")
             what = (
                 f"等待外部编译进程（pid {shown}），从未触碰（C4）"
-                if lang == "zh"
+                if lang is Lang.ZH
                 else f"waited for foreign compilers (pid {shown}), never touched (C4)"
             )
         elif start is not None:
@@ -246,20 +258,18 @@ def _foreign_spans(events: Sequence[Mapping[str, Any]], t0: float, lang: str) ->
             start = None
     if start is not None:
         # No end recorded (the runner died waiting): the wait lasts to the last record.
-        ends = [_num(e.get("t")) for e in events]
+        ends = [_num(e.t) for e in events]
         last = max((t for t in ends if t is not None), default=t0 + start)
         spans.append(Span(start, last - t0, what))
     return spans
 
 
-def _mark_label(e: Mapping[str, Any], lang: str) -> str | None:
-    name = e.get("event")
-    sig = e.get("signal")
-    sname = str(e.get("name") or (signal_name(sig) if isinstance(sig, int) else "?"))
-    zh = lang == "zh"
-    if name == "signal_sent":
-        reason = e.get("reason")
-        target = e.get("target")
+def _mark_label(e: Event, lang: Lang) -> str | None:
+    zh = lang is Lang.ZH
+    if isinstance(e, SignalSent):
+        sname = e.name or (signal_name(e.signal) if e.signal is not None else "?")
+        reason = e.reason
+        target = e.target
         by = "运行器" if zh else "runner"
         shown = str(target)
         if zh and shown.startswith("process group "):
@@ -270,31 +280,31 @@ def _mark_label(e: Mapping[str, Any], lang: str) -> str | None:
         else:
             why = f" ({reason})" if reason else ""
         return f"{sname}: {by}{to}{why}"
-    if name == "signal_received":
-        sender = e.get("sender_pid") or e.get("sender")
+    if isinstance(e, SignalReceived):
+        sname = e.name or (signal_name(e.signal) if e.signal is not None else "?")
+        sender = e.sender_pid
         who = f"pid {sender}" if sender is not None else ("外部" if zh else "outside")
         return f"{sname} ← {who}" if not zh else f"{sname} ← {who}（外部信号）"
-    if name == "timeout":
+    if isinstance(e, Timeout):
         return "冻结超时触发" if zh else "frozen timeout fired"
-    if name == "leader_exited":
-        if e.get("exit_signal") is not None:
-            s = e["exit_signal"]
-            end = signal_name(s) if isinstance(s, int) else str(s)
+    if isinstance(e, LeaderExited):
+        if e.exit_signal is not None:
+            end = signal_name(e.exit_signal)
         else:
-            end = f"{'退出码' if zh else 'exit'} {e.get('exit_status')}"
+            end = f"{'退出码' if zh else 'exit'} {e.exit_status}"
         return f"{'顶层进程结束' if zh else 'leader ended'}: {end}"
     return None
 
 
 def chart_of(
-    events: Sequence[Mapping[str, Any]],
+    events: Sequence[Event],
     ownership: Ownership | None,
     *,
     frozen_jobs: int | None,
     effective_jobs: Sequence[int] = (),
     census_final: bool = False,
     now: float | None = None,
-    lang: str = "en",
+    lang: Lang = Lang.EN,
 ) -> Chart | None:
     """The attempt over time, or None when there is nothing with a time to draw."""
     t0 = _t0(events, ownership)
@@ -309,21 +319,20 @@ def chart_of(
     census: list[tuple[float, int, int, int]] = []
     finished = False
     for e in events:
-        t = _num(e.get("t"))
+        t = _num(e.t)
         if t is None:
             continue
         rel = t - t0
         last_t = max(last_t, rel)
-        name = e.get("event")
-        if name == "launched":
+        if isinstance(e, Launched):
             launched = rel
-            timeout, grace = _num(e.get("timeout")), _num(e.get("grace"))
-            dw = _num(e.get("deadline_wall"))
+            timeout, grace = _num(e.timeout), _num(e.grace)
+            dw = _num(e.deadline_wall)
             deadline = dw - t0 if dw is not None else (rel + timeout if timeout else None)
-        elif name in ("reaped", "leader_exited") and isinstance(e.get("pid"), int):
-            reaped_at[int(e["pid"])] = rel
-        elif name == "observation" and isinstance(e.get("counts"), dict):
-            c = e["counts"]
+        elif isinstance(e, (Reaped, LeaderExited)) and e.pid is not None:
+            reaped_at[e.pid] = rel
+        elif isinstance(e, Observation) and e.counts is not None:
+            c = e.counts
             census.append(
                 (
                     rel,
@@ -332,15 +341,15 @@ def chart_of(
                     int(c.get("run_packages", 0)),
                 )
             )
-        elif name == "finished":
+        elif isinstance(e, Finished):
             finished = True
         label = _mark_label(e, lang)
         if label is not None:
-            marks.append(Mark(rel, str(name), label))
+            marks.append(Mark(rel, e.event_name, label))
     if leader_pid is not None and launched is not None:
         for e in events:
-            if e.get("event") == "leader_exited" and not isinstance(e.get("pid"), int):
-                t = _num(e.get("t"))
+            if isinstance(e, LeaderExited) and e.pid is None:
+                t = _num(e.t)
                 if t is not None:
                     reaped_at[leader_pid] = t - t0
     for p in procs:
@@ -387,11 +396,11 @@ def chart_of(
             where = f"{owner.name} {parent}" if owner else f"ppid {parent}"
             label = (
                 f"{len(members)} 个子进程（{where}）"
-                if lang == "zh"
+                if lang is Lang.ZH
                 else f"{len(members)} children of {where}"
             )
             kinds = {roles[p.pid] for p in members}
-            kind = kinds.pop() if len(kinds) == 1 else ("进程" if lang == "zh" else "processes")
+            kind = kinds.pop() if len(kinds) == 1 else ("进程" if lang is Lang.ZH else "processes")
             short = f"{len(members)} × {kind}"
             slices = _slices([span(p)[:2] for p in members], t_end)
             strips.append(Strip(label, short, len(members), slices))

@@ -19,7 +19,23 @@ from typing import Any
 from skgate import __version__
 from skgate.evidence.load import health_statement
 from skgate.model.errors import UsageError
-from skgate.model.phrases import C7
+from skgate.model.events import (
+    Blocked,
+    Event,
+    Finished,
+    ForeignWait,
+    ForeignWaitEnd,
+    Launched,
+    LeaderExited,
+    Observation,
+    Preflight,
+    PreflightStep,
+    Reaped,
+    SignalReceived,
+    SignalSent,
+    TreeEnded,
+)
+from skgate.model.phrases import C7, LANGS, Lang
 from skgate.model.records import Census, State, Verdict
 from skgate.report import rows
 from skgate.report.load import AttemptEvidence, Report
@@ -36,7 +52,6 @@ from skgate.verdict.words import (
 
 SCHEMA_REPORT = "skgate.report/1"
 
-LANGS = ("en", "zh")
 
 FORMATS = ("md", "json", "html")
 
@@ -60,10 +75,10 @@ def is_clean_retry_result(ev: AttemptEvidence) -> bool:
     )
 
 
-def headline(ev: AttemptEvidence, lang: str) -> str:
+def headline(ev: AttemptEvidence, lang: Lang) -> str:
     words = state_words(ev.verdict, lang)
     if is_clean_retry_result(ev):
-        sep = "：" if lang == "zh" else ": "
+        sep = "：" if lang is Lang.ZH else ": "
         return f"{C7['clean_retry'][lang]}{sep}{words}"
     return words
 
@@ -75,13 +90,13 @@ def fmt_time(t: float | None) -> str:
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 10000:02d}Z"
 
 
-def _counts_text(counts: Any, lang: str) -> str:
+def _counts_text(counts: Any, lang: Lang) -> str:
     if not isinstance(counts, dict):
         return ""
     err = counts.get("error_logs", 0)
     succ = counts.get("succ_logs", 0)
     run = counts.get("run_packages", 0)
-    if lang == "zh":
+    if lang is Lang.ZH:
         return f"error 命名文件 {err}（暂时性）、succ 日志 {succ}、.run 包 {run}"
     return f"error-named files {err} (provisional), succ logs {succ}, .run {run}"
 
@@ -90,121 +105,116 @@ def _sig(value: Any) -> str:
     return signal_name(value) if isinstance(value, int) else str(value)
 
 
-def _secs(value: Any, lang: str) -> str:
+def _secs(value: Any, lang: Lang) -> str:
     return duration(float(value), lang) if isinstance(value, (int, float)) else "?"
 
 
-def _event_detail(e: Mapping[str, Any], lang: str) -> str:
-    zh = lang == "zh"
-    name = e.get("event")
-    if name == "launched":
-        t, g = _secs(e.get("timeout"), lang), _secs(e.get("grace"), lang)
-        ids = f"pid {e.get('pid')}, pgid {e.get('pgid')}, sid {e.get('sid')}"
+def _event_detail(e: Event, lang: Lang) -> str:
+    zh = lang is Lang.ZH
+    if isinstance(e, Launched):
+        t, g = _secs(e.timeout, lang), _secs(e.grace, lang)
+        ids = f"pid {e.pid}, pgid {e.pgid}, sid {e.sid}"
         if zh:
             return f"{ids}，超时 {t}，宽限期 {g}"
         return f"{ids}, timeout {t}, grace {g}"
-    if name == "observation":
-        alive = e.get("owned_alive")
+    if isinstance(e, Observation):
+        alive = e.owned_alive
         label = "自有存活进程" if zh else "owned alive"
-        return f"{label} {alive}; {_counts_text(e.get('counts'), lang)}"
-    if name in ("signal_sent", "signal_received"):
-        sig = e.get("signal")
-        sname = e.get("name") or (signal_name(sig) if isinstance(sig, int) else "?")
+        counts = dict(e.counts) if e.counts is not None else None
+        return f"{label} {alive}; {_counts_text(counts, lang)}"
+    if isinstance(e, (SignalSent, SignalReceived)):
+        sig = e.signal
+        sname = e.name or (signal_name(sig) if sig is not None else "?")
         extra = []
-        target = e.get("target")
+        target = e.target if isinstance(e, SignalSent) else None
         if target is not None:
             shown = str(target)
             if zh and shown.startswith("process group "):
                 shown = "进程组 " + shown.removeprefix("process group ")
             extra.append(f"{'目标' if zh else 'target'} {shown}")
-        reason = e.get("reason")
+        reason = e.reason if isinstance(e, SignalSent) else None
         if reason:
             said = SIGNAL_REASONS_ZH.get(str(reason), str(reason)) if zh else str(reason)
             extra.append(f"{'原因' if zh else 'reason'} {said}")
         sep = "，" if zh else ", "
         return f"{sname}" + (f" ({sep.join(extra)})" if extra else "")
-    if name in ("leader_exited", "reaped"):
-        pid = f"pid {e['pid']}, " if e.get("pid") is not None else ""
-        if e.get("exit_signal") is not None:
-            return f"{pid}{'信号' if zh else 'signal'} {_sig(e['exit_signal'])}"
-        return f"{pid}{phrase('exit_status', lang)} {e.get('exit_status')}"
-    if name == "tree_ended":
-        return f"{'仍存活的脱离进程' if zh else 'escaped alive'} {e.get('escaped_alive', 0)}"
-    if name in ("foreign_wait", "foreign_wait_end"):
+    if isinstance(e, (LeaderExited, Reaped)):
+        pid = f"pid {e.pid}, " if e.pid is not None else ""
+        if e.exit_signal is not None:
+            return f"{pid}{'信号' if zh else 'signal'} {_sig(e.exit_signal)}"
+        return f"{pid}{phrase('exit_status', lang)} {e.exit_status}"
+    if isinstance(e, TreeEnded):
+        return f"{'仍存活的脱离进程' if zh else 'escaped alive'} {e.escaped_alive}"
+    if isinstance(e, (ForeignWait, ForeignWaitEnd)):
         return _wait_detail(e, lang)
-    if name == "preflight" and e.get("step") == "lease_wait":
-        who = e.get("holder")
+    if isinstance(e, Preflight) and e.step_kind is PreflightStep.LEASE_WAIT:
+        who = e.details.get("holder")
         holder = who.get("pid") if isinstance(who, dict) else None
-        if lang == "zh":
-            return f"设备 {e.get('device')}，持有者 pid {holder}"
-        return f"device {e.get('device')}, held by pid {holder}"
-    if name == "preflight" and e.get("step") == "lease_acquired":
-        waited = e.get("waited_s")
+        if lang is Lang.ZH:
+            return f"设备 {e.details.get('device')}，持有者 pid {holder}"
+        return f"device {e.details.get('device')}, held by pid {holder}"
+    if isinstance(e, Preflight) and e.step_kind is PreflightStep.LEASE_ACQUIRED:
+        waited = e.details.get("waited_s")
         secs = f"{waited:.1f}" if isinstance(waited, (int, float)) else "?"
-        return f"等待 {secs} 秒" if lang == "zh" else f"after {secs} s"
-    if name == "finished":
+        return f"等待 {secs} 秒" if lang is Lang.ZH else f"after {secs} s"
+    if isinstance(e, Finished):
         cause = ""
-        if e.get("cause"):
-            cause = f"，{phrase('cause', lang)} {e['cause']}" if zh else f", cause {e['cause']}"
-        return f"{phrase('state', lang)} {e.get('state')}{cause}"
-    if name == "blocked":
-        return str(e.get("reason") or e.get("reasons") or "")
+        if e.cause:
+            cause = f"，{phrase('cause', lang)} {e.cause}" if zh else f", cause {e.cause}"
+        state = e.state.value if e.state is not None else None
+        return f"{phrase('state', lang)} {state}{cause}"
+    if isinstance(e, Blocked):
+        return str(list(e.reasons) or "")
     return ""
 
 
-def _wait_detail(e: Mapping[str, Any], lang: str) -> str:
+def _wait_detail(e: ForeignWait | ForeignWaitEnd, lang: Lang) -> str:
     """A foreign-compiler wait: its blockers (pid, name) and, at its end, duration and
     outcome (C4: they are waited for, never signalled)."""
-    blockers = e.get("blockers")
-    shown = (
-        ", ".join(f"{b.get('name')}[{b.get('pid')}]" for b in blockers if isinstance(b, dict))
-        if isinstance(blockers, list)
-        else ""
-    )
-    if e.get("event") == "foreign_wait":
-        timeout = e.get("timeout")
-        if lang == "zh":
+    shown = ", ".join(f"{b.get('name')}[{b.get('pid')}]" for b in e.blockers if isinstance(b, dict))
+    if isinstance(e, ForeignWait):
+        timeout = e.timeout
+        if lang is Lang.ZH:
             return f"阻塞进程：{shown}；最多等待 {timeout} 秒"
         return f"blockers: {shown}; waiting at most {timeout} s"
-    waited = e.get("waited_s")
+    waited = e.waited_s
     secs = f"{waited:.1f}" if isinstance(waited, (int, float)) else "?"
-    cleared = e.get("outcome") == "cleared"
-    if lang == "zh":
+    cleared = e.outcome == "cleared"
+    if lang is Lang.ZH:
         how = "外部编译进程已全部结束" if cleared else "仍有外部编译进程，超时未启动"
         return f"等待 {secs} 秒，{how}；阻塞进程：{shown}"
     how = "every blocker ended on its own" if cleared else "timed out, blockers still alive"
     return f"waited {secs} s, {how}; blockers: {shown}"
 
 
-def _label_key(e: Mapping[str, Any]) -> str:
+def _label_key(e: Event) -> str:
     """Preflight steps with words of their own (a lease wait) are labelled by the step,
     so two different steps never read as two identical "preflight checked" lines."""
-    name = str(e.get("event"))
-    step = e.get("step")
-    return str(step) if name == "preflight" and step in EVENT_WORDS else name
+    step = e.step if isinstance(e, Preflight) else None
+    return step if step is not None and step in EVENT_WORDS else e.event_name
 
 
-def timeline(events: Sequence[Mapping[str, Any]], lang: str) -> list[dict[str, Any]]:
+def timeline(events: Sequence[Event], lang: Lang) -> list[dict[str, Any]]:
     """Launch, observations (first, last, count), signals, exits, in journal order."""
-    launched = next((e for e in events if e.get("event") == "launched"), None)
-    t0 = launched.get("t") if launched else (events[0].get("t") if events else None)
-    observations = [e for e in events if e.get("event") == "observation"]
-    reaped = [e for e in events if e.get("event") == "reaped"]
+    launched = next((e for e in events if isinstance(e, Launched)), None)
+    t0 = launched.t if launched else (events[0].t if events else None)
+    observations = [e for e in events if isinstance(e, Observation)]
+    reaped = [e for e in events if isinstance(e, Reaped)]
     out: list[dict[str, Any]] = []
     for e in events:
-        name = str(e.get("event"))
-        if name == "observation" and e is not observations[0] and e is not observations[-1]:
+        name = e.event_name
+        if isinstance(e, Observation) and e is not observations[0] and e is not observations[-1]:
             continue
-        if name == "reaped" and len(reaped) > 3 and e is not reaped[-1]:
+        if isinstance(e, Reaped) and len(reaped) > 3 and e is not reaped[-1]:
             continue
         detail = _event_detail(e, lang)
-        if name == "observation" and len(observations) > 2 and e is observations[-1]:
+        if isinstance(e, Observation) and len(observations) > 2 and e is observations[-1]:
             n = len(observations)
-            detail += f" ({n} 次观察)" if lang == "zh" else f" ({n} observations in all)"
-        if name == "reaped" and len(reaped) > 3:
+            detail += f" ({n} 次观察)" if lang is Lang.ZH else f" ({n} observations in all)"
+        if isinstance(e, Reaped) and len(reaped) > 3:
             n = len(reaped)
-            detail += f" (共 {n} 个)" if lang == "zh" else f" ({n} reaped in all)"
-        t = e.get("t")
+            detail += f" (共 {n} 个)" if lang is Lang.ZH else f" ({n} reaped in all)"
+        t = e.t
         tv = float(t) if isinstance(t, (int, float)) else None
         out.append(
             {
@@ -222,7 +232,7 @@ def timeline(events: Sequence[Mapping[str, Any]], lang: str) -> list[dict[str, A
 
 def attempt_json(
     ev: AttemptEvidence,
-    lang: str,
+    lang: Lang,
     retry_of_attempt: str | None = None,
     retried_by: Sequence[str] = (),
 ) -> dict[str, Any]:
@@ -235,7 +245,7 @@ def attempt_json(
         "path": str(ev.path),
         "state": v.state.value,
         "cause": v.cause.value if v.cause else None,
-        "words": {lg: state_words(v, lg) for lg in LANGS},
+        "words": {lg.value: state_words(v, lg) for lg in Lang},
         "headline": headline(ev, lang),
         "clean_retry_result": is_clean_retry_result(ev),
         "retry_of": ev.request.retry_of if ev.request else None,
@@ -298,7 +308,7 @@ def matrix_rows(matrix: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {"rows": rows, "conclusion": [str(x) for x in lines or []]}
 
 
-def report_json(report: Report, lang: str = "en") -> dict[str, Any]:
+def report_json(report: Report, lang: Lang = Lang.EN) -> dict[str, Any]:
     check_lang(lang)
     return {
         "schema": SCHEMA_REPORT,
@@ -325,6 +335,15 @@ def report_health(report: Report) -> str | None:
     return health_statement(Path(report.target))
 
 
-def check_lang(lang: str) -> None:
-    if lang not in LANGS:
-        raise UsageError(f"unknown language {lang!r}; use one of: {', '.join(LANGS)}")
+def parse_lang(text: str) -> Lang:
+    """``text`` as a :class:`Lang` (the edge: a CLI option, an MCP argument); bad input is
+    a one-line UsageError (exit 2)."""
+    try:
+        return Lang(text)
+    except ValueError:
+        raise UsageError(f"unknown language {text!r}; use one of: {', '.join(LANGS)}") from None
+
+
+def check_lang(lang: Lang) -> None:
+    """A caller of the Python API may still hand a string: refuse what is no language."""
+    parse_lang(lang)

@@ -26,7 +26,7 @@ from typing import Any
 from skgate import __version__
 from skgate.model.installed import WORDS as INSTALLED_WORDS
 from skgate.model.installed import report_lines as installed_lines
-from skgate.model.phrases import C7
+from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
 from skgate.model.request import frozen_jobs
 from skgate.report import chart as chart_mod
@@ -175,7 +175,7 @@ _HTML_TEXT: Mapping[str, Mapping[str, str]] = {
 }
 
 
-def _h(key: str, lang: str) -> str:
+def _h(key: str, lang: Lang) -> str:
     return _HTML_TEXT[key][lang]
 
 
@@ -213,7 +213,7 @@ def band_tone(v: Verdict) -> str:
     return TONES.get(kind_of(v), f"t-{v.state.value}")
 
 
-def _verdict_band(a: Mapping[str, Any], ev: load.AttemptEvidence, lang: str) -> str:
+def _verdict_band(a: Mapping[str, Any], ev: load.AttemptEvidence, lang: Lang) -> str:
     v = ev.verdict
     words = phrase("verdict", lang) + say.colon(lang) + a["headline"]
     tone = band_tone(v)
@@ -225,7 +225,7 @@ def _verdict_band(a: Mapping[str, Any], ev: load.AttemptEvidence, lang: str) -> 
     )
 
 
-def _reasons(a: Mapping[str, Any], lang: str) -> str:
+def _reasons(a: Mapping[str, Any], lang: Lang) -> str:
     items = a["reasons"] or [phrase("none", lang)]
     out = [f'<h3>{_e(phrase("reasons", lang))}</h3><ul class="reasons">']
     out += [f"<li>{_e(r)}</li>" for r in items]
@@ -237,7 +237,7 @@ def _reasons(a: Mapping[str, Any], lang: str) -> str:
     return "".join(out)
 
 
-def _next(a: Mapping[str, Any], lang: str) -> str:
+def _next(a: Mapping[str, Any], lang: Lang) -> str:
     out = [f'<h3>{_e(phrase("next", lang))}</h3><div class="next">{_prose(a["next_step"])}']
     logs = a["error_logs_to_read"]
     if logs:
@@ -251,9 +251,9 @@ def _next(a: Mapping[str, Any], lang: str) -> str:
     return "".join(out)
 
 
-def _legend(lang: str, provisional: bool) -> str:
+def _legend(lang: Lang, provisional: bool) -> str:
     items = [f'<span><i style="background:{c}"></i>{_e(t[lang])}</span>' for _, c, t in _LEGEND]
-    zh = lang == "zh"
+    zh = lang is Lang.ZH
     items.append(
         '<span><i style="background:#fff;border:2px dashed #b3261e"></i>'
         f"{_e('已脱离进程组（只观察）' if zh else 'escaped the group (watched only)')}</span>"
@@ -282,7 +282,7 @@ def _effective_jobs(ev: load.AttemptEvidence, verdict: Mapping[str, Any]) -> lis
     return [st.args.jobs for st in stages if st.args.jobs is not None]
 
 
-def _pictures(a: Mapping[str, Any], ev: load.AttemptEvidence, lang: str) -> str:
+def _pictures(a: Mapping[str, Any], ev: load.AttemptEvidence, lang: Lang) -> str:
     c = chart_mod.chart_of(
         ev.events,
         ev.ownership,
@@ -307,7 +307,7 @@ def _pictures(a: Mapping[str, Any], ev: load.AttemptEvidence, lang: str) -> str:
     if c.marks:
         out.append(f'<p class="meta">{_e(_h("marks", lang))}:</p><ol class="marks">')
         zero = c.launched or 0.0
-        unit = " 秒" if lang == "zh" else " s"
+        unit = " 秒" if lang is Lang.ZH else " s"
         out += [f"<li>{m.t - zero:+.2f}{unit}: {_e(m.label)}</li>" for m in c.marks]
         out.append("</ol>")
     out.append(f"<h3>{_e(_h('concurrency', lang))}</h3>")
@@ -315,19 +315,24 @@ def _pictures(a: Mapping[str, Any], ev: load.AttemptEvidence, lang: str) -> str:
     return "".join(out)
 
 
-def _events(a: Mapping[str, Any], lang: str) -> str:
+def _events(a: Mapping[str, Any], lang: Lang) -> str:
     rows = []
     for item in a["timeline"]:
         off = item["offset"]
-        rel = f"{off:+.1f}{' 秒' if lang == 'zh' else ' s'}" if isinstance(off, float) else ""
+        rel = f"{off:+.1f}{' 秒' if lang is Lang.ZH else ' s'}" if isinstance(off, float) else ""
         rows.append((_e(facts.fmt_time(item["t"])), _e(rel), _e(item["label"]), _e(item["detail"])))
     if not rows:
         return f"<p>{_e(phrase('no_events', lang))}</p>"
-    head = ["UTC", "Δ", "事件" if lang == "zh" else "event", "详情" if lang == "zh" else "detail"]
+    head = [
+        "UTC",
+        "Δ",
+        "事件" if lang is Lang.ZH else "event",
+        "详情" if lang is Lang.ZH else "detail",
+    ]
     return f"<details><summary>{_e(_h('events', lang))}</summary>{_table(head, rows)}</details>"
 
 
-def _stages(ev: load.AttemptEvidence, lang: str) -> str:
+def _stages(ev: load.AttemptEvidence, lang: Lang) -> str:
     """The stage section of :mod:`skgate.report.stages` (the Markdown's very lines)."""
     frozen = frozen_jobs(ev.control.get("controls"))
     plogs = stage_plogs(ev.stages, ev.ownership, ev.plogs, ev.path)
@@ -336,7 +341,7 @@ def _stages(ev: load.AttemptEvidence, lang: str) -> str:
     return f"<h3>{_e(stage_title(lang))}</h3>" + _nested(items, _prose)
 
 
-def _installed(ev: load.AttemptEvidence, lang: str) -> str:
+def _installed(ev: load.AttemptEvidence, lang: Lang) -> str:
     """The installed static binaries (C8), the Markdown's very lines."""
     lines = installed_lines(ev.installed, lang)
     if not lines:
@@ -360,19 +365,19 @@ def _nested(lines: Sequence[tuple[int, str]], fmt: Callable[[str], str] = _e) ->
     return "".join(out)
 
 
-def _census(ev: load.AttemptEvidence, lang: str) -> str:
+def _census(ev: load.AttemptEvidence, lang: Lang) -> str:
     out = [f"<h3>{_e(say.census_heading(ev, lang))}</h3>", _nested(say.census_lines(ev, lang))]
     return "".join(out)
 
 
-def _summary(a: Mapping[str, Any], lang: str) -> str:
+def _summary(a: Mapping[str, Any], lang: Lang) -> str:
     out = f"<h3>{_e(phrase('summary', lang))}</h3>"
     if not a["summary_lines"]:
         return out + f"<p>{_e(phrase('no_summary', lang))}</p>"
     return out + '<pre class="summary">' + _e("\n".join(a["summary_lines"])) + "</pre>"
 
 
-def _controls(ev: load.AttemptEvidence, a: Mapping[str, Any], lang: str) -> str:
+def _controls(ev: load.AttemptEvidence, a: Mapping[str, Any], lang: Lang) -> str:
     out = [f"<h3>{_e(phrase('controls', lang))}</h3>"]
     out.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in say.request_lines(ev, lang)) + "</ul>")
     rows = [
@@ -390,7 +395,7 @@ def _controls(ev: load.AttemptEvidence, a: Mapping[str, Any], lang: str) -> str:
     return "".join(out)
 
 
-def _ownership(ev: load.AttemptEvidence, lang: str) -> str:
+def _ownership(ev: load.AttemptEvidence, lang: Lang) -> str:
     lines = say.ownership_lines(ev, lang, limit=0)
     out = [f"<h3>{_e(phrase('ownership', lang))}</h3>", _nested(lines)]
     own = ev.ownership
@@ -409,7 +414,7 @@ def _ownership(ev: load.AttemptEvidence, lang: str) -> str:
         if len(own.owned) > MAX_PROCESS_ROWS:
             more = _h("more_rows", lang).format(n=len(own.owned) - MAX_PROCESS_ROWS)
             rows.append(("…", _e(more), "", "", "", ""))
-        zh = lang == "zh"
+        zh = lang is Lang.ZH
         head = ["pid", "名称" if zh else "name", "ppid", "pgid", "结束" if zh else "end", "argv"]
         out.append(
             f"<details><summary>{_e(phrase('ownership', lang))} ({len(own.owned)})</summary>"
@@ -418,14 +423,16 @@ def _ownership(ev: load.AttemptEvidence, lang: str) -> str:
     return "".join(out)
 
 
-def _seal(ev: load.AttemptEvidence, lang: str) -> str:
+def _seal(ev: load.AttemptEvidence, lang: Lang) -> str:
     out = f"<h3>{_e(phrase('seal', lang))}</h3><p>{_e(say.seal_text(ev, lang))}</p>"
     if ev.seal is not None and ev.seal.problems:
         out += "<ul>" + "".join(f"<li>{_e(p)}</li>" for p in ev.seal.problems) + "</ul>"
     return out
 
 
-def _attempt(report: load.Report, ev: load.AttemptEvidence, a: Mapping[str, Any], lang: str) -> str:
+def _attempt(
+    report: load.Report, ev: load.AttemptEvidence, a: Mapping[str, Any], lang: Lang
+) -> str:
     out = [f'<section class="attempt" id="a-{_e(a["attempt"])}">']
     if report.kind == "root":
         out.append(f"<h2>{_e(phrase('title_attempt', lang))} {_e(a['attempt'])}</h2>")
@@ -449,8 +456,8 @@ def _attempt(report: load.Report, ev: load.AttemptEvidence, a: Mapping[str, Any]
     return "".join(out)
 
 
-def _root_table(report: load.Report, data: Mapping[str, Any], lang: str) -> str:
-    zh = lang == "zh"
+def _root_table(report: load.Report, data: Mapping[str, Any], lang: Lang) -> str:
+    zh = lang is Lang.ZH
     head = [
         "尝试" if zh else "attempt",
         phrase("verdict", lang),
@@ -486,7 +493,7 @@ def _root_table(report: load.Report, data: Mapping[str, Any], lang: str) -> str:
     return out + '<div class="card scroll">' + _table(head, rows) + "</div>"
 
 
-def _matrix(data: Mapping[str, Any], lang: str) -> str:
+def _matrix(data: Mapping[str, Any], lang: Lang) -> str:
     m = data.get("matrix")
     if not m:
         return ""
@@ -509,7 +516,7 @@ def _matrix(data: Mapping[str, Any], lang: str) -> str:
     return "".join(out)
 
 
-def render_html(report: load.Report, lang: str = "en") -> str:
+def render_html(report: load.Report, lang: Lang = Lang.EN) -> str:
     """The whole page as one string (UTF-8, no external resource)."""
     data = facts.report_json(report, lang)
     by_id = {a["attempt"]: a for a in data["attempts"]}
@@ -543,7 +550,7 @@ def render_html(report: load.Report, lang: str = "en") -> str:
             )
         body.append(section)
     return _visible(
-        f'<!DOCTYPE html>\n<html lang="{"zh-CN" if lang == "zh" else "en"}">'
+        f'<!DOCTYPE html>\n<html lang="{"zh-CN" if lang is Lang.ZH else "en"}">'
         '<head><meta charset="utf-8">'
         # Nothing may load from anywhere (air-gapped hosts; an attached file never calls
         # home); a violation would show as a console error, which the browser test catches.

@@ -20,14 +20,15 @@ from skgate.evidence.files import (
     SUMMARY,
     VERDICT,
     present,
-    read_events,
 )
 from skgate.evidence.files import read_json as _read_json
 from skgate.evidence.installed import INSTALLED_FILE
+from skgate.evidence.journal import read_journal
 from skgate.evidence.ledger import resolve
 from skgate.evidence.load import archived_verdict, load_stages
 from skgate.evidence.plog import PLOG_INDEX
 from skgate.model.errors import EvidenceError
+from skgate.model.events import Event
 from skgate.model.installed import InstalledBinaries
 from skgate.model.plog import PlogFile, plog_files
 from skgate.model.records import Census, Ownership, Verdict
@@ -57,7 +58,7 @@ class AttemptEvidence:
     control: Mapping[str, Any]
     request: RunRequest | None
     verdict: Verdict
-    events: tuple[Mapping[str, Any], ...]
+    events: tuple[Event, ...]
     ownership: Ownership | None
     census: Census | None
     summary_lines: tuple[str, ...]
@@ -82,7 +83,7 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
         else None
     )
     verdict = verdict_of(path)
-    events = tuple(read_events(path / EVENTS))
+    events = tuple(read_journal(path / EVENTS))
     ownership = None
     if present(path / OWNERSHIP):
         ownership = Ownership.from_dict(_read_json(path / OWNERSHIP), str(path / OWNERSHIP))

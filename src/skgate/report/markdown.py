@@ -21,6 +21,7 @@ from skgate.evidence.load import health_findings
 from skgate.model.errors import UsageError
 from skgate.model.installed import WORDS as INSTALLED_WORDS
 from skgate.model.installed import report_lines as installed_lines
+from skgate.model.phrases import Lang
 from skgate.model.records import State
 from skgate.model.request import frozen_jobs
 from skgate.report import rows
@@ -81,7 +82,7 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
-def _controls(ev: AttemptEvidence, lang: str) -> list[str]:
+def _controls(ev: AttemptEvidence, lang: Lang) -> list[str]:
     table = rows.control_rows(ev.control.get("controls"))
     if not table:
         return []
@@ -90,7 +91,7 @@ def _controls(ev: AttemptEvidence, lang: str) -> list[str]:
     return ["", *_table(head, body)]
 
 
-def _logs(ev: AttemptEvidence, lang: str) -> list[str]:
+def _logs(ev: AttemptEvidence, lang: Lang) -> list[str]:
     logs, total = rows.error_logs_to_read(ev.verdict, ev.census, rows.stage_rows_of(ev.stages))
     if not logs:
         return []
@@ -102,11 +103,11 @@ def _logs(ev: AttemptEvidence, lang: str) -> list[str]:
     return out
 
 
-def _md_census(ev: AttemptEvidence, lang: str, hh: str) -> list[str]:
+def _md_census(ev: AttemptEvidence, lang: Lang, hh: str) -> list[str]:
     return [f"{hh} {census_heading(ev, lang)}", "", *_items(census_lines(ev, lang, backticks)), ""]
 
 
-def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> list[str]:
+def _md_attempt(report: Report, ev: AttemptEvidence, lang: Lang, level: int) -> list[str]:
     h = "#" * level
     hh = "#" * (level + 1)
     v = ev.verdict
@@ -141,7 +142,7 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
         out.append(f"- {phrase('no_events', lang)}")
     for item in tl:
         off = item["offset"]
-        unit = " 秒" if lang == "zh" else " s"
+        unit = " 秒" if lang is Lang.ZH else " s"
         rel = f" ({off:+.1f}{unit})" if isinstance(off, float) else ""
         detail = f"{colon(lang)}{item['detail']}" if item["detail"] else ""
         out.append(f"- {fmt_time(item['t'])}{rel} {item['label']}{detail}")
@@ -179,18 +180,18 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: str, level: int) -> l
     return out
 
 
-def _md_matrix(report: Report, lang: str) -> list[str]:
+def _md_matrix(report: Report, lang: Lang) -> list[str]:
     m = matrix_rows(report.matrix)
     if m is None:
         return []
-    title = "单因素诊断矩阵（C6）" if lang == "zh" else "One-factor-at-a-time diagnosis (C6)"
+    title = "单因素诊断矩阵（C6）" if lang is Lang.ZH else "One-factor-at-a-time diagnosis (C6)"
     keys = ("arm", "change", "verdicts", "outcome", "proves", "does_not_prove")
     out = [f"## {title}", "", *_table(MATRIX_HEAD[lang], [[r[k] for k in keys] for r in m["rows"]])]
     out += ["", *(f"- {line}" for line in m["conclusion"]), ""]
     return out
 
 
-def _md_nodes(report: Report, lang: str) -> list[str]:
+def _md_nodes(report: Report, lang: Lang) -> list[str]:
     """One row per attempt that ran on a cluster node (the ledger's import entries)."""
     by_root: dict[Path, dict[str, dict[str, object]]] = {}
     rows: list[str] = []
@@ -218,7 +219,7 @@ def _md_nodes(report: Report, lang: str) -> list[str]:
     ]
 
 
-def render_markdown(report: Report, lang: str = "en") -> str:
+def render_markdown(report: Report, lang: Lang = Lang.EN) -> str:
     check_lang(lang)
     out: list[str] = []
     if report.kind == "attempt":
@@ -255,7 +256,7 @@ def render_markdown(report: Report, lang: str = "en") -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def render(report: Report, lang: str = "en", fmt: str = "md") -> str:
+def render(report: Report, lang: Lang = Lang.EN, fmt: str = "md") -> str:
     """The report as text in the chosen language and format (md, json or html)."""
     check_lang(lang)
     if fmt == "md":
@@ -268,7 +269,7 @@ def render(report: Report, lang: str = "en", fmt: str = "md") -> str:
 
 
 def render_attempt_markdown(
-    attempt_dir: Path, lang: str = "en", verdict_of: VerdictOf = default_verdict_of
+    attempt_dir: Path, lang: Lang = Lang.EN, verdict_of: VerdictOf = default_verdict_of
 ) -> str:
     """Markdown report of one attempt directory (used by ``skgate demo``)."""
     return render_markdown(build_report(attempt_dir, verdict_of), lang)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from skgate.model.phrases import C7, count
+from skgate.model.phrases import C7, Lang, count
 from skgate.model.records import ProcessRecord, State, Verdict
 from skgate.report.facts import census_label, headline, is_clean_retry_result
 from skgate.report.load import AttemptEvidence, Report
@@ -36,19 +36,19 @@ def backticks(text: str) -> str:
     return f"`{text}`"
 
 
-def yes_no(flag: bool, lang: str) -> str:
+def yes_no(flag: bool, lang: Lang) -> str:
     return phrase("yes" if flag else "no", lang)
 
 
-def colon(lang: str) -> str:
-    return "：" if lang == "zh" else ": "
+def colon(lang: Lang) -> str:
+    return "：" if lang is Lang.ZH else ": "
 
 
-def path_line(ev: AttemptEvidence, lang: str, code: Code = plain) -> str:
+def path_line(ev: AttemptEvidence, lang: Lang, code: Code = plain) -> str:
     return f"{phrase('path', lang)}{colon(lang)}{code(str(ev.path))}"
 
 
-def retry_lines(report: Report, ev: AttemptEvidence, lang: str) -> list[str]:
+def retry_lines(report: Report, ev: AttemptEvidence, lang: Lang) -> list[str]:
     out = []
     parent = report.retry_of.get(ev.attempt)
     if ev.request is not None and ev.request.retry_of:
@@ -61,14 +61,14 @@ def retry_lines(report: Report, ev: AttemptEvidence, lang: str) -> list[str]:
     return out
 
 
-def request_lines(ev: AttemptEvidence, lang: str, code: Code = plain) -> list[str]:
+def request_lines(ev: AttemptEvidence, lang: Lang, code: Code = plain) -> list[str]:
     """The command, where it ran, and the frozen timeout, grace and package mode."""
     r = ev.request
     if r is None:
         return []
     c = colon(lang)
     t, g = duration(r.timeout, lang), duration(r.grace, lang)
-    if lang == "zh":
+    if lang is Lang.ZH:
         limits = f"超时 {t}，宽限期 {g}，包模式 {r.package_mode.value}"
         where = f"工作目录：{code(r.cwd)}；输出目录：{code(r.outputs or '-')}"
     else:
@@ -77,28 +77,28 @@ def request_lines(ev: AttemptEvidence, lang: str, code: Code = plain) -> list[st
     return [f"{phrase('command', lang)}{c}{code(' '.join(r.argv))}", where, limits]
 
 
-def proc_end(p: ProcessRecord, lang: str) -> str:
+def proc_end(p: ProcessRecord, lang: Lang) -> str:
     if p.exit_signal is not None:
-        return f"{'信号' if lang == 'zh' else 'signal'} {signal_name(p.exit_signal)}"
+        return f"{'信号' if lang is Lang.ZH else 'signal'} {signal_name(p.exit_signal)}"
     if p.exit_status is not None:
         return f"{phrase('exit_status', lang)} {p.exit_status}"
     return "-"
 
 
-def proc_text(p: ProcessRecord, lang: str, code: Code = plain) -> str:
+def proc_text(p: ProcessRecord, lang: Lang, code: Code = plain) -> str:
     end = proc_end(p, lang)
     tail = f", {end}" if end != "-" else ""
-    esc = (", 已脱离进程组" if lang == "zh" else ", escaped the group") if p.escaped else ""
-    start = "启动" if lang == "zh" else "start"
+    esc = (", 已脱离进程组" if lang is Lang.ZH else ", escaped the group") if p.escaped else ""
+    start = "启动" if lang is Lang.ZH else "start"
     return f"pid {p.pid} {code(p.name)} ({start} {p.start_ticks}, pgid {p.pgid}{tail}{esc})"
 
 
 def ownership_lines(
-    ev: AttemptEvidence, lang: str, code: Code = plain, limit: int = 20
+    ev: AttemptEvidence, lang: Lang, code: Code = plain, limit: int = 20
 ) -> list[tuple[int, str]]:
     """(indent, text) lines of the manifest; ``limit`` processes listed (0: none)."""
     own = ev.ownership
-    zh = lang == "zh"
+    zh = lang is Lang.ZH
     c = colon(lang)
     if own is None:
         return [(0, phrase("no_ownership", lang))]
@@ -121,19 +121,19 @@ def ownership_lines(
     return out
 
 
-def census_heading(ev: AttemptEvidence, lang: str) -> str:
+def census_heading(ev: AttemptEvidence, lang: Lang) -> str:
     label = census_label(ev.census, ev.verdict)
-    if lang == "zh":
+    if lang is Lang.ZH:
         tag = {"provisional": "暂时性", "final": "最终", "none": ""}[label]
     else:
         tag = label if label != "none" else ""
     return phrase("census", lang) + (f" ({tag})" if tag else "")
 
 
-def census_lines(ev: AttemptEvidence, lang: str, code: Code = plain) -> list[tuple[int, str]]:
+def census_lines(ev: AttemptEvidence, lang: Lang, code: Code = plain) -> list[tuple[int, str]]:
     """(indent, text) lines of the census: provisional unless final (C1, C7)."""
     c = ev.census
-    zh = lang == "zh"
+    zh = lang is Lang.ZH
     label = census_label(c, ev.verdict)
     if c is None:
         return [(0, phrase("no_census", lang))]
@@ -184,16 +184,16 @@ def census_lines(ev: AttemptEvidence, lang: str, code: Code = plain) -> list[tup
     return out
 
 
-def seal_text(ev: AttemptEvidence, lang: str) -> str:
+def seal_text(ev: AttemptEvidence, lang: Lang) -> str:
     status = ev.seal.status if ev.seal else "not_sealed"
     return phrase(f"seal_{status}", lang)
 
 
-def section_label(section: str, lang: str) -> str:
+def section_label(section: str, lang: Lang) -> str:
     return CONTROL_SECTIONS.get(section, {}).get(lang, section)
 
 
-def verdict_facts(v: Verdict, lang: str, code: Code = plain) -> str:
+def verdict_facts(v: Verdict, lang: Lang, code: Code = plain) -> str:
     items = [
         f"{phrase('state', lang)} {code(v.state.value)}",
         f"{phrase('cause', lang)} {code(v.cause.value if v.cause else '-')}",
@@ -202,16 +202,16 @@ def verdict_facts(v: Verdict, lang: str, code: Code = plain) -> str:
     if v.exit_signal is not None:
         items.append(f"{phrase('exit_signal', lang)} {signal_name(v.exit_signal)}")
     items.append(f"{phrase('natural', lang)}{colon(lang)}{yes_no(v.natural_return, lang)}")
-    return ("；" if lang == "zh" else "; ").join(items)
+    return ("；" if lang is Lang.ZH else "; ").join(items)
 
 
-def state_counts(report: Report, lang: str) -> tuple[str, list[tuple[str, str]]]:
+def state_counts(report: Report, lang: Lang) -> tuple[str, list[tuple[str, str]]]:
     """The attempt count and, per state, (state value, "words n") in the C7 words."""
     counts: dict[tuple[State, str], int] = {}
     for a in report.attempts:
         key = (a.verdict.state, count_words(a.verdict, lang))
         counts[key] = counts.get(key, 0) + 1
-    zh = lang == "zh"
+    zh = lang is Lang.ZH
 
     def counted(words: str, k: int) -> str:
         # The count first in English ("2 interrupted: ..."), after the words in Chinese.
@@ -238,10 +238,10 @@ def state_counts(report: Report, lang: str) -> tuple[str, list[tuple[str, str]]]
     return head, parts
 
 
-def counts_line(report: Report, lang: str) -> str:
+def counts_line(report: Report, lang: Lang) -> str:
     """How many attempts ended in each state, in the C7 words (root reports). The state
     words hold colons of their own, so the head is set off by a dash and the parts by
     semicolons: "2 attempts — 1 succeeded; 1 interrupted: top-level ..."."""
     head, parts = state_counts(report, lang)
-    zh = lang == "zh"
+    zh = lang is Lang.ZH
     return head + ("——" if zh else " — ") + ("；" if zh else "; ").join(t for _, t in parts)

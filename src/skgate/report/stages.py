@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from skgate.model.phrases import C7
+from skgate.model.phrases import C7, Lang
 from skgate.model.plog import PlogFile, of_pids
 from skgate.model.records import State, Verdict
 from skgate.model.running import Ownership
@@ -76,11 +76,11 @@ _SOURCES = {
 }
 
 
-def _w(key: str, lang: str) -> str:
+def _w(key: str, lang: Lang) -> str:
     return _WORDS[key][lang]
 
 
-def stage_title(lang: str) -> str:
+def stage_title(lang: Lang) -> str:
     return _w("title", lang)
 
 
@@ -117,7 +117,7 @@ def stage_lines(
     stages: Stages | None,
     verdict: Verdict,
     frozen_jobs: int | None,
-    lang: str,
+    lang: Lang,
     plogs: Mapping[int, tuple[str, ...]] | None = None,
 ) -> list[str]:
     """The section's lines (a heading is added by the caller's level); ``plogs``: the
@@ -125,8 +125,8 @@ def stage_lines(
     out: list[str] = []
     source = verdict.summary_source
     shown = _SOURCES[source][lang] if source in _SOURCES else _w("no_source", lang)
-    sep = "，" if lang == "zh" else ", "
-    colon = "：" if lang == "zh" else ": "
+    sep = "，" if lang is Lang.ZH else ", "
+    colon = "：" if lang is Lang.ZH else ": "
     out.append(f"- {_w('source', lang)}{colon}{shown}")
     if verdict.compiled is False:
         out.append(f"- {_w('cache', lang)}")
@@ -169,8 +169,8 @@ def stage_lines(
                 if final:
                     label = C7["final_failure"][lang]
                 else:
-                    label = C7["provisional"][lang] + ("（C1）" if lang == "zh" else " (C1)")
-                semi = "；" if lang == "zh" else "; "
+                    label = C7["provisional"][lang] + ("（C1）" if lang is Lang.ZH else " (C1)")
+                semi = "；" if lang is Lang.ZH else "; "
                 out.append(f"  - {r.name}{colon}{label}{semi}{_w('read_next', lang)} `{r.logs[0]}`")
             if len(failed) > MAX_LISTED:
                 out.append(f"  - ... {len(failed) - MAX_LISTED}")
@@ -182,7 +182,9 @@ def stage_lines(
             agree = all(j == frozen_jobs for j in jobs_used)
             state = _w("in_effect" if agree else "not_in_effect", lang)
             frozen = f"{_w('frozen', lang)} NPU_STATIC_KERNEL_COMPILE_JOBS={frozen_jobs}"
-            line += f"（{frozen}）{colon}{state}" if lang == "zh" else f" ({frozen}){colon}{state}"
+            line += (
+                f"（{frozen}）{colon}{state}" if lang is Lang.ZH else f" ({frozen}){colon}{state}"
+            )
         out.append(line)
     for st in stages.stages if stages is not None else ():
         if st.original_argv is not None:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 from html import escape
 
-from skgate.model.phrases import C7
+from skgate.model.phrases import C7, Lang
 from skgate.report.chart import Bar, Chart, Strip
 from skgate.verdict.words import duration
 
@@ -118,7 +118,7 @@ def frame_of(c: Chart) -> Frame:
     return Frame(lo, hi)
 
 
-def _axis(f: Frame, zero: float, y: float, height: float, lang: str) -> list[str]:
+def _axis(f: Frame, zero: float, y: float, height: float, lang: Lang) -> list[str]:
     """Ticks in seconds from ``zero`` (the launch when there is one)."""
     out = []
     step = _step(f.hi - f.lo)
@@ -133,8 +133,8 @@ def _axis(f: Frame, zero: float, y: float, height: float, lang: str) -> list[str
     return out
 
 
-def _deadline(c: Chart, f: Frame, top: float, bottom: float, lang: str) -> list[str]:
-    zh = lang == "zh"
+def _deadline(c: Chart, f: Frame, top: float, bottom: float, lang: Lang) -> list[str]:
+    zh = lang is Lang.ZH
     out: list[str] = []
     if c.deadline is None:
         return out
@@ -210,8 +210,8 @@ def _lane_rect(cls: str, a: float, b: float, y: float, title: str, **extra: floa
     return el("rect", attrs, title=title)
 
 
-def _bar(bar: Bar, fr: Frame, zero: float, y: float, lang: str) -> list[str]:
-    zh = lang == "zh"
+def _bar(bar: Bar, fr: Frame, zero: float, y: float, lang: Lang) -> list[str]:
+    zh = lang is Lang.ZH
     a, b = fr.x(bar.start), fr.x(bar.end)
     name = bar.label if len(bar.label) <= 22 else bar.label[:21] + "…"
     out = [_label(LEFT - 8, y + 12, name)]
@@ -290,11 +290,13 @@ def end_frame(c: Chart) -> Frame | None:
     return Frame(max(start, c.deadline - lead), c.t_end + max(tail * 0.05, 0.2))
 
 
-def timeline_svg(c: Chart, lang: str, frame: Frame | None = None, zero: float | None = None) -> str:
+def timeline_svg(
+    c: Chart, lang: Lang, frame: Frame | None = None, zero: float | None = None
+) -> str:
     """Processes as bars (and density strips), foreign waits, census, signals, deadline.
 
     Ticks count from ``zero`` (default: the launch)."""
-    zh = lang == "zh"
+    zh = lang is Lang.ZH
     fr = frame or frame_of(c)
     zero = (c.launched or 0.0) if zero is None else zero
     y = AXIS + 30.0
@@ -348,8 +350,8 @@ def _steps(points: list[tuple[float, float]]) -> str:
     return " ".join(out)
 
 
-def _census(c: Chart, fr: Frame, y: float, h: float, lang: str) -> list[str]:
-    zh = lang == "zh"
+def _census(c: Chart, fr: Frame, y: float, h: float, lang: Lang) -> list[str]:
+    zh = lang is Lang.ZH
     top = max(max(e, s, r) for _, e, s, r in c.census) or 1
     out = [el("rect", {"class": "census-bg", "x": LEFT, "y": y, "width": PLOT, "height": h})]
     if c.census_final:
@@ -374,9 +376,9 @@ def _census(c: Chart, fr: Frame, y: float, h: float, lang: str) -> list[str]:
     return out
 
 
-def concurrency_svg(c: Chart, lang: str) -> str:
+def concurrency_svg(c: Chart, lang: Lang) -> str:
     """Owned opc alive over time, against the frozen jobs and the effective -j (C5)."""
-    zh = lang == "zh"
+    zh = lang is Lang.ZH
     fr = frame_of(c)
     h = 150.0
     top = AXIS + 8.0

@@ -13,7 +13,7 @@ import signal
 
 from skgate.model.outcomes import SOURCE_EXIT_STATUS, PackageMode, VerdictFrom
 from skgate.model.phrases import count
-from skgate.model.records import Cause, Evidence, State, Verdict
+from skgate.model.records import Cause, Evidence, RecoveredWhen, State, Verdict
 from skgate.verdict import stages as stage_rules
 from skgate.verdict.coverage import coverage_reason, evidence_extra
 from skgate.verdict.stages import SummaryView
@@ -185,13 +185,15 @@ def _recovered_note(ev: Evidence) -> list[str]:
     if ev.recovered is None:
         return []
     late = {
-        "before launch": "nothing had been launched (no run log exists)",
-        "before natural return": "nobody saw the owned tree end, so its natural return "
-        "cannot be established",
-        "after natural return": "the natural return was recorded; the files the runner had "
-        "not written yet (census, summary) were made at recovery, the census labelled late",
+        RecoveredWhen.BEFORE_LAUNCH: "nothing had been launched (no run log exists)",
+        RecoveredWhen.BEFORE_NATURAL_RETURN: "nobody saw the owned tree end, so its natural "
+        "return cannot be established",
+        RecoveredWhen.AFTER_NATURAL_RETURN: "the natural return was recorded; the files the "
+        "runner had not written yet (census, summary) were made at recovery, the census "
+        "labelled late",
     }[ev.recovered]
-    return [f"C2.5: recovered by 'skgate recover' after the runner died {ev.recovered}: {late}"]
+    when = ev.recovered.value
+    return [f"C2.5: recovered by 'skgate recover' after the runner died {when}: {late}"]
 
 
 _DECLARED = "its exit status is its declared final summary (--verdict-from exit-status)"
@@ -391,7 +393,7 @@ def _classify(ev: Evidence) -> Verdict:
             ),
             ("the launch record ('launched' in events.jsonl)",),
         )
-    if ev.recovered == "before launch" or not ev.launched:
+    if ev.recovered is RecoveredWhen.BEFORE_LAUNCH or not ev.launched:
         return Verdict(
             state=State.NOT_STARTED,
             cause=None,
@@ -401,7 +403,7 @@ def _classify(ev: Evidence) -> Verdict:
                 *ev.not_started_reasons,
             ),
         )
-    if ev.recovered == "before natural return":
+    if ev.recovered is RecoveredWhen.BEFORE_NATURAL_RETURN:
         return _verdict(
             ev,
             State.UNKNOWN,

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 
 from skgate.model.outcomes import SOURCE_EXIT_STATUS
-from skgate.model.phrases import C7
+from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
 from skgate.verdict.words_next import (
     NEXT_STEP,
@@ -113,10 +113,10 @@ def headline(v: Verdict) -> str:
     return HEADLINE[v.state]
 
 
-def state_words(v: Verdict, lang: str) -> str:
+def state_words(v: Verdict, lang: Lang) -> str:
     """How a report names this verdict (:data:`WORDS`, refined by :func:`kind_of`)."""
     kind = kind_of(v)
-    zh = lang == "zh"
+    zh = lang is Lang.ZH
     status = v.exit_status
     if kind is Kind.DECLARED:
         if v.state is State.SUCCEEDED:
@@ -168,7 +168,7 @@ COUNT_WORDS: Mapping[tuple[State, Kind], Mapping[str, str]] = {
 }
 
 
-def count_words(v: Verdict, lang: str) -> str:
+def count_words(v: Verdict, lang: Lang) -> str:
     """The words of one group in a count of attempts (kind-aware, no exit status)."""
     # A success without compiling is counted with the successes, and said apart beside
     # them ("2 succeeded (1 of them without a compile)", report.sentences).
@@ -315,7 +315,7 @@ EVENT_WORDS: Mapping[str, Mapping[str, str]] = {
 }
 
 
-def phrase(key: str, lang: str) -> str:
+def phrase(key: str, lang: Lang) -> str:
     return TEXT[key][lang]
 
 
@@ -440,10 +440,10 @@ def missing_zh(item: str) -> str | None:
     return _MISSING_ZH.get(item) or STAGE_MISSING_ZH.get(item)
 
 
-def in_language(text: str, lang: str, kind: str = "reason") -> str:
+def in_language(text: str, lang: Lang, kind: str = "reason") -> str:
     """A reason (or missing item) in the report's language; the original when no
     translation exists (preflight's free-form reasons), marked as such in Chinese."""
-    if lang != "zh":
+    if lang is not Lang.ZH:
         return text
     zh = reason_zh(text) if kind == "reason" else missing_zh(text)
     return zh if zh is not None else f"{text}（原文）"
@@ -458,14 +458,14 @@ _UNITS = {
 }
 
 
-def duration(seconds: float, lang: str = "en") -> str:
+def duration(seconds: float, lang: Lang = Lang.EN) -> str:
     """A duration as a person reads it: "45 s", "12 min", "2 h", "3.5 d", "over a year".
 
     A timeout of 1e30 s (how "never" is often spelt) reads "over a year" rather than a
     float in exponent form; anything up to a year reads in the largest unit that keeps it
     short.
     """
-    zh = lang == "zh"
+    zh = lang is Lang.ZH
     if math.isnan(seconds) or seconds >= 365 * 86400:
         return "超过一年" if zh else "over a year"
     s_, m_, h_, d_ = _UNITS["zh" if zh else "en"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from skgate.model.phrases import Lang
 from skgate.model.records import State
 
 NEXT_STEP: Mapping[State, Mapping[str, str]] = {
@@ -79,6 +80,6 @@ def uncompiled(state: State, compiled: bool | None) -> bool:
     return state is State.SUCCEEDED and compiled is False
 
 
-def next_step(state: State, compiled: bool | None, lang: str) -> str:
+def next_step(state: State, compiled: bool | None, lang: Lang) -> str:
     """The next step of a report (``{a}`` stands for the attempt's path)."""
     return UNCOMPILED_NEXT[lang] if uncompiled(state, compiled) else NEXT_STEP[state][lang]

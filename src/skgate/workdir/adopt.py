@@ -28,27 +28,34 @@ import time
 from pathlib import Path
 
 from skgate.evidence import files
+from skgate.evidence.journal import iter_journal
 from skgate.evidence.load import load_control
 from skgate.liveness import LiveProcess, Source, probe
 from skgate.model.errors import StillLiveError
+from skgate.model.events import Adopted, AdoptedTreeEnded, Launched, SignalSent, Timeout
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
 from skgate.proc.handle import ProcessHandle
 from skgate.proc.observe import read_stat
 
 
+def _launched(attempt: Path) -> Launched | None:
+    return next((e for e in iter_journal(attempt / files.EVENTS) if isinstance(e, Launched)), None)
+
+
 def _deadline(attempt: Path) -> float | None:
-    for ev in files.iter_events(attempt / files.EVENTS):
-        if ev.get("event") == "launched" and isinstance(ev.get("deadline_wall"), (int, float)):
-            return float(ev["deadline_wall"])
-    return None
+    ev = _launched(attempt)
+    return float(ev.deadline_wall) if ev is not None and ev.deadline_wall is not None else None
 
 
 def _leaf(attempt: Path) -> Path | None:
-    for ev in files.iter_events(attempt / files.EVENTS):
-        cgroup = ev.get("cgroup") if ev.get("event") == "launched" else None
-        if isinstance(cgroup, str) and Path(cgroup).name.startswith(LEAF_PREFIX):
-            return Path(cgroup)
+    ev = _launched(attempt)
+    cgroup = ev.cgroup if ev is not None else None
+    if cgroup is not None and Path(cgroup).name.startswith(LEAF_PREFIX):
+        return Path(cgroup)
     return None
+
+
+ADOPTER = "skgate recover --adopt"
 
 
 class Adoption:
@@ -99,14 +106,15 @@ class Adoption:
         for handle in list(self.handles.values()):
             delivered = handle.send_signal(signum)
             journal.emit(
-                "signal_sent",
-                signal=signum,
-                name=signal.Signals(signum).name,
-                reason=reason,
-                pid=handle.pid,
-                start_ticks=handle.start_ticks,
-                delivered=delivered,
-                by="skgate recover --adopt",
+                SignalSent(
+                    signal=signum,
+                    name=signal.Signals(signum).name,
+                    reason=reason,
+                    delivered=delivered,
+                    pid=handle.pid,
+                    start_ticks=handle.start_ticks,
+                    by=ADOPTER,
+                )
             )
 
     def close(self) -> None:
@@ -135,39 +143,36 @@ def adopt(attempt: Path) -> str:
     journal = files.Journal(attempt / files.EVENTS)
     try:
         journal.emit(
-            "adopted",
-            mono=time.monotonic(),
-            by_pid=os.getpid(),
-            pids=[p.pid for p in live.owned],
-            sources=sorted({p.source.value for p in live.owned}),
-            cgroup=str(adoption.leaf) if adoption.leaf else None,
-            pidfds=all(h.exact for h in adoption.handles.values()),
-            deadline_wall=deadline,
-            grace=request.grace,
-            note=None
-            if adoption.leaf is not None or any(p.source is Source.CGROUP for p in live.owned)
-            else "no cgroup leaf: a process forked after the adoption is not seen",
+            Adopted(
+                mono=time.monotonic(),
+                by_pid=os.getpid(),
+                pids=tuple(p.pid for p in live.owned),
+                sources=tuple(sorted({p.source.value for p in live.owned})),
+                cgroup=str(adoption.leaf) if adoption.leaf else None,
+                pidfds=all(h.exact for h in adoption.handles.values()),
+                deadline_wall=deadline,
+                grace=request.grace,
+                note=None
+                if adoption.leaf is not None or any(p.source is Source.CGROUP for p in live.owned)
+                else "no cgroup leaf: a process forked after the adoption is not seen",
+            )
         )
         adoption.wait(deadline)
         if not adoption.handles:
-            journal.emit("adopted_tree_ended", mono=time.monotonic(), how="natural")
+            journal.emit(AdoptedTreeEnded(mono=time.monotonic(), how="natural"))
             return "natural"
-        journal.emit(
-            "timeout",
-            mono=time.monotonic(),
-            timeout=request.timeout,
-            by="skgate recover --adopt",
-        )
+        journal.emit(Timeout(mono=time.monotonic(), timeout=request.timeout, by=ADOPTER))
         adoption.signal_all(signal.SIGTERM, "timeout", journal)
         adoption.wait(time.time() + request.grace)
         if adoption.handles:
             adoption.signal_all(signal.SIGKILL, "grace expired", journal)
             adoption.wait(time.time() + 5.0)
         journal.emit(
-            "adopted_tree_ended",
-            mono=time.monotonic(),
-            how="deadline",
-            still_alive=[h.pid for h in adoption.handles.values()],
+            AdoptedTreeEnded(
+                mono=time.monotonic(),
+                how="deadline",
+                still_alive=tuple(h.pid for h in adoption.handles.values()),
+            )
         )
         return "deadline"
     finally:

@@ -41,11 +41,13 @@ from skgate import __version__
 from skgate.evidence import files, ledger, seal
 from skgate.evidence.census import take_census
 from skgate.evidence.intent import read_intent
+from skgate.evidence.journal import read_journal
 from skgate.evidence.load import load_control, load_evidence
 from skgate.evidence.logscan import scan_file
 from skgate.liveness import refuse_while_live
 from skgate.model.errors import EvidenceError
-from skgate.model.records import Verdict
+from skgate.model.events import Created, Event, EventKind, Recovered, UnknownEvent
+from skgate.model.records import RecoveredWhen, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight.request import outputs_dir
@@ -73,27 +75,35 @@ class Recovery:
         }
 
 
-def _ledger_entries(root: Path | None, name: str) -> set[str]:
+def _ledger_entries(root: Path | None, name: str) -> set[ledger.LedgerEvent | None]:
     if root is None or not files.present(root / ledger.LEDGER):
         return set()
     return {
-        str(e.get("event"))
+        ledger.entry_kind(e)
         for e in ledger.read_ledger(root)
         if isinstance(e, dict) and e.get("attempt") == name
     }
 
 
-def _events(attempt: Path) -> list[dict[str, Any]]:
-    return files.read_events(attempt / files.EVENTS)
+def _events(attempt: Path) -> list[Event]:
+    return read_journal(attempt / files.EVENTS)
 
 
-def _check_nothing_alive(attempt: Path, events: list[dict[str, Any]]) -> None:
+def _kinds(events: list[Event]) -> set[EventKind]:
+    return {e.KIND for e in events if not isinstance(e, UnknownEvent)}
+
+
+def _created(events: list[Event]) -> Created | None:
+    return next((e for e in events if isinstance(e, Created)), None)
+
+
+def _check_nothing_alive(attempt: Path, events: list[Event]) -> None:
     """Refuse while the runner or anything the attempt owned may live: the one liveness
     answer of ``status`` (runner, manifest, procs.jsonl, cgroup leaf; issue 21 s1)."""
     if not files.present(attempt / files.CONTROL):
-        created = next((e for e in events if e.get("event") == "created"), None)
-        runner = created.get("runner") if created else None
-        if not isinstance(runner, dict) or not isinstance(runner.get("pid"), int):
+        created = _created(events)
+        runner = created.runner if created else None
+        if runner is None or not isinstance(runner.get("pid"), int):
             raise EvidenceError(
                 f"{attempt}: no control.json and no runner identity in its journal; cannot "
                 "tell whether its runner is alive, so it is not recovered (inspect it by hand)"
@@ -113,26 +123,27 @@ def _remove_temp_files(attempt: Path) -> list[str]:
     return removed
 
 
-def _control_from_journal(attempt: Path, events: list[dict[str, Any]]) -> dict[str, Any]:
+def _control_from_journal(attempt: Path, events: list[Event]) -> dict[str, Any]:
     """The control record of an attempt whose runner died before freezing its controls."""
-    created = next(e for e in events if e.get("event") == "created")
+    created = _created(events)
+    assert created is not None  # the caller checked (EventKind.CREATED in its kinds)
     root = ledger.root_of(attempt)
     request = RunRequest(
-        argv=tuple(str(a) for a in created.get("argv", [])) or ("?",),
-        cwd=str(created.get("cwd", "")),
+        argv=created.argv or ("?",),
+        cwd=created.cwd or "",
         root=str(root or attempt.parent),
     )
-    runner = created["runner"]
+    runner = created.runner or {}
     return {
         "schema": SCHEMA_CONTROL,
         "attempt": attempt.name,
-        "created_at": created.get("t"),
+        "created_at": created.t,
         "skgate_version": __version__,
         "request": request.to_dict(),
         "runner": {
             "pid": runner["pid"],
             "start_ticks": runner.get("start_ticks", -1),
-            "boot_id": created.get("boot_id", ""),
+            "boot_id": created.boot_id or "",
         },
         "controls": {
             "recovered": "written by skgate recover from the journal: the runner died "
@@ -141,24 +152,24 @@ def _control_from_journal(attempt: Path, events: list[dict[str, Any]]) -> dict[s
     }
 
 
-def _when(attempt: Path, names: list[str]) -> str:
+def _when(attempt: Path, names: set[EventKind]) -> RecoveredWhen:
     # run.log is made before the command is started, and the launch intent just before
     # the fork: with it, the workload may have run (issue 21 s1).
-    no_launch = "launched" not in names and not files.present(attempt / files.RUN_LOG)
+    no_launch = EventKind.LAUNCHED not in names and not files.present(attempt / files.RUN_LOG)
     if no_launch and read_intent(attempt) is None:
-        return "before launch"
-    if "tree_ended" in names and "leader_exited" in names:
-        return "after natural return"
-    return "before natural return"
+        return RecoveredWhen.BEFORE_LAUNCH
+    if EventKind.TREE_ENDED in names and EventKind.LEADER_EXITED in names:
+        return RecoveredWhen.AFTER_NATURAL_RETURN
+    return RecoveredWhen.BEFORE_NATURAL_RETURN
 
 
-def _late_files(attempt: Path, when: str) -> tuple[dict[str, str], list[str]]:
+def _late_files(attempt: Path, when: RecoveredWhen) -> tuple[dict[str, str], list[str]]:
     """The finishing files the runner had not written, made now (census labelled late)."""
     control = load_control(attempt)
     request = control.request
     made: dict[str, str] = {}
     notes: list[str] = []
-    if when == "before launch":
+    if when is RecoveredWhen.BEFORE_LAUNCH:
         return made, notes
     if not files.present(attempt / files.LOGSCAN) and files.present(attempt / files.RUN_LOG):
         scan = scan_file(
@@ -281,7 +292,7 @@ def _recover_locked(attempt: Path) -> Recovery:
     root = ledger.root_of(attempt)
     indexed = _ledger_entries(root, attempt.name)
     sealed = files.present(attempt / files.SEAL)
-    if sealed and "end" in indexed:
+    if sealed and ledger.LedgerEvent.END in indexed:
         verdict_path = attempt / files.VERDICT
         verdict = (
             Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
@@ -290,8 +301,8 @@ def _recover_locked(attempt: Path) -> Recovery:
         )
         return Recovery(attempt, (), verdict)
     events = _events(attempt)
-    names = [str(e.get("event")) for e in events]
-    if "created" not in names and not files.present(attempt / files.CONTROL):
+    names = _kinds(events)
+    if EventKind.CREATED not in names and not files.present(attempt / files.CONTROL):
         raise EvidenceError(
             f"{attempt}: neither control.json nor a journal with its creation; not an "
             "attempt skgate can recover"
@@ -321,7 +332,7 @@ def _recover_locked(attempt: Path) -> Recovery:
         seal.seal_attempt(attempt, chain=False)
         done.append("sealed the attempt")
     if root is not None:
-        if "start" not in indexed:
+        if ledger.LedgerEvent.START not in indexed:
             ledger.record_start(root, attempt, None)
             done.append("indexed the attempt's start in the ledger")
         ledger.record_end(root, attempt, verdict, {"recovered": True})
@@ -329,7 +340,7 @@ def _recover_locked(attempt: Path) -> Recovery:
     return Recovery(attempt, tuple(done), verdict)
 
 
-def _finish_unsealed(attempt: Path, names: list[str]) -> tuple[Verdict, list[str]]:
+def _finish_unsealed(attempt: Path, names: set[EventKind]) -> tuple[Verdict, list[str]]:
     done: list[str] = []
     verdict_path = attempt / files.VERDICT
     journal = files.Journal(attempt / files.EVENTS)
@@ -337,8 +348,8 @@ def _finish_unsealed(attempt: Path, names: list[str]) -> tuple[Verdict, list[str
         if files.present(verdict_path):
             # The runner's own verdict stands; only its "finished" record may be missing.
             verdict = Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
-            if "finished" not in names and "recovered" not in names:
-                journal.emit("recovered", when=None, by="skgate recover", note="verdict kept")
+            if EventKind.FINISHED not in names and EventKind.RECOVERED not in names:
+                journal.emit(Recovered(when=None, by="skgate recover", note="verdict kept"))
                 done.append("journalled the end (the runner's verdict is kept)")
             return verdict, done
         when = _when(attempt, names)
@@ -347,16 +358,18 @@ def _finish_unsealed(attempt: Path, names: list[str]) -> tuple[Verdict, list[str
             files.write_batch_new(attempt, made)
             done.extend(notes)
         journal.emit(
-            "recovered",
-            when=when,
-            by="skgate recover",
-            made=sorted(made),
-            census_late=files.CENSUS in made,
+            Recovered(
+                when=when.value,
+                by="skgate recover",
+                made=tuple(sorted(made)),
+                census_late=files.CENSUS in made,
+            )
         )
         verdict = classify(load_evidence(attempt, finishing=True)).with_attempt(str(attempt))
-        verdict = replace(verdict, extra={**verdict.extra, "recovered": {"when": when}})
+        extra = {**verdict.extra, "recovered": {"when": when.value}}
+        verdict = replace(verdict, extra=extra)
         files.write_json_new(verdict_path, verdict.to_dict())
-        done.append(f"wrote the verdict ({verdict.state.value}; the runner died {when})")
+        done.append(f"wrote the verdict ({verdict.state.value}; the runner died {when.value})")
         return verdict, done
     finally:
         journal.close()

@@ -45,6 +45,7 @@ from skgate.regress.common import (
 )
 from skgate.regress.controls import HOST_IDENTITY, HOST_KEYS, Difference, compare_controls
 from skgate.regress.executor import (
+    ArmState,
     ArmStatus,
     Board,
     Executor,
@@ -431,11 +432,11 @@ def run_matrix(
     done, todo = _resumed(units) if resume else ([], units)
     board = Board([u.key for u in units], [*listeners, _line_listener(progress)])
     for u in todo:
-        board.update(u.key, state="queued")
+        board.update(u.key, state=ArmState.QUEUED)
     for r in done:
         board.update(
             r.unit.key,
-            state=r.verdict.state.value if r.verdict else "-",
+            state=ArmState.of_verdict(r.verdict.state) if r.verdict else ArmState.NONE,
             note="resumed",
             final=True,
         )

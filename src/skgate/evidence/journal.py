@@ -1,0 +1,193 @@
+"""The one reader and the one follower of an attempt's journal (``events.jsonl``).
+
+Both give :class:`skgate.model.events.Event` objects, never raw dicts: this module is
+the only place that looks at a record's ``event`` string (a test holds that), so a
+renamed kind is a type error everywhere else.
+
+- :func:`iter_journal` / :func:`read_journal`: the whole journal, for the evidence
+  loader, reports and recover. Strict: a link or a non-regular file, a line over
+  ``regular.LINE_LIMIT`` or a complete line that is not an event is a one-line
+  EvidenceError (issue 21: a journal linked to ``/dev/zero`` or holding a 300 MB line is
+  refused, never read whole). A torn last line (the runner killed mid-write, no newline)
+  is skipped: it is the one line a crash may leave half-written (C3).
+- :class:`JournalFollower`: the complete lines appended since the last look, for
+  ``skgate wait``/``stop``, the detached hand-shake and the Ray task's progress. A line is
+  taken only once its newline is there (the runner writes each record with one
+  ``write``); a damaged line is skipped (the classifier reports damage, a follower does
+  not); an over-long line is an EvidenceError once, and is then skipped to its end.
+
+Nothing here writes or signals (C2.1: observing a live attempt is read-only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence import regular
+from skgate.model.errors import EvidenceError
+from skgate.model.events import (
+    Event,
+    ForeignWait,
+    ForeignWaitEnd,
+    Preflight,
+    PreflightStep,
+    UnknownEvent,
+    event_from_dict,
+)
+from skgate.model.schema import SCHEMA_EVENT
+
+__all__ = [
+    "JournalFollower",
+    "blocker_text",
+    "is_wait_end",
+    "is_wait_start",
+    "iter_journal",
+    "read_journal",
+]
+
+
+def iter_journal(path: Path) -> Iterator[Event]:
+    """Stream the journal, one bounded line at a time (see the module doc)."""
+    try:
+        for line in regular.iter_lines(path):
+            if line.too_long:
+                raise EvidenceError(
+                    f"{path}: line {line.number} is longer than {regular.LINE_LIMIT} bytes "
+                    "(a damaged record, not read)"
+                )
+            if not line.raw.strip():
+                continue
+            try:
+                record = json.loads(line.raw)
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                if not line.complete:
+                    continue  # torn final write
+                raise EvidenceError(f"{path}: line {line.number} is not a JSON event") from None
+            if not isinstance(record, dict) or record.get("schema") != SCHEMA_EVENT:
+                raise EvidenceError(f"{path}: line {line.number} is not a {SCHEMA_EVENT!r} event")
+            yield event_from_dict(record)
+    except FileNotFoundError:
+        return
+
+
+def read_journal(path: Path) -> list[Event]:
+    """The whole journal (see :func:`iter_journal`)."""
+    return list(iter_journal(path))
+
+
+class JournalFollower:
+    """The complete records appended to a journal since the last :meth:`poll`."""
+
+    def __init__(self, journal: Path) -> None:
+        self.journal = journal
+        self._offset = 0
+        self._partial = b""
+        #: Inside an over-long line already reported: dropped up to its newline.
+        self._skipping = False
+
+    def poll(self) -> list[Event]:
+        try:
+            # A regular file only (a link to /dev/zero or a FIFO is refused, never read
+            # or waited on), and at most one line bound per look (issue 21).
+            fd = regular.open_fd(self.journal)
+        except FileNotFoundError:
+            return []
+        try:
+            chunks = []
+            taken = 0
+            while taken < regular.LINE_LIMIT:
+                data = os.pread(fd, 1 << 16, self._offset)
+                if not data:
+                    break
+                self._offset += len(data)
+                taken += len(data)
+                chunks.append(data)
+        finally:
+            os.close(fd)
+        if not chunks:
+            return []
+        buf = self._partial + b"".join(chunks)
+        *lines, self._partial = buf.split(b"\n")
+        if self._skipping and lines:
+            lines, self._skipping = lines[1:], False  # the rest of the over-long line
+        if self._skipping or len(self._partial) >= regular.LINE_LIMIT:
+            self._partial = b""  # never held whole (issue 21)
+            if not self._skipping:
+                self._skipping = True
+                raise EvidenceError(
+                    f"{self.journal}: a line longer than {regular.LINE_LIMIT} bytes; "
+                    "damaged or hostile, not read"
+                )
+        out: list[Event] = []
+        for raw in lines:
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                continue  # a damaged line: the classifier reports damage, not the follower
+            if isinstance(record, dict) and record.get("schema") == SCHEMA_EVENT:
+                out.append(event_from_dict(record))
+        return out
+
+
+# Waits for a blocker (C4: blockers are waited for, never signalled). Older versions
+# wrote them as ``preflight`` steps or as events of their own name; all are read.
+_WAIT_STARTS = (PreflightStep.FOREIGN_WAIT.value, PreflightStep.LEASE_WAIT.value)
+_WAIT_ENDS = (
+    PreflightStep.FOREIGN_WAIT_END.value,
+    PreflightStep.LEASE_WAIT_END.value,
+    PreflightStep.FOREIGN_CLEARED.value,
+    PreflightStep.LEASE_ACQUIRED.value,
+)
+
+
+def _wait_name(ev: Event) -> str | None:
+    if isinstance(ev, Preflight):
+        return ev.step
+    if isinstance(ev, UnknownEvent) and ev.kind is None:
+        return ev.event_name
+    return None
+
+
+def is_wait_start(ev: Event) -> bool:
+    return isinstance(ev, ForeignWait) or _wait_name(ev) in _WAIT_STARTS
+
+
+def is_wait_end(ev: Event) -> bool:
+    return isinstance(ev, ForeignWaitEnd) or _wait_name(ev) in _WAIT_ENDS
+
+
+def _fields(ev: Event) -> Mapping[str, Any]:
+    if isinstance(ev, Preflight):
+        return ev.details
+    if isinstance(ev, UnknownEvent):
+        return ev.raw
+    return {}
+
+
+def blocker_text(ev: Event) -> list[str]:
+    """One line per blocker named by a wait event: pid, name, never signalled (C4)."""
+    fields = _fields(ev)
+    named: Sequence[Any] = (
+        ev.blockers
+        if isinstance(ev, ForeignWait)
+        else (fields.get("blockers") or fields.get("processes") or [])
+    )
+    out = [
+        f"foreign {p.get('name')}[{p.get('pid')}] (never signalled, C4)"
+        for p in named
+        if isinstance(p, dict)
+    ]
+    if _wait_name(ev) == PreflightStep.LEASE_WAIT.value:
+        holder = fields.get("holder") or {}
+        who = f" held by pid {holder.get('pid')}" if isinstance(holder, dict) else ""
+        out.append(f"device {fields.get('device')} lease{who} (never signalled, C4)")
+    if not out:
+        what = ev.event_name if _wait_name(ev) is None else _wait_name(ev)
+        out.append(f"{what} (never signalled, C4)")
+    return out
