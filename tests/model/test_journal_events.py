@@ -12,6 +12,8 @@ import pytest
 
 from skgate.model.events import (
     EVENT_TYPES,
+    Adopted,
+    AdoptedTreeEnded,
     Blocked,
     Created,
     Event,
@@ -109,6 +111,29 @@ EXAMPLES: tuple[Event, ...] = (
     FinishingCutShort(t=T, signal=2, name="SIGINT", verdict_written=False),
     Finished(t=T, state=State.FAILED, cause=None, runner_cpu_s=0.75, runner_maxrss_kb=20480),
     Recovered(t=T, when="before launch", by="skgate recover", made=("census.json",)),
+    Adopted(
+        t=T,
+        mono=6.0,
+        by_pid=30,
+        pids=(12, 13),
+        sources=("cgroup", "manifest"),
+        cgroup="/sys/fs/cgroup/x/skgate-10-99",
+        pidfds=True,
+        deadline_wall=T + 100,
+        grace=5.0,
+        note=None,
+    ),
+    AdoptedTreeEnded(t=T, mono=7.0, how="deadline", still_alive=(13,)),
+    SignalSent(
+        t=T,
+        signal=15,
+        name="SIGTERM",
+        reason="timeout",
+        delivered=True,
+        pid=13,
+        start_ticks=4,
+        by="skgate recover --adopt",
+    ),
     VerdictLine(t=T, attempt="/a", outcome="final", state=State.SUCCEEDED, exit_code=0, verdict={}),
 )
 
