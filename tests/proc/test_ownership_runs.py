@@ -339,6 +339,44 @@ def test_foreign_process_in_the_attempts_cgroup_is_never_signalled(
     assert not leaf.exists()
 
 
+MOVER = """
+if os.fork() == 0:
+    mark("child.pid", os.getpid())
+    while not (M / "child.stop").exists():
+        time.sleep(0.01)
+    os._exit(0)
+os.wait()
+print("[summary] stage=a inputs=1 succeeded=1 failed=0", flush=True)
+"""
+
+
+@needs_cgroup
+def test_a_process_moved_out_of_the_cgroup_is_tracked_and_the_line_says_so(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    """Issue 21 s1: the C3 line said the cgroup holds every owned process after one left."""
+    cmd = script(tmp_path, "mover.py", PRELUDE_TERM + MOVER)
+    proc = reaper.popen(
+        start_skgate(
+            "run", "--root", "r", "--quiet", "--json", "--verdict-from", "exit-status",
+            "--", *cmd, str(tmp_path), cwd=tmp_path, env=sources_env("all"),
+        )
+    )  # fmt: skip
+    child = int(wait_file(tmp_path / "child.pid"))
+    att = attempt(tmp_path / "r")
+    leaf = Path(next(e for e in events(att) if e["event"] == "launched")["cgroup"])
+    # The child leaves the attempt's cgroup for the runner's own (as root can).
+    (leaf.parent / "cgroup.procs").write_text(f"{child}\n")
+    wait_for(lambda: ownership(att)["coverage"].get("left_cgroup") == 1, "the move to be seen")
+    (tmp_path / "child.stop").write_text("")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    (line,) = [r for r in json.loads(out)["reasons"] if r.startswith("C3:")]
+    assert "1 owned process moved out of the attempt's cgroup" in line, line
+    assert "holds every owned process" not in line
+    assert any(p["pid"] == child for p in ownership(att)["owned"])
+
+
 PRELUDE_TERM = """\
 import os, signal, sys, time
 from pathlib import Path

@@ -115,11 +115,6 @@ def _worker_ids(c: Any) -> set[str]:
     return {n.node_id for n in c.worker_nodes}
 
 
-# Known intermittent failure, not fixed yet: about one run in four (measured on main at
-# a1a2c1f and after it, 2026-12-01) one arm run through Ray comes back "unknown: evidence
-# missing" while the same arm run locally does not. Bounded reruns keep CI meaningful
-# (three failures in a row still fail); the cause is open.
-@pytest.mark.flaky(reruns=2)
 def test_six_units_over_three_nodes_one_root_verified_same_table_as_local(
     cluster: Any, tmp_path: Path
 ) -> None:

@@ -98,6 +98,11 @@ def announced_roots(
 CHOSEN_SUFFIXES = ("_opcompile_selected", "_opcompile_gathered")
 
 
+def chosen_dirs(root: str) -> list[str]:
+    """The chosen-inputs directories of a build directory (an op_compiler's ``-p``)."""
+    return sorted(_subdirs(root, CHOSEN_SUFFIXES))
+
+
 def cache_keys(root: str) -> frozenset[str]:
     """The static-kernel cache keys torchair would compute for a root's chosen inputs.
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +24,7 @@ from skgate.model.running import ProcessRecord
 from skgate.proc.observe import COMPILER_NAMES, is_compiler, program_name
 
 if TYPE_CHECKING:
-    from skgate.model.stages import CompilerArgs, Stages
+    from skgate.model.stages import AnnouncedRoot, CompilerArgs, Stages
 
 # The stage records (skgate.model.stages) are loaded where they are first used: a runner
 # builds its tracker before the launch, and meets its first op_compiler only after it.
@@ -91,9 +91,15 @@ class StageTracker:
         self.peak_opc = 0
         self.created = time.time()
 
-    def args_of(self, record: ProcessRecord) -> CompilerArgs:
+    def args_of(
+        self, record: ProcessRecord, parent_argv: tuple[str, ...] | None = None
+    ) -> CompilerArgs:
+        """Its own argv, parsed; an argv it only inherited from ``parent_argv`` (it
+        exec'ed and was gone before its image could be read) is no argv of its own."""
         from skgate.model.stages import parse_compiler_argv  # noqa: PLC0415
 
+        if record.argv_late and parent_argv is not None and record.argv == parent_argv:
+            return parse_compiler_argv(())
         return parse_compiler_argv(record.argv)
 
     def on_process(self, record: ProcessRecord) -> None:
@@ -178,11 +184,19 @@ class StageTracker:
             cache_files,
             cache_keys,
         )
-        from skgate.model.stages import StageRecord, Stages  # noqa: PLC0415
+        from skgate.model.stages import ArgsFrom, StageRecord, Stages  # noqa: PLC0415
 
+        recs = list(records)
+        argv_by_pid = {r.pid: r.argv for r in recs}
+        found = self.stage_records(recs)
+        args_of = {r.pid: self.args_of(r, argv_by_pid.get(r.ppid)) for r in found}
+        roots = announced_roots(
+            [(_resolve(r, self.cwd), rank) for r, rank in announced], outputs, before
+        )
+        recognised = _recognise_from_roots(found, args_of, roots, self.cwd)
         stages: list[StageRecord] = []
-        for rec in self.stage_records(records):
-            args = self.args_of(rec)
+        for rec in found:
+            args = recognised.get(rec.pid, args_of[rec.pid])
             census = None
             if args.is_invocation and args.params_dir is not None and args.output is not None:
                 census = stage_census(
@@ -203,11 +217,9 @@ class StageTracker:
                     exit_signal=rec.exit_signal,
                     inputs_first_seen=self.inputs_first_seen.get((rec.pid, rec.start_ticks)),
                     census=census,
+                    args_from=ArgsFrom.ANNOUNCED_ROOT if rec.pid in recognised else ArgsFrom.ARGV,
                 )
             )
-        roots = announced_roots(
-            [(_resolve(r, self.cwd), rank) for r, rank in announced], outputs, before
-        )
         # The attempt began when the tracker was made (before launch): a cache file not
         # modified since was there before, so a hit could have come from it.
         return Stages(
@@ -224,3 +236,40 @@ class StageTracker:
                 frozenset().union(*(cache_keys(a.root) for a in roots if a.exists and not a.logs)),
             ),
         )
+
+
+def _recognise_from_roots(
+    found: Sequence[ProcessRecord],
+    args_of: Mapping[int, CompilerArgs],
+    roots: Sequence[AnnouncedRoot],
+    cwd: str | None,
+) -> dict[int, CompilerArgs]:
+    """A stage whose argv was never read, recognised from its evidence (C3).
+
+    An op_compiler that exec'ed and ended before the runner could read its
+    ``/proc/<pid>/cmdline`` (a short stage on a loaded host) still left its result root:
+    the build directory the launcher announced. Only an unambiguous pairing counts: one
+    such stage, one announced root (existing, made by this attempt) that no stage with a
+    readable argv names, holding one chosen-inputs directory. Anything else stays
+    unreadable, and the stage is no final summary (C1: never a guess).
+    """
+    from skgate.evidence.stage_roots import chosen_dirs  # noqa: PLC0415
+    from skgate.model.stages import args_from_root  # noqa: PLC0415
+
+    unread = [r for r in found if not args_of[r.pid].is_invocation and not args_of[r.pid].argv]
+    if len(unread) != 1:
+        return {}
+    claimed = {
+        os.path.normpath(_resolve(a.output, cwd)) for a in args_of.values() if a.output is not None
+    }
+    spare = [
+        r
+        for r in roots
+        if r.exists and not r.preexisting and os.path.normpath(r.root) not in claimed
+    ]
+    if len(spare) != 1:
+        return {}
+    chosen = chosen_dirs(spare[0].root)
+    if len(chosen) != 1:
+        return {}
+    return {unread[0].pid: args_from_root(chosen[0], spare[0].root)}

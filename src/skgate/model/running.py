@@ -55,6 +55,7 @@ class ProcessRecord:
 
     pid: int
     start_ticks: int
+    #: The parent that forked it (C3), kept when it is re-parented to the runner.
     ppid: int
     pgid: int
     sid: int
@@ -131,11 +132,19 @@ class Coverage:
     argv_late: int = 0  # processes whose argv was gone before it could be read
     folded: Mapping[str, Any] = field(default_factory=dict)  # counted, not listed
     cgroup: Mapping[str, Any] = field(default_factory=dict)  # path, kind, stats, removed
+    #: Owned processes seen alive outside the attempt's cgroup (they moved themselves):
+    #: tracked by the other sources, but the cgroup no longer holds every one.
+    left_cgroup: int = 0
 
     @property
     def exact(self) -> bool:
-        """Every fork, exec and exit of the owned tree is on record."""
-        return SOURCE_EVENTS in self.sources and self.events_overruns == 0
+        """Every fork, exec and exit of the owned tree is on record: the events were on,
+        the kernel dropped none, and no other source found a process they did not."""
+        return (
+            SOURCE_EVENTS in self.sources
+            and self.events_overruns == 0
+            and self.missed_by_events == 0
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -147,6 +156,7 @@ class Coverage:
             "argv_late": self.argv_late,
             "folded": dict(self.folded),
             "cgroup": dict(self.cgroup),
+            "left_cgroup": self.left_cgroup,
         }
 
     @classmethod
@@ -162,6 +172,7 @@ class Coverage:
             argv_late=int(data.get("argv_late", 0)),
             folded=dict(data.get("folded") or {}),
             cgroup=dict(data.get("cgroup") or {}),
+            left_cgroup=int(data.get("left_cgroup", 0)),
         )
 
 

@@ -395,6 +395,17 @@ def _digests(raw: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), v) for k, v in raw.items()))
 
 
+class ArgsFrom(str, enum.Enum):
+    """Where a stage's inputs directory and result root came from (C3)."""
+
+    #: Its own argv, read from ``/proc/<pid>/cmdline`` while it lived.
+    ARGV = "argv"
+    #: It exec'ed and was gone before its argv could be read: the one build directory a
+    #: launcher start line announced that no other stage claims, and the one chosen-inputs
+    #: directory in it (a stage recognised from its evidence, never from a race won).
+    ANNOUNCED_ROOT = "announced_root"
+
+
 @dataclass(frozen=True)
 class StageRecord:
     """One observed owned op_compiler invocation (pid + start time identify it, C4)."""
@@ -412,6 +423,7 @@ class StageRecord:
     #: ``--enforce-jobs`` (C5): the argv the launcher gave skgate's op_compiler shim,
     #: before the shim set ``-j``; ``args`` is then what the real op_compiler ran with.
     original_argv: tuple[str, ...] | None = None
+    args_from: ArgsFrom = ArgsFrom.ARGV
 
     @property
     def name(self) -> str:
@@ -432,6 +444,8 @@ class StageRecord:
             "inputs_first_seen": self.inputs_first_seen,
             "census": self.census.to_dict() if self.census else None,
             "original_argv": list(self.original_argv) if self.original_argv is not None else None,
+            # Only when the argv was not read: older readers and files keep their bytes.
+            **({} if self.args_from is ArgsFrom.ARGV else {"args_from": self.args_from.value}),
         }
 
     @classmethod
@@ -440,12 +454,23 @@ class StageRecord:
         if census is not None and not isinstance(census, dict):
             raise EvidenceError(f"{where}: field 'census' has the wrong type")
 
+        try:
+            args_from = ArgsFrom(data.get("args_from", ArgsFrom.ARGV.value))
+        except ValueError as exc:
+            raise EvidenceError(f"{where}: {exc}") from None
+        # The parsed form is derived: reparse the archived argv, so a reader never trusts
+        # a parse that disagrees with the argv it came from; an argv never read has the
+        # directories its evidence gave, and nothing else.
+        args = parse_compiler_argv(tuple(str(a) for a in require(data, "argv", list, where)))
+        if args_from is ArgsFrom.ANNOUNCED_ROOT:
+            parsed = require(data, "parsed", dict, where)
+            args = args_from_root(
+                require(parsed, "params_dir", str, where), require(parsed, "output", str, where)
+            )
         return cls(
             pid=require(data, "pid", int, where),
             start_ticks=require(data, "start_ticks", int, where),
-            # The parsed form is derived: reparse the archived argv, so a reader never
-            # trusts a parse that disagrees with the argv it came from.
-            args=parse_compiler_argv(tuple(str(a) for a in require(data, "argv", list, where))),
+            args=args,
             first_seen=float(require(data, "first_seen", (int, float), where)),
             last_seen=float(require(data, "last_seen", (int, float), where)),
             ended=require(data, "ended", bool, where),
@@ -454,7 +479,13 @@ class StageRecord:
             inputs_first_seen=opt_int(data, "inputs_first_seen", where),
             census=StageCensus.from_dict(census, where) if census else None,
             original_argv=_opt_argv(data, "original_argv", where),
+            args_from=args_from,
         )
+
+
+def args_from_root(params_dir: str, output: str) -> CompilerArgs:
+    """The args of a stage whose argv was never read: its directories, no argv (C3)."""
+    return CompilerArgs(argv=(), params_dir=params_dir, output=output)
 
 
 def _opt_argv(data: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:

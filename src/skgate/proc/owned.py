@@ -319,11 +319,21 @@ class OwnedTree:
             p = Proc(gone, (), wall, SEEN_EVENTS, "event")
         p.ppid = parent.pid  # the forking parent, even if it has died since
         p.argv = parent.argv  # until it execs, a forked child runs its parent's program
-        known = self.procs.get((pid, p.start_ticks))
+        known = self._known(pid, p.start_ticks)
         if known is not None:
             known.seen_by.add(SEEN_EVENTS)  # the scan or the reaper saw it first
+            known.ppid = parent.pid  # they saw its parent of now; the fork names its own
             return
         self._add(p, "fork")
+
+    def _known(self, pid: int, ticks: int) -> Proc | None:
+        """The record of ``pid`` born at ``ticks``, within the rounding of the two clocks
+        (C3: a process the scan met first is the same process, never a second record)."""
+        for t in (ticks, ticks - 1, ticks + 1, ticks - 2, ticks + 2):
+            known = self.procs.get((pid, t))
+            if known is not None:
+                return known
+        return None
 
     def _on_exec(self, p: Proc, wall: float, ts_ns: int = 0) -> None:
         p.execs += 1
@@ -341,6 +351,10 @@ class OwnedTree:
             # It exec'ed and was gone before its argv could be read; unless the scan read
             # it after this exec (its argv is then this image's).
             p.argv_late = p.argv_read_ns <= ts_ns
+            if st is not None and st.start_ticks == p.start_ticks:
+                # A zombie keeps the new image's name in its stat (C3: an op_compiler
+                # that ended this soon is still known as one by name).
+                p.name = st.name
         self._note("exec", p, name=p.name, argv0=p.argv[0] if p.argv else "")
         if self.on_process is not None:
             self.on_process(p)
@@ -361,8 +375,11 @@ class OwnedTree:
         self.folded.add(p)
 
     def _regroup(self, p: Proc, st: ProcStat) -> None:
-        """The escape test (C4), applied to every observation whatever else changed."""
-        p.ppid, p.pgid, p.sid = st.ppid, st.pgid, st.sid
+        """The escape test (C4), applied to every observation whatever else changed.
+
+        ``ppid`` stays the parent that forked it (C3): a child whose parent died is
+        re-parented to the runner (the subreaper), and is still that parent's fork."""
+        p.pgid, p.sid = st.pgid, st.sid
         if st.pgid != self.leader and not p.escaped:
             p.escaped = True
             self._note("escaped", p, pgid=st.pgid, sid=st.sid)
@@ -393,9 +410,7 @@ class OwnedTree:
                 if self.on_process is not None:
                     self.on_process(p)
                 changed = True
-            if (st.pgid, st.sid, st.ppid) != (p.pgid, p.sid, p.ppid) or (
-                st.pgid != self.leader and not p.escaped
-            ):
+            if (st.pgid, st.sid) != (p.pgid, p.sid) or (st.pgid != self.leader and not p.escaped):
                 self._regroup(p, st)
                 changed = True
         for pid, p in list(self.alive.items()):

@@ -134,7 +134,9 @@ def open_sources(allowed: frozenset[str], leaf_name: str, made: MadeLeaf | None 
     return src
 
 
-def coverage(src: Sources, owned: OwnedTree, *, final: bool, foreign: list[int]) -> Coverage:
+def coverage(
+    src: Sources, owned: OwnedTree, *, final: bool, foreign: list[int], left_cgroup: int = 0
+) -> Coverage:
     """How complete the owned tree's record is, for ``ownership.json`` (C3)."""
     facts: dict[str, Any] = (
         src.cgroup_facts() if final else ({"path": str(src.leaf.path)} if src.leaf else {})
@@ -151,4 +153,5 @@ def coverage(src: Sources, owned: OwnedTree, *, final: bool, foreign: list[int])
         argv_late=owned.argv_late_count(),
         folded=folded if folded.get("processes") else {},
         cgroup=facts,
+        left_cgroup=left_cgroup,
     )

@@ -54,7 +54,7 @@ from skgate.model.events import (
     TreeEnded,
 )
 from skgate.model.running import Coverage, ProcessRecord
-from skgate.proc.observe import ProcStat, direct_children, read_stat, tree
+from skgate.proc.observe import ProcStat, direct_children, is_alive, read_stat, tree
 from skgate.proc.owned import OwnedTree
 from skgate.proc.signals import STOP_SIGNALS, inherited_ignore, name_of
 from skgate.proc.sources import Sources, coverage
@@ -136,6 +136,7 @@ class Supervisor:
         #: Receives the owned tree's fork/exec/exit lines as they are learnt (C3).
         self.journal: Callable[[bytes], None] = journal or (lambda _data: None)
         self.foreign_members: set[int] = set()  # in the leaf, not descended from the runner
+        self.left_leaf: set[tuple[int, int]] = set()  # owned, alive, moved out of the leaf
         if on_process is not None:
             self.owned.on_process = lambda p: on_process(p.record())
         self._dirty = False
@@ -452,7 +453,8 @@ class Supervisor:
 
     def coverage_of(self, final: bool) -> Coverage:
         """How complete the record is, for ``ownership.json`` (C3)."""
-        return coverage(self.sources, self.owned, final=final, foreign=sorted(self.foreign_members))
+        foreign, left = sorted(self.foreign_members), len(self.left_leaf)
+        return coverage(self.sources, self.owned, final=final, foreign=foreign, left_cgroup=left)
 
     def _read_events(self) -> bool:
         conn = self.sources.connector
@@ -507,9 +509,15 @@ class Supervisor:
         }
         leaf = self.sources.leaf
         if leaf is not None and not group_only:
-            for member in leaf.members():
+            members = set(leaf.members())
+            for member in members:
                 if member not in live and member != os.getpid():
                     self.foreign_members.add(member)
+            for pid, st in live.items():
+                # Alive after the members were read and not among them: it left (C3).
+                if pid not in members and is_alive(pid, st.start_ticks):
+                    self._dirty = self._dirty or (pid, st.start_ticks) not in self.left_leaf
+                    self.left_leaf.add((pid, st.start_ticks))
         return live
 
     def track_leader(self, wall: float) -> None:

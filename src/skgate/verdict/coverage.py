@@ -28,13 +28,24 @@ def coverage_reason(ev: Evidence) -> str | None:
                 "load, "
                 "so short-lived processes may be missing"
             )
-        else:
+        if cov.missed_by_events:
+            # A source that cannot prove completeness says what may be missing (C3).
+            clauses.append(
+                f"the process events missed {count(cov.missed_by_events, 'process')} that the "
+                "scan or the reaper found, so other short-lived processes may be missing"
+            )
+        if cov.exact:
             clauses.append("every fork, exec and exit of the owned tree is on record")
     else:
         clauses.append(
             f"processes shorter than the scan interval ({ev.scan_interval:g} s) may be missing"
         )
-    if SOURCE_CGROUP in sources:
+    if SOURCE_CGROUP in sources and cov is not None and cov.left_cgroup:
+        clauses.append(
+            f"{count(cov.left_cgroup, 'owned process', 'owned processes')} moved out of the "
+            "attempt's cgroup (tracked all the same), so the cgroup does not hold every one"
+        )
+    elif SOURCE_CGROUP in sources:
         clauses.append("the attempt's cgroup holds every owned process, escapes included")
     if cov is not None and cov.folded.get("processes"):
         clauses.append(

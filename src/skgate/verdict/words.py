@@ -385,6 +385,16 @@ _COVERAGE_CLAUSES_ZH: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             r"内核在高负载下丢弃了 \1 次进程事件，短命进程可能缺失",
         ),
         (
+            r"the process events missed (\d+) process(?:es)? that the scan or the reaper "
+            r"found, so other short-lived processes may be missing",
+            r"进程事件漏掉了扫描或回收发现的 \1 个进程，其他短命进程也可能缺失",
+        ),
+        (
+            r"(\d+) owned process(?:es)? moved out of the attempt's cgroup \(tracked all "
+            r"the same\), so the cgroup does not hold every one",
+            r"\1 个自有进程移出了本次尝试的 cgroup（仍被跟踪），cgroup 不再包含每一个自有进程",
+        ),
+        (
             r"processes shorter than the scan interval \(([0-9.e+-]+) s\) may be missing",
             r"短于扫描间隔（\1 秒）的进程可能缺失",
         ),
