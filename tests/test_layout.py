@@ -2,7 +2,7 @@
 
 import-linter (``lint-imports``, configured in pyproject.toml) holds the layers; these
 tests hold the rest: no private name crosses a module boundary, no module grows past 600
-lines, and ``import skgate.report`` loads no part of the run machinery.
+lines, and ``import skgate.report.html`` loads no part of the run machinery.
 """
 
 from __future__ import annotations
@@ -51,18 +51,34 @@ def test_no_module_is_over_600_lines() -> None:
     assert long == {}
 
 
-def test_import_skgate_report_loads_no_run_machinery() -> None:
-    code = (
-        "import skgate.report.markdown, skgate.report.facts, skgate.report.load, "
-        "skgate.report.lint, sys; "
-        "print(' '.join(sorted(m for m in sys.modules if m.startswith('skgate'))))"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split()
-    assert "skgate.report.markdown" in loaded
-    heavy = [m for m in loaded if m.split(".")[-1] in {"runner", "supervise", "hooks", "leases"}]
-    assert heavy == []
+#: What the read side (the report) must never load, by module-name prefix (issue 22 s3).
+#: ``skgate.proc`` joins this list once the live probing has left ``evidence/load.py``.
+READ_SIDE_FORBIDDEN = (
+    "skgate.preflight",
+    "skgate.runner",
+    "skgate.proc.supervise",
+    "skgate.stage_tracker",
+    "skgate.lifecycle",
+    "skgate.detach",
+    "skgate.regress",
+)
+
+
+def _forbidden(loaded: set[str], prefixes: tuple[str, ...]) -> set[str]:
+    return {m for m in loaded if any(m == p or m.startswith(p + ".") for p in prefixes)}
+
+
+def test_the_report_loads_no_run_machinery() -> None:
+    """The real modules ``import skgate.report.html`` loads (sys.modules of a fresh
+    interpreter), not names guessed from their last part."""
+    loaded = _loaded_by("import skgate.report.html, skgate.report.markdown")
+    assert {"skgate.report.html", "skgate.evidence.load"} <= loaded
+    assert _forbidden(loaded, READ_SIDE_FORBIDDEN) == set()
+
+
+def test_the_read_side_check_sees_a_forbidden_module() -> None:
+    loaded = _loaded_by("import skgate.report.html, skgate.stage_tracker")
+    assert _forbidden(loaded, READ_SIDE_FORBIDDEN) == {"skgate.stage_tracker"}
 
 
 def _loaded_by(code: str) -> set[str]:

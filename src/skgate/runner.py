@@ -45,7 +45,6 @@ from skgate.evidence.census import (
 )
 from skgate.evidence.follow import stage_announcer
 from skgate.evidence.logscan import LogScanner
-from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError
 from skgate.model.request import RunRequest
 from skgate.model.running import ProcessRecord, State
@@ -59,6 +58,7 @@ from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, nam
 from skgate.proc.sources import allowed_sources, open_sources
 from skgate.proc.supervise import Outcome, Supervisor
 from skgate.proc.waitstatus import become_subreaper, cpu_seconds
+from skgate.stage_tracker import StageTracker
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict

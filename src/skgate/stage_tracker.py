@@ -1,5 +1,7 @@
 """The stage tracker: every owned op_compiler invocation as a stage of its own (C2, C3).
 
+Runner-side live tracking: it lives outside ``evidence/``, which only reads archives (the
+report never loads it). Reading ``stages.json`` back is :mod:`skgate.evidence.stages`.
 What one stage left on disk (inputs, per-input logs, packages) and how inputs and logs
 are paired is :mod:`skgate.evidence.stage_census`, loaded after the launch.
 
@@ -20,7 +22,6 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skgate.evidence import files
 from skgate.model.running import ProcessRecord
 from skgate.proc.observe import COMPILER_NAMES, is_compiler, program_name
 
@@ -225,12 +226,3 @@ class StageTracker:
                 frozenset().union(*(cache_keys(a.root) for a in roots if a.exists and not a.logs)),
             ),
         )
-
-
-def load_stages(path: Path) -> Stages | None:
-    """``stages.json`` of an attempt, or None when the attempt has none (older skgate)."""
-    from skgate.model.stages import Stages  # noqa: PLC0415
-
-    if not path.exists():
-        return None
-    return Stages.from_dict(files.read_json(path), str(path))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from skgate.evidence.follow import stage_announcer
 from skgate.evidence.stage_census import LogName, json_op_type, parse_log_name, stage_census
-from skgate.evidence.stages import StageTracker, is_stage
 from skgate.model.records import ProcessRecord
 from skgate.model.stages import InputOutcome, Pairing, StageCensus
+from skgate.stage_tracker import StageTracker, is_stage
 
 
 def tree(root: Path) -> Path:

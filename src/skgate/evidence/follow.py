@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import files, regular
-from skgate.evidence.stages import StageTracker
 from skgate.model.errors import EvidenceError
 from skgate.model.running import ProcessRecord
 from skgate.model.schema import SCHEMA_EVENT
 
 if TYPE_CHECKING:
+    # Annotation only: the tracker is runner-side (issue 22 s3); evidence/ never loads it.
     from skgate.model.records import Verdict
+    from skgate.stage_tracker import StageTracker
 
 # <sys/inotify.h>
 IN_MODIFY = 0x00000002
