@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from skgate.cli import table
+
 SRC = Path(__file__).resolve().parent.parent / "src" / "skgate"
 MAX_LINES = 600
 
@@ -95,8 +97,9 @@ def test_skgate_start_forks_its_runner_before_loading_the_run_machinery() -> Non
     """``skgate start``'s caller loads only what parsing and the fork need; the runner
     loads the rest after it has started its early work (start latency, issue 13)."""
     loaded = _loaded_by(
-        "import skgate.cli.main as m; m.build_parser('start').parse_args(['start', '--root', "
-        "'r']); import skgate.detach"
+        "import importlib, skgate.cli.main as m; a = m.build_parser('start').parse_args("
+        "['start', '--root', 'r']); importlib.import_module(a.handler.module); "
+        "import skgate.detach"
     )
     assert "skgate.detach" in loaded and "skgate.cli.agents" in loaded
     heavy = {
@@ -127,7 +130,36 @@ def test_the_runner_loads_its_finishing_code_only_after_the_launch() -> None:
     assert early & {"skgate.preflight.prepare", "skgate.preflight.hooks.scan"} == set()
 
 
+def test_skgate_help_loads_no_command_code() -> None:
+    """``skgate --help`` comes from the static table (issue 22 s5): no area module, no
+    spec, nothing of the runner, the report or the demo."""
+    loaded = _loaded_by(
+        "import contextlib, io, skgate.cli.main as m\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out: code = m.main(['--help'])\n"
+        "assert code == 0 and 'check-outputs' in out.getvalue()"
+    )
+    assert "skgate.cli.table" in loaded
+    areas = {f"skgate.cli.{a}" for a in ("specs", "args", "show", "watch", *table.AREAS)}
+    heavy = ("skgate.runner", "skgate.report", "skgate.demo", "skgate.sim", "skgate.proc")
+    assert loaded & areas == set()
+    assert _forbidden(loaded, heavy) == set()
+
+
+def test_a_command_help_loads_its_spec_not_its_code() -> None:
+    loaded = _loaded_by(
+        "import contextlib, io, skgate.cli.main as m\n"
+        "with contextlib.redirect_stdout(io.StringIO()): code = m.main(['status', '--help'])\n"
+        "assert code == 0"
+    )
+    assert "skgate.cli.specs" in loaded
+    assert loaded & {f"skgate.cli.{a}" for a in table.AREAS} == set()
+    assert _forbidden(loaded, ("skgate.evidence", "skgate.proc", "skgate.runner")) == set()
+
+
 def test_skgate_run_does_not_load_the_simulator() -> None:
-    loaded = _loaded_by("import skgate.cli.main as m; m.build_parser('run')")
+    loaded = _loaded_by(
+        "import importlib, skgate.cli.main as m; a = m.build_parser('run').parse_args("
+        "['run', '--', 'true']); importlib.import_module(a.handler.module)"
+    )
     assert "skgate.cli.run" in loaded
     assert not {m for m in loaded if m.startswith(("skgate.sim", "skgate.demo"))}

@@ -9,79 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from skgate.cli.args import (
-    add_run_options,
     command_after_dashes,
-    positive_seconds,
     request_from_args,
 )
 from skgate.cli.show import print_verdict
 from skgate.evidence import files
-from skgate.evidence.files import DEFAULT_ROOT
-from skgate.evidence.follow import verdict_record
 from skgate.evidence.ledger import latest, resolve
 from skgate.evidence.load import current_verdict, recompute
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
 from skgate.model.records import Verdict
 from skgate.verdict.words import headline
-
-
-def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(
-        "run",
-        help="run a command under the gate: skgate run [options] -- COMMAND...",
-        description="Run COMMAND in its own session under the gate and print its verdict.",
-    )
-    add_run_options(p)
-    p.add_argument("--quiet", action="store_true", help="do not echo the command's output")
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
-    p.add_argument(
-        "--events",
-        choices=["jsonl"],
-        default=None,
-        help="write every journal event to stdout as one JSON object per line as it "
-        "happens, then a final 'verdict' line (schemas/event.json); the command's output "
-        "goes to stderr",
-    )
-    # Catches a command given without '--', to say exactly that instead of a vague error.
-    p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
-    p.set_defaults(handler=cmd_run)
-
-    p = sub.add_parser(
-        "status",
-        help="read-only state of an attempt or the latest of a root",
-        description="The current state of an attempt (or of the latest attempt of an evidence "
-        "root), recorded if it finished, else a live read-only look. Never sends a signal, "
-        "never writes evidence.",
-    )
-    p.add_argument(
-        "target",
-        nargs="?",
-        default=str(DEFAULT_ROOT),
-        metavar="ATTEMPT|ROOT",
-        help="an attempt directory, or an evidence root for its latest attempt "
-        "(default %(default)s)",
-    )
-    p.add_argument("--all", action="store_true", help="every attempt of a root")
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
-    p.add_argument(
-        "--watch",
-        action="store_true",
-        help="live read-only view until the attempt is no longer in progress",
-    )
-    p.add_argument("--interval", type=positive_seconds, default=2.0, help=argparse.SUPPRESS)
-    p.set_defaults(handler=cmd_status)
-
-    p = sub.add_parser(
-        "classify",
-        help="recompute a verdict from the archived evidence alone",
-        description="Recompute the verdict of a finished attempt from its files alone, in the "
-        "fixed C2 order (a pure function of the evidence: the same files always give the "
-        "same verdict). Writes nothing.",
-    )
-    p.add_argument("target", metavar="ATTEMPT", help="the attempt directory to classify")
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
-    p.set_defaults(handler=cmd_classify)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -125,6 +63,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if early is not None:
             early.close()  # idempotent: run_here closes it, unless the import failed
     if args.events:
+        # Imported here: the live journal's code is only for --events (status start-up).
+        from skgate.evidence.follow import verdict_record  # noqa: PLC0415
+
         stream(verdict_record(verdict, "final", verdict.exit_code))
     else:
         print_verdict(verdict, args.json)
