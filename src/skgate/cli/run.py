@@ -15,7 +15,7 @@ from skgate.cli.args import (
 from skgate.cli.show import print_verdict
 from skgate.evidence import files
 from skgate.evidence.ledger import latest, resolve
-from skgate.evidence.load import current_verdict, recompute
+from skgate.evidence.recorded import recorded_verdict
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
 from skgate.model.records import Verdict
@@ -72,6 +72,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     return verdict.exit_code
 
 
+def verdict_now(attempt: Path) -> Verdict:
+    """The recorded verdict, else the read-only look of :mod:`skgate.evidence.load`,
+    imported only then: a finished attempt's status needs no classifier (issue 22 s5)."""
+    recorded = recorded_verdict(attempt)
+    if recorded is not None:
+        return recorded
+    from skgate.evidence.load import current_verdict  # noqa: PLC0415
+
+    return current_verdict(attempt)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     target = Path(args.target)
     if args.all:
@@ -79,7 +90,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         rows: list[tuple[Path, Verdict | None, str | None]] = []
         for attempt in resolve(target):
             try:
-                rows.append((attempt, current_verdict(attempt), None))
+                rows.append((attempt, verdict_now(attempt), None))
             except SkgateError as exc:
                 rows.append((attempt, None, str(exc)))
         if args.json:
@@ -107,7 +118,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         from skgate.cli.watch import watch  # noqa: PLC0415
 
         return watch(attempt, interval=args.interval).exit_code
-    verdict = current_verdict(attempt)
+    verdict = verdict_now(attempt)
     print_verdict(verdict, args.json)
     return verdict.exit_code
 
@@ -117,6 +128,8 @@ def cmd_classify(args: argparse.Namespace) -> int:
     attempts = resolve(target)
     if len(attempts) != 1:
         raise UsageError(f"{target}: classify takes one attempt directory, not a root")
+    from skgate.evidence.load import recompute  # noqa: PLC0415
+
     verdict = recompute(attempts[0])
     print_verdict(verdict, args.json)
     return verdict.exit_code

@@ -19,6 +19,7 @@ from typing import Any
 
 from skgate.evidence import files, regular
 from skgate.evidence.follow import Progress
+from skgate.evidence.recorded import recorded_verdict
 from skgate.evidence.stages import load_stages
 from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError
@@ -354,22 +355,14 @@ def current_verdict(attempt_dir: Path) -> Verdict:
     written (after/before natural return)", never a final state derived from the partial
     set of files it left (no census, say, would skip the C8 check).
     """
-    verdict_path = attempt_dir / files.VERDICT
+    recorded = recorded_verdict(attempt_dir)
+    if recorded is not None:
+        return recorded
     if not files.present(attempt_dir / files.CONTROL) and files.present(attempt_dir / files.EVENTS):
         # Still in preflight (or ended there without controls): the journal alone says
         # whether a live runner is waiting for a blocker.
         return classify(prelaunch_evidence(attempt_dir)).with_attempt(str(attempt_dir))
-    if files.present(verdict_path):
-        try:
-            recorded = Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
-        except EvidenceError:
-            pass  # damaged: fall back to recomputing from the rest of the evidence
-        else:
-            # A root copied or moved elsewhere: name the attempt where it is now, not
-            # where it was recorded (the file itself is sealed and stays as it is).
-            if recorded.attempt and Path(recorded.attempt).is_absolute():
-                return recorded.with_attempt(str(attempt_dir))
-            return recorded
+    # No verdict recorded, or a damaged one: recompute from the rest of the evidence.
     return classify(load_evidence(attempt_dir, live=True)).with_attempt(str(attempt_dir))
 
 
