@@ -31,7 +31,6 @@ from skgate.model.records import (
     Ownership,
     ProcessRecord,
     SignalSent,
-    Summary,
     Verdict,
 )
 from skgate.model.request import RunRequest, frozen_jobs
@@ -191,11 +190,6 @@ def load_logscan(attempt_dir: Path) -> LogScan | None:
     if not files.present(path):
         return None
     return LogScan.from_dict(files.read_json(path), str(path))
-
-
-def load_summary(attempt_dir: Path) -> Summary | None:
-    scan = load_logscan(attempt_dir)
-    return scan.summary if scan is not None else None
 
 
 def load_census(attempt_dir: Path) -> Census | None:

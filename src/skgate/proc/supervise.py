@@ -76,7 +76,6 @@ class Outcome:
     timeout_fired: bool = False
     external_signals: list[int] = field(default_factory=list)
     escaped_alive: int = 0
-    last_exit_mono: float | None = None
 
 
 class Supervisor:
@@ -294,7 +293,6 @@ class Supervisor:
                         if status is not None:
                             leader_done = True
                             out.leader_exit_status, out.leader_exit_signal = status
-                            out.last_exit_mono = time.monotonic()
                             self.owned.mark_exit(pid, status, time.time())
                             self._dirty = True
                             self.emit(
@@ -318,7 +316,6 @@ class Supervisor:
                         if live and not out.timeout_fired and give_up_at is None:
                             next_progress = self._say_waiting(out, live, deadline, next_progress)
                         if not live:
-                            out.last_exit_mono = time.monotonic()
                             self.emit("tree_ended", escaped_alive=0, runner_cpu_s=cpu_seconds())
                             break
                         if give_up_at is not None and time.monotonic() >= give_up_at:
