@@ -8,6 +8,7 @@ lines, and ``import skgate.report.html`` loads no part of the run machinery.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -163,3 +164,16 @@ def test_skgate_run_does_not_load_the_simulator() -> None:
     )
     assert "skgate.cli.run" in loaded
     assert not {m for m in loaded if m.startswith(("skgate.sim", "skgate.demo"))}
+
+
+def test_one_signal_name_helper() -> None:
+    """A signal's name is said by ``skgate.model.signals.signal_name`` alone (issue 22
+    s6: four copies). The simulator's programs are left out: they stand for CANN's own
+    programs, run by path without the skgate package, and word their messages as those do."""
+    pattern = re.compile(r"Signals\([^()]*\)\.name|strsignal\(")
+    copies = [
+        str(p.relative_to(SRC))
+        for p in _modules()
+        if p.parent.name != "sim" and pattern.search(p.read_text(encoding="utf-8"))
+    ]
+    assert copies == ["model/signals.py"]

@@ -48,13 +48,14 @@ from skgate.evidence.logscan import LogScanner
 from skgate.model.errors import BlockedError, SkgateError
 from skgate.model.request import RunRequest
 from skgate.model.running import ProcessRecord, State
+from skgate.model.signals import signal_name
 from skgate.preflight import prepare as preflight
 from skgate.preflight.early import EarlyWork
 from skgate.preflight.interpreter import resolve_command
 from skgate.preflight.request import outputs_dir, validate
 from skgate.proc.cgroup import leaf_name
 from skgate.proc.echo import TerminalEcho
-from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, name_of
+from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred
 from skgate.proc.sources import allowed_sources, open_sources
 from skgate.proc.supervise import Outcome, Supervisor
 from skgate.proc.waitstatus import become_subreaper, cpu_seconds
@@ -120,7 +121,7 @@ def run_here(
             # After the last ledger entry nothing is left to record them in: say so.
             for signum, _ in stops.unrecorded():
                 if notify is not None:
-                    notify(f"skgate: {name_of(signum)} received after the attempt was recorded")
+                    notify(f"skgate: {signal_name(signum)} received after the attempt was recorded")
 
 
 def _run(
@@ -158,7 +159,7 @@ def _run(
             if stops.ignored:
                 att.emit(
                     "signals_ignored",
-                    signals=[name_of(s) for s in stops.ignored],
+                    signals=[signal_name(s) for s in stops.ignored],
                     note="inherited ignored (nohup); kept, and passed on to the workload",
                 )
             try:

@@ -45,9 +45,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.running import Coverage, ProcessRecord
+from skgate.model.signals import signal_name
 from skgate.proc.observe import ProcStat, direct_children, read_stat, tree
 from skgate.proc.owned import OwnedTree
-from skgate.proc.signals import STOP_SIGNALS, inherited_ignore, name_of
+from skgate.proc.signals import STOP_SIGNALS, inherited_ignore
 from skgate.proc.sources import Sources, coverage
 from skgate.proc.waiting import waiting_line
 from skgate.proc.waitstatus import cpu_seconds, decode_wait_status
@@ -256,7 +257,7 @@ class Supervisor:
                     asked = signum == signal.SIGTERM and self.stop_request is not None
                     stop = self.stop_request() if asked and self.stop_request else None
                     extra = {"stop_request": stop} if stop else {}
-                    self.emit("signal_received", signal=signum, name=name_of(signum), **extra)
+                    self.emit("signal_received", signal=signum, name=signal_name(signum), **extra)
                     if stop is not None and kill_at is None and not escalated:
                         # 'skgate stop' ends it as the frozen timeout does (C4): SIGTERM to
                         # the own group, SIGKILL to it after the grace; nothing else.
@@ -271,8 +272,8 @@ class Supervisor:
                         # follows: only the frozen timeout may end what ignores it.
                         self._signal_group(pid, signum, "forwarded")
                         self.notify(
-                            f"skgate: forwarded {name_of(signum)} to the command's process group "
-                            f"{pid}; send it again to SIGKILL that group"
+                            f"skgate: forwarded {signal_name(signum)} to the command's process "
+                            f"group {pid}; send it again to SIGKILL that group"
                         )
                     elif not escalated:
                         # A second stop request is an explicit "now".
@@ -476,7 +477,7 @@ class Supervisor:
         self.emit(
             "signal_sent",
             signal=int(signum),
-            name=name_of(signum),
+            name=signal_name(signum),
             target=f"process group {pgid}",
             reason=reason,
             delivered=delivered,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.records import Ownership, ProcessRecord
-from skgate.verdict.classify import signal_name
+from skgate.model.signals import signal_name
 from skgate.verdict.words import SIGNAL_REASONS_ZH
 
 MAX_BARS = 60

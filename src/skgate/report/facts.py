@@ -21,9 +21,9 @@ from skgate.evidence.load import health_statement
 from skgate.model.errors import UsageError
 from skgate.model.phrases import C7
 from skgate.model.records import Census, State, Verdict
+from skgate.model.signals import signal_name
 from skgate.report import rows
 from skgate.report.load import AttemptEvidence, Report
-from skgate.verdict.classify import signal_name
 from skgate.verdict.words import (
     EVENT_WORDS,
     SIGNAL_REASONS_ZH,
