@@ -177,3 +177,71 @@ def test_one_signal_name_helper() -> None:
         if p.parent.name != "sim" and pattern.search(p.read_text(encoding="utf-8"))
     ]
     assert copies == ["model/signals.py"]
+
+
+def _imports_at_run_time(path: Path, modules: set[str]) -> set[str]:
+    """The skgate modules ``path`` imports anywhere (function-level imports included),
+    except under ``if TYPE_CHECKING:`` (annotations only, nothing loaded)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                found.add(full if full in modules else node.module)
+    return found & modules
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp: list[str] = []
+            while not comp or comp[-1] != v:
+                comp.append(stack.pop())
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_even_through_function_level_imports() -> None:
+    """import-linter sees only module-level imports; a function-level import can hide a
+    cycle (issue 22 s6: rounds <-> scan, logscan <-> logscan_fast)."""
+    paths = {_module_name(p): p for p in _modules()}
+    names = set(paths)
+    graph = {m: _imports_at_run_time(p, names) - {m} for m, p in paths.items()}
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_sees_one() -> None:
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]

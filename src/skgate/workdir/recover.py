@@ -47,7 +47,7 @@ from skgate.evidence.load import (
     load_ownership,
     runner_is_alive,
 )
-from skgate.evidence.logscan import scan_file
+from skgate.evidence.logscan_file import scan_file
 from skgate.model.errors import EvidenceError, SkgateError
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
