@@ -9,25 +9,38 @@ command order of the exit-code table (:data:`skgate.model.exits.COMMANDS`).
 
 from __future__ import annotations
 
-import argparse
 import importlib
-from collections.abc import Callable
-from typing import NamedTuple
+
+# Plain classes, not ``typing.NamedTuple``: ``skgate --help`` never imports ``typing``
+# (a tenth of its start-up). Type checkers treat this name as ``typing.TYPE_CHECKING``.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
 
 
-class Command(NamedTuple):
+class Command:
     """One command: its name, the area module that handles it, its one-line help."""
 
-    name: str
-    area: str
-    summary: str
+    __slots__ = ("area", "name", "summary")
+
+    def __init__(self, name: str, area: str, summary: str) -> None:
+        self.name = name
+        self.area = area
+        self.summary = summary
 
 
-class Handler(NamedTuple):
+class Handler:
     """A command's handler, by module and function name: imported only when it runs."""
 
-    module: str
-    function: str
+    __slots__ = ("function", "module")
+
+    def __init__(self, module: str, function: str) -> None:
+        self.module = module
+        self.function = function
+
+    def __repr__(self) -> str:
+        return f"Handler({self.module!r}, {self.function!r})"
 
     def __call__(self, args: argparse.Namespace) -> int:
         fn: Callable[[argparse.Namespace], int] = getattr(
