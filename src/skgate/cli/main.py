@@ -43,8 +43,35 @@ COMMAND_AREA = table.COMMAND_AREA
 _exit_at_once = [False]
 
 
+def _columns() -> int:
+    """``shutil.get_terminal_size().columns`` (``COLUMNS``, else the terminal, else 80),
+    without importing ``shutil`` and its compression modules (``skgate --help`` start-up,
+    issue 22 s5)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 class _Formatter(argparse.HelpFormatter):
     """Wraps prose; keeps the exit-status lists (indented lines) as they are written."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(
+            prog, indent_increment, max_help_position, _columns() - 2 if width is None else width
+        )
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         out: list[str] = []
