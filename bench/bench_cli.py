@@ -31,12 +31,14 @@ from pathlib import Path
 import skgate
 
 
-def timed(argv: list[str], cwd: Path) -> tuple[float, float]:
+def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall time, and the child's CPU time (user + system: what it cost, whatever else
     shares the cores)."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
-    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
     wall = time.monotonic() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
@@ -52,8 +54,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=21, help="rounds (default %(default)s)")
     ap.add_argument("--json", action="store_true", help="print the medians as JSON")
+    ap.add_argument(
+        "--against",
+        metavar="SRC",
+        default=None,
+        help="also time another skgate source tree (its src/ directory, put first on "
+        "PYTHONPATH under the same console script), interleaved",
+    )
     args = ap.parse_args()
     compileall.compile_dir(os.path.dirname(skgate.__file__), quiet=1)
+    if args.against:
+        compileall.compile_dir(args.against, quiet=1)
     skg = skgate_argv()
     with tempfile.TemporaryDirectory(prefix="skgate-bench-cli-") as tmp:
         work = Path(tmp)
@@ -68,18 +79,22 @@ def main() -> int:
         )
         if not (root / "attempts" / "0001" / "verdict.json").is_file():
             sys.exit(f"bench: no finished attempt under {root}; check 'skgate run' here")
-        cases = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "skgate --help": [*skg, "--help"],
-            "skgate status ROOT": [*skg, "status", str(root)],
+        cases: dict[str, tuple[list[str], dict[str, str] | None]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], None),
+            "skgate --help": ([*skg, "--help"], None),
+            "skgate status ROOT": ([*skg, "status", str(root)], None),
         }
-        for argv in cases.values():  # warm the page cache, untimed
-            timed(argv, work)
+        if args.against:
+            other = {**os.environ, "PYTHONPATH": args.against}
+            cases["against: --help"] = ([*skg, "--help"], other)
+            cases["against: status ROOT"] = ([*skg, "status", str(root)], other)
+        for argv, env in cases.values():  # warm the page cache, untimed
+            timed(argv, work, env)
         walls: dict[str, list[float]] = {name: [] for name in cases}
         cpus: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(args.runs):
-            for name, argv in cases.items():
-                wall, cpu = timed(argv, work)
+            for name, (argv, env) in cases.items():
+                wall, cpu = timed(argv, work, env)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
     med = {name: statistics.median(xs) * 1000 for name, xs in walls.items()}
