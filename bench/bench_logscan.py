@@ -38,7 +38,7 @@ GREP_PATTERN = (
 CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from skgate.evidence.logscan import scan_file
+from skgate.evidence.logscan_file import scan_file
 t = time.perf_counter()
 res = scan_file(Path(sys.argv[1]))
 dt = time.perf_counter() - t

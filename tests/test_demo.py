@@ -11,6 +11,9 @@ import pytest
 from conftest import run_skgate
 from skgate.demo import scenario_names
 
+# End-to-end runs of seconds each: left out of the fast selection (README, Development).
+pytestmark = pytest.mark.slow
+
 #: verdict.json / control.json facts recorded from the pre-refactor commit dc4bb7a (see the
 #: file's ``_about``): the layout changes must leave the evidence of an attempt the same.
 GOLDEN: dict[str, Any] = json.loads(

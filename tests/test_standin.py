@@ -26,6 +26,9 @@ from typing import Any
 
 import pytest
 
+# End-to-end runs of seconds each: left out of the fast selection (README, Development).
+pytestmark = pytest.mark.slow
+
 STANDIN = Path(__file__).resolve().parent / "standin"
 LAUNCHER = STANDIN / "launcher.py"
 #: What the default ``--inputs`` (``HcPre:3,MatMulV2:2``) gives: five distinct inputs.

@@ -22,6 +22,9 @@ import pytest
 
 from conftest import end_leftover_sim_processes, read_json, run_skgate
 
+# End-to-end runs of seconds each: left out of the fast selection (README, Development).
+pytestmark = pytest.mark.slow
+
 TORCHAIR = [sys.executable, "-m", "skgate.sim.torchair"]
 NAMES = "sk_opc,sk_op_compiler"
 

@@ -24,10 +24,11 @@ from skgate.model.events import Blocked, Event, Finished, FinishingCutShort, Run
 from skgate.model.request import RunRequest
 from skgate.model.running import Coverage, Ownership, ProcessRecord
 from skgate.model.schema import SCHEMA_CONTROL
+from skgate.model.signals import signal_name
 from skgate.preflight.early import EarlyWork
 from skgate.preflight.jobs import frozen_value
 from skgate.proc.observe import boot_id, self_stat
-from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, name_of
+from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred
 from skgate.proc.waitstatus import cpu_seconds
 
 if TYPE_CHECKING:
@@ -92,11 +93,13 @@ class Attempt:
                 else "the attempt ends not started; nothing is launched"
             )
             self.emit(
-                RunnerSignal(signal=signum, name=name_of(signum), phase=phase.value, action=action)
+                RunnerSignal(
+                    signal=signum, name=signal_name(signum), phase=phase.value, action=action
+                )
             )
             if finishing:
                 self.notify(
-                    f"skgate: {name_of(signum)} received after the command's tree ended; "
+                    f"skgate: {signal_name(signum)} received after the command's tree ended; "
                     "finishing and sealing the evidence first (send it again to cut that short)"
                 )
 
@@ -109,13 +112,13 @@ class Attempt:
                 self.emit(
                     FinishingCutShort(
                         signal=signum,
-                        name=name_of(signum),
+                        name=signal_name(signum),
                         verdict_written=(self.dir / files.VERDICT).exists(),
                     )
                 )
         self.journal.close()
         return UnfinishedError(
-            f"{name_of(signum)} received twice while finishing the evidence: finishing was "
+            f"{signal_name(signum)} received twice while finishing the evidence: finishing was "
             f"cut short and {self.dir} is unfinished; run 'skgate recover {self.dir}' "
             "once its owned processes are gone"
         )
@@ -207,7 +210,7 @@ class Attempt:
         if indexed:
             with deferred():  # one ledger line, whole
                 # Signals that came once the journal was sealed are recorded here.
-                late = [name_of(s) for s, _ in self.stops.unrecorded()]
+                late = [signal_name(s) for s, _ in self.stops.unrecorded()]
                 extra: dict[str, Any] = {"signals_while_sealing": late} if late else {}
                 if self.frozen_jobs is not None:
                     extra["jobs"] = self.frozen_jobs
@@ -222,7 +225,7 @@ class Attempt:
         why = f" (through skgate stop: {stop.get('reason')})" if stop else ""
         return self.not_started(
             (
-                f"the runner received {name_of(signum)} {where}, before launch{why}; nothing "
+                f"the runner received {signal_name(signum)} {where}, before launch{why}; nothing "
                 "was started (a clean retry is needed)",
             ),
             None,

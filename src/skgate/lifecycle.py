@@ -14,8 +14,8 @@
   start time through a pidfd. The runner records the request with its reason and ends
   its own process group as the frozen timeout would (SIGTERM, grace, SIGKILL; C4): the
   verdict is ``interrupted`` / ``external``. The workload is never signalled from here,
-  and nothing at all is signalled when the runner is gone. :func:`stop_pending` is the
-  runner's side of that request.
+  and nothing at all is signalled when the runner is gone. The runner's side of that
+  request is :func:`skgate.evidence.stops.stop_pending`.
 """
 
 from __future__ import annotations

@@ -39,8 +39,8 @@ from skgate.evidence.load import (
     load_control,
     load_ownership,
     prelaunch_evidence,
-    recorded_verdict,
 )
+from skgate.evidence.recorded import recorded_verdict
 from skgate.model.errors import EvidenceError, StillLiveError
 from skgate.model.events import Created, Launched
 from skgate.model.records import Evidence, Ownership, ProcessRecord, Verdict

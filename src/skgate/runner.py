@@ -47,21 +47,22 @@ from skgate.evidence.diskfull import DiskFull, RunLog
 from skgate.evidence.follow import stage_announcer
 from skgate.evidence.intent import write_intent
 from skgate.evidence.logscan import LogScanner
-from skgate.evidence.stages import StageTracker
 from skgate.model.errors import BlockedError, SkgateError
 from skgate.model.events import Created, Launched, SignalsIgnored
 from skgate.model.request import RunRequest
 from skgate.model.running import ProcessRecord, State
+from skgate.model.signals import signal_name
 from skgate.preflight import prepare as preflight
 from skgate.preflight.early import EarlyWork
 from skgate.preflight.interpreter import resolve_command
 from skgate.preflight.request import outputs_dir, validate
 from skgate.proc.cgroup import leaf_name
 from skgate.proc.echo import TerminalEcho
-from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred, name_of
+from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred
 from skgate.proc.sources import allowed_sources, open_sources
 from skgate.proc.supervise import Outcome, Supervisor
 from skgate.proc.waitstatus import become_subreaper, cpu_seconds
+from skgate.stage_tracker import StageTracker
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict
@@ -123,7 +124,7 @@ def run_here(
             # After the last ledger entry nothing is left to record them in: say so.
             for signum, _ in stops.unrecorded():
                 if notify is not None:
-                    notify(f"skgate: {name_of(signum)} received after the attempt was recorded")
+                    notify(f"skgate: {signal_name(signum)} received after the attempt was recorded")
 
 
 def _run(
@@ -162,7 +163,7 @@ def _run(
             if stops.ignored:
                 att.emit(
                     SignalsIgnored(
-                        signals=tuple(name_of(s) for s in stops.ignored),
+                        signals=tuple(signal_name(s) for s in stops.ignored),
                         note="inherited ignored (nohup); kept, and passed on to the workload",
                     )
                 )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import shutil
 from pathlib import Path
@@ -14,13 +13,14 @@ import pytest
 from conftest import run_skgate
 from evidence_fixtures import make_attempt
 from skgate.cli import main as cli
+from skgate.cli import specs
 from skgate.model.records import State
 
 
 def registered(area: str) -> set[str]:
     parser = argparse.ArgumentParser()
     sub: argparse._SubParsersAction[Any] = parser.add_subparsers()
-    importlib.import_module(f"skgate.cli.{area}").register(sub)
+    specs.REGISTER[area](sub)
     return set(sub.choices)
 
 

@@ -25,6 +25,9 @@ from conftest import ENV, FAILING, SKGATE, as_if_runner_died, failed_attempt, ga
 from skgate.evidence import files, ledger, regular
 from skgate.model.errors import EvidenceError
 
+# End-to-end runs of seconds each: left out of the fast selection (README, Development).
+pytestmark = pytest.mark.slow
+
 FORGED_SUMMARY = b"[summary] stage=compile inputs=1 succeeded=1 failed=0\n"
 #: Generous for a one-attempt read on a loaded two-core host; a hang is forever.
 PROMPT = 30.0

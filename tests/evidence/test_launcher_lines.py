@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skgate.evidence.logscan import LogScanner, scan_file
+from skgate.evidence.logscan import LogScanner
+from skgate.evidence.logscan_file import scan_file
 
 LOG = b"""\
 /usr/lib/python3/site-packages/torchair/npugraph_ex/_acl_concrete_graph/static_kernel.py:241: UserWarning: Starting static kernel compilation, the build directory is /w/static_kernel_compile_outputs/ts1_pid2_outputs

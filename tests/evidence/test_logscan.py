@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import skgate.evidence.logscan_fast as logscan_fast
-from skgate.evidence.logscan import MAX_KEPT_LINE, MAX_LIST, NO_GREP_ENV, LogScanner, scan_file
+from skgate.evidence.logscan import MAX_KEPT_LINE, MAX_LIST, LogScanner
 from skgate.evidence.logscan_fast import scan_file_fast
+from skgate.evidence.logscan_file import NO_GREP_ENV, scan_file
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.logscan import LogScan
 from skgate.model.records import Evidence, State

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import read_json, run_skgate, torchair_sim_env
 from skgate.evidence import plog
-from skgate.evidence.load import load_stages
+from skgate.evidence.stages import load_stages
 from skgate.model.plog import PlogFile
 from skgate.model.running import Ownership
 from skgate.report.stages import stage_plogs

@@ -17,10 +17,10 @@ from skgate.evidence.stage_census import (
     stage_census,
     walk_root,
 )
-from skgate.evidence.stages import StageTracker, is_stage
 from skgate.model.events import Event, StageSeen
 from skgate.model.records import ProcessRecord
 from skgate.model.stages import InputOutcome, Pairing, StageCensus
+from skgate.stage_tracker import StageTracker, is_stage
 
 
 def tree(root: Path) -> Path:

@@ -20,11 +20,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    raise AssertionError("skgate has no subcommands")
+    """Every command's full parser, as ``skgate COMMAND`` builds it (its area's spec)."""
+    found: dict[str, argparse.ArgumentParser] = {}
+    for command in COMMAND_AREA:
+        for action in build_parser(command)._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found[command] = action.choices[command]
+    if not found:
+        raise AssertionError("skgate has no subcommands")
+    return found
 
 
 def test_readme_table_is_the_code_table() -> None:

@@ -28,6 +28,7 @@ from skgate.model.sources import ALL_SOURCES
 from skgate.preflight.early import EarlyWork
 from skgate.preflight.hooks.probe import Probe
 from skgate.preflight.hooks.rounds import STATIC_PROBE
+from skgate.preflight.hooks.scan import run_scan
 from skgate.preflight.inputs import early_scan_inputs
 from skgate.preflight.prepare import prepare
 from skgate.proc import cgroup
@@ -70,7 +71,7 @@ def test_early_scan_is_the_scan_preflight_would_make(
     finally:
         work.close()
     assert early is not None
-    fresh = inputs.run()
+    fresh = run_scan(inputs)
     assert early.to_dict() == fresh.to_dict()
     assert early.extra["startup_probe"] == "ran"
     # And preflight, given the early scan, records what it records without one.

@@ -28,6 +28,9 @@ from skgate.regress.matrix import core as matrix
 from skgate.regress.matrix import demo, load
 from skgate.verdict import words
 
+# End-to-end runs of seconds each: left out of the fast selection (README, Development).
+pytestmark = pytest.mark.slow
+
 MARKER = "skgate-sim: inference completed"
 SIM = [sys.executable, "-m", "skgate.sim.launcher", "--inputs", "2"]
 FAST = {"SKGATE_SIM_OPC_SECONDS": "0.02"}

@@ -30,7 +30,8 @@ TORCHAIR = [sys.executable, "-m", "skgate.sim.torchair", "--inputs", "4"]
 REVISION = "env:SKGATE_SIM_KERNEL_REVISION=2"
 
 
-pytestmark = pytest.mark.usefixtures("ends_leftover_sim")
+# End-to-end runs of seconds each: left out of the fast selection (README, Development).
+pytestmark = [pytest.mark.usefixtures("ends_leftover_sim"), pytest.mark.slow]
 
 
 def _gate(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:

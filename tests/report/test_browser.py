@@ -37,7 +37,8 @@ from skgate.report import facts, load
 from skgate.report.html import render_html
 from skgate.verdict.words import phrase, state_words
 
-pytestmark = pytest.mark.browser
+# A headless browser per page: also left out of the fast selection (README, Development).
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _find_chromium() -> str | None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evidence_fixtures import live_verdict_of, make_attempt
-from skgate.cli import evidence as cli_evidence
+from skgate.cli import specs
 from skgate.model.errors import EvidenceError
 from skgate.model.phrases import Lang
 from skgate.model.records import State
@@ -206,7 +206,7 @@ def test_cli_report_writes_atomically(tmp_path: Path, capsys: pytest.CaptureFixt
     make_attempt(tmp_path, 1, State.INTERRUPTED)
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    cli_evidence.register(sub)
+    specs.register_evidence(sub)
     out = tmp_path / "out" / "r.md"
     out.parent.mkdir()
     out.write_text("old content that is much longer than nothing\n" * 100)

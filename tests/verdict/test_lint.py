@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evidence_fixtures import make_attempt
-from skgate.cli import evidence as cli_evidence
+from skgate.cli import specs
 from skgate.model.records import Cause, State, Verdict
 from skgate.verdict.lint import (
     RULE_ERROR_FILES,
@@ -108,7 +108,7 @@ def test_finding_format_and_line_numbers() -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
-    cli_evidence.register(parser.add_subparsers())
+    specs.register_evidence(parser.add_subparsers())
     return parser
 
 

@@ -4,6 +4,10 @@
 can be checked with ``preflight`` before it is run.
 
 Each turns bad input into argparse's one-line usage error (exit 2), never a traceback.
+
+Light on purpose: the specs (:mod:`skgate.cli.specs`) build every parser from here, so
+``skgate CMD --help`` imports no command code (issue 22 s5). The defaults shown in help
+are copies of the model's values; tests/cli/test_specs.py keeps them equal.
 """
 
 from __future__ import annotations
@@ -11,12 +15,19 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from skgate.evidence.files import DEFAULT_ROOT
 from skgate.model.errors import UsageError
 from skgate.model.outcomes import PackageMode, VerdictFrom
-from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
+
+if TYPE_CHECKING:
+    from skgate.model.request import RunRequest
+
+#: ``skgate.evidence.files.DEFAULT_ROOT``: the evidence root when none is given.
+DEFAULT_ROOT = "skgate-runs"
+#: ``skgate.model.request.DEFAULT_TIMEOUT`` and ``DEFAULT_GRACE`` (seconds).
+DEFAULT_TIMEOUT = 3 * 3600.0
+DEFAULT_GRACE = 30.0
 
 
 def seconds(text: str) -> float:
@@ -234,6 +245,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 
 def request_from_args(args: argparse.Namespace, command: list[str]) -> RunRequest:
+    from pathlib import Path  # noqa: PLC0415 - a handler's helper, not a spec's (issue 22 s5)
+
+    from skgate.model.request import RunRequest  # noqa: PLC0415
+
     return RunRequest(
         argv=tuple(command),
         cwd=str(Path(args.cwd or os.getcwd()).absolute()),

@@ -1,8 +1,11 @@
 """The command line: parse, call, print, exit. No logic lives here.
 
-Each area registers its own subcommands (``cli_*.py``); every handler returns an exit
-status. This module is the one place that turns skgate's own errors into a one-line
-message and an exit status: no traceback reaches a user.
+``skgate --help`` comes from the static command table (:mod:`skgate.cli.table`); a
+command's parser from its area's spec (:mod:`skgate.cli.specs`); its handler, in the
+area module ``skgate/cli/<area>.py``, is imported only when the command runs (start-up
+cost, issue 22 s5). Every handler returns an exit status. This module is the one place
+that turns skgate's own errors into a one-line message and an exit status: no traceback
+reaches a user.
 """
 
 from __future__ import annotations
@@ -10,42 +13,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
 from skgate import __version__
+from skgate.cli import table
 from skgate.model import exits
 from skgate.model.errors import SkgateError
 from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE
 
-#: Which area module registers each command. Only the area of the command being run is
-#: imported: ``skgate run`` must not pay for the report, cleanup or regress code on every
-#: launch (start-up overhead is a benchmark target). tests/cli/test_main.py checks the map
-#: against what the areas really register.
-AREAS = ("run", "demo", "preflight", "evidence", "workdir", "regress", "agents")
-COMMAND_AREA = {
-    "run": "run",
-    "status": "run",
-    "classify": "run",
-    "demo": "demo",
-    "preflight": "preflight",
-    "report": "evidence",
-    "lint-report": "evidence",
-    "check-outputs": "evidence",
-    "verify": "workdir",
-    "recover": "workdir",
-    "retry": "workdir",
-    "cleanup": "workdir",
-    "uninstall": "workdir",
-    "regress": "regress",
-    "start": "agents",
-    "wait": "agents",
-    "stop": "agents",
-    "mcp": "agents",
-}
+# Not ``typing.TYPE_CHECKING``: ``skgate --help`` never imports ``typing`` (a tenth of its
+# start-up, issue 22 s5); type checkers treat this name alike.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+#: The table's names, kept here for callers and tests (tests/cli/test_specs.py checks
+#: the table against what the specs really register).
+AREAS = table.AREAS
+COMMAND_AREA = table.COMMAND_AREA
 
 
 #: Set by a command whose caller waits on this process's exit (``start``, ``wait``,
@@ -56,8 +43,35 @@ COMMAND_AREA = {
 _exit_at_once = [False]
 
 
+def _columns() -> int:
+    """``shutil.get_terminal_size().columns`` (``COLUMNS``, else the terminal, else 80),
+    without importing ``shutil`` and its compression modules (``skgate --help`` start-up,
+    issue 22 s5)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 class _Formatter(argparse.HelpFormatter):
     """Wraps prose; keeps the exit-status lists (indented lines) as they are written."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(
+            prog, indent_increment, max_help_position, _columns() - 2 if width is None else width
+        )
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         out: list[str] = []
@@ -77,7 +91,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with ``command``, only the area that owns it is imported."""
+    """The parser; with ``command``, its area's spec is built, else the static table only.
+
+    Either way no handler is imported: each is a :class:`~skgate.cli.table.Handler`,
+    which imports its area module when :func:`main` calls it.
+    """
     parser = _Parser(
         prog="skgate",
         description="Process-safety gate for Ascend SuperKernel static compilation.",
@@ -87,9 +105,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"skgate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    area_of = COMMAND_AREA.get(command or "")
-    for name in (area_of,) if area_of else AREAS:
-        importlib.import_module(f"skgate.cli.{name}").register(sub)
+    area_of = table.COMMAND_AREA.get(command or "")
+    if area_of is None:
+        # No command, or an unknown one: the list, the help and the usage error need the
+        # names and one-line helps only.
+        for row in table.COMMANDS:
+            sub.add_parser(row.name, help=row.summary, add_help=False)
+        return parser
+    from skgate.cli.specs import REGISTER  # noqa: PLC0415 - only with a command to parse
+
+    REGISTER[area_of](sub)
     # Every command's epilog lists its own exit statuses, from the one table (model/).
     for command_name, sub_parser in sub.choices.items():
         sub_parser.formatter_class = _Formatter

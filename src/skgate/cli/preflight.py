@@ -18,36 +18,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from skgate.cli.args import add_run_options, request_from_args
+from skgate.cli.args import request_from_args
 from skgate.model.errors import UsageError
 from skgate.model.exits import EXIT_BLOCKED
 from skgate.preflight.hooks import scan as hooks
 from skgate.preflight.prepare import prepare
 from skgate.preflight.render import preflight_record, render_lines
-
-
-def register(sub: argparse._SubParsersAction[Any]) -> None:
-    """Add ``preflight`` (handler returns the exit status)."""
-    p = sub.add_parser(
-        "preflight",
-        help="check start-up hooks, jobs, foreign compilers and leases: skgate preflight "
-        "[options] [-- COMMAND...]",
-        description=(
-            "Run the pre-launch checks of 'skgate run' without launching anything. "
-            "Exit 0: a run would start; 3: it would be blocked; 2: bad input."
-        ),
-    )
-    # The same control options as 'skgate run': a run's command line can be checked as is.
-    add_run_options(p)
-    p.add_argument(
-        "--freeze-baseline",
-        default=None,
-        metavar="FILE",
-        help="write every current finding to FILE as an approval baseline (once, never "
-        "overwritten)",
-    )
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(handler=cmd_preflight)
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:

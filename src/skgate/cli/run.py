@@ -6,20 +6,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from skgate.cli.args import (
-    add_run_options,
     command_after_dashes,
-    positive_seconds,
     request_from_args,
 )
 from skgate.cli.show import print_verdict
 from skgate.evidence import files
-from skgate.evidence.files import DEFAULT_ROOT
-from skgate.evidence.follow import verdict_record
 from skgate.evidence.ledger import latest, resolve
-from skgate.liveness import current_verdict, recompute
+from skgate.evidence.recorded import recorded_verdict
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
 from skgate.model.records import Verdict
@@ -27,64 +23,6 @@ from skgate.verdict.words import headline
 
 if TYPE_CHECKING:
     from skgate.model.events import Event
-
-
-def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(
-        "run",
-        help="run a command under the gate: skgate run [options] -- COMMAND...",
-        description="Run COMMAND in its own session under the gate and print its verdict.",
-    )
-    add_run_options(p)
-    p.add_argument("--quiet", action="store_true", help="do not echo the command's output")
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
-    p.add_argument(
-        "--events",
-        choices=["jsonl"],
-        default=None,
-        help="write every journal event to stdout as one JSON object per line as it "
-        "happens, then a final 'verdict' line (schemas/event.json); the command's output "
-        "goes to stderr",
-    )
-    # Catches a command given without '--', to say exactly that instead of a vague error.
-    p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
-    p.set_defaults(handler=cmd_run)
-
-    p = sub.add_parser(
-        "status",
-        help="read-only state of an attempt or the latest of a root",
-        description="The current state of an attempt (or of the latest attempt of an evidence "
-        "root), recorded if it finished, else a live read-only look. Never sends a signal, "
-        "never writes evidence.",
-    )
-    p.add_argument(
-        "target",
-        nargs="?",
-        default=str(DEFAULT_ROOT),
-        metavar="ATTEMPT|ROOT",
-        help="an attempt directory, or an evidence root for its latest attempt "
-        "(default %(default)s)",
-    )
-    p.add_argument("--all", action="store_true", help="every attempt of a root")
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
-    p.add_argument(
-        "--watch",
-        action="store_true",
-        help="live read-only view until the attempt is no longer in progress",
-    )
-    p.add_argument("--interval", type=positive_seconds, default=2.0, help=argparse.SUPPRESS)
-    p.set_defaults(handler=cmd_status)
-
-    p = sub.add_parser(
-        "classify",
-        help="recompute a verdict from the archived evidence alone",
-        description="Recompute the verdict of a finished attempt from its files alone, in the "
-        "fixed C2 order (a pure function of the evidence: the same files always give the "
-        "same verdict). Writes nothing.",
-    )
-    p.add_argument("target", metavar="ATTEMPT", help="the attempt directory to classify")
-    p.add_argument("--json", action="store_true", help="print the verdict as JSON on stdout")
-    p.set_defaults(handler=cmd_classify)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -129,10 +67,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         if early is not None:
             early.close()  # idempotent: run_here closes it, unless the import failed
     if args.events:
+        # Imported here: the live journal's code is only for --events (status start-up).
+        from skgate.evidence.follow import verdict_record  # noqa: PLC0415
+
         stream(verdict_record(verdict, "final", verdict.exit_code))
     else:
         print_verdict(verdict, args.json)
     return verdict.exit_code
+
+
+def verdict_now(attempt: Path) -> Verdict:
+    """The recorded verdict, else the read-only look of :mod:`skgate.evidence.load`,
+    imported only then: a finished attempt's status needs no classifier (issue 22 s5)."""
+    recorded = recorded_verdict(attempt)
+    if recorded is not None:
+        return recorded
+    from skgate.liveness import current_verdict  # noqa: PLC0415
+
+    return current_verdict(attempt)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -142,7 +94,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         rows: list[tuple[Path, Verdict | None, str | None]] = []
         for attempt in resolve(target):
             try:
-                rows.append((attempt, current_verdict(attempt), None))
+                rows.append((attempt, verdict_now(attempt), None))
             except SkgateError as exc:
                 rows.append((attempt, None, str(exc)))
         if args.json:
@@ -170,7 +122,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         from skgate.cli.watch import watch  # noqa: PLC0415
 
         return watch(attempt, interval=args.interval).exit_code
-    verdict = current_verdict(attempt)
+    verdict = verdict_now(attempt)
     print_verdict(verdict, args.json)
     return verdict.exit_code
 
@@ -180,6 +132,8 @@ def cmd_classify(args: argparse.Namespace) -> int:
     attempts = resolve(target)
     if len(attempts) != 1:
         raise UsageError(f"{target}: classify takes one attempt directory, not a root")
+    from skgate.liveness import recompute  # noqa: PLC0415
+
     verdict = recompute(attempts[0])
     print_verdict(verdict, args.json)
     return verdict.exit_code

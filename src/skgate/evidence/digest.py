@@ -3,16 +3,29 @@ of bytes, of an open file in fixed blocks (bounded memory), of a file by path.""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skgate.evidence import regular
 from skgate.model.errors import EvidenceError
 
+if TYPE_CHECKING:
+    import hashlib
+
+
+def new_sha256() -> hashlib._Hash:
+    """A sha256 object. ``hashlib`` (OpenSSL) loads on the first hash, so a command that
+    hashes nothing (``skgate status``) does not pay for it (start-up cost, issue 22 s5)."""
+    import hashlib  # noqa: PLC0415
+
+    return hashlib.sha256()
+
 
 def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    digest = new_sha256()
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def hash_fd(fd: int, block: int = 1 << 20) -> tuple[str, int]:
@@ -21,7 +34,7 @@ def hash_fd(fd: int, block: int = 1 << 20) -> tuple[str, int]:
     ``hashlib`` releases the GIL on large updates, so several of these run in parallel
     threads (the seal uses that to keep up with ``sha256sum``).
     """
-    digest = hashlib.sha256()
+    digest = new_sha256()
     buf = bytearray(block)
     view = memoryview(buf)
     size = 0

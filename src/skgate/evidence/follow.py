@@ -46,10 +46,9 @@ from skgate.model.protocol import AttemptPhase
 from skgate.model.running import ProcessRecord, State
 
 if TYPE_CHECKING:
-    # The tracker is an annotation only here: it probes /proc names, and the read side
-    # (a report) loads no skgate.proc module (issue 22 s3).
-    from skgate.evidence.stages import StageTracker
+    # Annotation only: the tracker is runner-side (issue 22 s3); evidence/ never loads it.
     from skgate.model.records import Verdict
+    from skgate.stage_tracker import StageTracker
 
 # <sys/inotify.h>
 IN_MODIFY = 0x00000002

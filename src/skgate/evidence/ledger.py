@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
-import hashlib
 import json
 import os
 import time
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import regular
-from skgate.evidence.digest import sha256_bytes, sha256_file
+from skgate.evidence.digest import new_sha256, sha256_bytes, sha256_file
 from skgate.evidence.files import SEAL, check_root, fsync_dir, is_attempt_dir, json_text
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
 
@@ -226,7 +225,7 @@ def _last_line(fd: int) -> tuple[bytes | None, str | None]:
     if end - start <= LINE_LIMIT:
         raw = os.pread(fd, end - start, start)
         return raw, sha256_bytes(raw)
-    digest = hashlib.sha256()
+    digest = new_sha256()
     at = start
     while at < end:
         block = os.pread(fd, min(1 << 20, end - at), at)

@@ -21,6 +21,8 @@ from skgate.evidence.diskfull import read_diskfull
 from skgate.evidence.follow import Progress
 from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import iter_journal, read_journal
+from skgate.evidence.recorded import recorded_verdict
+from skgate.evidence.stages import load_stages
 from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError
 from skgate.model.events import (
@@ -45,7 +47,6 @@ from skgate.model.records import (
     Ownership,
     RecoveredWhen,
     SignalSent,
-    Summary,
     Verdict,
 )
 from skgate.model.request import RunRequest, frozen_jobs
@@ -53,7 +54,7 @@ from skgate.model.schema import SCHEMA_CONTROL, SCHEMA_REGRESS, check_schema, re
 from skgate.verdict.classify import classify
 
 if TYPE_CHECKING:
-    from skgate.model.stages import Stages
+    pass
 
 
 @dataclass(frozen=True)
@@ -116,20 +117,6 @@ def load_logscan(attempt_dir: Path) -> LogScan | None:
     if not files.present(path):
         return None
     return LogScan.from_dict(files.read_json(path), str(path))
-
-
-def load_summary(attempt_dir: Path) -> Summary | None:
-    scan = load_logscan(attempt_dir)
-    return scan.summary if scan is not None else None
-
-
-def load_stages(path: Path) -> Stages | None:
-    """``stages.json`` of an attempt, or None when the attempt has none (older skgate)."""
-    from skgate.model.stages import Stages  # noqa: PLC0415
-
-    if not path.exists():
-        return None
-    return Stages.from_dict(files.read_json(path), str(path))
 
 
 def load_census(attempt_dir: Path) -> Census | None:
@@ -292,23 +279,6 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
     if intent is not None and cgroup is None:
         cgroup = intent.cgroup
     return Archived(evidence, deadline_wall, cgroup)
-
-
-def recorded_verdict(attempt_dir: Path) -> Verdict | None:
-    """The verdict the runner (or ``recover``) recorded, or None (none, or damaged: then
-    the rest of the evidence is classified instead)."""
-    verdict_path = attempt_dir / files.VERDICT
-    if not files.present(verdict_path):
-        return None
-    try:
-        recorded = Verdict.from_dict(files.read_json(verdict_path), str(verdict_path))
-    except EvidenceError:
-        return None
-    # A root copied or moved elsewhere: name the attempt where it is now, not where it
-    # was recorded (the file itself is sealed and stays as it is).
-    if recorded.attempt and Path(recorded.attempt).is_absolute():
-        return recorded.with_attempt(str(attempt_dir))
-    return recorded
 
 
 def archived_verdict(attempt_dir: Path) -> Verdict:

@@ -23,11 +23,12 @@ How it stays fast and small:
   exception);
 - every kept list is capped; what is left off is counted in ``omitted``.
 
-``scan_file`` on a finished log (no user regexes) may take the grep/wc fast path of
-:mod:`skgate.evidence.logscan_fast`, which feeds its candidate lines through the same line
-handler (``LogScanner.on_line``) and gives the same result; when it cannot be trusted
-the pure-Python scan below answers. The live ``LogScanner.feed`` (the runner's use while
-a compile streams) is always pure Python.
+A finished log is scanned by :func:`skgate.evidence.logscan_file.scan_file`, which may
+take the grep/wc fast path of :mod:`skgate.evidence.logscan_fast`: both stand on this
+module, the fast path feeding its candidate lines through the same line handler
+(``LogScanner.on_line``) for the same result; when it cannot be trusted the pure-Python
+scan answers. The live ``LogScanner.feed`` (the runner's use while a compile streams) is
+always pure Python.
 
 A literal counts only when it lies wholly inside a line's kept part (its first
 ``max_line`` bytes), whether the line arrived whole or in pieces.
@@ -42,15 +43,12 @@ pattern checks are :func:`skgate.model.request.validate_patterns`.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
-from skgate.evidence import regular
 from skgate.evidence.launcher_lines import LITERALS as LAUNCHER_LITERALS
 from skgate.evidence.launcher_lines import LauncherCollector
-from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.errors import UsageError
 from skgate.model.logscan import LogScan
 from skgate.model.request import SUMMARY_GROUPS, validate_patterns
 from skgate.model.running import Stage, Summary
@@ -495,66 +493,3 @@ class LogScanner:
             omitted={k: v for k, v in omitted.items() if v},
             launcher=self._launcher.result(),
         )
-
-
-#: Files at least this big take the grep path by default (below it, starting two
-#: processes costs more than the pure-Python scan).
-GREP_MIN_BYTES = 4 << 20
-#: Set to ``1`` to never use the grep path (e.g. to compare both paths).
-NO_GREP_ENV = "SKGATE_NO_GREP"
-
-
-def scan_file(
-    path: Path,
-    summary_patterns: Sequence[str] = (),
-    completion_marker: str | None = None,
-    chunk: int = 1 << 20,
-    *,
-    max_line: int = 64 * 1024,
-    use_grep: bool | None = None,
-) -> LogScan:
-    """Scan a run log from start to its current end (it may still be growing).
-
-    ``use_grep`` None (default): the grep path (``scan_file_fast``) for a log of at least
-    ``GREP_MIN_BYTES``; True: whatever the size; False: never. The grep path is also
-    skipped when ``SKGATE_NO_GREP=1`` or when user regexes are given (summary patterns,
-    completion marker): those are Python regexes, which grep's ERE cannot reproduce
-    exactly (backslashreplace decoding, Unicode classes, lookarounds), so they keep the
-    pure-Python scan. When the grep path fails for any reason the result comes from the
-    pure-Python scan, so the answer never depends on the path (C3).
-    """
-    validate_patterns(summary_patterns, completion_marker)
-    if (
-        use_grep is not False
-        and not summary_patterns
-        and completion_marker is None
-        and os.environ.get(NO_GREP_ENV) != "1"
-    ):
-        try:
-            size = path.stat().st_size
-        except OSError:
-            size = 0  # the Python path below reports a missing or unreadable log
-        if use_grep or size >= GREP_MIN_BYTES:
-            # Imported here: logscan_fast builds on this module (LogScanner, LogScan).
-            from skgate.evidence.logscan_fast import scan_file_fast  # noqa: PLC0415
-
-            fast = scan_file_fast(path, max_line)
-            if fast is not None:
-                return fast
-    scanner = LogScanner(summary_patterns, completion_marker, max_line)
-    try:
-        # A regular file only, never through a link (issue 21: a run.log linked to an
-        # outside file would put a [summary] the compile never printed in the verdict).
-        fd = regular.open_fd(path)
-    except FileNotFoundError:
-        raise EvidenceError(f"{path}: run log missing") from None
-    with open(fd, "rb") as fh:
-        while True:
-            try:
-                data = fh.read(chunk)
-            except OSError as exc:
-                raise EvidenceError(f"{path}: run log unreadable ({exc.strerror})") from None
-            if not data:
-                break
-            scanner.feed(data)
-    return scanner.finish()

@@ -1,4 +1,4 @@
-"""The grep/wc fast path of :func:`skgate.evidence.logscan.scan_file` for a finished run log (C3).
+"""The grep/wc fast path of :func:`skgate.evidence.logscan_file.scan_file` for a finished log (C3).
 
 ``scan_file`` on a finished log (no user regexes) takes a faster path with the same
 result: the system ``grep -a -n -E`` (C locale) lists the lines that hold one of the fixed

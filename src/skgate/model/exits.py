@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from skgate.model.phrases import C7
 
@@ -46,22 +46,38 @@ COMMANDS = (
 VERDICT_COMMANDS = ("run", "status", "classify", "retry", "wait")
 
 
-@dataclass(frozen=True)
 class ExitCode:
-    """One exit status: its number, its name, what it means and who returns it."""
+    """One exit status: its number, its name, what it means and who returns it.
 
-    code: int
-    name: str
-    #: One sentence, as README's exit-code table gives it.
-    meaning: str
-    #: The commands that return this status (``*``: any command).
-    commands: tuple[str, ...]
-    #: The verdict state (``State`` value) this code reports, if it reports one.
-    state: str | None = None
-    #: The words ``skgate --help`` shows beside the number (None: not shown there).
-    help_label: str | None = None
-    #: What this code means for a command that gives it another sense than ``meaning``.
-    for_command: Mapping[str, str] = field(default_factory=dict)
+    A plain class, not a dataclass or ``typing.NamedTuple``: ``skgate --help`` renders this
+    table, and importing ``dataclasses`` or ``typing`` would be a fifth of that command's
+    start-up (issue 22 s5). Rows are never changed after the table is built."""
+
+    __slots__ = ("code", "commands", "for_command", "help_label", "meaning", "name", "state")
+
+    def __init__(
+        self,
+        code: int,
+        name: str,
+        meaning: str,
+        commands: tuple[str, ...],
+        *,
+        state: str | None = None,
+        help_label: str | None = None,
+        for_command: Mapping[str, str] | None = None,
+    ) -> None:
+        self.code = code
+        self.name = name
+        #: One sentence, as README's exit-code table gives it.
+        self.meaning = meaning
+        #: The commands that return this status (``*``: any command).
+        self.commands = commands
+        #: The verdict state (``State`` value) this code reports, if it reports one.
+        self.state = state
+        #: The words ``skgate --help`` shows beside the number (None: not shown there).
+        self.help_label = help_label
+        #: What this code means for a command that gives it another sense than ``meaning``.
+        self.for_command: Mapping[str, str] = MappingProxyType(dict(for_command or {}))
 
 
 EXIT_TABLE: tuple[ExitCode, ...] = (

@@ -16,10 +16,9 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skgate.model.errors import EvidenceError
-from skgate.model.launcher import LauncherFacts
 from skgate.model.outcomes import PackageMode, VerdictFrom
 from skgate.model.running import (
     EXIT_CODES,
@@ -38,7 +37,12 @@ from skgate.model.schema import (
     opt_int,
     require,
 )
-from skgate.model.stages import Stages
+
+if TYPE_CHECKING:
+    # Annotations only: a recorded verdict is read (``skgate status``) without the stage
+    # and launcher records' classes being built (start-up cost, issue 22 s5).
+    from skgate.model.launcher import LauncherFacts
+    from skgate.model.stages import Stages
 
 __all__ = [
     "EXIT_CODES",

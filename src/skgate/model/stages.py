@@ -17,7 +17,7 @@ of its start lines) and the static-kernel cache files beside them, so that a cac
 that printed nothing can still be told from a compile (C2: "without compiling").
 
 Nothing here does I/O: the census that fills :class:`StageCensus` is
-:mod:`skgate.evidence.stages`; the rules that turn a stage into a summary are
+:mod:`skgate.evidence.stage_census`; the rules that turn a stage into a summary are
 :mod:`skgate.verdict.stages`.
 
 Schema: ``skgate.stages/2`` (history in :mod:`skgate.model.schema`); ``/1`` files of

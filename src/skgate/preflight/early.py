@@ -125,12 +125,12 @@ class EarlyWork:
         try:
             # What judges round 1 is loaded while round 1 runs (the runner needs it too,
             # so this is no extra work), then round 1 is waited for.
-            import skgate.preflight.hooks.scan  # noqa: F401, PLC0415
+            from skgate.preflight.hooks.scan import run_scan  # noqa: PLC0415
 
             if self._first is not None:
                 self._first.results()
             if self.inputs is not None:
-                self._scan = self.inputs.run(self._cancel, self._first)
+                self._scan = run_scan(self.inputs, self._cancel, self._first)
         except BaseException as exc:  # handed to the runner's thread by scan_result()
             self._error = exc
             if self._first is not None:

@@ -200,7 +200,7 @@ def _hooks_step(
         with deferred():
             result = early(inputs) if early is not None else None
             if result is None:
-                result = inputs.run()
+                result = hooks.run_scan(inputs)
     except hooks.InterpreterError as exc:
         if request.python:
             raise UsageError(

@@ -195,7 +195,6 @@ class OwnedTree:
         self._gone: dict[int, tuple[Proc, int]] = {}
         self.folded = Folded()
         self.on_process: ProcessHook | None = None
-        self.events_seen = 0  # owned events applied
         self._journal: list[str] = []
         self._hz = clock_ticks()
 
@@ -272,7 +271,6 @@ class OwnedTree:
                     if late is not None and late.exit_status is None and late.exit_signal is None:
                         late.exit_status, late.exit_signal = decode_exit_code(ev.exit_code)
                         self._note("exit", late, status=late.exit_status, signal=late.exit_signal)
-                        self.events_seen += 1
                         changed = True
                     continue
                 if kind is Kind.EXEC:
@@ -289,7 +287,6 @@ class OwnedTree:
                     p.last_seen = wall
                 else:
                     continue
-            self.events_seen += 1
             changed = True
         return changed
 

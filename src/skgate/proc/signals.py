@@ -31,17 +31,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from skgate.model.signals import signal_name
+
 #: The signals that ask the runner to stop (the Supervisor forwards the same set).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: Stop signals whose inherited ignore is kept (nohup; background jobs of a shell).
 KEEP_IGNORED = (signal.SIGHUP, signal.SIGINT)
-
-
-def name_of(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 def inherited_ignore(signum: int) -> bool:
@@ -54,7 +49,7 @@ class StopRequested(BaseException):
     on the way may swallow it, as with KeyboardInterrupt)."""
 
     def __init__(self, signum: int) -> None:
-        super().__init__(f"stopped by {name_of(signum)}")
+        super().__init__(f"stopped by {signal_name(signum)}")
         self.signum = signum
 
 

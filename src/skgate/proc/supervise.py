@@ -54,9 +54,10 @@ from skgate.model.events import (
     TreeEnded,
 )
 from skgate.model.running import Coverage, ProcessRecord
+from skgate.model.signals import signal_name
 from skgate.proc.observe import ProcStat, direct_children, is_alive, read_stat, tree
 from skgate.proc.owned import OwnedTree
-from skgate.proc.signals import STOP_SIGNALS, inherited_ignore, name_of
+from skgate.proc.signals import STOP_SIGNALS, inherited_ignore
 from skgate.proc.sources import Sources, coverage
 from skgate.proc.waiting import waiting_line
 from skgate.proc.waitstatus import cpu_seconds, decode_wait_status
@@ -85,7 +86,6 @@ class Outcome:
     timeout_fired: bool = False
     external_signals: list[int] = field(default_factory=list)
     escaped_alive: int = 0
-    last_exit_mono: float | None = None
 
 
 class Supervisor:
@@ -266,7 +266,7 @@ class Supervisor:
                     out.external_signals.append(signum)
                     asked = signum == signal.SIGTERM and self.stop_request is not None
                     stop = self.stop_request() if asked and self.stop_request else None
-                    name = name_of(signum)
+                    name = signal_name(signum)
                     self.emit(SignalReceived(signal=signum, name=name, stop_request=stop or None))
                     if stop is not None and kill_at is None and not escalated:
                         # 'skgate stop' ends it as the frozen timeout does (C4): SIGTERM to
@@ -282,8 +282,8 @@ class Supervisor:
                         # follows: only the frozen timeout may end what ignores it.
                         self._signal_group(pid, signum, "forwarded")
                         self.notify(
-                            f"skgate: forwarded {name_of(signum)} to the command's process group "
-                            f"{pid}; send it again to SIGKILL that group"
+                            f"skgate: forwarded {signal_name(signum)} to the command's process "
+                            f"group {pid}; send it again to SIGKILL that group"
                         )
                     elif not escalated:
                         # A second stop request is an explicit "now".
@@ -304,7 +304,6 @@ class Supervisor:
                         if status is not None:
                             leader_done = True
                             out.leader_exit_status, out.leader_exit_signal = status
-                            out.last_exit_mono = time.monotonic()
                             self.owned.mark_exit(pid, status, time.time())
                             self._dirty = True
                             self.emit(
@@ -325,7 +324,6 @@ class Supervisor:
                         if live and not out.timeout_fired and give_up_at is None:
                             next_progress = self._say_waiting(out, live, deadline, next_progress)
                         if not live:
-                            out.last_exit_mono = time.monotonic()
                             self.emit(TreeEnded(escaped_alive=0, runner_cpu_s=cpu_seconds()))
                             break
                         if give_up_at is not None and time.monotonic() >= give_up_at:
@@ -488,7 +486,7 @@ class Supervisor:
         self.emit(
             SignalSent(
                 signal=int(signum),
-                name=name_of(signum),
+                name=signal_name(signum),
                 target=f"process group {pgid}",
                 reason=reason,
                 delivered=delivered,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 
+from skgate.model.signals import signal_name
 from skgate.proc.observe import ProcStat
-from skgate.proc.signals import name_of
 
 #: Owned processes named in one "waiting for" line; the rest are counted.
 WAITING_SHOWN = 6
@@ -37,7 +37,7 @@ def waiting_line(
     never = f"never signalled before the deadline at {at}"
     if first:
         if exit_signal is not None:
-            how = f"ended by {name_of(exit_signal)}"
+            how = f"ended by {signal_name(exit_signal)}"
         else:
             how = f"exited with status {exit_status}"
         return f"skgate: leader {how}; waiting for {n} {noun}: {shown}, {never}"

@@ -21,7 +21,7 @@ RunFn = Callable[[RunRequest], Verdict]
 
 Progress = Callable[[str], None]
 
-# The C7 phrases the regress results quote (their one home is verdict/words.py).
+# The C7 phrases the regress results quote (their one home is model/phrases.py).
 FAILED_WORDS = C7["final_failure"]["en"]
 INTERRUPTED_WORDS = C7["interruption"]["en"]
 

@@ -36,7 +36,8 @@ from typing import Any
 
 from skgate.evidence import files
 from skgate.evidence.digest import sha256_file
-from skgate.evidence.load import load_control, load_stages
+from skgate.evidence.load import load_control
+from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
 from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict

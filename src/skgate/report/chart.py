@@ -40,7 +40,7 @@ from skgate.model.events import (
 )
 from skgate.model.phrases import Lang
 from skgate.model.records import Ownership, ProcessRecord
-from skgate.verdict.classify import signal_name
+from skgate.model.signals import signal_name
 from skgate.verdict.words import SIGNAL_REASONS_ZH
 
 MAX_BARS = 60

@@ -37,9 +37,9 @@ from skgate.model.events import (
 )
 from skgate.model.phrases import C7, LANGS, Lang
 from skgate.model.records import Census, State, Verdict
+from skgate.model.signals import signal_name
 from skgate.report import rows
 from skgate.report.load import AttemptEvidence, Report
-from skgate.verdict.classify import signal_name
 from skgate.verdict.words import (
     EVENT_WORDS,
     SIGNAL_REASONS_ZH,

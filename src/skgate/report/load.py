@@ -25,8 +25,9 @@ from skgate.evidence.files import read_json as _read_json
 from skgate.evidence.installed import INSTALLED_FILE
 from skgate.evidence.journal import read_journal
 from skgate.evidence.ledger import resolve
-from skgate.evidence.load import archived_verdict, load_stages
+from skgate.evidence.load import archived_verdict
 from skgate.evidence.plog import PLOG_INDEX
+from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
 from skgate.model.events import Event
 from skgate.model.installed import InstalledBinaries

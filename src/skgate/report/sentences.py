@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 from skgate.model.phrases import C7, Lang, count
 from skgate.model.records import ProcessRecord, State, Verdict
+from skgate.model.signals import signal_name
 from skgate.report.facts import census_label, headline, is_clean_retry_result
 from skgate.report.load import AttemptEvidence, Report
-from skgate.verdict.classify import signal_name
 from skgate.verdict.words import (
     CONTROL_SECTIONS,
     UNCOMPILED_COUNT,

@@ -9,21 +9,14 @@ gives the same verdict, and it can be recomputed later (``skgate classify``).
 from __future__ import annotations
 
 import dataclasses
-import signal
 
 from skgate.model.outcomes import SOURCE_EXIT_STATUS, PackageMode, VerdictFrom
 from skgate.model.phrases import count
 from skgate.model.records import Cause, Evidence, RecoveredWhen, State, Verdict
+from skgate.model.signals import signal_name
 from skgate.verdict import stages as stage_rules
 from skgate.verdict.coverage import coverage_reason, evidence_extra
 from skgate.verdict.stages import SummaryView
-
-
-def signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
 
 
 def natural_return(ev: Evidence) -> bool:

@@ -16,11 +16,11 @@ Pure functions of archived evidence (no I/O, no clock), used by the classifier:
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from skgate.model.records import Evidence, Stage, Summary, Verdict
+from skgate.model.signals import signal_name
 from skgate.model.stages import (
     AnnouncedRoot,
     InputOutcome,
@@ -38,13 +38,6 @@ SOURCE_STAGES = "op_compiler census"
 MAX_LISTED = 5
 
 
-def _signame(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
 def returned_naturally(stage: StageRecord, tree_natural: bool) -> bool:
     """The op_compiler ended on its own: no signal ended it, and the tree returned."""
     return tree_natural and stage.ended and stage.exit_signal is None
@@ -59,7 +52,7 @@ def not_final_reason(stage: StageRecord, tree_natural: bool) -> str | None:
             f"({' '.join(stage.args.argv) or 'argv unreadable: seen only after it ended'})"
         )
     if stage.exit_signal is not None:
-        return f"{who} was ended by {_signame(stage.exit_signal)}: it did not return naturally"
+        return f"{who} was ended by {signal_name(stage.exit_signal)}: it did not return naturally"
     if not tree_natural or not stage.ended:
         return f"{who} has not returned naturally"
     c = stage.census

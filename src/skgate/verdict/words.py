@@ -347,21 +347,25 @@ def _reason_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
     )
 
 
-# Fragments the templates above capture verbatim, said in Chinese too.
-_FRAGMENTS_ZH: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"但an owned op_compiler was observed"), "但观察到了自有 op_compiler"),
-    (re.compile(r"但the launcher reported a compile cache hit"), "但启动器报告了编译缓存命中"),
-    (re.compile(r"但a final summary was printed"), "但打印了最终汇总"),
-    (re.compile(r"（succeeded）"), "（成功）"),
-    (re.compile(r"（failed）"), "（失败）"),
-    (re.compile(r"表明 succeeded"), "表明成功"),
-    (re.compile(r"表明 failed"), "表明失败"),
-    (re.compile(r"stage (.+?): (\d+) of (\d+) failed"), r"阶段 \1：\3 个输入中 \2 个失败"),
-    (re.compile(r"(SIG[A-Z0-9]+) \(timeout\)"), r"\1（超时）"),
-    (re.compile(r"(SIG[A-Z0-9]+) \(grace-expired\)"), r"\1（宽限期已过）"),
-    (re.compile(r"(SIG[A-Z0-9]+) \(forwarded\)"), r"\1（转发）"),
-    (re.compile(r"）, (SIG)"), r"）、\1"),
-)
+@functools.cache
+def _fragments_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """Fragments the templates above capture verbatim, said in Chinese too (compiled on
+    first use, as :func:`_reason_patterns`)."""
+    return (
+        (re.compile(r"但an owned op_compiler was observed"), "但观察到了自有 op_compiler"),
+        (re.compile(r"但the launcher reported a compile cache hit"), "但启动器报告了编译缓存命中"),
+        (re.compile(r"但a final summary was printed"), "但打印了最终汇总"),
+        (re.compile(r"（succeeded）"), "（成功）"),
+        (re.compile(r"（failed）"), "（失败）"),
+        (re.compile(r"表明 succeeded"), "表明成功"),
+        (re.compile(r"表明 failed"), "表明失败"),
+        (re.compile(r"stage (.+?): (\d+) of (\d+) failed"), r"阶段 \1：\3 个输入中 \2 个失败"),
+        (re.compile(r"(SIG[A-Z0-9]+) \(timeout\)"), r"\1（超时）"),
+        (re.compile(r"(SIG[A-Z0-9]+) \(grace-expired\)"), r"\1（宽限期已过）"),
+        (re.compile(r"(SIG[A-Z0-9]+) \(forwarded\)"), r"\1（转发）"),
+        (re.compile(r"）, (SIG)"), r"）、\1"),
+    )
+
 
 #: Why the runner sent a signal (``signal_sent.reason``), in Chinese.
 SIGNAL_REASONS_ZH: Mapping[str, str] = {
@@ -371,57 +375,64 @@ SIGNAL_REASONS_ZH: Mapping[str, str] = {
 }
 
 
-#: The clauses of the C3 ownership-record line (verdict.coverage.coverage_reason), in Chinese.
-_COVERAGE_CLAUSES_ZH: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(rf"\A{p}\Z"), zh)
-    for p, zh in (
-        (
-            r"every fork, exec and exit of the owned tree is on record",
-            "自有进程树的每一次 fork、exec 和退出都有记录",
-        ),
-        (
-            r"the kernel dropped process events (\d+) times? under load, so short-lived "
-            r"processes may be missing",
-            r"内核在高负载下丢弃了 \1 次进程事件，短命进程可能缺失",
-        ),
-        (
-            r"the process events missed (\d+) process(?:es)? that the scan or the reaper "
-            r"found, so other short-lived processes may be missing",
-            r"进程事件漏掉了扫描或回收发现的 \1 个进程，其他短命进程也可能缺失",
-        ),
-        (
-            r"(\d+) owned process(?:es)? moved out of the attempt's cgroup \(tracked all "
-            r"the same\), so the cgroup does not hold every one",
-            r"\1 个自有进程移出了本次尝试的 cgroup（仍被跟踪），cgroup 不再包含每一个自有进程",
-        ),
-        (
-            r"processes shorter than the scan interval \(([0-9.e+-]+) s\) may be missing",
-            r"短于扫描间隔（\1 秒）的进程可能缺失",
-        ),
-        (
-            r"the attempt's cgroup holds every owned process, escapes included",
-            "本次尝试的 cgroup 包含每一个自有进程（包括脱离进程组的进程）",
-        ),
-        (
-            r"(\d+) processes beyond the first (\d+) are counted by name, not listed",
-            r"前 \2 个之后的 \1 个进程只按名称计数，未逐个列出",
-        ),
-        (
-            r"(\d+) process(?:es)? exec'ed and exited before (?:its|their) argv could be read",
-            r"\1 个进程的 argv 在读取之前已消失",
-        ),
+@functools.cache
+def _coverage_clauses_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """The clauses of the C3 ownership-record line (verdict.coverage.coverage_reason), in
+    Chinese (compiled on first use)."""
+    return tuple(
+        (re.compile(rf"\A{p}\Z"), zh)
+        for p, zh in (
+            (
+                r"every fork, exec and exit of the owned tree is on record",
+                "自有进程树的每一次 fork、exec 和退出都有记录",
+            ),
+            (
+                r"the kernel dropped process events (\d+) times? under load, so short-lived "
+                r"processes may be missing",
+                r"内核在高负载下丢弃了 \1 次进程事件，短命进程可能缺失",
+            ),
+            (
+                r"the process events missed (\d+) process(?:es)? that the scan or the reaper "
+                r"found, so other short-lived processes may be missing",
+                r"进程事件漏掉了扫描或回收发现的 \1 个进程，其他短命进程也可能缺失",
+            ),
+            (
+                r"(\d+) owned process(?:es)? moved out of the attempt's cgroup \(tracked all "
+                r"the same\), so the cgroup does not hold every one",
+                r"\1 个自有进程移出了本次尝试的 cgroup（仍被跟踪），cgroup 不再包含每一个自有进程",
+            ),
+            (
+                r"processes shorter than the scan interval \(([0-9.e+-]+) s\) may be missing",
+                r"短于扫描间隔（\1 秒）的进程可能缺失",
+            ),
+            (
+                r"the attempt's cgroup holds every owned process, escapes included",
+                "本次尝试的 cgroup 包含每一个自有进程（包括脱离进程组的进程）",
+            ),
+            (
+                r"(\d+) processes beyond the first (\d+) are counted by name, not listed",
+                r"前 \2 个之后的 \1 个进程只按名称计数，未逐个列出",
+            ),
+            (
+                r"(\d+) process(?:es)? exec'ed and exited before (?:its|their) argv could be read",
+                r"\1 个进程的 argv 在读取之前已消失",
+            ),
+        )
     )
-)
-_COVERAGE_RE = re.compile(r"\AC3: ownership record from ([a-z, ]+): (.+)\Z", re.DOTALL)
+
+
+@functools.cache
+def _coverage_re() -> re.Pattern[str]:
+    return re.compile(r"\AC3: ownership record from ([a-z, ]+): (.+)\Z", re.DOTALL)
 
 
 def _coverage_zh(reason: str) -> str | None:
-    match = _COVERAGE_RE.match(reason)
+    match = _coverage_re().match(reason)
     if match is None:
         return None
     parts: list[str] = []
     for clause in match.group(2).split("; "):
-        for pattern, zh in _COVERAGE_CLAUSES_ZH:
+        for pattern, zh in _coverage_clauses_zh():
             got = pattern.match(clause)
             if got:
                 parts.append(got.expand(zh))
@@ -440,7 +451,7 @@ def reason_zh(reason: str) -> str | None:
         match = pattern.match(reason)
         if match:
             text = match.expand(zh)
-            for fragment, fzh in _FRAGMENTS_ZH:
+            for fragment, fzh in _fragments_zh():
                 text = fragment.sub(fzh, text)
             return text
     return None

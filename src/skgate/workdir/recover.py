@@ -43,7 +43,7 @@ from skgate.evidence.census import take_census
 from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import read_journal
 from skgate.evidence.load import load_control, load_evidence
-from skgate.evidence.logscan import scan_file
+from skgate.evidence.logscan_file import scan_file
 from skgate.liveness import refuse_while_live
 from skgate.model.errors import EvidenceError
 from skgate.model.events import Created, Event, EventKind, Recovered, UnknownEvent

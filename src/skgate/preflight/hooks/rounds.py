@@ -18,15 +18,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from skgate.preflight.hooks.probe import Cancel, Probe, results
 
 # One list for both sides: the probe module only defines things when imported.
 from skgate.preflight.hooks.probe_static import BOOTSTRAP, STARTUP_VARS
-
-if TYPE_CHECKING:
-    from skgate.preflight.hooks.findings import HookScan
 
 #: Seconds one probe may take before the scan is reported as blocked.
 PROBE_TIMEOUT = 30.0
@@ -60,25 +57,10 @@ class ScanInputs:
     approve_all: bool
 
     def first_round(self, cancel: Cancel | None = None) -> FirstRound:
-        """Start round 1 for these inputs now (its results are read by :meth:`run`)."""
+        """Start round 1 for these inputs now (its results are read by
+        :func:`skgate.preflight.hooks.scan.run_scan`, which stands on this module: this
+        one never imports it, issue 22 s6)."""
         return FirstRound(self.python, dict(self.env), self.cwd, self.flags, cancel)
-
-    def run(self, cancel: Cancel | None = None, first: FirstRound | None = None) -> HookScan:
-        """The whole scan; ``first`` is a round 1 already started for these inputs."""
-        from skgate.preflight.hooks.scan import scan  # noqa: PLC0415 - scan imports this
-
-        return scan(
-            self.python,
-            dict(self.env),
-            cwd=self.cwd,
-            flags=self.flags,
-            approved=self.approved,
-            baseline=self.baseline,
-            strict=self.strict,
-            approve_all=self.approve_all,
-            cancel=cancel,
-            first=first,
-        )
 
 
 def _temp_root() -> str | None:

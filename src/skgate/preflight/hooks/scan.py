@@ -148,6 +148,25 @@ def _imports_in(source: str | bytes) -> list[str]:
 # --------------------------------------------------------------------------- scan
 
 
+def run_scan(
+    inputs: ScanInputs, cancel: Cancel | None = None, first: FirstRound | None = None
+) -> HookScan:
+    """The whole scan of ``inputs``; ``first`` is a round 1 already started for them
+    (:meth:`ScanInputs.first_round`)."""
+    return scan(
+        inputs.python,
+        dict(inputs.env),
+        cwd=inputs.cwd,
+        flags=inputs.flags,
+        approved=inputs.approved,
+        baseline=inputs.baseline,
+        strict=inputs.strict,
+        approve_all=inputs.approve_all,
+        cancel=cancel,
+        first=first,
+    )
+
+
 def scan(
     python: str,
     env: Mapping[str, str],

@@ -1,0 +1,122 @@
+"""CLI start-up benchmark (issue 22 s5), run by hand: ``python bench/bench_cli.py``.
+
+Times, side by side and interleaved (one of each per round, so a change in the host's
+speed touches all of them alike), the wall time of:
+
+- ``python -c pass`` under the same interpreter (the floor: interpreter start-up);
+- ``skgate --help`` (the static command table, no command code imported);
+- ``skgate status ROOT`` of a finished attempt (its area, the ledger and the verdict
+  reader, nothing of the runner).
+
+Targets: ``--help`` within 3x and ``status`` within 5x of ``python -c pass`` (medians).
+The bytecode of skgate is compiled first (``compileall``), as ``pip install`` leaves it:
+this machine sets ``PYTHONDONTWRITEBYTECODE=1``, and an editable install would otherwise
+compile every module from source on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import skgate
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall time, and the child's CPU time (user + system: what it cost, whatever else
+    shares the cores)."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    subprocess.run(
+        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
+    wall = time.monotonic() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def skgate_argv() -> list[str]:
+    """The console script a person types, beside this interpreter (else ``-m skgate``)."""
+    script = Path(sys.executable).parent / "skgate"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "skgate"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=21, help="rounds (default %(default)s)")
+    ap.add_argument("--json", action="store_true", help="print the medians as JSON")
+    ap.add_argument(
+        "--against",
+        metavar="SRC",
+        default=None,
+        help="also time another skgate source tree (its src/ directory, put first on "
+        "PYTHONPATH under the same console script), interleaved",
+    )
+    args = ap.parse_args()
+    compileall.compile_dir(os.path.dirname(skgate.__file__), quiet=1)
+    if args.against:
+        compileall.compile_dir(args.against, quiet=1)
+    skg = skgate_argv()
+    with tempfile.TemporaryDirectory(prefix="skgate-bench-cli-") as tmp:
+        work = Path(tmp)
+        root = work / "root"
+        # Any finished attempt will do (one blocked by an unapproved start-up hook of this
+        # machine too): status reads its recorded verdict either way.
+        subprocess.run(
+            [*skg, "run", "--root", str(root), "--verdict-from", "exit-status", "--", "true"],
+            cwd=work,
+            check=False,
+            capture_output=True,
+        )
+        if not (root / "attempts" / "0001" / "verdict.json").is_file():
+            sys.exit(f"bench: no finished attempt under {root}; check 'skgate run' here")
+        cases: dict[str, tuple[list[str], dict[str, str] | None]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], None),
+            "skgate --help": ([*skg, "--help"], None),
+            "skgate status ROOT": ([*skg, "status", str(root)], None),
+        }
+        if args.against:
+            other = {**os.environ, "PYTHONPATH": args.against}
+            cases["against: --help"] = ([*skg, "--help"], other)
+            cases["against: status ROOT"] = ([*skg, "status", str(root)], other)
+        for argv, env in cases.values():  # warm the page cache, untimed
+            timed(argv, work, env)
+        walls: dict[str, list[float]] = {name: [] for name in cases}
+        cpus: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(args.runs):
+            for name, (argv, env) in cases.items():
+                wall, cpu = timed(argv, work, env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+    med = {name: statistics.median(xs) * 1000 for name, xs in walls.items()}
+    cpu_med = {name: statistics.median(xs) * 1000 for name, xs in cpus.items()}
+    floor, cpu_floor = med["python -c pass"], cpu_med["python -c pass"]
+    if args.json:
+        print(json.dumps({"median_ms": med, "cpu_median_ms": cpu_med, "runs": args.runs}))
+        return 0
+    print(f"{sys.version.split()[0]} {sys.executable}; {args.runs} interleaved rounds")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for name, xs in walls.items():
+        print(
+            f"{name:20} wall median {med[name]:6.1f} ms (min {min(xs) * 1000:.1f}, max "
+            f"{max(xs) * 1000:.1f}) {med[name] / floor:5.2f}x;  CPU median "
+            f"{cpu_med[name]:6.1f} ms {cpu_med[name] / cpu_floor:5.2f}x"
+        )
+    ok_help = med["skgate --help"] <= 3 * floor
+    ok_status = med["skgate status ROOT"] <= 5 * floor
+    print(f"wall: --help within 3x: {'PASS' if ok_help else 'FAIL'}; ", end="")
+    print(f"status within 5x: {'PASS' if ok_status else 'FAIL'}")
+    return 0 if ok_help and ok_status else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
