@@ -45,7 +45,7 @@ from skgate.evidence.follow import (
 )
 from skgate.evidence.load import current_verdict, runner_ref
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
-from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.errors import EvidenceError, UnfinishedError, UsageError
 from skgate.model.protocol import Started, read_reply
 from skgate.model.records import EXIT_CODES, State, Verdict
 from skgate.model.request import RunRequest
@@ -117,6 +117,15 @@ def _read_all(fd: int) -> bytes:
 
 
 def _parse_started(raw: bytes, request: RunRequest) -> Started:
+    recorded = _recorded_only(raw)
+    if recorded is not None:
+        # Issue 21 s4: the runner recorded an attempt, then died before its reply; the
+        # attempt is named, with the exit code of an unfinished one (5, model/exits.py).
+        raise UnfinishedError(
+            f"the detached skgate runner died before it reported, after it recorded "
+            f"{recorded}; see 'skgate status {recorded}' (its runner.log says why), and "
+            f"'skgate recover {recorded}' once nothing it owned is alive"
+        )
     got = read_reply(
         raw,
         f"the detached skgate runner ended before it could report; see the evidence root "
@@ -130,6 +139,18 @@ def _parse_started(raw: bytes, request: RunRequest) -> Started:
         waiting_for=tuple(str(x) for x in got.get("waiting_for", [])),
         reasons=tuple(str(x) for x in got.get("reasons", [])),
     )
+
+
+def _recorded_only(raw: bytes) -> str | None:
+    """The attempt named by the runner's early ``recorded`` line, when no reply followed."""
+    lines = raw.decode("utf-8", "backslashreplace").strip().splitlines()
+    try:
+        last = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        return None
+    if isinstance(last, dict) and set(last) == {"recorded"}:
+        return str(last["recorded"])
+    return None
 
 
 # --------------------------------------------------------------------------- attempts

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from skgate.attempt import Attempt, Notify, OnEvent, StopRequest
 from skgate.evidence import ledger
 from skgate.evidence.census import outputs_record, top_entries
+from skgate.evidence.stops import clear_stop_request
 from skgate.model.errors import BlockedError, SkgateError
 from skgate.model.request import RunRequest
 from skgate.model.running import State
@@ -169,6 +170,9 @@ def _execute(run: _Run) -> Verdict:
         if run.outcome is not None:
             raise att.cut_short(stop.signum) from None
         return att.stopped_before_launch(stop.signum, "during preflight")
+    finally:
+        if run.att is not None:  # the attempt is over: its stop request goes too
+            clear_stop_request(run.att.dir)
 
 
 def _record(run: _Run) -> Verdict | None:

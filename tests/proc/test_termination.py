@@ -77,3 +77,40 @@ def test_the_policy_reads_no_clock() -> None:
         p = policy()
         runs.append([p.advance(t) for t in (150.0, 160.0, 165.0, 170.0)])
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("sig", [TERM, INT, signal.SIGHUP])
+def test_an_external_stop_signal_ends_the_group_after_the_grace(sig: int) -> None:
+    # Issue 21 s4: forwarded once and then nothing let a workload that ignores SIGTERM
+    # run on for ever; the same grace -> SIGKILL as the timeout now follows.
+    p = policy()
+    assert p.stop_signal(sig, 120.0) == [SignalGroup(sig, Reason.FORWARDED)]
+    assert p.stopping() and p.wake_at() == 125.0
+    assert p.advance(124.9) == []
+    assert p.advance(125.0) == [SignalGroup(KILL, Reason.GRACE_EXPIRED)]
+    assert p.gives_up(130.0)
+
+
+def test_the_deadline_during_a_stop_does_not_restart_the_grace() -> None:
+    p = policy()
+    p.stop_signal(TERM, 158.0)
+    # Recorded, but the group already got its SIGTERM: the grace that runs is kept.
+    assert p.advance(160.0) == [RecordTimeout()]
+    assert p.advance(163.0) == [SignalGroup(KILL, Reason.GRACE_EXPIRED)]
+
+
+def test_an_empty_group_is_not_killed_and_the_grace_is_not_waited_twice() -> None:
+    # Issue 21 s4: only a setsid escapee is left after the timeout's SIGTERM: no SIGKILL
+    # is due for nobody, and the escapee is waited for until the running grace ends.
+    p = policy()
+    p.advance(160.0)
+    p.group_empty(161.0)
+    assert p.kill_at is None
+    assert p.advance(165.0) == []
+    assert p.gives_up(165.0) and not p.gives_up(164.9)
+
+
+def test_group_empty_changes_nothing_when_no_kill_is_due() -> None:
+    p = policy()
+    p.group_empty(120.0)
+    assert not p.stopping() and p.wake_at() == 160.0

@@ -13,8 +13,10 @@ How the rules become code:
   and nothing that existed before the launch can ever join it. The manifest is the walk of
   ``/proc/<pid>/task/*/children`` from the runner down, identified by (pid, start time).
 * C4, termination: the only signals sent go to the process group the runner created, by
-  ``killpg``, at the frozen deadline (SIGTERM, then SIGKILL after the grace) or when the
-  runner itself is told to stop (forwarded). The leader is left a zombie, unreaped, until
+  ``killpg`` (SIGKILL by the leaf's ``cgroup.kill`` when the leaf is exactly the group),
+  at the frozen deadline or when the runner itself is told to stop: the signal, then
+  SIGKILL after the grace (the policy: :mod:`skgate.proc.termination`), and only while
+  the group has a live member. The leader is left a zombie, unreaped, until
   signalling is over: while it exists its pid, and so the group id, cannot be recycled,
   and ``killpg`` can never reach a stranger's group.
 * C2.1, natural return: waiting is event-driven. SIGCHLD and the leader's pidfd wake the
@@ -134,14 +136,20 @@ class Supervisor:
 
     # -- launch ---------------------------------------------------------------------
 
-    def launch(self, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
-        """Start the command in its own session. Raises OSError if it cannot start.
+    def launch(self, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes] | None:
+        """Start the command in its own session. Raises OSError if it cannot start;
+        None, with nothing forked, when a stop signal came first (see :meth:`pending_stops`).
 
         ``pass_fds`` are inherited by the command (the device lease locks).
         """
         # The leader is forked inside the attempt's cgroup, so it is a member before it
         # executes anything (see skgate.proc.cgroup).
         with self.sources.placing():
+            # Issue 21 s4: a stop signal caught since the handover (entering the leaf can
+            # wait tens of ms for the migration lock) refuses the fork: nothing is run
+            # that would at once be interrupted; the attempt ends not started (C2.4).
+            if any(s != signal.SIGCHLD for s in self._pending):
+                return None
             self._proc = subprocess.Popen(
                 list(self.config.argv),
                 cwd=self.config.cwd,
@@ -268,7 +276,7 @@ class Supervisor:
             elif act.reason is Reason.FORWARDED:
                 self.observer.note(
                     f"skgate: forwarded {name_of(act.signum)} to the command's process group "
-                    f"{pid}; send it again to SIGKILL that group"
+                    f"{pid}; SIGKILL to it after {grace:g} s (send it again to SIGKILL it now)"
                 )
             if act.signum == signal.SIGKILL:
                 self._look = True
@@ -302,6 +310,8 @@ class Supervisor:
             out.last_exit_mono = time.monotonic()
             self.emit("tree_ended", escaped_alive=0, runner_cpu_s=cpu_seconds())
             return True
+        if not any(st.pgid == pid for st in live.values()):
+            self._group_empty(pid, now)
         if self._policy.gives_up(now):
             # Only escaped processes can be left: the group got SIGKILL or has no member.
             # They are never signalled (C4); report them, stop waiting.
@@ -315,6 +325,13 @@ class Supervisor:
             )
             return True
         return False
+
+    def _group_empty(self, pgid: int, now: float) -> None:
+        """Issue 21 s4: once the group has no live member, the SIGKILL that was due is
+        recorded as not sent and the grace is not waited out twice for escapees."""
+        if self._policy.kill_at is not None:
+            self._policy.group_empty(now)
+            self._signal_group(pgid, signal.SIGKILL, Reason.GRACE_EXPIRED.value)
 
     # -- the dispatch table's handlers ----------------------------------------------
 
@@ -429,26 +446,40 @@ class Supervisor:
         return got
 
     def _signal_group(self, pgid: int, signum: int, reason: str) -> None:
-        """Signal the own group, and only while it has a live member.
+        """Signal the own group, and only while it has a live member (issue 21 s4).
 
-        With only the leader's zombie left there is nobody to signal: the event says so
-        (``delivered: false``) instead of claiming a signal that reached no process.
+        With only the leader's zombie left there is nobody to signal: no signal is sent
+        and the event says why (``delivered: false``). SIGKILL goes through the leaf's
+        ``cgroup.kill`` when every member of the leaf is in the group (C4: an escapee or
+        a process put there from outside is never signalled), else by ``killpg``.
         """
-        delivered = False
-        if self._live_tree(pgid, group_only=True):
+        members = set(self._live_tree(pgid, group_only=True))
+        extra: dict[str, Any] = {}
+        if not members:
+            extra["not_sent"] = "the process group has no live member left"
+        elif signum == signal.SIGKILL and self._leaf_is_group(members):
+            extra["via"] = "cgroup.kill"
+        else:
             try:
                 os.killpg(pgid, signum)
-                delivered = True
             except ProcessLookupError:
-                delivered = False
+                extra["not_sent"] = "the process group has no member left"
         self.emit(
             "signal_sent",
             signal=int(signum),
             name=name_of(signum),
             target=f"process group {pgid}",
             reason=reason,
-            delivered=delivered,
+            delivered="not_sent" not in extra,
+            **extra,
         )
+
+    def _leaf_is_group(self, members: set[int]) -> bool:
+        """Is the leaf exactly (a subset of) the group, and did ``cgroup.kill`` act?"""
+        leaf = self.sources.leaf
+        if leaf is None or not set(leaf.members()) <= members:
+            return False
+        return leaf.kill()
 
     def _live_tree(self, leader: int, group_only: bool = False) -> dict[int, ProcStat]:
         """Live (non-zombie) descendants of the runner, excluding the leader's zombie.

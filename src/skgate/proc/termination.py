@@ -9,12 +9,16 @@ The policy (C4: only the runner, and only the exact process group it created):
 
 * the frozen top-level deadline fires once: the timeout is recorded and the group gets
   SIGTERM; after the frozen grace it gets SIGKILL;
-* a ``skgate stop`` request starts the same sequence: SIGTERM to the group, SIGKILL after
-  the grace;
-* a stop signal to the runner from outside (C2.4) is forwarded to the group once; no
-  automatic SIGKILL follows: a second one is an explicit "now" (SIGKILL at once);
-* once SIGKILL was sent, only escaped processes (setsid, never signalled) can remain:
-  they are waited for one more grace, then reported, and the runner gives up waiting.
+* a stop signal to the runner (SIGTERM, SIGINT, SIGHUP from outside, C2.4) or a
+  ``skgate stop`` request starts the same sequence: the signal goes to the group, SIGKILL
+  follows after the grace (issue 21 s4: a workload that ignores SIGTERM must not outlive
+  an explicit stop, and ``status`` must never be final while it lives);
+* another stop signal while the grace runs is an explicit "now": SIGKILL at once;
+* once SIGKILL was sent (or the group has no member left), only escaped processes (setsid,
+  never signalled) can remain: they are waited for one more grace, then reported, and the
+  runner gives up waiting;
+* a group with no live member is never signalled (issue 21 s4): the grace it would wait
+  for is cut short, and the skipped signal is recorded as not sent.
 """
 
 from __future__ import annotations
@@ -59,35 +63,38 @@ class Termination:
         self.timeout_fired = False
         self.kill_at: float | None = None  # SIGKILL goes to the group, once stopping began
         self.give_up_at: float | None = None  # escaped survivors stop being waited for
-        self.received = 0  # stop signals that reached the runner
-        self.escalated = False
 
     # -- inputs ---------------------------------------------------------------------
 
     def stop_signal(self, signum: int, now: float, *, requested: bool = False) -> list[Action]:
         """A stop signal reached the runner; ``requested`` when it is a ``skgate stop``."""
-        self.received += 1
-        if requested and self.kill_at is None and not self.escalated:
-            self.kill_at, self.escalated = now + self.grace, True
-            return [SignalGroup(signum, Reason.STOP_REQUESTED)]
-        if self.received == 1:
-            return [SignalGroup(signum, Reason.FORWARDED)]
-        if not self.escalated:
-            self.escalated = True
+        if self.kill_at is None and self.give_up_at is None:
+            self.kill_at = now + self.grace
+            reason = Reason.STOP_REQUESTED if requested else Reason.FORWARDED
+            return [SignalGroup(signum, reason)]
+        if self.kill_at is not None:
             return self._kill(now, Reason.ESCALATED)
-        return []
+        return []  # SIGKILL was sent already: nothing stronger exists
 
     def advance(self, now: float) -> list[Action]:
         """Time passed: fire the deadline, then the end of the grace, when they are due."""
         actions: list[Action] = []
         if not self.timeout_fired and now >= self.deadline:
             self.timeout_fired = True
-            actions += [RecordTimeout(), SignalGroup(signal.SIGTERM, Reason.TIMEOUT)]
-            self.kill_at = now + self.grace
+            actions.append(RecordTimeout())
+            if self.kill_at is None and self.give_up_at is None:
+                actions.append(SignalGroup(signal.SIGTERM, Reason.TIMEOUT))
+                self.kill_at = now + self.grace
         if self.kill_at is not None and now >= self.kill_at:
             # Even with the leader gone: what ignored SIGTERM must not survive.
             actions += self._kill(now, Reason.GRACE_EXPIRED)
         return actions
+
+    def group_empty(self, now: float) -> None:
+        """The own group has no live member: no SIGKILL can reach anyone, so none is due;
+        escaped processes are waited for until the grace that was running ends."""
+        if self.kill_at is not None:
+            self.give_up_at, self.kill_at = max(now, self.kill_at), None
 
     # -- questions ------------------------------------------------------------------
 
