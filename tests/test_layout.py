@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from skgate.cli import table
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "skgate"
@@ -259,3 +261,31 @@ def test_no_import_cycle_even_through_function_level_imports() -> None:
 
 def test_the_cycle_check_sees_one() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def _function_lines(path: Path, qualname: str) -> int:
+    """Lines of one function (``Class.method`` or ``function``), decorators excluded."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    *owner, name = qualname.split(".")
+    body: list[ast.stmt] = tree.body
+    if owner:
+        cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == owner[0])
+        body = cls.body
+    fn = next(n for n in body if isinstance(n, ast.FunctionDef) and n.name == name)
+    assert fn.end_lineno is not None
+    return fn.end_lineno - fn.lineno + 1
+
+
+@pytest.mark.parametrize(
+    ("module", "qualname"),
+    [
+        ("proc/supervise.py", "Supervisor.wait"),
+        ("proc/supervise.py", "Supervisor._step"),
+        ("runner.py", "_launch"),
+        ("runner.py", "_supervise"),
+        ("runner.py", "_execute"),
+    ],
+)
+def test_the_supervision_core_reads_in_one_screen(module: str, qualname: str) -> None:
+    """Issue 22 s2: the wait loop and the runner's supervise step fit in 80 lines each."""
+    assert _function_lines(SRC / module, qualname) <= 80

@@ -251,7 +251,8 @@ def test_stop_interrupts_through_the_runner_only(tmp_path: Path, reaper: Reaper)
 
     # stop on a finished attempt changes nothing: same files, same bytes, no request.
     files_before = {p.name: sha256_file(p) for p in att.iterdir()}
-    (tmp_path / "r" / "stop-requests" / f"{att.name}.stop.json").unlink()
+    # Issue 21 s4: the request was removed when the attempt ended.
+    assert not (tmp_path / "r" / "stop-requests" / f"{att.name}.stop.json").exists()
     res = run_skgate("stop", str(att), "--reason", "again", "--json", cwd=tmp_path)
     assert res.returncode == 0 and json.loads(res.stdout)["action"] == "already_final"
     assert {p.name: sha256_file(p) for p in att.iterdir()} == files_before
@@ -446,3 +447,21 @@ def test_a_compiler_stage_is_announced_in_the_stream_with_its_inputs(tmp_path: P
     lines = [valid("event", json.loads(x)) for x in res.stdout.splitlines()]
     seen = [e for e in lines if e["event"] == "stage_seen"]
     assert [(e["inputs"], e["params_dir"]) for e in seen] == [(3, str(params))], res.stderr
+
+
+def test_start_names_the_attempt_when_its_runner_dies_before_reporting(tmp_path: Path) -> None:
+    """Issue 21 s4: the runner's early ``recorded`` line, with no reply after it, means
+    it died after recording an attempt: say which, with the unfinished exit code (5)."""
+    from skgate.lifecycle import read_started
+    from skgate.model.errors import UnfinishedError
+    from skgate.model.request import RunRequest
+
+    att = tmp_path / "r" / "attempts" / "0001"
+    request = RunRequest(argv=("true",), root=str(tmp_path / "r"), cwd=str(tmp_path))
+    r, w = os.pipe()
+    os.write(w, (json.dumps({"recorded": str(att)}) + "\n").encode())
+    os.close(w)
+    with pytest.raises(UnfinishedError) as got:
+        read_started(r, request)
+    assert got.value.exit_code == 5
+    assert f"after it recorded {att}" in str(got.value)

@@ -472,15 +472,22 @@ def test_missing_journal_or_manifest_is_unknown_never_a_result(tmp_path: Path) -
     assert "ownership" in " ".join(__import__("json").loads(res.stdout)["missing"])
 
 
-def test_forwarded_stop_is_not_escalated_until_asked_again(tmp_path: Path, reaper: Reaper) -> None:
-    body = PRELUDE + (
-        "def on_term(signum, frame):\n"
-        "    mark('got-term')\n"
-        "signal.signal(signal.SIGTERM, on_term)\n"
-        "mark('leader.pid', os.getpid())\n"
-        "while True: signal.pause()\n"
-    )
-    cmd = script(tmp_path, "stubborn.py", body)
+STUBBORN = PRELUDE + (
+    "def on_term(signum, frame):\n"
+    "    mark('got-term')\n"
+    "signal.signal(signal.SIGTERM, on_term)\n"
+    "mark('leader.pid', os.getpid())\n"
+    "while True: signal.pause()\n"
+)
+
+
+def test_external_sigterm_ends_a_workload_that_ignores_it_after_the_grace(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    """Issue 21 s4: the forwarded SIGTERM used to be the end of it, and a workload that
+    ignored it ran on with the runner (status INTERRUPTED, wait in progress). Told to
+    stop, the runner ends its own group: the signal, the frozen grace, then SIGKILL."""
+    cmd = script(tmp_path, "stubborn.py", STUBBORN)
     proc = reaper.popen(
         start_skgate(
             "run",
@@ -488,7 +495,36 @@ def test_forwarded_stop_is_not_escalated_until_asked_again(tmp_path: Path, reape
             "r",
             "--quiet",
             "--grace",
-            "0",
+            "0.5",
+            "--",
+            *cmd,
+            str(tmp_path),
+            cwd=tmp_path,
+        )
+    )
+    leader = reaper.add(int(wait_file(tmp_path / "leader.pid")))
+    att = attempt_of(tmp_path / "r")
+    wait_for(lambda: any(e["event"] == "launched" for e in events(att)), what="launch")
+    proc.send_signal(signal.SIGTERM)  # once only
+    proc.wait(timeout=30)
+    assert proc.returncode == 4
+    assert not pid_alive(leader)
+    sent = [(e["name"], e["reason"]) for e in events(att) if e["event"] == "signal_sent"]
+    assert sent == [("SIGTERM", "forwarded"), ("SIGKILL", "grace-expired")]
+    verdict = read_json(att / "verdict.json")
+    assert (verdict["state"], verdict["cause"]) == ("interrupted", "external")
+
+
+def test_a_second_stop_signal_kills_the_group_at_once(tmp_path: Path, reaper: Reaper) -> None:
+    cmd = script(tmp_path, "stubborn.py", STUBBORN)
+    proc = reaper.popen(
+        start_skgate(
+            "run",
+            "--root",
+            "r",
+            "--quiet",
+            "--grace",
+            "600",
             "--",
             *cmd,
             str(tmp_path),
@@ -500,13 +536,7 @@ def test_forwarded_stop_is_not_escalated_until_asked_again(tmp_path: Path, reape
     wait_for(lambda: any(e["event"] == "launched" for e in events(att)), what="launch")
     proc.send_signal(signal.SIGTERM)
     wait_file(tmp_path / "got-term")
-    # The workload ignored the forwarded SIGTERM and lives on: nothing kills it yet.
-    wait_for(
-        lambda: any(
-            e["event"] == "observation" or e["event"] == "signal_sent" for e in events(att)
-        ),
-        what="the forwarded signal in the journal",
-    )
+    # The workload ignored the forwarded SIGTERM and lives on: the grace runs (600 s).
     assert pid_alive(leader)
     assert proc.poll() is None
     proc.send_signal(signal.SIGTERM)  # asked again: now

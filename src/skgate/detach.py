@@ -166,6 +166,11 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
         progress.update(ev)
         if isinstance(ev, Created):
             attempt[0] = str(ev.attempt)
+            # Issue 21 s4: a line before the reply, so a caller whose runner dies before
+            # replying still learns which attempt was recorded (lifecycle.read_started).
+            if reply[0] >= 0:
+                with contextlib.suppress(OSError):
+                    os.write(reply[0], (json.dumps({"recorded": attempt[0]}) + "\n").encode())
             # The runner's own tracebacks and notes land in the attempt, not nowhere.
             with contextlib.suppress(OSError):
                 log = os.open(

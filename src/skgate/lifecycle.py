@@ -45,7 +45,7 @@ from skgate.evidence.follow import (
 from skgate.evidence.journal import JournalFollower, iter_journal
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
 from skgate.liveness import current_verdict, runner_ref
-from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.errors import EvidenceError, UnfinishedError, UsageError
 from skgate.model.events import Blocked, Event, Finished, SignalReceived, VerdictLine
 from skgate.model.protocol import AttemptPhase, Started, read_reply
 from skgate.model.records import EXIT_CODES, State, Verdict
@@ -118,12 +118,33 @@ def _read_all(fd: int) -> bytes:
 
 
 def _parse_started(raw: bytes, request: RunRequest) -> Started:
+    recorded = _recorded_only(raw)
+    if recorded is not None:
+        # Issue 21 s4: the runner recorded an attempt, then died before its reply; the
+        # attempt is named, with the exit code of an unfinished one (5, model/exits.py).
+        raise UnfinishedError(
+            f"the detached skgate runner died before it reported, after it recorded "
+            f"{recorded}; see 'skgate status {recorded}' (its runner.log says why), and "
+            f"'skgate recover {recorded}' once nothing it owned is alive"
+        )
     got = read_reply(
         raw,
         f"the detached skgate runner ended before it could report; see the evidence root "
         f"{request.root} (runner.log of the newest attempt)",
     )
     return Started.from_dict(got)
+
+
+def _recorded_only(raw: bytes) -> str | None:
+    """The attempt named by the runner's early ``recorded`` line, when no reply followed."""
+    lines = raw.decode("utf-8", "backslashreplace").strip().splitlines()
+    try:
+        last = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        return None
+    if isinstance(last, dict) and set(last) == {"recorded"}:
+        return str(last["recorded"])
+    return None
 
 
 # --------------------------------------------------------------------------- attempts

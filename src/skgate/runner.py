@@ -30,39 +30,30 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skgate.attempt import Attempt, Notify, OnEvent, StopRequest
-from skgate.evidence import files, ledger, plog
-from skgate.evidence.census import (
-    OBSERVATION_EVERY,
-    observer,
-    outputs_record,
-    take_census,
-    top_entries,
-)
-from skgate.evidence.diskfull import DiskFull, RunLog
-from skgate.evidence.follow import stage_announcer
+from skgate.evidence import ledger
+from skgate.evidence.census import outputs_record, top_entries
 from skgate.evidence.intent import write_intent
-from skgate.evidence.logscan import LogScanner
+from skgate.evidence.stops import clear_stop_request
 from skgate.model.errors import BlockedError, SkgateError
 from skgate.model.events import Created, Launched, SignalsIgnored
 from skgate.model.request import RunRequest
-from skgate.model.running import ProcessRecord, State
+from skgate.model.running import State
 from skgate.model.signals import signal_name
 from skgate.preflight import prepare as preflight
 from skgate.preflight.early import EarlyWork
 from skgate.preflight.interpreter import resolve_command
 from skgate.preflight.request import outputs_dir, validate
 from skgate.proc.cgroup import leaf_name
-from skgate.proc.echo import TerminalEcho
 from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred
 from skgate.proc.sources import allowed_sources, open_sources
-from skgate.proc.supervise import Outcome, Supervisor
+from skgate.proc.supervise import Outcome, Supervisor, SupervisorConfig
 from skgate.proc.waitstatus import become_subreaper, cpu_seconds
-from skgate.stage_tracker import StageTracker
+from skgate.runwatch import Echo, Watcher, finish_after_return
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict
@@ -76,7 +67,35 @@ _FINISHING = (
     "skgate.evidence.installed",
 )
 
-Echo = Callable[[bytes], None]
+
+@dataclass
+class _Run:
+    """One attempt as it goes through :data:`STEPS`: each step reads what the earlier
+    ones left here and adds its own; what the attempt holds open is in ``held``."""
+
+    request: RunRequest
+    stops: StopSignals
+    echo: Echo | None
+    notify: Notify | None
+    progress_every: float
+    on_event: OnEvent | None
+    stop_request: StopRequest | None
+    early: EarlyWork | None
+    attempt_id: str | None
+    held: contextlib.ExitStack
+    att: Attempt | None = None
+    plan: preflight.LaunchPlan | None = None
+    before: frozenset[tuple[str, int]] = frozenset()
+    sup: Supervisor | None = None
+    watcher: Watcher | None = None
+    outcome: Outcome | None = None
+    launched_wall: float = 0.0
+    launched_mono: float = 0.0
+
+    @property
+    def attempt(self) -> Attempt:
+        assert self.att is not None  # set by the first step
+        return self.att
 
 
 def run_here(
@@ -117,8 +136,19 @@ def run_here(
         stops = StopSignals()
         stops.install()
         try:
-            hooks = (on_event, stop_request, early)
-            return _run(request, stops, echo, notify, progress_every, hooks=hooks, aid=attempt_id)
+            run = _Run(
+                request,
+                stops,
+                echo,
+                notify,
+                progress_every,
+                on_event,
+                stop_request,
+                early,
+                attempt_id,
+                contextlib.ExitStack(),
+            )
+            return _execute(run)
         finally:
             stops.restore()
             # After the last ledger entry nothing is left to record them in: say so.
@@ -127,65 +157,71 @@ def run_here(
                     notify(f"skgate: {signal_name(signum)} received after the attempt was recorded")
 
 
-def _run(
-    request: RunRequest,
-    stops: StopSignals,
-    echo: Echo | None,
-    notify: Notify | None,
-    progress_every: float,
-    *,
-    hooks: tuple[OnEvent | None, StopRequest | None, EarlyWork | None] = (None, None, None),
-    aid: str | None = None,
-) -> Verdict:
-    att: Attempt | None = None
+def _execute(run: _Run) -> Verdict:
+    """Run the steps in order; the first that returns a verdict ends the attempt (a
+    blocked or refused launch), the last always does. Everything the attempt held open
+    (leases, run.log, procs.jsonl, the sources, the echo) is closed once, at the end."""
     try:
-        with deferred():  # an attempt directory never exists without its first records
-            attempt_dir = ledger.allocate(Path(request.root), aid)
-            att = Attempt(
-                request,
-                attempt_dir,
-                stops,
-                notify,
-                on_event=hooks[0],
-                stop_request=hooks[1],
-                early=hooks[2],
-            )
-            att.emit(
-                Created(
-                    attempt=str(attempt_dir),
-                    argv=tuple(request.argv),
-                    cwd=request.cwd,
-                    # Who owns it, before control.json exists: what 'skgate recover' checks.
-                    runner={"pid": att.runner_pid, "start_ticks": att.runner_start_ticks},
-                    boot_id=att.boot_id,
-                )
-            )
-            if stops.ignored:
-                att.emit(
-                    SignalsIgnored(
-                        signals=tuple(signal_name(s) for s in stops.ignored),
-                        note="inherited ignored (nohup); kept, and passed on to the workload",
-                    )
-                )
-            try:
-                ledger.record_start(att.root, attempt_dir, request.retry_of)
-            except (OSError, SkgateError) as exc:
-                # Never run unrecorded: leave a readable not-started attempt, refuse (exit 3).
-                reason = (
-                    f"the evidence root's ledger cannot be written ({exc}); nothing was started"
-                )
-                att.abandon(reason)
-                raise BlockedError(reason) from None
-        return _before_launch(att, echo, notify, progress_every)
+        with run.held:
+            for step in STEPS:
+                verdict = step(run)
+                if verdict is not None:
+                    return verdict
+        raise AssertionError("the finish step returns the verdict")  # pragma: no cover
     except StopRequested as stop:
-        assert att is not None  # allocation runs deferred: a stop acts only after it
+        att = run.attempt  # allocation runs deferred: a stop acts only after it
+        if run.outcome is not None:
+            raise att.cut_short(stop.signum) from None
         return att.stopped_before_launch(stop.signum, "during preflight")
+    finally:
+        if run.att is not None:  # the attempt is over: its stop request goes too
+            clear_stop_request(run.att.dir)
 
 
-def _before_launch(
-    att: Attempt, echo: Echo | None, notify: Notify | None, progress_every: float
-) -> Verdict:
-    request = att.request
+def _record(run: _Run) -> Verdict | None:
+    """Allocate the attempt and put its first records down (skgate never runs unrecorded)."""
+    request, stops = run.request, run.stops
+    with deferred():  # an attempt directory never exists without its first records
+        attempt_dir = ledger.allocate(Path(request.root), run.attempt_id)
+        att = run.att = Attempt(
+            request,
+            attempt_dir,
+            stops,
+            run.notify,
+            on_event=run.on_event,
+            stop_request=run.stop_request,
+            early=run.early,
+        )
+        att.emit(
+            Created(
+                attempt=str(attempt_dir),
+                argv=tuple(request.argv),
+                cwd=request.cwd,
+                # Who owns it, before control.json exists: what 'skgate recover' checks.
+                runner={"pid": att.runner_pid, "start_ticks": att.runner_start_ticks},
+                boot_id=att.boot_id,
+            )
+        )
+        if stops.ignored:
+            att.emit(
+                SignalsIgnored(
+                    signals=tuple(signal_name(s) for s in stops.ignored),
+                    note="inherited ignored (nohup); kept, and passed on to the workload",
+                )
+            )
+        try:
+            ledger.record_start(att.root, attempt_dir, request.retry_of)
+        except (OSError, SkgateError) as exc:
+            # Never run unrecorded: leave a readable not-started attempt, refuse (exit 3).
+            reason = f"the evidence root's ledger cannot be written ({exc}); nothing was started"
+            att.abandon(reason)
+            raise BlockedError(reason) from None
+    return None
+
+
+def _preflight(run: _Run) -> Verdict | None:
+    """Hooks, foreign compilers, leases, jobs, environment (C4-C6); the frozen control."""
+    att, request, notify = run.attempt, run.request, run.notify
     if att.early is not None:
         att.early.prewarm()
     env = preflight.base_env(request, os.environ)
@@ -204,7 +240,7 @@ def _before_launch(
             att.root,
             emit=att.emit,
             notify=notify,
-            progress_every=progress_every,
+            progress_every=run.progress_every,
             early_scan=att.early.scan_result if att.early is not None else None,
             attempt_dir=att.dir,
         )
@@ -215,146 +251,96 @@ def _before_launch(
         # Only when SIGINT is not ours (an embedding caller's handler raised it).
         att.not_started(("interrupted during preflight, before launch",), None)
         raise
-    try:
-        att.foreign = plan.foreign
-        # C8: what the outputs directory already holds belongs to earlier runs.
-        before, controls = top_entries(outputs_dir(request)), dict(plan.controls)
-        controls["outputs_before"] = outputs_record(outputs_dir(request), before)
-        with deferred():
-            att.write_control(controls)
-        if notify is not None:
-            # C6: what will make the compile skip is said before launch, in en and zh.
-            for line in preflight.skip_lines(controls):
-                notify(line)
-        if plan.blocked:
-            return att.not_started(plan.blocked, controls)
-        return _supervise(att, plan, echo, notify, before, progress_every=progress_every)
-    finally:
-        plan.release()
+    run.plan = plan
+    run.held.callback(plan.release)  # the leases are held until the attempt is finished
+    att.foreign = plan.foreign
+    # C8: what the outputs directory already holds belongs to earlier runs.
+    run.before, controls = top_entries(outputs_dir(request)), dict(plan.controls)
+    controls["outputs_before"] = outputs_record(outputs_dir(request), run.before)
+    with deferred():
+        att.write_control(controls)
+    if notify is not None:
+        # C6: what will make the compile skip is said before launch, in en and zh.
+        for line in preflight.skip_lines(controls):
+            notify(line)
+    if plan.blocked:
+        return att.not_started(plan.blocked, controls)
+    return None
 
 
-def _supervise(
-    att: Attempt,
-    plan: preflight.LaunchPlan,
-    echo: Echo | None,
-    notify: Notify | None,
-    before: frozenset[tuple[str, int]],
-    *,
-    progress_every: float = 30.0,
-) -> Verdict:
-    request = att.request
-    scanner = LogScanner(request.summary_patterns, request.completion_marker)
-    log_fd = os.open(
-        att.dir / files.RUN_LOG,
-        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
-        0o644,
-    )
-
-    echoer = TerminalEcho(echo) if echo is not None else None
-    # C2/C3: every owned op_compiler invocation becomes a stage of its own.
-    tracker = StageTracker(preflight.compiler_names(request, plan.env), cwd=request.cwd)
-    procs = files.AppendFile(att.dir / files.PROCS)  # every fork, exec, exit (C3)
-
+def _launch(run: _Run) -> Verdict | None:
+    """Open what the run writes to, take the signals over, and start the command."""
+    att, request, plan = run.attempt, run.request, run.plan
+    assert plan is not None
+    watcher = run.watcher = Watcher.open(att, plan, run.echo, run.before, run.held)
     # Subscribed and created before the launch, so the leader's first fork is seen and
     # the leader is born in the leaf (C3).
     allowed, name = allowed_sources(os.environ), leaf_name(att.runner_pid, att.runner_start_ticks)
     sources = open_sources(allowed, name, att.early.leaf(allowed, name) if att.early else None)
-
-    # Issue 21 s2, C4: a full evidence disk never ends supervision nor stops the drain of
-    # the pipe (the compile would die of SIGPIPE); the facts wait in memory.
-    full = DiskFull()
-    runlog = RunLog(log_fd, full)
-    emit = full.guard(att.emit, files.EVENTS, appends=True)
-
-    def sink(data: bytes) -> None:
-        runlog.write(data)
-        scanner.feed(data)
-        if echoer is not None:
-            echoer(data)
-
-    sup = Supervisor(
+    run.held.callback(sources.close)
+    config = SupervisorConfig(
         request.argv,
         env=plan.env,
         cwd=request.cwd,
         timeout=request.timeout,
         grace=request.grace,
-        emit=emit,
-        sink=sink,
-        on_manifest=full.guard(att.write_ownership, files.OWNERSHIP),
         scan_interval=request.scan_interval,
-        on_tick=observer(
-            emit,
-            outputs_dir(request),
-            OBSERVATION_EVERY * request.scan_interval,
-            before,
-            stage_progress=tracker.progress,
-        ),
-        notify=notify,
-        on_process=stage_announcer(tracker, emit),
-        on_scan=tracker.on_scan,
-        stop_request=partial(att.stop_request, att.dir) if att.stop_request else None,
-        sources=sources,
-        journal=full.guard(procs, files.PROCS, appends=True),
-        progress_every=progress_every,
+        progress_every=run.progress_every,
     )
+    sup = run.sup = Supervisor(config, watcher, sources)
     subreaper = become_subreaper()
     # The handover: from here the Supervisor owns the stop signals and forwards them to
     # the group once it exists; one that came during the handover still stops the launch.
     att.stops.phase = Phase.HANDOVER
     sup.install_handlers()
     early = att.stops.handover_stop()
-    if early is None:
-        early = next(iter(sup.pending_stops()), None)
-    if early is not None:
-        sup.restore_handlers()
-        os.close(log_fd)
-        procs.close()
-        sources.close()
-        if echoer is not None:
-            echoer.close()
-        return att.stopped_before_launch(early, "while launching")
     try:
-        try:
+        if early is None:
             # C2, issue 21 s1: durable before the fork, so a runner killed before its
             # 'launched' entry is never read as "nothing was launched".
             write_intent(att.dir, request.argv, str(sources.leaf.path) if sources.leaf else None)
-            proc = sup.launch(plan.lease_fds)
-        except OSError as exc:
-            os.close(log_fd)
-            procs.close()
-            sources.close()
-            if echoer is not None:
-                echoer.close()
-            return att.not_started(
-                (f"the command could not be started: {exc.strerror or exc}",), None
-            )
-        launched_mono = time.monotonic()
-        wall = time.time()
-        att.pgid = proc.pid
-        sup.track_leader(wall)
-        att.leader = next(iter(sup.records()), None)
-        emit(
-            Launched(
-                pid=proc.pid,
-                pgid=proc.pid,
-                sid=proc.pid,
-                start_ticks=att.leader.start_ticks if att.leader else None,
-                deadline_wall=wall + request.timeout,
-                timeout=request.timeout,
-                grace=request.grace,
-                subreaper=subreaper,
-                ownership_sources=tuple(sources.used),
-                sources_unavailable=dict(sources.unavailable),
-                cgroup=str(sources.leaf.path) if sources.leaf else None,
-                runner_cpu_s=cpu_seconds(),
-            )
+        proc = sup.launch(plan.lease_fds) if early is None else None
+    except OSError as exc:
+        sup.restore_handlers()
+        return att.not_started((f"the command could not be started: {exc.strerror or exc}",), None)
+    if proc is None:
+        # Issue 21 s4: a stop signal that came before the fork refuses it (nothing ran).
+        sup.restore_handlers()
+        signum = early if early is not None else next(iter(sup.pending_stops()))
+        return att.stopped_before_launch(signum, "while launching")
+    run.launched_mono, run.launched_wall = time.monotonic(), time.time()
+    wall = run.launched_wall
+    att.pgid = proc.pid
+    sup.track_leader(wall)
+    att.leader = next(iter(sup.records()), None)
+    watcher.emit(
+        Launched(
+            pid=proc.pid,
+            pgid=proc.pid,
+            sid=proc.pid,
+            start_ticks=att.leader.start_ticks if att.leader else None,
+            deadline_wall=wall + request.timeout,
+            timeout=request.timeout,
+            grace=request.grace,
+            subreaper=subreaper,
+            ownership_sources=tuple(sources.used),
+            sources_unavailable=dict(sources.unavailable),
+            cgroup=str(sources.leaf.path) if sources.leaf else None,
+            runner_cpu_s=cpu_seconds(),
         )
-        full.guard(att.write_ownership, files.OWNERSHIP)(
-            sup.records(), False, sup.coverage_of(False)
-        )
+    )
+    return None
+
+
+def _supervise(run: _Run) -> Verdict | None:
+    """Wait for the whole owned tree, then hand the signals back to the runner."""
+    att, sup, watcher = run.attempt, run.sup, run.watcher
+    assert sup is not None and watcher is not None
+    try:
+        watcher.manifest(sup.records(), False, sup.coverage_of(False))
         for name in _FINISHING:
             importlib.import_module(name)
-        outcome = sup.wait(launched_mono)
+        run.outcome = sup.wait(run.launched_mono)
         sup.reap_leader()
         sup.finish_manifest()
     finally:
@@ -363,97 +349,34 @@ def _supervise(
         att.stops.phase = Phase.FINISHING
         sup.restore_handlers()
         att.stops.add(sup.pending_stops())
-        sources.close()
-    try:
-        if full.full:
-            full.record(att.dir, att.notify)  # as soon as space allows (issue 21 s2)
-        return _finish_after_return(
-            att,
-            scanner=scanner,
-            tracker=tracker,
-            records=sup.records(),
-            outcome=outcome,
-            before=before,
-            log_fd=log_fd,
-            procs=procs,
-            echoer=echoer,
-            plog_env=plan.env,
-            launched_wall=wall,
-        )
-    except StopRequested as stop:
-        raise att.cut_short(stop.signum) from None
+    if watcher.full.full:
+        watcher.full.record(att.dir, att.notify)  # as soon as space allows (issue 21 s2)
+    return None
 
 
-def _finish_after_return(
-    att: Attempt,
-    *,
-    scanner: LogScanner,
-    tracker: StageTracker,
-    records: list[ProcessRecord],
-    outcome: Outcome,
-    before: frozenset[tuple[str, int]],
-    log_fd: int,
-    procs: files.AppendFile,
-    echoer: TerminalEcho | None,
-    plog_env: dict[str, str],
-    launched_wall: float,
-) -> Verdict:
-    from skgate.evidence import installed as inst  # noqa: PLC0415 - see _FINISHING
-
-    request = att.request
-    att.record_signals()
-    scan = scanner.finish()
-    census = take_census(outputs_dir(request), live=outcome.escaped_alive > 0, exclude=before)
-    # After the tree ended: each stage's per-input logs are final now (C1), not before.
-    starts = scan.launcher.starts if scan.launcher is not None else ()
-    stages = tracker.finish(
-        records,
-        after_return=outcome.escaped_alive == 0,
-        announced=[(str(s.get("root", "")), s.get("rank")) for s in starts if s.get("root")],
-        outputs=outputs_dir(request),
-        before=before,
+def _finish(run: _Run) -> Verdict | None:
+    """After the tree is gone: the final files, then classify and seal (C2)."""
+    att, watcher, outcome, plan = run.attempt, run.watcher, run.outcome, run.plan
+    assert watcher is not None and outcome is not None and plan is not None and run.sup
+    return finish_after_return(
+        att,
+        watcher,
+        records=run.sup.records(),
+        outcome=outcome,
+        before=run.before,
+        plog_env=plan.env,
+        launched_wall=run.launched_wall,
     )
-    if request.enforce_jobs:
-        # Loaded only now, after the launch (start latency, issue 13).
-        from skgate.evidence import shim_calls  # noqa: PLC0415
 
-        # C5: the shim's own record of each call: the launcher's argv and the one it ran.
-        stages = shim_calls.with_shim_calls(
-            stages, shim_calls.read_shim_calls(att.dir / shim_calls.SHIM_CALLS)
-        )
-    # C3: CANN's own process logs of the owned pids, copied before the seal (bounded).
-    plog_index = plog.archive(att.dir, plog_env, {r.pid for r in records}, launched_wall)
-    # C8: the installed static binaries of this attempt's packages, as the tree left them
-    # (torchair uninstalls at exit, so "no manifest" is recorded, never concluded).
-    installed = inst.installed_binaries(
-        str(outputs_dir(request)),
-        plog_env.get("ASCEND_OPP_PATH") or None,
-        frozenset(name for name, _ in before),
-    )
-    own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        files.write_batch_new(
-            att.dir,
-            {
-                files.SUMMARY: "".join(line + "\n" for line in scan.summary.lines),
-                files.LOGSCAN: files.dumps(scan.to_dict()),
-                files.CENSUS: files.dumps(census.to_dict()),
-                files.STAGES: files.dumps(stages.to_dict()),
-                plog.PLOG_INDEX: files.dumps(plog_index),
-                inst.INSTALLED_FILE: files.dumps(inst.installed_record(installed)),
-            },
-            also_sync=(log_fd, own_fd, procs.fd),
-        )
-    finally:
-        os.close(log_fd)
-        os.close(own_fd)
-        procs.close()
-    try:
-        return att.finish()
-    finally:
-        # After the verdict is written: a terminal that does not read never delays it.
-        if echoer is not None:
-            echoer.close()
+
+#: The attempt, step by step (see the module doc); :func:`_execute` runs them in order.
+STEPS: tuple[Callable[[_Run], Verdict | None], ...] = (
+    _record,
+    _preflight,
+    _launch,
+    _supervise,
+    _finish,
+)
 
 
 # -- the child side of the API protocol -------------------------------------------------

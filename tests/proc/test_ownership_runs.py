@@ -364,7 +364,11 @@ def test_a_process_moved_out_of_the_cgroup_is_tracked_and_the_line_says_so(
     )  # fmt: skip
     child = int(wait_file(tmp_path / "child.pid"))
     att = attempt(tmp_path / "r")
-    leaf = Path(next(e for e in events(att) if e["event"] == "launched")["cgroup"])
+    # The child can write its pid before the runner journals 'launched': wait for it.
+    launched = wait_for(
+        lambda: next((e for e in events(att) if e["event"] == "launched"), None), "launched"
+    )
+    leaf = Path(launched["cgroup"])
     # The child leaves the attempt's cgroup for the runner's own (as root can).
     (leaf.parent / "cgroup.procs").write_text(f"{child}\n")
     wait_for(lambda: ownership(att)["coverage"].get("left_cgroup") == 1, "the move to be seen")

@@ -5,6 +5,7 @@ without loading the waiting machinery before its launch."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -33,3 +34,10 @@ def stop_pending(attempt: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_STOP_REQUEST:
         return None
     return {k: data.get(k) for k in ("reason", "requested_by_pid", "requested_at")}
+
+
+def clear_stop_request(attempt: Path) -> None:
+    """Remove the request once its attempt is final (issue 21 s4): a request outlives
+    nothing it was for. The link itself, never what it points to, is removed."""
+    with contextlib.suppress(OSError):
+        stop_request_path(attempt).unlink()

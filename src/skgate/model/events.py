@@ -285,6 +285,10 @@ class SignalSent(Event):
     target: str | int | None = None
     reason: str | None = None
     delivered: bool | None = None
+    #: Why nothing was sent (the group had no live member left, issue 21 s4).
+    not_sent: str | None = _opt()
+    #: ``cgroup.kill`` when the SIGKILL went through the attempt's leaf (issue 21 s4).
+    via: str | None = _opt()
     #: One process, not the group: ``skgate recover --adopt`` signals each adopted
     #: process by its pidfd, checked by start time (issue 21 s1).
     pid: int | None = _opt()

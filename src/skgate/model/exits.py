@@ -159,10 +159,12 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         "unknown",
         "unknown: evidence missing or contradictory (also `check-outputs` when unreadable "
         "directories may hide a `.run`)",
-        (*VERDICT_COMMANDS, "check-outputs", "stop"),
+        (*VERDICT_COMMANDS, "check-outputs", "stop", "start"),
         state="unknown",
         help_label="unknown",
         for_command={
+            "start": "the detached runner died before it reported, after it recorded an "
+            "attempt (named in the message: see skgate status, then skgate recover)",
             "wait": "unknown, or at once: the runner died without a verdict (nobody will "
             "record one; never kill its processes)",
             "stop": "the runner is gone; nothing was signalled",

@@ -14,10 +14,13 @@ inherits the leaf whatever it does with sessions and process groups (``setsid``,
 * ``cpu.stat`` gives the tree's CPU time and, where the memory controller is enabled for
   the leaf, ``memory.peak`` its peak memory: evidence for the verdict.
 
-The cgroup is for *knowing*, never for killing (C4: only the runner's own process group,
-only at the frozen timeout or when told to stop). This module never writes
-``cgroup.kill`` or ``cgroup.freeze``; it writes only ``cgroup.procs`` (the runner moving
-*itself*) and creates/removes its own leaf directory.
+The cgroup is for *knowing*; it kills only what the group signal would (C4: only the
+runner's own process group, only at the frozen timeout or when told to stop).
+:meth:`Leaf.kill` writes ``cgroup.kill`` for the group's SIGKILL, and the Supervisor asks
+for it only while every member of the leaf is in that group (issue 21 s4: no escapee
+and no process put there from outside is hit). Otherwise it writes only ``cgroup.procs``
+(the runner moving *itself*), never ``cgroup.freeze``, and creates/removes its own leaf
+directory.
 
 Placement before exec, without ``preexec_fn`` (unsafe in a threaded runner): the runner
 moves itself into the leaf, forks the leader (which inherits the leaf before it executes
@@ -241,6 +244,22 @@ class Leaf:
 
     def members(self) -> list[int]:
         return read_pids(self.path)
+
+    def kill(self) -> bool:
+        """SIGKILL every member at once through ``cgroup.kill`` (Linux 5.14+): a fork in
+        flight cannot slip past it as it can past a group signal. False where the file is
+        missing or refused (the caller then signals the group)."""
+        try:
+            fd = os.open(self.path / "cgroup.kill", os.O_WRONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            os.write(fd, b"1")
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return True
 
     def populated(self) -> bool:
         """Is any process still in the leaf? Reading also re-arms the change event."""

@@ -9,7 +9,9 @@ instant. What that must mean depends on where the attempt is (issue 12):
   leave a hook probe it started running on its own; here the signal is turned into
   :class:`StopRequested` at the next safe point instead;
 * **while launching and supervising**: :class:`~skgate.proc.supervise.Supervisor` owns the
-  dispositions and forwards the signal to the own process group (C2.4, C4);
+  dispositions; before the fork the signal refuses the launch, after it the signal goes
+  to the own process group, then SIGKILL after the frozen grace (C2.4, C4; the policy is
+  :mod:`skgate.proc.termination`);
 * **after the tree returned**: the compile already ended on its own, so the signal is only
   recorded, and the evidence (census, verdict, seal, ledger end) is finished first. A
   second signal *of the same kind* is an explicit "now": it cuts the finishing short

@@ -13,8 +13,10 @@ How the rules become code:
   and nothing that existed before the launch can ever join it. The manifest is the walk of
   ``/proc/<pid>/task/*/children`` from the runner down, identified by (pid, start time).
 * C4, termination: the only signals sent go to the process group the runner created, by
-  ``killpg``, at the frozen deadline (SIGTERM, then SIGKILL after the grace) or when the
-  runner itself is told to stop (forwarded). The leader is left a zombie, unreaped, until
+  ``killpg`` (SIGKILL by the leaf's ``cgroup.kill`` when the leaf is exactly the group),
+  at the frozen deadline or when the runner itself is told to stop: the signal, then
+  SIGKILL after the grace (the policy: :mod:`skgate.proc.termination`), and only while
+  the group has a live member. The leader is left a zombie, unreaped, until
   signalling is over: while it exists its pid, and so the group id, cannot be recycled,
   and ``killpg`` can never reach a stranger's group.
 * C2.1, natural return: waiting is event-driven. SIGCHLD and the leader's pidfd wake the
@@ -35,17 +37,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from skgate.model.events import (
-    Event,
     LeaderExited,
     Reaped,
     SignalReceived,
@@ -59,8 +60,10 @@ from skgate.proc.observe import ProcStat, direct_children, is_alive, read_stat, 
 from skgate.proc.owned import OwnedTree
 from skgate.proc.signals import STOP_SIGNALS, inherited_ignore
 from skgate.proc.sources import Sources, coverage
+from skgate.proc.supervisor_types import Outcome, SupervisorConfig, SupervisorObserver
+from skgate.proc.termination import Action, Reason, RecordTimeout, Termination
 from skgate.proc.waiting import waiting_line
-from skgate.proc.waitstatus import cpu_seconds, decode_wait_status
+from skgate.proc.waitstatus import cpu_seconds, decode_wait_status, drain_fd, peek_exit
 
 #: While the owned tree is quiet, process events of the rest of the machine are read in
 #: batches (they queue in the socket meanwhile): one wake per event of a busy host would
@@ -72,73 +75,23 @@ EVENTS_COALESCE = (0.025, 0.2)
 #: Signals that, sent to the runner, are forwarded to its own group (C2.4: external).
 FORWARDED = STOP_SIGNALS
 
-Emit = Callable[[Event], object]
-
-
-@dataclass
-class Outcome:
-    """Facts of one supervised run, as the journal also recorded them."""
-
-    pid: int
-    pgid: int
-    leader_exit_status: int | None = None
-    leader_exit_signal: int | None = None
-    timeout_fired: bool = False
-    external_signals: list[int] = field(default_factory=list)
-    escaped_alive: int = 0
+__all__ = ["EVENTS_COALESCE", "Outcome", "Supervisor", "SupervisorConfig", "SupervisorObserver"]
 
 
 class Supervisor:
     """Run one command under the gate. Use :meth:`launch`, then :meth:`wait`."""
 
     def __init__(
-        self,
-        argv: tuple[str, ...],
-        *,
-        env: dict[str, str],
-        cwd: str,
-        timeout: float,
-        grace: float,
-        emit: Emit,
-        sink: Callable[[bytes], None],
-        on_manifest: Callable[[list[ProcessRecord], bool, Coverage], None],
-        scan_interval: float = 1.0,
-        on_tick: Callable[[int], None] | None = None,
-        notify: Callable[[str], None] | None = None,
-        on_process: Callable[[ProcessRecord], None] | None = None,
-        on_scan: Callable[[list[tuple[int, int]]], None] | None = None,
-        stop_request: Callable[[], dict[str, Any] | None] | None = None,
-        sources: Sources | None = None,
-        journal: Callable[[bytes], None] | None = None,
-        progress_every: float = 30.0,
+        self, config: SupervisorConfig, observer: SupervisorObserver, sources: Sources | None = None
     ) -> None:
-        self.argv = argv
-        self.env = env
-        self.cwd = cwd
-        self.timeout = timeout
-        self.grace = grace
-        self.emit = emit
-        self.sink = sink
-        self.on_manifest = on_manifest
-        self.scan_interval = scan_interval
-        self.on_tick = on_tick
-        self.notify: Callable[[str], None] = notify or (lambda _msg: None)
-        # Stage hooks (C3): every new or exec'd owned process, and the (pid, start time)
-        # of the owned processes alive at each scan and, with the events, at each change
-        # of the tree (so the most opc alive at once is exact).
-        self.on_process = on_process
-        self.on_scan = on_scan
-        self.stop_request = stop_request
-        #: Seconds between "still waiting" lines once the leader returned (C2.1).
-        self.progress_every = progress_every
+        self.config = config
+        self.observer = observer
+        self.emit = observer.emit
         self.sources = sources or Sources()
         self.owned = OwnedTree()
-        #: Receives the owned tree's fork/exec/exit lines as they are learnt (C3).
-        self.journal: Callable[[bytes], None] = journal or (lambda _data: None)
+        self.owned.on_process = lambda p: observer.process(p.record())
         self.foreign_members: set[int] = set()  # in the leaf, not descended from the runner
         self.left_leaf: set[tuple[int, int]] = set()  # owned, alive, moved out of the leaf
-        if on_process is not None:
-            self.owned.on_process = lambda p: on_process(p.record())
         self._dirty = False
         self._next_manifest = 0.0
         self._pending: list[int] = []
@@ -148,6 +101,18 @@ class Supervisor:
         self._wake_w = -1
         self._old_wakeup = -1
         self._t0 = 0.0
+        # The wait loop's state (see wait): one fd -> handler table, the policy, the clock.
+        self._sel: selectors.BaseSelector = selectors.DefaultSelector()
+        self._handlers: dict[int, Callable[[], None]] = {}
+        self._policy = Termination(launched=0.0, timeout=config.timeout, grace=config.grace)
+        self._look = True  # the children must be looked at before the next wait
+        self._leader_done = False
+        self._pidfd = -1
+        self._next_scan = 0.0
+        self._next_progress: float | None = None  # no "waiting for" line said yet
+        self._events_resume: float | None = None  # when the paused events fd is watched again
+        self._pause = EVENTS_COALESCE[0]
+        self._stop: dict[str, Any] | None = None
 
     # -- signal plumbing ------------------------------------------------------------
 
@@ -181,18 +146,24 @@ class Supervisor:
 
     # -- launch ---------------------------------------------------------------------
 
-    def launch(self, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
-        """Start the command in its own session. Raises OSError if it cannot start.
+    def launch(self, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes] | None:
+        """Start the command in its own session. Raises OSError if it cannot start;
+        None, with nothing forked, when a stop signal came first (see :meth:`pending_stops`).
 
         ``pass_fds`` are inherited by the command (the device lease locks).
         """
         # The leader is forked inside the attempt's cgroup, so it is a member before it
         # executes anything (see skgate.proc.cgroup).
         with self.sources.placing():
+            # Issue 21 s4: a stop signal caught since the handover (entering the leaf can
+            # wait tens of ms for the migration lock) refuses the fork: nothing is run
+            # that would at once be interrupted; the attempt ends not started (C2.4).
+            if any(s != signal.SIGCHLD for s in self._pending):
+                return None
             self._proc = subprocess.Popen(
-                list(self.argv),
-                cwd=self.cwd,
-                env=self.env,
+                list(self.config.argv),
+                cwd=self.config.cwd,
+                env=dict(self.config.env),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -207,198 +178,213 @@ class Supervisor:
     # -- the wait loop --------------------------------------------------------------
 
     def wait(self, launched_mono: float) -> Outcome:
+        """Wait for the whole owned tree, acting only as the termination policy says."""
         proc = self._proc
         assert proc is not None and proc.stdout is not None
-        pid = proc.pid
-        out = Outcome(pid=pid, pgid=pid)
-        deadline = launched_mono + self.timeout
+        out = Outcome(pid=proc.pid, pgid=proc.pid)
         self._t0 = launched_mono
-        kill_at: float | None = None  # when SIGKILL goes to the group, once stopping began
-        give_up_at: float | None = None  # when escaped survivors stop being waited for
-        leader_done = False
-        escalated = False
-        pipe_fd = proc.stdout.fileno()
-        os.set_blocking(pipe_fd, False)
-
-        sel = selectors.DefaultSelector()
-        sel.register(pipe_fd, selectors.EVENT_READ, "pipe")
-        sel.register(self._wake_r, selectors.EVENT_READ, "wake")
-        pidfd = -1
-        with contextlib.suppress(OSError, AttributeError):
-            pidfd = os.pidfd_open(pid)
-            sel.register(pidfd, selectors.EVENT_READ, "pidfd")
-        conn = self.sources.connector
-        events_resume: float | None = None  # when the paused events fd is watched again
-        pause = EVENTS_COALESCE[0]
-        if conn is not None:
-            sel.register(conn.fileno(), selectors.EVENT_READ, "events")
-            self._read_events()  # what queued since the subscription, the launch included
-        leaf = self.sources.leaf
-        if leaf is not None:
-            sel.register(leaf.watch_fd(), selectors.EVENT_READ, "cgroup")
-
-        next_scan = time.monotonic()
-        next_progress: float | None = None  # no "waiting for" line said yet
-        check_children = True
-        try:
-            while True:
-                now = time.monotonic()
-                if events_resume is not None and now >= events_resume and conn is not None:
-                    events_resume = None
-                    sel.register(conn.fileno(), selectors.EVENT_READ, "events")
-                if now >= next_scan:
-                    self._read_events()  # first, so the scan cross-checks fresh events
-                    if self._observe(time.time()):
-                        self._dirty = True
-                    self._flush_journal()
-                    self._flush_manifest(now)
-                    if self.on_tick is not None:
-                        self.on_tick(self.owned.live_count())
-                    if self.on_scan is not None:
-                        self.on_scan(self.owned.alive_keys())
-                    next_scan = now + self.scan_interval
-                    check_children = True
-
-                for signum in self._drain_pending():
-                    if signum == signal.SIGCHLD:
-                        check_children = True
-                        continue
-                    out.external_signals.append(signum)
-                    asked = signum == signal.SIGTERM and self.stop_request is not None
-                    stop = self.stop_request() if asked and self.stop_request else None
-                    name = signal_name(signum)
-                    self.emit(SignalReceived(signal=signum, name=name, stop_request=stop or None))
-                    if stop is not None and kill_at is None and not escalated:
-                        # 'skgate stop' ends it as the frozen timeout does (C4): SIGTERM to
-                        # the own group, SIGKILL to it after the grace; nothing else.
-                        self._signal_group(pid, signum, "stop-requested")
-                        kill_at, escalated = now + self.grace, True
-                        self.notify(
-                            f"skgate: stop requested ({stop.get('reason')}); SIGTERM "
-                            f"to group {pid}, SIGKILL after {self.grace:g} s"
-                        )
-                    elif len(out.external_signals) == 1:
-                        # Forwarded to the own group only (C4), once. No automatic SIGKILL
-                        # follows: only the frozen timeout may end what ignores it.
-                        self._signal_group(pid, signum, "forwarded")
-                        self.notify(
-                            f"skgate: forwarded {signal_name(signum)} to the command's process "
-                            f"group {pid}; send it again to SIGKILL that group"
-                        )
-                    elif not escalated:
-                        # A second stop request is an explicit "now".
-                        escalated = True
-                        self._signal_group(pid, signal.SIGKILL, "escalated")
-                        give_up_at = now + self.grace
-                        check_children = True
-
-                if not out.timeout_fired and now >= deadline:
-                    check_children = True  # an exit that raced the deadline counts first
-                if give_up_at is not None and now >= give_up_at:
-                    check_children = True
-
-                if check_children:
-                    check_children = False
-                    if not leader_done:
-                        status = _peek_exit(pid)
-                        if status is not None:
-                            leader_done = True
-                            out.leader_exit_status, out.leader_exit_signal = status
-                            self.owned.mark_exit(pid, status, time.time())
-                            self._dirty = True
-                            self.emit(
-                                LeaderExited(pid=pid, exit_status=status[0], exit_signal=status[1])
-                            )
-                            if pidfd >= 0:
-                                sel.unregister(pidfd)
-                                os.close(pidfd)
-                                pidfd = -1
-                    if self._reap_orphans(pid):
-                        self._dirty = True
-                    if leader_done:
-                        self._read_events()
-                        live = self._live_tree(pid)
-                        if self._observe(time.time(), live):
-                            self._dirty = True
-                        self._flush_journal()
-                        if live and not out.timeout_fired and give_up_at is None:
-                            next_progress = self._say_waiting(out, live, deadline, next_progress)
-                        if not live:
-                            self.emit(TreeEnded(escaped_alive=0, runner_cpu_s=cpu_seconds()))
-                            break
-                        if give_up_at is not None and time.monotonic() >= give_up_at:
-                            # Only escaped processes can be left: the group got SIGKILL.
-                            # They are never signalled (C4); report them, stop waiting.
-                            out.escaped_alive = len(live)
-                            self.emit(
-                                TreeEnded(
-                                    escaped_alive=len(live),
-                                    gave_up=True,
-                                    pids=tuple(sorted(live)),
-                                    runner_cpu_s=cpu_seconds(),
-                                )
-                            )
-                            break
-
-                # The frozen top-level timeout (C4): SIGTERM the own group, once.
-                if not out.timeout_fired and now >= deadline:
-                    out.timeout_fired = True
-                    self.emit(Timeout(timeout=self.timeout))
-                    self._signal_group(pid, signal.SIGTERM, "timeout")
-                    kill_at = now + self.grace
-                if kill_at is not None and now >= kill_at:
-                    kill_at = None
-                    # Even with the leader gone: what ignored SIGTERM must not survive.
-                    self._signal_group(pid, signal.SIGKILL, "grace-expired")
-                    give_up_at = now + self.grace
-                    check_children = True
-
-                wake = [next_scan, kill_at, give_up_at, events_resume]
-                if not out.timeout_fired:
-                    wake.append(deadline)
-                horizon = min(w for w in wake if w is not None)
-                wait_s = 0.0 if check_children else max(0.0, horizon - time.monotonic())
-                for key, _ in sel.select(wait_s):
-                    if key.data == "pipe":
-                        self._read_pipe(pipe_fd, sel)
-                    elif key.data == "wake":
-                        _drain_fd(self._wake_r)
-                    elif key.data == "pidfd":
-                        check_children = True
-                    elif key.data == "events" and conn is not None:
-                        if self._read_events():
-                            self._dirty = True
-                            self._flush_journal()
-                            pause = EVENTS_COALESCE[0]
-                        else:
-                            sel.unregister(conn.fileno())
-                            events_resume = time.monotonic() + pause
-                            pause = min(2 * pause, EVENTS_COALESCE[1])
-                    elif key.data == "cgroup" and leaf is not None:
-                        leaf.rearm()
-                        check_children = True  # populated changed: the tree may have ended
-        finally:
-            self._drain_pipe(pipe_fd)
-            with contextlib.suppress(KeyError, ValueError):
-                sel.unregister(pipe_fd)
-            sel.close()
-            if pidfd >= 0:
-                os.close(pidfd)
-            proc.stdout.close()
+        cfg = self.config
+        self._policy = Termination(launched=launched_mono, timeout=cfg.timeout, grace=cfg.grace)
+        self._next_scan = cfg.clock()
+        with self._watching(proc.stdout.fileno()):
+            while not self._step(out):
+                pass
         self._read_events()
         self._flush_journal()
         return out
 
+    def _step(self, out: Outcome) -> bool:
+        """One turn of the loop; True once the tree ended (or only escapees are left)."""
+        now = self.config.clock()
+        self._resume_events(now)
+        if now >= self._next_scan:
+            self._scan(now)
+        for signum in self._drain_pending():
+            if signum == signal.SIGCHLD:
+                self._look = True
+            else:
+                self._received(out, signum, now)
+        if self._policy.look_first(now):
+            self._look = True  # an exit that raced the deadline counts first (C2.1)
+        if self._look:
+            self._look = False
+            if self._tree_done(out, now):
+                return True
+        self._perform(out, self._policy.advance(now))
+        wake = [t for t in (self._next_scan, self._policy.wake_at(), self._events_resume) if t]
+        wait_s = 0.0 if self._look else max(0.0, min(wake) - self.config.clock())
+        for key, _ in self._sel.select(wait_s):
+            self._handlers[key.fd]()
+        return False
+
+    @contextlib.contextmanager
+    def _watching(self, pipe_fd: int) -> Iterator[None]:
+        """The fd dispatch table of the loop (fd -> handler), closed on every way out."""
+        os.set_blocking(pipe_fd, False)
+        self._sel = selectors.DefaultSelector()
+        self._handlers = {pipe_fd: functools.partial(self._read_pipe, pipe_fd)}
+        self._handlers[self._wake_r] = self._on_wake
+        with contextlib.suppress(OSError, AttributeError):
+            self._pidfd = os.pidfd_open(self.pid_or_zero())
+            self._handlers[self._pidfd] = self._on_change
+        conn, leaf = self.sources.connector, self.sources.leaf
+        if conn is not None:
+            self._handlers[conn.fileno()] = self._on_events
+        if leaf is not None:
+            self._handlers[leaf.watch_fd()] = self._on_cgroup
+        for fd in self._handlers:
+            self._sel.register(fd, selectors.EVENT_READ)
+        if conn is not None:
+            self._read_events()  # what queued since the subscription, the launch included
+        try:
+            yield
+        finally:
+            self._drain_pipe(pipe_fd)
+            self._sel.close()
+            if self._pidfd >= 0:
+                os.close(self._pidfd)
+                self._pidfd = -1
+            proc = self._proc
+            if proc is not None and proc.stdout is not None:
+                proc.stdout.close()
+
+    def _scan(self, now: float) -> None:
+        self._read_events()  # first, so the scan cross-checks fresh events
+        if self._observe(time.time()):
+            self._dirty = True
+        self._flush_journal()
+        self._flush_manifest(now)
+        self.observer.tick(self.owned.live_count())
+        self.observer.scan(self.owned.alive_keys())
+        self._next_scan = now + self.config.scan_interval
+        self._look = True
+
+    def _received(self, out: Outcome, signum: int, now: float) -> None:
+        """A stop signal reached the runner (C2.4): journal it, then act as the policy says."""
+        out.external_signals.append(signum)
+        stop = self.observer.stop_request() if signum == signal.SIGTERM else None
+        self.emit(
+            SignalReceived(signal=signum, name=signal_name(signum), stop_request=stop or None)
+        )
+        self._stop = stop or self._stop
+        self._perform(out, self._policy.stop_signal(signum, now, requested=stop is not None))
+
+    def _perform(self, out: Outcome, actions: list[Action]) -> None:
+        """Do what the policy decided; nothing here decides (see skgate.proc.termination)."""
+        pid, grace = out.pgid, self.config.grace
+        for act in actions:
+            if isinstance(act, RecordTimeout):
+                out.timeout_fired = True
+                self.emit(Timeout(timeout=self.config.timeout))
+                continue
+            self._signal_group(pid, act.signum, act.reason.value)
+            if act.reason is Reason.STOP_REQUESTED:
+                why = self._stop.get("reason") if self._stop else None
+                self.observer.note(
+                    f"skgate: stop requested ({why}); SIGTERM to group {pid}, "
+                    f"SIGKILL after {grace:g} s"
+                )
+            elif act.reason is Reason.FORWARDED:
+                self.observer.note(
+                    f"skgate: forwarded {signal_name(act.signum)} to the command's process group "
+                    f"{pid}; SIGKILL to it after {grace:g} s (send it again to SIGKILL it now)"
+                )
+            if act.signum == signal.SIGKILL:
+                self._look = True
+
+    def _tree_done(self, out: Outcome, now: float) -> bool:
+        """Look at the children: True when the whole tree ended or waiting gives up."""
+        pid = out.pid
+        if not self._leader_done and (status := peek_exit(pid)) is not None:
+            self._leader_done = True
+            out.leader_exit_status, out.leader_exit_signal = status
+            self.owned.mark_exit(pid, status, time.time())
+            self._dirty = True
+            self.emit(LeaderExited(pid=pid, exit_status=status[0], exit_signal=status[1]))
+            if self._pidfd >= 0:
+                self._sel.unregister(self._pidfd)
+                os.close(self._pidfd)
+                self._pidfd = -1
+        if self._reap_orphans(pid):
+            self._dirty = True
+        if not self._leader_done:
+            return False
+        self._read_events()
+        live = self._live_tree(pid)
+        if self._observe(time.time(), live):
+            self._dirty = True
+        self._flush_journal()
+        if live and not self._policy.timeout_fired and self._policy.give_up_at is None:
+            self._next_progress = self._say_waiting(out, live, self._next_progress)
+        if not live:
+            self.emit(TreeEnded(escaped_alive=0, runner_cpu_s=cpu_seconds()))
+            return True
+        if not any(st.pgid == pid for st in live.values()):
+            self._group_empty(pid, now)
+        if self._policy.gives_up(now):
+            # Only escaped processes can be left: the group got SIGKILL or has no member.
+            # They are never signalled (C4); report them, stop waiting.
+            out.escaped_alive = len(live)
+            self.emit(
+                TreeEnded(
+                    escaped_alive=len(live),
+                    gave_up=True,
+                    pids=tuple(sorted(live)),
+                    runner_cpu_s=cpu_seconds(),
+                )
+            )
+            return True
+        return False
+
+    def _group_empty(self, pgid: int, now: float) -> None:
+        """Issue 21 s4: once the group has no live member, the SIGKILL that was due is
+        recorded as not sent and the grace is not waited out twice for escapees."""
+        if self._policy.kill_at is not None:
+            self._policy.group_empty(now)
+            self._signal_group(pgid, signal.SIGKILL, Reason.GRACE_EXPIRED.value)
+
+    # -- the dispatch table's handlers ----------------------------------------------
+
+    def _on_wake(self) -> None:
+        drain_fd(self._wake_r)
+
+    def _on_change(self) -> None:
+        self._look = True
+
+    def _on_events(self) -> None:
+        conn = self.sources.connector
+        assert conn is not None
+        if self._read_events():
+            self._dirty = True
+            self._flush_journal()
+            self._pause = EVENTS_COALESCE[0]
+        else:
+            self._sel.unregister(conn.fileno())
+            self._events_resume = time.monotonic() + self._pause
+            self._pause = min(2 * self._pause, EVENTS_COALESCE[1])
+
+    def _resume_events(self, now: float) -> None:
+        conn = self.sources.connector
+        if self._events_resume is not None and now >= self._events_resume and conn is not None:
+            self._events_resume = None
+            self._sel.register(conn.fileno(), selectors.EVENT_READ)
+
+    def _on_cgroup(self) -> None:
+        leaf = self.sources.leaf
+        assert leaf is not None
+        leaf.rearm()
+        self._look = True  # populated changed: the tree may have ended
+
     def _say_waiting(
-        self, out: Outcome, live: dict[int, ProcStat], deadline: float, next_at: float | None
+        self, out: Outcome, live: dict[int, ProcStat], next_at: float | None
     ) -> float | None:
         """C2.1: the leader returned while owned processes live: say once what the run
         waits for, then every ``progress_every`` s (a person must not see a silent gate)."""
         now = time.monotonic()
         if next_at is not None and now < next_at:
             return next_at
-        deadline_wall = time.time() + (deadline - now)
-        self.notify(
+        deadline_wall = time.time() + (self._policy.deadline - now)
+        self.observer.note(
             waiting_line(
                 out.leader_exit_status,
                 out.leader_exit_signal,
@@ -408,12 +394,12 @@ class Supervisor:
                 after=now - self._t0,
             )
         )
-        return now + self.progress_every
+        return now + self.config.progress_every
 
     def finish_manifest(self) -> None:
         """The final manifest (``complete``), once the leader is reaped and the leaf gone."""
         self.sources.close()
-        self.on_manifest(self.records(), True, self.coverage_of(True))
+        self.observer.manifest(self.records(), True, self.coverage_of(True))
 
     def reap_leader(self) -> None:
         """Reap the leader zombie, only once no group signal can follow (see module doc)."""
@@ -442,9 +428,9 @@ class Supervisor:
             return
         self._dirty = False
         started = time.monotonic()
-        self.on_manifest(self.records(), False, self.coverage_of(False))
+        self.observer.manifest(self.records(), False, self.coverage_of(False))
         spent = time.monotonic() - started
-        self._next_manifest = now + max(self.scan_interval, 100 * spent)
+        self._next_manifest = now + max(self.config.scan_interval, 100 * spent)
 
     def records(self) -> list[ProcessRecord]:
         return self.owned.records()
@@ -461,7 +447,7 @@ class Supervisor:
     def _flush_journal(self) -> None:
         data = self.owned.journal_lines()
         if data:
-            self.journal(data)
+            self.observer.journal(data)
 
     def _drain_pending(self) -> list[int]:
         # pop() is atomic against the handler (which only appends), so nothing is lost.
@@ -471,27 +457,43 @@ class Supervisor:
         return got
 
     def _signal_group(self, pgid: int, signum: int, reason: str) -> None:
-        """Signal the own group, and only while it has a live member.
+        """Signal the own group, and only while it has a live member (issue 21 s4).
 
-        With only the leader's zombie left there is nobody to signal: the event says so
-        (``delivered: false``) instead of claiming a signal that reached no process.
+        With only the leader's zombie left there is nobody to signal: no signal is sent
+        and the event says why (``delivered: false``). SIGKILL goes through the leaf's
+        ``cgroup.kill`` when every member of the leaf is in the group (C4: an escapee or
+        a process put there from outside is never signalled), else by ``killpg``.
         """
-        delivered = False
-        if self._live_tree(pgid, group_only=True):
+        members = set(self._live_tree(pgid, group_only=True))
+        not_sent: str | None = None
+        via: str | None = None
+        if not members:
+            not_sent = "the process group has no live member left"
+        elif signum == signal.SIGKILL and self._leaf_is_group(members):
+            via = "cgroup.kill"
+        else:
             try:
                 os.killpg(pgid, signum)
-                delivered = True
             except ProcessLookupError:
-                delivered = False
+                not_sent = "the process group has no member left"
         self.emit(
             SignalSent(
                 signal=int(signum),
                 name=signal_name(signum),
                 target=f"process group {pgid}",
                 reason=reason,
-                delivered=delivered,
+                delivered=not_sent is None,
+                not_sent=not_sent,
+                via=via,
             )
         )
+
+    def _leaf_is_group(self, members: set[int]) -> bool:
+        """Is the leaf exactly (a subset of) the group, and did ``cgroup.kill`` act?"""
+        leaf = self.sources.leaf
+        if leaf is None or not set(leaf.members()) <= members:
+            return False
+        return leaf.kill()
 
     def _live_tree(self, leader: int, group_only: bool = False) -> dict[int, ProcStat]:
         """Live (non-zombie) descendants of the runner, excluding the leader's zombie.
@@ -522,7 +524,7 @@ class Supervisor:
         """Record the leader at once: it may exit before the first scan."""
         proc = self._proc
         if proc is not None:
-            self.owned.add_leader(proc.pid, tuple(self.argv), wall)
+            self.owned.add_leader(proc.pid, tuple(self.config.argv), wall)
             self._flush_journal()
 
     def _observe(self, wall: float, live: dict[int, ProcStat] | None = None) -> bool:
@@ -561,19 +563,19 @@ class Supervisor:
             changed = True
         return changed
 
-    def _read_pipe(self, fd: int, sel: selectors.BaseSelector) -> None:
+    def _read_pipe(self, fd: int) -> None:
         try:
             data = os.read(fd, 1 << 16)
         except BlockingIOError:
             return
         except OSError as exc:
             if exc.errno != errno.EINTR:
-                sel.unregister(fd)
+                self._sel.unregister(fd)
             return
         if not data:
-            sel.unregister(fd)  # every writer closed the pipe; keep waiting for the tree
+            self._sel.unregister(fd)  # every writer closed the pipe; keep waiting for the tree
             return
-        self.sink(data)
+        self.observer.output(data)
 
     def _drain_pipe(self, fd: int) -> None:
         while True:
@@ -583,23 +585,4 @@ class Supervisor:
                 return
             if not data:
                 return
-            self.sink(data)
-
-
-def _peek_exit(pid: int) -> tuple[int | None, int | None] | None:
-    """The leader's exit, seen without reaping it (WNOWAIT keeps the zombie)."""
-    try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return None
-    if info is None:
-        return None
-    if info.si_code == os.CLD_EXITED:
-        return info.si_status, None
-    return None, info.si_status
-
-
-def _drain_fd(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        while os.read(fd, 512):
-            pass
+            self.observer.output(data)

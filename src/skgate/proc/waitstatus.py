@@ -1,11 +1,11 @@
 """Process-status helpers of the supervisor: the subreaper, wait statuses, CPU time.
 
-Kept apart from :mod:`skgate.proc.supervise` so that the wait loop reads in one place;
-:mod:`skgate.proc.supervise` re-exports them for its callers.
+Kept apart from :mod:`skgate.proc.supervise` so that the wait loop reads in one place.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 
@@ -34,3 +34,23 @@ def decode_wait_status(status: int) -> tuple[int | None, int | None]:
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status), None
     return None, None
+
+
+def peek_exit(pid: int) -> tuple[int | None, int | None] | None:
+    """The leader's exit, seen without reaping it (WNOWAIT keeps the zombie)."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return None
+    if info is None:
+        return None
+    if info.si_code == os.CLD_EXITED:
+        return info.si_status, None
+    return None, info.si_status
+
+
+def drain_fd(fd: int) -> None:
+    """Empty a non-blocking fd (the signal wake-up pipe)."""
+    with contextlib.suppress(OSError):
+        while os.read(fd, 512):
+            pass

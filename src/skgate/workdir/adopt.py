@@ -33,6 +33,7 @@ from skgate.evidence.load import load_control
 from skgate.liveness import LiveProcess, Source, probe
 from skgate.model.errors import StillLiveError
 from skgate.model.events import Adopted, AdoptedTreeEnded, Launched, SignalSent, Timeout
+from skgate.model.signals import signal_name
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
 from skgate.proc.handle import ProcessHandle
 from skgate.proc.observe import read_stat
@@ -108,7 +109,7 @@ class Adoption:
             journal.emit(
                 SignalSent(
                     signal=signum,
-                    name=signal.Signals(signum).name,
+                    name=signal_name(signum),
                     reason=reason,
                     delivered=delivered,
                     pid=handle.pid,

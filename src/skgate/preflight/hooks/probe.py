@@ -9,6 +9,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,33 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from skgate.proc.cgroup import MIGRATION_LOCK
+
+#: Issue 21 s4: a probe must not outlive a runner SIGKILLed in preflight. Linux's
+#: PR_SET_PDEATHSIG (1) asks for SIGKILL (9) when the parent dies; it must be set before
+#: the probe interpreter runs any start-up hook, and survives execve. A preexec_fn could
+#: set it, but is unsafe in the threaded runner, so the probe's own interpreter, isolated
+#: (``-I -S``: no start-up hook runs), sets it and execs the probe (same pid, same
+#: session). If the runner died before the prctl, the parent pid differs and nothing is
+#: exec'd. An interpreter without ctypes runs the probe without it.
+DEATHSIG_SHIM = (
+    "import os, sys\n"
+    "try:\n"
+    "    import ctypes\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)\n"
+    "except Exception:\n"
+    "    pass\n"
+    "if os.getppid() != int(sys.argv[1]): os._exit(70)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def with_deathsig(argv: Sequence[str]) -> list[str]:
+    """``argv`` (a Python interpreter and its arguments) run so that it dies with this
+    process: through the same interpreter, so nothing else must be executable (Linux;
+    elsewhere unchanged)."""
+    if not sys.platform.startswith("linux") or not argv:
+        return list(argv)
+    return [argv[0], "-I", "-S", "-c", DEATHSIG_SHIM, str(os.getpid()), *argv]
 
 
 class ProbeCancelled(Exception):
@@ -122,7 +150,7 @@ class Probe:
         try:
             with MIGRATION_LOCK:  # never born inside an attempt's cgroup leaf
                 self.proc = subprocess.Popen(
-                    self.argv,
+                    with_deathsig(self.argv),
                     env=dict(env),
                     cwd=cwd if cwd and os.path.isdir(cwd) else None,
                     stdin=subprocess.DEVNULL,

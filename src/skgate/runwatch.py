@@ -1,0 +1,206 @@
+"""What the runner hears from its Supervisor while the command runs, and the final files.
+
+:class:`Watcher` is the runner's :class:`~skgate.proc.supervise.SupervisorObserver`: it
+streams the output to ``run.log`` (and the scanner, and the echo), writes the ownership
+snapshots and ``procs.jsonl`` (C3), feeds the stage tracker and journals through the
+attempt. What it opens is registered on the runner's ``ExitStack``, closed once at the
+end of the attempt. :func:`finish_after_return` writes the final files after the tree has
+returned (C1: each stage's logs are final only then), then classifies and seals (C2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from skgate.attempt import Attempt
+from skgate.evidence import files, plog
+from skgate.evidence.census import (
+    OBSERVATION_EVERY,
+    observer,
+    take_census,
+)
+from skgate.evidence.diskfull import DiskFull, RunLog
+from skgate.evidence.follow import stage_announcer
+from skgate.evidence.logscan import LogScanner
+from skgate.model.events import Event
+from skgate.model.running import Coverage, ProcessRecord
+from skgate.preflight import prepare as preflight
+from skgate.preflight.request import outputs_dir
+from skgate.proc.echo import TerminalEcho
+from skgate.proc.supervise import Outcome
+from skgate.stage_tracker import StageTracker
+
+if TYPE_CHECKING:
+    from skgate.model.records import Verdict
+
+Echo = Callable[[bytes], None]
+
+
+@dataclass
+class Watcher:
+    """The runner's side of one supervised run (a SupervisorObserver)."""
+
+    att: Attempt
+    scanner: LogScanner
+    tracker: StageTracker
+    log_fd: int
+    procs: files.AppendFile
+    echoer: TerminalEcho | None
+    on_tick: Callable[[int], None]
+    on_process: Callable[[ProcessRecord], None]
+    #: Issue 21 s2, C4: a full evidence disk never ends supervision nor stops the drain of
+    #: the pipe (the compile would die of SIGPIPE); the facts wait in memory.
+    full: DiskFull
+    runlog: RunLog
+    _emit: Callable[[Event], object]
+    _manifest: Callable[[list[ProcessRecord], bool, Coverage | None], object]
+    _journal: Callable[[bytes], object]
+
+    @classmethod
+    def open(
+        cls,
+        att: Attempt,
+        plan: preflight.LaunchPlan,
+        echo: Echo | None,
+        before: frozenset[tuple[str, int]],
+        held: contextlib.ExitStack,
+    ) -> Watcher:
+        """Open run.log, procs.jsonl and the echo, each closed by ``held``."""
+        request = att.request
+        log_fd = os.open(
+            att.dir / files.RUN_LOG,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC,
+            0o644,
+        )
+        held.callback(os.close, log_fd)
+        procs = files.AppendFile(att.dir / files.PROCS)  # every fork, exec, exit (C3)
+        held.callback(procs.close)
+        echoer = TerminalEcho(echo) if echo is not None else None
+        if echoer is not None:
+            held.callback(echoer.close)
+        full = DiskFull()
+        emit = full.guard(att.emit, files.EVENTS, appends=True)
+        # C2/C3: every owned op_compiler invocation becomes a stage of its own.
+        tracker = StageTracker(preflight.compiler_names(request, plan.env), cwd=request.cwd)
+        on_tick = observer(
+            emit,
+            outputs_dir(request),
+            OBSERVATION_EVERY * request.scan_interval,
+            before,
+            stage_progress=tracker.progress,
+        )
+        return cls(
+            att,
+            LogScanner(request.summary_patterns, request.completion_marker),
+            tracker,
+            log_fd,
+            procs,
+            echoer,
+            on_tick,
+            stage_announcer(tracker, emit),
+            full,
+            RunLog(log_fd, full),
+            emit,
+            full.guard(att.write_ownership, files.OWNERSHIP),
+            full.guard(procs, files.PROCS, appends=True),
+        )
+
+    def emit(self, event: Event) -> object:
+        return self._emit(event)
+
+    def output(self, data: bytes) -> None:
+        self.runlog.write(data)
+        self.scanner.feed(data)
+        if self.echoer is not None:
+            self.echoer(data)
+
+    def manifest(
+        self, records: list[ProcessRecord], complete: bool, coverage: Coverage | None
+    ) -> None:
+        self._manifest(records, complete, coverage)
+
+    def journal(self, data: bytes) -> None:
+        self._journal(data)
+
+    def tick(self, live: int) -> None:
+        self.on_tick(live)
+
+    def process(self, record: ProcessRecord) -> None:
+        self.on_process(record)
+
+    def scan(self, alive: list[tuple[int, int]]) -> None:
+        self.tracker.on_scan(alive)
+
+    def note(self, line: str) -> None:
+        self.att.notify(line)
+
+    def stop_request(self) -> dict[str, Any] | None:
+        ask = self.att.stop_request
+        return ask(self.att.dir) if ask is not None else None
+
+
+def finish_after_return(
+    att: Attempt,
+    watcher: Watcher,
+    *,
+    records: list[ProcessRecord],
+    outcome: Outcome,
+    before: frozenset[tuple[str, int]],
+    plog_env: dict[str, str],
+    launched_wall: float,
+) -> Verdict:
+    from skgate.evidence import installed as inst  # noqa: PLC0415 - see runner._FINISHING
+
+    request = att.request
+    att.record_signals()
+    scan = watcher.scanner.finish()
+    census = take_census(outputs_dir(request), live=outcome.escaped_alive > 0, exclude=before)
+    # After the tree ended: each stage's per-input logs are final now (C1), not before.
+    starts = scan.launcher.starts if scan.launcher is not None else ()
+    stages = watcher.tracker.finish(
+        records,
+        after_return=outcome.escaped_alive == 0,
+        announced=[(str(s.get("root", "")), s.get("rank")) for s in starts if s.get("root")],
+        outputs=outputs_dir(request),
+        before=before,
+    )
+    if request.enforce_jobs:
+        # Loaded only now, after the launch (start latency, issue 13).
+        from skgate.evidence import shim_calls  # noqa: PLC0415
+
+        # C5: the shim's own record of each call: the launcher's argv and the one it ran.
+        stages = shim_calls.with_shim_calls(
+            stages, shim_calls.read_shim_calls(att.dir / shim_calls.SHIM_CALLS)
+        )
+    # C3: CANN's own process logs of the owned pids, copied before the seal (bounded).
+    plog_index = plog.archive(att.dir, plog_env, {r.pid for r in records}, launched_wall)
+    # C8: the installed static binaries of this attempt's packages, as the tree left them
+    # (torchair uninstalls at exit, so "no manifest" is recorded, never concluded).
+    installed = inst.installed_binaries(
+        str(outputs_dir(request)),
+        plog_env.get("ASCEND_OPP_PATH") or None,
+        frozenset(name for name, _ in before),
+    )
+    own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        files.write_batch_new(
+            att.dir,
+            {
+                files.SUMMARY: "".join(line + "\n" for line in scan.summary.lines),
+                files.LOGSCAN: files.dumps(scan.to_dict()),
+                files.CENSUS: files.dumps(census.to_dict()),
+                files.STAGES: files.dumps(stages.to_dict()),
+                plog.PLOG_INDEX: files.dumps(plog_index),
+                inst.INSTALLED_FILE: files.dumps(inst.installed_record(installed)),
+            },
+            also_sync=(watcher.log_fd, own_fd, watcher.procs.fd),
+        )
+    finally:
+        os.close(own_fd)
+    # The echo is closed after the verdict is written (by the runner's ExitStack): a
+    # terminal that does not read never delays it.
+    return att.finish()
