@@ -45,6 +45,7 @@ from skgate.model.errors import EvidenceError, StillLiveError
 from skgate.model.events import Created, Launched
 from skgate.model.records import Evidence, Ownership, ProcessRecord, Verdict
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
+from skgate.proc.keeper import KEPT_LOG, keeper_draining
 from skgate.proc.observe import boot_id, is_alive, read_stat
 from skgate.proc.owned import journal_alive
 from skgate.verdict.classify import classify
@@ -90,10 +91,13 @@ class Liveness:
     runner: RunnerRef | None
     runner_alive: bool
     owned: tuple[LiveProcess, ...]
+    #: The runner's pipe keeper still drains the compile's output (``run.kept.log`` is
+    #: locked): the attempt's files are still being written (skgate.proc.keeper).
+    keeper_draining: bool = False
 
     @property
     def may_live(self) -> bool:
-        return self.runner_alive or bool(self.owned)
+        return self.runner_alive or bool(self.owned) or self.keeper_draining
 
     def pids(self) -> list[int]:
         runner = [self.runner.pid] if self.runner_alive and self.runner else []
@@ -108,6 +112,8 @@ class Liveness:
             shown = ", ".join(f"{p.pid} ({p.name or '?'})" for p in self.owned[:limit])
             more = f" and {len(self.owned) - limit} more" if len(self.owned) > limit else ""
             parts.append(f"owned pid{'s' if len(self.owned) > 1 else ''} {shown}{more}")
+        if self.keeper_draining:
+            parts.append(f"skgate's pipe keeper still writing {KEPT_LOG}")
         return ", ".join(parts)
 
 
@@ -211,7 +217,8 @@ def probe(attempt_dir: Path) -> Liveness:
         ref = None
     same_boot = ref is None or ref.same_boot()
     alive = ref is not None and ref.alive()
-    return Liveness(ref, alive, live_processes(attempt_dir, same_boot=same_boot))
+    owned = live_processes(attempt_dir, same_boot=same_boot)
+    return Liveness(ref, alive, owned, same_boot and keeper_draining(attempt_dir))
 
 
 def refuse_while_live(attempt_dir: Path, action: str) -> None:

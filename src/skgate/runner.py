@@ -49,6 +49,7 @@ from skgate.preflight.early import EarlyWork
 from skgate.preflight.interpreter import resolve_command
 from skgate.preflight.request import outputs_dir, validate
 from skgate.proc.cgroup import leaf_name
+from skgate.proc.keeper import PipeKeeper
 from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred
 from skgate.proc.sources import allowed_sources, open_sources
 from skgate.proc.supervise import Outcome, Supervisor, SupervisorConfig
@@ -91,6 +92,7 @@ class _Run:
     outcome: Outcome | None = None
     launched_wall: float = 0.0
     launched_mono: float = 0.0
+    keeper: PipeKeeper | None = None
 
     @property
     def attempt(self) -> Attempt:
@@ -329,6 +331,12 @@ def _launch(run: _Run) -> Verdict | None:
             runner_cpu_s=cpu_seconds(),
         )
     )
+    # C4: the output pipe outlives this runner, so its death never ends the compile
+    # (SIGPIPE / BrokenPipeError on its next print): see skgate.proc.keeper.
+    if proc.stdout is not None:
+        run.keeper = PipeKeeper.start(proc.stdout.fileno(), att.dir)
+        if run.keeper is not None:
+            sup.helpers.add(run.keeper.pid)
     return None
 
 
@@ -343,6 +351,10 @@ def _supervise(run: _Run) -> Verdict | None:
         run.outcome = sup.wait(run.launched_mono)
         sup.reap_leader()
         sup.finish_manifest()
+        if run.keeper is not None:
+            # The pipe is drained to its end: the keeper has nothing to keep. Only on this
+            # path: a runner failing here leaves it to drain whatever still comes.
+            run.keeper.release()
     finally:
         # Back to the runner's handlers, which only record (the tree has returned or the
         # runner is failing); what the Supervisor caught after its last look is kept.

@@ -30,6 +30,7 @@ def test_a_normal_end_leaves_no_file_and_no_process(tmp_path: Path) -> None:
 
 def test_when_the_runner_is_gone_the_keeper_drains_until_the_writers_are(tmp_path: Path) -> None:
     r, w = _pipe()
+    os.set_blocking(r, False)  # as the runner reads it (the flag is shared with the keeper)
     keeper = PipeKeeper.start(r, tmp_path)
     assert keeper is not None
     os.close(r)  # the runner's own copy gone: only the keeper still reads

@@ -56,6 +56,9 @@ while True:
 if said:
     os.unlink(path)
     os._exit(0)
+# The runner read this pipe without blocking, and the flag belongs to the shared open
+# file description: with the runner gone, the keeper may wait on it.
+os.set_blocking(out, True)
 room = True
 while True:
     try:

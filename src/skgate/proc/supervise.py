@@ -92,6 +92,9 @@ class Supervisor:
         self.owned.on_process = lambda p: observer.process(p.record())
         self.foreign_members: set[int] = set()  # in the leaf, not descended from the runner
         self.left_leaf: set[tuple[int, int]] = set()  # owned, alive, moved out of the leaf
+        #: The runner's own helpers (the pipe keeper, skgate.proc.keeper): its children,
+        #: never part of the owned tree, never waited for, reaped or signalled here (C4).
+        self.helpers: set[int] = set()
         self._dirty = False
         self._next_manifest = 0.0
         self._pending: list[int] = []
@@ -505,7 +508,7 @@ class Supervisor:
         live = {
             pid: st
             for pid, st in tree(os.getpid()).items()
-            if not st.zombie and (not group_only or st.pgid == leader)
+            if not st.zombie and pid not in self.helpers and (not group_only or st.pgid == leader)
         }
         leaf = self.sources.leaf
         if leaf is not None and not group_only:
@@ -546,7 +549,7 @@ class Supervisor:
         """
         changed = False
         for child in direct_children(os.getpid()):
-            if child == leader:
+            if child == leader or child in self.helpers:
                 continue
             # Read its identity before reaping: a zombie still has its stat record, so a
             # descendant that lived between two scans still enters the manifest.
