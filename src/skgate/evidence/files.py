@@ -28,11 +28,14 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import regular
 from skgate.model.errors import EvidenceError, UsageError
-from skgate.model.events import Event
+
+if TYPE_CHECKING:
+    # An annotation only: reading verdict.json (skgate status) loads no event types.
+    from skgate.model.events import Event
 
 #: The evidence root when none is given (here, so the CLI names it without the ledger).
 DEFAULT_ROOT = Path("skgate-runs")
