@@ -19,7 +19,7 @@ its very last act, records its natural exit in a marker file outside the evidenc
   ``not_started`` for a workload that ran). ``unknown`` is honest and counted apart;
 * ``verify`` must pass once recovery is done.
 
-Faults: none, or SIGKILL of the runner a uniform delay in [0, 1.2) s after its attempt
+Faults: none, or SIGKILL of the runner a uniform delay in [0, 0.6) s after its attempt
 appears (landing anywhere from preflight to the seal). With ``--disk`` (root needed),
 the evidence root is a 2 MiB tmpfs that a filler file has left nearly full, and the
 workload prints 4 MiB.
@@ -43,6 +43,9 @@ from pathlib import Path
 
 SKGATE = [sys.executable, "-m", "skgate"]
 FINAL = {"succeeded", "failed", "interrupted", "not_started"}
+#: The SIGKILL lands this long at most after the attempt appears: a whole run here takes
+#: about half a second, so the kills spread over preflight, launch, supervision and seal.
+DELAY_MAX = 0.6
 
 WORKLOAD = """\
 import os, subprocess, sys, time
@@ -117,7 +120,7 @@ def one(seed: int, base: Path, disk: bool) -> Result:
     noise = 4096 if disk else 0
     (work / "w.py").write_text(WORKLOAD)
     fault = "none" if disk or rng.random() < 0.2 else "sigkill"
-    delay = rng.uniform(0, 1.2)
+    delay = rng.uniform(0, DELAY_MAX)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     argv = [*SKGATE, "run", "--root", str(root), "--quiet", "--timeout", "120", "--"]
     argv += [sys.executable, str(work / "w.py"), str(here), str(code), str(kids), str(noise)]
@@ -159,10 +162,13 @@ def one(seed: int, base: Path, disk: bool) -> Result:
             state = json.loads(st.stdout).get("state", "?")
         except ValueError:
             state = f"status exit {st.returncode}"
+        ver = _run(["verify", str(root)], cwd=here)
+        # By now a forked workload has long finished (it runs well under a second).
         ran = natural.exists() or launched
         truth = "succeeded" if code == 0 else "failed"
-        wrong = state in FINAL and (state != truth or (state == "not_started" and ran))
-        ver = _run(["verify", str(root)], cwd=here)
+        # C2: "nothing ran" is wrong exactly when the workload ran.
+        wrong = ran if state == "not_started" else state in FINAL and state != truth
+        note = note or ("workload ran" if ran else "workload never ran")
         return Result(seed, fault, code, state, harmed, wrong, ver.returncode == 0, note)
     finally:
         if runner.poll() is None:
@@ -208,7 +214,7 @@ def main() -> int:
         "wrong_verdicts": sum(r.wrong for r in results),
         "harmed_compiles": sum(r.harmed for r in results),
         "verify_failed": sum(not r.verify_ok for r in results),
-        "cases": [r.__dict__ for r in results if r.wrong or r.harmed or not r.verify_ok or r.note],
+        "cases": [r.__dict__ for r in results if r.wrong or r.harmed or not r.verify_ok],
     }
     print(json.dumps(summary, indent=2))
     bad = summary["wrong_verdicts"] or summary["harmed_compiles"] or summary["verify_failed"]

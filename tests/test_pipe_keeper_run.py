@@ -80,6 +80,8 @@ def test_while_the_keeper_drains_nothing_is_recovered(tmp_path: Path, reaper: Re
         )
     )  # fmt: skip
     attempt = tmp_path / "r" / "attempts" / "0001"
+    # The keeper holds its lock from before the fork: the launch is what makes it drain.
+    wait_for(lambda: launched(attempt), "the launch")
     wait_for(lambda: keeper_draining(attempt), "the keeper to hold its lock")
     runner.send_signal(signal.SIGKILL)
     runner.wait(timeout=30)

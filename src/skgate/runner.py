@@ -298,15 +298,18 @@ def _launch(run: _Run) -> Verdict | None:
     early = att.stops.handover_stop()
     try:
         if early is None:
+            _keep_output(run, sup)
             # C2, issue 21 s1: durable before the fork, so a runner killed before its
             # 'launched' entry is never read as "nothing was launched".
             write_intent(att.dir, request.argv, str(sources.leaf.path) if sources.leaf else None)
         proc = sup.launch(plan.lease_fds) if early is None else None
     except OSError as exc:
+        _unkeep_output(run, sup)
         sup.restore_handlers()
         return att.not_started((f"the command could not be started: {exc.strerror or exc}",), None)
     if proc is None:
         # Issue 21 s4: a stop signal that came before the fork refuses it (nothing ran).
+        _unkeep_output(run, sup)
         sup.restore_handlers()
         signum = early if early is not None else next(iter(sup.pending_stops()))
         return att.stopped_before_launch(signum, "while launching")
@@ -331,13 +334,24 @@ def _launch(run: _Run) -> Verdict | None:
             runner_cpu_s=cpu_seconds(),
         )
     )
-    # C4: the output pipe outlives this runner, so its death never ends the compile
-    # (SIGPIPE / BrokenPipeError on its next print): see skgate.proc.keeper.
-    if proc.stdout is not None:
-        run.keeper = PipeKeeper.start(proc.stdout.fileno(), att.dir)
-        if run.keeper is not None:
-            sup.helpers.add(run.keeper.pid)
     return None
+
+
+def _keep_output(run: _Run, sup: Supervisor) -> None:
+    """C4: the output pipe outlives this runner, so its death never ends the compile
+    (SIGPIPE / BrokenPipeError at its next print). The keeper holds the pipe before the
+    fork: from the command's first write on, a reader is left (skgate.proc.keeper)."""
+    run.keeper = PipeKeeper.start(sup.output_pipe(), run.attempt.dir)
+    if run.keeper is not None:
+        sup.helpers.add(run.keeper.pid)
+
+
+def _unkeep_output(run: _Run, sup: Supervisor) -> None:
+    """No launch after all: the keeper and the pipe go (nothing was run to keep)."""
+    if run.keeper is not None:
+        run.keeper.release()
+        run.keeper = None
+    sup.close_output()
 
 
 def _supervise(run: _Run) -> Verdict | None:
@@ -363,6 +377,8 @@ def _supervise(run: _Run) -> Verdict | None:
         att.stops.add(sup.pending_stops())
     if watcher.full.full:
         watcher.full.record(att.dir, att.notify)  # as soon as space allows (issue 21 s2)
+        # Space is back: the final manifest the full disk took is written now.
+        watcher.manifest(sup.records(), True, sup.coverage_of(True))
     return None
 
 

@@ -185,7 +185,12 @@ def finish_after_return(
         plog_env.get("ASCEND_OPP_PATH") or None,
         frozenset(name for name, _ in before),
     )
-    own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        # A full evidence disk took every manifest write (diskfull.json says so, and the
+        # verdict is unknown, issue 21 s2): nothing of it to sync.
+        own_fd = -1
     try:
         files.write_batch_new(
             att.dir,
@@ -197,10 +202,11 @@ def finish_after_return(
                 plog.PLOG_INDEX: files.dumps(plog_index),
                 inst.INSTALLED_FILE: files.dumps(inst.installed_record(installed)),
             },
-            also_sync=(watcher.log_fd, own_fd, watcher.procs.fd),
+            also_sync=tuple(fd for fd in (watcher.log_fd, own_fd, watcher.procs.fd) if fd >= 0),
         )
     finally:
-        os.close(own_fd)
+        if own_fd >= 0:
+            os.close(own_fd)
     # The echo is closed after the verdict is written (by the runner's ExitStack): a
     # terminal that does not read never delays it.
     return att.finish()

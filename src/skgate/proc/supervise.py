@@ -36,7 +36,6 @@ How the rules become code:
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import os
 import selectors
@@ -57,6 +56,7 @@ from skgate.model.events import (
 from skgate.model.running import Coverage, ProcessRecord
 from skgate.model.signals import signal_name
 from skgate.proc.observe import ProcStat, direct_children, is_alive, read_stat, tree
+from skgate.proc.outpipe import OutputPipe, drain, read_chunk
 from skgate.proc.owned import OwnedTree
 from skgate.proc.signals import STOP_SIGNALS, inherited_ignore
 from skgate.proc.sources import Sources, coverage
@@ -95,6 +95,7 @@ class Supervisor:
         #: The runner's own helpers (the pipe keeper, skgate.proc.keeper): its children,
         #: never part of the owned tree, never waited for, reaped or signalled here (C4).
         self.helpers: set[int] = set()
+        self._out: OutputPipe | None = None  # the output pipe, when made before the launch
         self._dirty = False
         self._next_manifest = 0.0
         self._pending: list[int] = []
@@ -149,6 +150,15 @@ class Supervisor:
 
     # -- launch ---------------------------------------------------------------------
 
+    def output_pipe(self) -> int:
+        """The output pipe, made before the launch: its read end (skgate.proc.outpipe)."""
+        self._out = OutputPipe()
+        return self._out.read_fd
+
+    def close_output(self) -> None:
+        if self._out is not None:
+            self._out.close()
+
     def launch(self, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes] | None:
         """Start the command in its own session. Raises OSError if it cannot start;
         None, with nothing forked, when a stop signal came first (see :meth:`pending_stops`).
@@ -163,33 +173,43 @@ class Supervisor:
             # that would at once be interrupted; the attempt ends not started (C2.4).
             if any(s != signal.SIGCHLD for s in self._pending):
                 return None
-            self._proc = subprocess.Popen(
-                list(self.config.argv),
-                cwd=self.config.cwd,
-                env=dict(self.config.env),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                # C4: a new session makes the command the leader of a fresh process group
-                # whose id is its own pid: the only group this runner may ever signal.
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=pass_fds,
-            )
+            try:
+                self._proc = subprocess.Popen(
+                    list(self.config.argv),
+                    cwd=self.config.cwd,
+                    env=dict(self.config.env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=self._out.write_fd if self._out else subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    # C4: a new session makes the command the leader of a fresh process
+                    # group whose id is its own pid: the only group this runner may signal.
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=pass_fds,
+                )
+            finally:
+                if self._out is not None:
+                    self._out.handed_over()
         return self._proc
+
+    def _output_fd(self) -> int:
+        if self._out is not None:
+            return self._out.read_fd
+        assert self._proc is not None and self._proc.stdout is not None
+        return self._proc.stdout.fileno()
 
     # -- the wait loop --------------------------------------------------------------
 
     def wait(self, launched_mono: float) -> Outcome:
         """Wait for the whole owned tree, acting only as the termination policy says."""
         proc = self._proc
-        assert proc is not None and proc.stdout is not None
+        assert proc is not None
         out = Outcome(pid=proc.pid, pgid=proc.pid)
         self._t0 = launched_mono
         cfg = self.config
         self._policy = Termination(launched=launched_mono, timeout=cfg.timeout, grace=cfg.grace)
         self._next_scan = cfg.clock()
-        with self._watching(proc.stdout.fileno()):
+        with self._watching(self._output_fd()):
             while not self._step(out):
                 pass
         self._read_events()
@@ -242,7 +262,7 @@ class Supervisor:
         try:
             yield
         finally:
-            self._drain_pipe(pipe_fd)
+            drain(pipe_fd, self.observer.output)
             self._sel.close()
             if self._pidfd >= 0:
                 os.close(self._pidfd)
@@ -250,6 +270,7 @@ class Supervisor:
             proc = self._proc
             if proc is not None and proc.stdout is not None:
                 proc.stdout.close()
+            self.close_output()
 
     def _scan(self, now: float) -> None:
         self._read_events()  # first, so the scan cross-checks fresh events
@@ -567,25 +588,8 @@ class Supervisor:
         return changed
 
     def _read_pipe(self, fd: int) -> None:
-        try:
-            data = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError as exc:
-            if exc.errno != errno.EINTR:
-                self._sel.unregister(fd)
-            return
-        if not data:
+        data = read_chunk(fd)
+        if data == b"":
             self._sel.unregister(fd)  # every writer closed the pipe; keep waiting for the tree
-            return
-        self.observer.output(data)
-
-    def _drain_pipe(self, fd: int) -> None:
-        while True:
-            try:
-                data = os.read(fd, 1 << 16)
-            except OSError:
-                return
-            if not data:
-                return
+        elif data is not None:
             self.observer.output(data)
