@@ -140,11 +140,14 @@ def one(seed: int, base: Path, disk: bool) -> Result:
                 fault = "sigkill (runner ended first)"
             except subprocess.TimeoutExpired:
                 runner.send_signal(signal.SIGKILL)
-        runner.wait(timeout=180)
         natural = here / "natural"
-        launched = attempt.exists() and b'"launched"' in _bytes(attempt / "events.jsonl")
         if disk:
-            os.unlink(root / "filler")  # space again: the verdict may now be written
+            # The runner waits for space to write its verdict (issue 21 s2): space comes
+            # back once the workload has ended, as an operator would free it.
+            _wait(lambda: natural.exists() or runner.poll() is not None, 120)
+            os.unlink(root / "filler")
+        runner.wait(timeout=180)
+        launched = attempt.exists() and b'"launched"' in _bytes(attempt / "events.jsonl")
         ended = _wait(natural.exists, 30) if launched or natural.exists() else True
         harmed = launched and not ended
         if not attempt.exists():

@@ -228,6 +228,8 @@ DOUBLE_FORK = """
 import os, sys, time
 from pathlib import Path
 M = Path(sys.argv[1])
+while not (M / "fork-now").exists():
+    time.sleep(0.01)
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
@@ -259,8 +261,26 @@ def test_runner_killed_status_reads_in_progress_then_unknown(
             cwd=tmp_path, env=sources_env(combo),
         )
     )  # fmt: skip
-    orphan = reaper.add(int(wait_file(tmp_path / "orphan.pid")))
     att = attempt(tmp_path / "r")
+    # The double fork comes after the runner's first scan (its journal has the leader, and
+    # the manifest that scan writes is the last one for 600 s), so the snapshot is stale
+    # by construction, not by a race with the scan.
+    launched = wait_for(
+        lambda: (
+            (att / "events.jsonl").exists()
+            and next((e for e in events(att) if e["event"] == "launched"), None)
+        ),
+        "launched",
+    )
+    wait_for(
+        lambda: (
+            (att / "procs.jsonl").exists()
+            and f'"pid":{launched["pid"]},' in (att / "procs.jsonl").read_text()
+        ),
+        "the runner's first scan",
+    )
+    (tmp_path / "fork-now").write_text("")
+    orphan = reaper.add(int(wait_file(tmp_path / "orphan.pid")))
     if combo == "events":
         wait_for(
             lambda: f'"pid":{orphan},' in (att / "procs.jsonl").read_text(),
