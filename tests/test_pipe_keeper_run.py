@@ -9,6 +9,7 @@ step here waits on observable state (a file the workload writes, the keeper's lo
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -37,6 +38,17 @@ os.rename(here / "natural.tmp", here / "natural")
 """
 
 
+def _start(tmp_path: Path, reaper: Reaper) -> tuple[subprocess.Popen[str], Path]:
+    (tmp_path / "w.py").write_text(WORKLOAD)
+    runner = reaper.popen(
+        start_skgate(
+            "run", "--root", "r", "--quiet", "--", sys.executable, str(tmp_path / "w.py"),
+            str(tmp_path), cwd=tmp_path,
+        )
+    )  # fmt: skip
+    return runner, tmp_path / "r" / "attempts" / "0001"
+
+
 def launched(attempt: Path) -> bool:
     journal = attempt / files.EVENTS
     return journal.exists() and any(e["event"] == "launched" for e in events(attempt))
@@ -45,14 +57,7 @@ def launched(attempt: Path) -> bool:
 def test_the_compile_outlives_a_sigkilled_runner_and_its_output_is_kept(
     tmp_path: Path, reaper: Reaper
 ) -> None:
-    (tmp_path / "w.py").write_text(WORKLOAD)
-    runner = reaper.popen(
-        start_skgate(
-            "run", "--root", "r", "--quiet", "--", sys.executable, str(tmp_path / "w.py"),
-            str(tmp_path), cwd=tmp_path,
-        )
-    )  # fmt: skip
-    attempt = tmp_path / "r" / "attempts" / "0001"
+    runner, attempt = _start(tmp_path, reaper)
     wait_for(lambda: launched(attempt), "the launch")
     wait_for(lambda: keeper_draining(attempt), "the keeper to hold its lock")
     runner.send_signal(signal.SIGKILL)  # our own child, by its Popen handle
@@ -72,14 +77,7 @@ def test_the_compile_outlives_a_sigkilled_runner_and_its_output_is_kept(
 
 
 def test_while_the_keeper_drains_nothing_is_recovered(tmp_path: Path, reaper: Reaper) -> None:
-    (tmp_path / "w.py").write_text(WORKLOAD)
-    runner = reaper.popen(
-        start_skgate(
-            "run", "--root", "r", "--quiet", "--", sys.executable, str(tmp_path / "w.py"),
-            str(tmp_path), cwd=tmp_path,
-        )
-    )  # fmt: skip
-    attempt = tmp_path / "r" / "attempts" / "0001"
+    runner, attempt = _start(tmp_path, reaper)
     # The keeper holds its lock from before the fork: the launch is what makes it drain.
     wait_for(lambda: launched(attempt), "the launch")
     wait_for(lambda: keeper_draining(attempt), "the keeper to hold its lock")

@@ -481,30 +481,30 @@ STUBBORN = PRELUDE + (
 )
 
 
+def _stubborn_run(
+    tmp_path: Path, reaper: Reaper, grace: str
+) -> tuple[subprocess.Popen[str], int, Path]:
+    """A run of STUBBORN (it ignores SIGTERM) once launched: the runner, leader, attempt."""
+    cmd = script(tmp_path, "stubborn.py", STUBBORN)
+    proc = reaper.popen(
+        start_skgate(
+            "run", "--root", "r", "--quiet", "--grace", grace, "--", *cmd, str(tmp_path),
+            cwd=tmp_path,
+        )
+    )  # fmt: skip
+    leader = reaper.add(int(wait_file(tmp_path / "leader.pid")))
+    att = attempt_of(tmp_path / "r")
+    wait_for(lambda: any(e["event"] == "launched" for e in events(att)), what="launch")
+    return proc, leader, att
+
+
 def test_external_sigterm_ends_a_workload_that_ignores_it_after_the_grace(
     tmp_path: Path, reaper: Reaper
 ) -> None:
     """Issue 21 s4: the forwarded SIGTERM used to be the end of it, and a workload that
     ignored it ran on with the runner (status INTERRUPTED, wait in progress). Told to
     stop, the runner ends its own group: the signal, the frozen grace, then SIGKILL."""
-    cmd = script(tmp_path, "stubborn.py", STUBBORN)
-    proc = reaper.popen(
-        start_skgate(
-            "run",
-            "--root",
-            "r",
-            "--quiet",
-            "--grace",
-            "0.5",
-            "--",
-            *cmd,
-            str(tmp_path),
-            cwd=tmp_path,
-        )
-    )
-    leader = reaper.add(int(wait_file(tmp_path / "leader.pid")))
-    att = attempt_of(tmp_path / "r")
-    wait_for(lambda: any(e["event"] == "launched" for e in events(att)), what="launch")
+    proc, leader, att = _stubborn_run(tmp_path, reaper, grace="0.5")
     proc.send_signal(signal.SIGTERM)  # once only
     proc.wait(timeout=30)
     assert proc.returncode == 4
@@ -516,24 +516,7 @@ def test_external_sigterm_ends_a_workload_that_ignores_it_after_the_grace(
 
 
 def test_a_second_stop_signal_kills_the_group_at_once(tmp_path: Path, reaper: Reaper) -> None:
-    cmd = script(tmp_path, "stubborn.py", STUBBORN)
-    proc = reaper.popen(
-        start_skgate(
-            "run",
-            "--root",
-            "r",
-            "--quiet",
-            "--grace",
-            "600",
-            "--",
-            *cmd,
-            str(tmp_path),
-            cwd=tmp_path,
-        )
-    )
-    leader = reaper.add(int(wait_file(tmp_path / "leader.pid")))
-    att = attempt_of(tmp_path / "r")
-    wait_for(lambda: any(e["event"] == "launched" for e in events(att)), what="launch")
+    proc, leader, att = _stubborn_run(tmp_path, reaper, grace="600")
     proc.send_signal(signal.SIGTERM)
     wait_file(tmp_path / "got-term")
     # The workload ignored the forwarded SIGTERM and lives on: the grace runs (600 s).
