@@ -140,12 +140,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         "--jobs", type=jobs_value, default=None, help="compile concurrency: N or auto (C5)"
     )
     p.add_argument("--outputs", default=None, help="outputs dir to count (C3)")
-    p.add_argument(
-        "--package",
-        choices=[m.value for m in PackageMode],
-        default=PackageMode.OPTIONAL.value,
-        help="whether a .run package is required (C8)",
-    )
+    add_package_option(p, "whether a .run package is required (C8)")
     p.add_argument(
         "--summary-pattern",
         action="append",
@@ -289,3 +284,13 @@ def command_after_dashes(args: argparse.Namespace, verb: str) -> list[str]:
     if not command:
         raise UsageError(f"no command after '--': skgate {verb} [options] -- COMMAND...")
     return command
+
+
+def add_package_option(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--package required|optional`` (C8), for ``run`` and ``check-outputs`` alike."""
+    p.add_argument(
+        "--package",
+        choices=[m.value for m in PackageMode],
+        default=PackageMode.OPTIONAL.value,
+        help=help_text,
+    )

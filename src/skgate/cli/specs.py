@@ -18,12 +18,12 @@ from typing import Any
 from skgate.cli.args import (
     DEFAULT_ROOT,
     add_hook_options,
+    add_package_option,
     add_run_options,
     positive_seconds,
     seconds,
 )
 from skgate.cli.table import SUMMARY, Handler
-from skgate.model.outcomes import PackageMode
 
 RAW = argparse.RawDescriptionHelpFormatter
 
@@ -238,11 +238,8 @@ def register_evidence(sub: argparse._SubParsersAction[Any]) -> None:
         "return is not verified.",
     )
     p.add_argument("directory", metavar="DIR", help="the outputs directory to check")
-    p.add_argument(
-        "--package",
-        choices=[m.value for m in PackageMode],
-        default=PackageMode.OPTIONAL.value,
-        help="required: no .run is a failure; optional: it is not (C8; default %(default)s)",
+    add_package_option(
+        p, "required: no .run is a failure; optional: it is not (C8; default %(default)s)"
     )
     p.add_argument(
         "--attempt",
