@@ -110,6 +110,7 @@ def run_here(
     stop_request: StopRequest | None = None,
     attempt_id: str | None = None,
     early: EarlyWork | None = None,
+    late: Callable[[str], None] | None = None,
 ) -> Verdict:
     """Run one attempt in this process and return its verdict (see the module doc).
 
@@ -125,6 +126,9 @@ def run_here(
     ``attempt_id``: take exactly this id (reserved by a distributed driver, ledger.allocate).
     ``early``: the hook scan and cgroup leaf started before this call (see
     :mod:`skgate.preflight.early`); closed here on every way out.
+    ``late``: this process exits after the verdict (the command line); a stop signal
+    after the last ledger entry is then only said through it, never a KeyboardInterrupt
+    in the exit (:meth:`StopSignals.restore`).
     """
     with contextlib.ExitStack() as cleanup:
         if early is not None:
@@ -152,7 +156,7 @@ def run_here(
             )
             return _execute(run)
         finally:
-            stops.restore()
+            stops.restore(late=late)
             # After the last ledger entry nothing is left to record them in: say so.
             for signum, _ in stops.unrecorded():
                 if notify is not None:

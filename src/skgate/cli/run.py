@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +39,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     def notify(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    def late(message: str) -> None:
+        # From a signal handler: one write(2), never print() (a handler that interrupts a
+        # print to stderr would make the buffered writer raise "reentrant call").
+        with contextlib.suppress(OSError):
+            os.write(2, (message + "\n").encode(errors="backslashreplace"))
+
     def stream(event: Event) -> None:
         record = event.to_dict()
         sys.stdout.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -62,6 +70,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress_every=every,
             on_event=stream if args.events else None,
             early=early,
+            late=late,
         )
     finally:
         if early is not None:

@@ -28,8 +28,9 @@ workload inherits the ignore as it would without skgate. Nothing here sends a si
 from __future__ import annotations
 
 import enum
+import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -89,10 +90,20 @@ class StopSignals:
         self.ignored = tuple(ignored)
         _active = self
 
-    def restore(self) -> None:
+    def restore(self, *, late: Callable[[str], None] | None = None) -> None:
+        """Put back the dispositions found at :meth:`install`.
+
+        ``late``: this process exits right after the verdict (the command line). Python's
+        default SIGINT would then raise KeyboardInterrupt wherever the exit happens to be
+        (printing the verdict, the interpreter's teardown) and show a traceback for a
+        compile that is already recorded. Instead a handler stays that only says so
+        through ``late``; a second signal of the same kind is an explicit "now" and ends
+        the process at once (128 + n), as a second one cuts the finishing short.
+        """
         global _active
+        after = None if late is None else _after_record(late)
         for sig, handler in self._old.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, handler if after is None else after)
         self._old.clear()
         if _active is self:
             _active = None
@@ -161,3 +172,16 @@ def deferred() -> Iterator[None]:
         return
     with active.deferred():
         yield
+
+
+def _after_record(late: Callable[[str], None]) -> Callable[[int, object], None]:
+    """The handler :meth:`StopSignals.restore` leaves for a process about to exit."""
+    seen: set[int] = set()
+
+    def on_late(signum: int, _frame: object) -> None:
+        if signum in seen:
+            os._exit(128 + signum)
+        seen.add(signum)
+        late(f"skgate: {signal_name(signum)} received after the attempt was recorded")
+
+    return on_late
