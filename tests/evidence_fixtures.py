@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from skgate.model.frozen import replace
 from skgate.model.outcomes import PackageMode
 from skgate.model.records import (
     Cause,

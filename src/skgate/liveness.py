@@ -25,7 +25,7 @@ a signal or writes a file (C2.1).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from skgate.evidence.load import (
 from skgate.evidence.recorded import recorded_verdict
 from skgate.model.errors import EvidenceError, StillLiveError
 from skgate.model.events import Created, Launched
+from skgate.model.frozen import replace
 from skgate.model.records import Evidence, Ownership, ProcessRecord, Verdict
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
 from skgate.proc.keeper import KEPT_LOG, keeper_draining

@@ -18,8 +18,8 @@ OWN = {
 }
 
 
-def parsers() -> dict[str, argparse.ArgumentParser]:
-    parser = cli.build_parser("start")  # the agents area only, epilogs as skgate shows them
+def parsers(command: str) -> dict[str, argparse.ArgumentParser]:
+    parser = cli.build_parser(command)  # that command only, its epilog as skgate shows it
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
@@ -28,7 +28,7 @@ def parsers() -> dict[str, argparse.ArgumentParser]:
 
 @pytest.mark.parametrize("command", sorted(OWN))
 def test_every_option_has_help_and_the_epilog_gives_exit_codes(command: str) -> None:
-    p = parsers()[command]
+    p = parsers(command)[command]
     assert p.epilog and f"exit status of {command}" in p.epilog
     seen = set()
     for action in p._actions:

@@ -35,30 +35,28 @@ def test_the_copied_values_equal_their_sources() -> None:
     assert cli_args.DEFAULT_GRACE == request.DEFAULT_GRACE
 
 
-def _registered(area: str) -> tuple[dict[str, argparse.ArgumentParser], dict[str, str]]:
-    """The parsers an area's spec registers, and the one-line help of each."""
+def _registered(command: str) -> tuple[dict[str, argparse.ArgumentParser], dict[str, str]]:
+    """The parsers a command's spec registers, and the one-line help of each."""
     parser = argparse.ArgumentParser()
     sub: argparse._SubParsersAction[Any] = parser.add_subparsers()
-    specs.REGISTER[area](sub)
+    specs.SPECS[command](sub)
     helps = {a.dest: str(a.help) for a in sub._choices_actions}
     return dict(sub.choices), helps
 
 
 def test_the_table_is_what_the_specs_register_in_the_exit_table_order() -> None:
-    assert set(specs.REGISTER) == set(table.AREAS)
-    seen: dict[str, tuple[str, str]] = {}
-    for area in table.AREAS:
-        parsers, helps = _registered(area)
-        for name in parsers:
-            seen[name] = (area, helps[name])
-    assert seen == {c.name: (c.area, c.summary) for c in table.COMMANDS}
+    assert tuple(specs.SPECS) == tuple(c.name for c in table.COMMANDS)
+    for c in table.COMMANDS:
+        parsers, helps = _registered(c.name)
+        assert list(parsers) == [c.name]
+        assert helps == {c.name: c.summary}
     assert tuple(c.name for c in table.COMMANDS) == exits.COMMANDS
 
 
 @pytest.mark.parametrize("command", [c.name for c in table.COMMANDS])
 def test_each_handler_is_a_function_of_its_own_area(command: str) -> None:
     area = table.COMMAND_AREA[command]
-    handler = _registered(area)[0][command].get_default("handler")
+    handler = _registered(command)[0][command].get_default("handler")
     assert isinstance(handler, table.Handler)
     assert handler.module == f"skgate.cli.{area}"
     assert callable(getattr(importlib.import_module(handler.module), handler.function))

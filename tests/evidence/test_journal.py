@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from skgate.model.events import (
     TreeEnded,
     UnknownEvent,
 )
+from skgate.model.frozen import replace
 from skgate.model.running import State
 from skgate.model.schema import SCHEMA_EVENT
 

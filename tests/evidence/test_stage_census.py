@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import replace
 from pathlib import Path
 
 from skgate.evidence.follow import stage_announcer
@@ -18,6 +17,7 @@ from skgate.evidence.stage_census import (
     walk_root,
 )
 from skgate.model.events import Event, StageSeen
+from skgate.model.frozen import replace
 from skgate.model.records import ProcessRecord
 from skgate.model.stages import InputOutcome, Pairing, StageCensus
 from skgate.stage_tracker import StageTracker, is_stage

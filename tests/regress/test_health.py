@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from conftest import ENV, read_json, run_skgate
 from skgate.api import run_attempt
 from skgate.evidence.load import health_statement
 from skgate.model.errors import UsageError
+from skgate.model.frozen import replace
 from skgate.model.outcomes import RunStatus
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest

@@ -11,6 +11,7 @@ import pytest
 from evidence_fixtures import live_verdict_of, make_attempt
 from skgate.cli import specs
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import replace
 from skgate.model.phrases import Lang
 from skgate.model.records import State
 from skgate.report import load
@@ -206,7 +207,7 @@ def test_cli_report_writes_atomically(tmp_path: Path, capsys: pytest.CaptureFixt
     make_attempt(tmp_path, 1, State.INTERRUPTED)
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    specs.register_evidence(sub)
+    specs.SPECS["report"](sub)
     out = tmp_path / "out" / "r.md"
     out.parent.mkdir()
     out.write_text("old content that is much longer than nothing\n" * 100)
@@ -327,7 +328,6 @@ def test_cli_main_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_incomplete_census_is_said_in_both_languages(tmp_path: Path) -> None:
-    from dataclasses import replace
 
     from skgate.report.load import load_attempt
     from skgate.report.markdown import _md_census

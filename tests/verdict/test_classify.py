@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import signal
-from dataclasses import replace
 
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from skgate.model.frozen import replace
 from skgate.model.outcomes import PackageMode, VerdictFrom
 from skgate.model.records import (
     Cause,
@@ -49,7 +49,7 @@ def natural(**kw: object) -> Evidence:
         summary=GOOD,
         census=census(),
     )
-    return replace(base, **kw)  # type: ignore[arg-type]
+    return replace(base, **kw)
 
 
 def test_natural_success() -> None:

@@ -108,7 +108,7 @@ def test_finding_format_and_line_numbers() -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
-    specs.register_evidence(parser.add_subparsers())
+    specs.SPECS["lint-report"](parser.add_subparsers())
     return parser
 
 

@@ -8,11 +8,10 @@ succ log. They measure that the strategy reaches every state they speak about.
 
 from __future__ import annotations
 
-import dataclasses
-
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from skgate.model.frozen import replace
 from skgate.model.launcher import LauncherFacts
 from skgate.model.records import Evidence, Stage, State, Summary, Verdict
 from skgate.model.stages import (
@@ -97,7 +96,7 @@ def disk_ev(
     roots: tuple[AnnouncedRoot, ...], caches: tuple[CacheFile, ...], **kw: object
 ) -> Evidence:
     st_ = Stages((), 0, ("opc", "op_compiler"), True, roots, caches)
-    return dataclasses.replace(ev(**kw), stages=st_)  # type: ignore[arg-type]
+    return replace(ev(**kw), stages=st_)  # type: ignore[arg-type]
 
 
 def stage(

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from test_classify import evidence as evidence_strategy
 
+from skgate.model.frozen import replace
 from skgate.model.phrases import Lang
 from skgate.model.records import Evidence
 from skgate.verdict.classify import classify
@@ -45,7 +46,6 @@ def test_untranslated_text_is_shown_as_the_original() -> None:
 
 
 def test_reasons_of_rare_evidence_have_a_chinese_form() -> None:
-    from dataclasses import replace
 
     from test_classify import census, natural
 

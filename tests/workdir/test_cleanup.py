@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import json
 import os
@@ -20,6 +19,7 @@ from skgate.evidence import digest, ledger, seal
 from skgate.evidence import load as evidence
 from skgate.evidence.files import CONTROL, OWNERSHIP, VERDICT, write_json_new
 from skgate.model.errors import BlockedError, StillLiveError, UsageError
+from skgate.model.frozen import replace
 from skgate.model.records import Cause, Ownership, ProcessRecord, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.proc import observe
@@ -543,7 +543,7 @@ def test_liveness_uses_the_status_identity_rule(
     assert artifacts.owned_alive(a2, control) == [f"owned pid {rec.pid} (opc)"]  # once
     own("an-earlier-boot", rec)
     assert artifacts.owned_alive(a2, control) == []
-    own(observe.boot_id(), dataclasses.replace(rec, exit_status=0))
+    own(observe.boot_id(), replace(rec, exit_status=0))
     assert artifacts.owned_alive(a2, control) == []
 
 

@@ -117,7 +117,7 @@ def test_cli_check_outputs(
 ) -> None:
     touch(outdir / "ts1_pid1_outputs" / "x_compile_log" / "a_compile_error.log")
     parser = argparse.ArgumentParser()
-    specs.register_evidence(parser.add_subparsers())
+    specs.SPECS["check-outputs"](parser.add_subparsers())
     args = parser.parse_args(["check-outputs", str(outdir), "--package", "required"])
     assert args.handler(args) == 1
     out = capsys.readouterr().out
@@ -175,7 +175,7 @@ def test_unreadable_directory_blocks_a_missing_package_conclusion(
     (outdir / "ts1_pid1_outputs" / "static_kernel_1_1.run").unlink()
     # The CLI exits 5 (unknown) and says why in one line per message.
     parser = argparse.ArgumentParser()
-    specs.register_evidence(parser.add_subparsers())
+    specs.SPECS["check-outputs"](parser.add_subparsers())
     args = parser.parse_args(["check-outputs", str(outdir), "--package", "required"])
     assert args.handler(args) == 5
     assert f"{outdir}: unknown: cannot conclude: 1 unreadable" in capsys.readouterr().out

@@ -27,7 +27,7 @@ from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE
 # start-up, issue 22 s5); type checkers treat this name alike.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
 #: The table's names, kept here for callers and tests (tests/cli/test_specs.py checks
 #: the table against what the specs really register).
@@ -84,14 +84,23 @@ class _Formatter(argparse.HelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and exit 2, never a traceback."""
+    """argparse, but a usage error is one line and exit 2, never a traceback.
+
+    Every parser, the sub-parsers too, formats with :class:`_Formatter` from the start:
+    argparse builds a formatter in every ``add_argument``, and its own default imports
+    ``shutil`` for the terminal width (a few ms of each command's start-up, issue 22 s5).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["formatter_class"] = _Formatter
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"skgate: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with ``command``, its area's spec is built, else the static table only.
+    """The parser; with ``command``, that command's spec is built, else the static table.
 
     Either way no handler is imported: each is a :class:`~skgate.cli.table.Handler`,
     which imports its area module when :func:`main` calls it.
@@ -100,26 +109,22 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="skgate",
         description="Process-safety gate for Ascend SuperKernel static compilation.",
         epilog=exits.verdict_help(),
-        formatter_class=_Formatter,
     )
     parser.add_argument("--version", action="version", version=f"skgate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    area_of = table.COMMAND_AREA.get(command or "")
-    if area_of is None:
+    if command is None or command not in table.COMMAND_AREA:
         # No command, or an unknown one: the list, the help and the usage error need the
         # names and one-line helps only.
         for row in table.COMMANDS:
             sub.add_parser(row.name, help=row.summary, add_help=False)
         return parser
-    from skgate.cli.specs import REGISTER  # noqa: PLC0415 - only with a command to parse
+    from skgate.cli.specs import SPECS  # noqa: PLC0415 - only with a command to parse
 
-    REGISTER[area_of](sub)
-    # Every command's epilog lists its own exit statuses, from the one table (model/).
-    for command_name, sub_parser in sub.choices.items():
-        sub_parser.formatter_class = _Formatter
-        if command_name in exits.COMMANDS:
-            sub_parser.epilog = exits.command_epilog(command_name)
+    SPECS[command](sub)  # that command's parser only, not its whole area's
+    # Its epilog lists its own exit statuses, from the one table (model/).
+    if command in exits.COMMANDS:
+        sub.choices[command].epilog = exits.command_epilog(command)
     return parser
 
 

@@ -55,8 +55,8 @@ def repeats(text: str) -> int:
     return int(text)
 
 
-def register_run(sub: argparse._SubParsersAction[Any]) -> None:
-    """run, status, classify (handlers in :mod:`skgate.cli.run`)."""
+def spec_run(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate run`` (handler in :mod:`skgate.cli.run`)."""
     p = sub.add_parser(
         "run",
         help=SUMMARY["run"],
@@ -77,6 +77,9 @@ def register_run(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(handler=Handler("skgate.cli.run", "cmd_run"))
 
+
+def spec_status(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate status`` (handler in :mod:`skgate.cli.run`)."""
     p = sub.add_parser(
         "status",
         help=SUMMARY["status"],
@@ -102,6 +105,9 @@ def register_run(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--interval", type=positive_seconds, default=2.0, help=argparse.SUPPRESS)
     p.set_defaults(handler=Handler("skgate.cli.run", "cmd_status"))
 
+
+def spec_classify(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate classify`` (handler in :mod:`skgate.cli.run`)."""
     p = sub.add_parser(
         "classify",
         help=SUMMARY["classify"],
@@ -114,8 +120,8 @@ def register_run(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=Handler("skgate.cli.run", "cmd_classify"))
 
 
-def register_demo(sub: argparse._SubParsersAction[Any]) -> None:
-    """demo (handler in :mod:`skgate.cli.demo`)."""
+def spec_demo(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate demo`` (handler in :mod:`skgate.cli.demo`)."""
     p = sub.add_parser(
         "demo",
         help=SUMMARY["demo"],
@@ -152,8 +158,8 @@ def register_demo(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=Handler("skgate.cli.demo", "cmd_demo"))
 
 
-def register_preflight(sub: argparse._SubParsersAction[Any]) -> None:
-    """preflight (handler in :mod:`skgate.cli.preflight`)."""
+def spec_preflight(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate preflight`` (handler in :mod:`skgate.cli.preflight`)."""
     p = sub.add_parser(
         "preflight",
         help=SUMMARY["preflight"],
@@ -175,8 +181,8 @@ def register_preflight(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=Handler("skgate.cli.preflight", "cmd_preflight"))
 
 
-def register_evidence(sub: argparse._SubParsersAction[Any]) -> None:
-    """report, lint-report, check-outputs (handlers in :mod:`skgate.cli.evidence`)."""
+def spec_report(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate report`` (handler in :mod:`skgate.cli.evidence`)."""
     p = sub.add_parser(
         "report",
         help=SUMMARY["report"],
@@ -219,6 +225,9 @@ def register_evidence(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.set_defaults(handler=Handler("skgate.cli.evidence", "cmd_report"))
 
+
+def spec_lint_report(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate lint-report`` (handler in :mod:`skgate.cli.evidence`)."""
     p = sub.add_parser(
         "lint-report",
         help=SUMMARY["lint-report"],
@@ -229,6 +238,9 @@ def register_evidence(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--attempt", metavar="ATTEMPT", help="the attempt the reports are about")
     p.set_defaults(handler=Handler("skgate.cli.evidence", "cmd_lint"))
 
+
+def spec_check_outputs(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate check-outputs`` (handler in :mod:`skgate.cli.evidence`)."""
     p = sub.add_parser(
         "check-outputs",
         help=SUMMARY["check-outputs"],
@@ -257,8 +269,8 @@ def register_evidence(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=Handler("skgate.cli.evidence", "cmd_check_outputs"))
 
 
-def register_workdir(sub: argparse._SubParsersAction[Any]) -> None:
-    """verify, recover, retry, cleanup, uninstall (handlers in :mod:`skgate.cli.workdir`)."""
+def spec_verify(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate verify`` (handler in :mod:`skgate.cli.workdir`)."""
     p = sub.add_parser(
         "verify",
         help=SUMMARY["verify"],
@@ -276,6 +288,9 @@ def register_workdir(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=Handler("skgate.cli.workdir", "cmd_verify"))
 
+
+def spec_recover(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate recover`` (handler in :mod:`skgate.cli.workdir`)."""
     p = sub.add_parser(
         "recover",
         help=SUMMARY["recover"],
@@ -296,6 +311,9 @@ def register_workdir(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--json", action="store_true", help="print what was done as JSON")
     p.set_defaults(handler=Handler("skgate.cli.workdir", "cmd_recover"))
 
+
+def spec_retry(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate retry`` (handler in :mod:`skgate.cli.workdir`)."""
     p = sub.add_parser(
         "retry",
         help=SUMMARY["retry"],
@@ -308,6 +326,9 @@ def register_workdir(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--json", action="store_true", help="print the new verdict as JSON")
     p.set_defaults(handler=Handler("skgate.cli.workdir", "cmd_retry"))
 
+
+def spec_cleanup(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate cleanup`` (handler in :mod:`skgate.cli.workdir`)."""
     p = sub.add_parser(
         "cleanup",
         help=SUMMARY["cleanup"],
@@ -326,6 +347,9 @@ def register_workdir(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=Handler("skgate.cli.workdir", "cmd_cleanup"))
 
+
+def spec_uninstall(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate uninstall`` (handler in :mod:`skgate.cli.workdir`)."""
     p = sub.add_parser(
         "uninstall",
         help=SUMMARY["uninstall"],
@@ -351,8 +375,8 @@ def register_workdir(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=Handler("skgate.cli.workdir", "cmd_uninstall"))
 
 
-def register_regress(sub: argparse._SubParsersAction[Any]) -> None:
-    """regress (handlers in :mod:`skgate.cli.regress`)."""
+def spec_regress(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate regress`` (handler in :mod:`skgate.cli.regress`)."""
     p = sub.add_parser(
         "regress",
         help=SUMMARY["regress"],
@@ -410,8 +434,8 @@ def register_regress(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=Handler("skgate.cli.regress", "cmd_regress"))
 
 
-def register_agents(sub: argparse._SubParsersAction[Any]) -> None:
-    """start, wait, stop, mcp (handlers in :mod:`skgate.cli.agents`)."""
+def spec_start(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate start`` (handler in :mod:`skgate.cli.agents`)."""
     p = sub.add_parser(
         "start",
         help=SUMMARY["start"],
@@ -431,6 +455,9 @@ def register_agents(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
     p.set_defaults(handler=Handler("skgate.cli.agents", "cmd_start"), exit_at_once=True)
 
+
+def spec_wait(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate wait`` (handler in :mod:`skgate.cli.agents`)."""
     p = sub.add_parser(
         "wait",
         help=SUMMARY["wait"],
@@ -472,6 +499,9 @@ def register_agents(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.set_defaults(handler=Handler("skgate.cli.agents", "cmd_wait"), exit_at_once=True)
 
+
+def spec_stop(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate stop`` (handler in :mod:`skgate.cli.agents`)."""
     p = sub.add_parser(
         "stop",
         help=SUMMARY["stop"],
@@ -486,6 +516,9 @@ def register_agents(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--json", action="store_true", help="print the stop result as JSON")
     p.set_defaults(handler=Handler("skgate.cli.agents", "cmd_stop"), exit_at_once=True)
 
+
+def spec_mcp(sub: argparse._SubParsersAction[Any]) -> None:
+    """``skgate mcp`` (handler in :mod:`skgate.cli.agents`)."""
     p = sub.add_parser(
         "mcp",
         help=SUMMARY["mcp"],
@@ -506,13 +539,25 @@ def register_agents(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(handler=Handler("skgate.cli.agents", "cmd_mcp"))
 
 
-#: Each area's spec, by the area name of :data:`skgate.cli.table.COMMANDS`.
-REGISTER: dict[str, Callable[[argparse._SubParsersAction[Any]], None]] = {
-    "run": register_run,
-    "demo": register_demo,
-    "preflight": register_preflight,
-    "evidence": register_evidence,
-    "workdir": register_workdir,
-    "regress": register_regress,
-    "agents": register_agents,
+#: Each command's spec, by its name in :data:`skgate.cli.table.COMMANDS`: a command
+#: builds its own parser only (start-up, issue 22 s5).
+SPECS: dict[str, Callable[[argparse._SubParsersAction[Any]], None]] = {
+    "run": spec_run,
+    "status": spec_status,
+    "classify": spec_classify,
+    "demo": spec_demo,
+    "preflight": spec_preflight,
+    "report": spec_report,
+    "lint-report": spec_lint_report,
+    "check-outputs": spec_check_outputs,
+    "verify": spec_verify,
+    "recover": spec_recover,
+    "retry": spec_retry,
+    "cleanup": spec_cleanup,
+    "uninstall": spec_uninstall,
+    "regress": spec_regress,
+    "start": spec_start,
+    "wait": spec_wait,
+    "stop": spec_stop,
+    "mcp": spec_mcp,
 }

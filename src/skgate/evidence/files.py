@@ -19,7 +19,6 @@ Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import json
 import os
@@ -308,6 +307,8 @@ class Journal:
 
         The line is the envelope and the fields in their declared order
         (``Event.to_dict``): the same bytes as every earlier version wrote (C3)."""
+        import dataclasses  # noqa: PLC0415 - the write path only (status start-up)
+
         stamped = dataclasses.replace(event, t=time.time())
         line = json_text(stamped.to_dict()) + "\n"
         os.write(self._fd, line.encode("utf-8"))

@@ -30,7 +30,6 @@ import json
 import os
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,7 @@ from skgate.evidence import regular
 from skgate.evidence.digest import new_sha256, sha256_bytes, sha256_file
 from skgate.evidence.files import SEAL, check_root, fsync_dir, is_attempt_dir, json_text
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
+from skgate.model.frozen import record
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict
@@ -390,7 +390,7 @@ def record_scene(root: Path, attempt: Path, manifest: Path) -> None:
     )
 
 
-@dataclass(frozen=True)
+@record
 class LedgerLine:
     """One line of the ledger as read back: its number, raw bytes, parsed entry (or None).
 

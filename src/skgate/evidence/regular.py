@@ -26,10 +26,10 @@ import fcntl
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import record
 
 #: How every evidence file is opened: a symbolic link fails with ELOOP instead of being
 #: followed, and a FIFO opens at once instead of waiting for a writer (issue 21).
@@ -195,7 +195,7 @@ def read_text(path: Path | str, limit: int | None = None, errors: str = "strict"
         raise EvidenceError(f"{path}: unreadable ({exc.reason} at byte {exc.start})") from None
 
 
-@dataclass(frozen=True)
+@record
 class Line:
     """One line of a JSON-lines file as read back, without its newline.
 

@@ -12,13 +12,12 @@ the run request in :mod:`skgate.model.request`.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import field, record, replace
 from skgate.model.outcomes import PackageMode, VerdictFrom
 from skgate.model.running import (
     EXIT_CODES,
@@ -63,7 +62,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class RootCensus:
     """Artifact counts under one result root (``ts..._pid..._outputs``) or other folder."""
 
@@ -90,7 +89,7 @@ class RootCensus:
         )
 
 
-@dataclass(frozen=True)
+@record
 class Census:
     """Counts of final success and error artifacts (C3) under the outputs directory.
 
@@ -157,7 +156,7 @@ class Census:
 # Classifier input and output (C2)
 
 
-@dataclass(frozen=True)
+@record
 class SignalSent:
     """A signal the runner sent to its own process group, and why."""
 
@@ -168,7 +167,7 @@ class SignalSent:
         return {"signal": self.signal, "reason": self.reason}
 
 
-@dataclass(frozen=True)
+@record
 class Evidence:
     """Everything the classifier may look at. Built from an attempt directory.
 
@@ -247,7 +246,7 @@ class RecoveredWhen(str, enum.Enum):
 RECOVERED_WHEN = tuple(w.value for w in RecoveredWhen)
 
 
-@dataclass(frozen=True)
+@record
 class Verdict:
     """The classifier's answer: a state, its cause, and the reasons, citing rules."""
 
@@ -278,7 +277,7 @@ class Verdict:
         return EXIT_CODES[self.state]
 
     def with_attempt(self, attempt: str) -> Verdict:
-        return dataclasses.replace(self, attempt=attempt)
+        return replace(self, attempt=attempt)
 
     def to_dict(self) -> dict[str, Any]:
         return {

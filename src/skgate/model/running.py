@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.exits import STATE_CODES
+from skgate.model.frozen import field, record
 from skgate.model.schema import SCHEMA_OWNERSHIP, check_schema, opt_int, require
 from skgate.model.sources import SOURCE_EVENTS
 
@@ -49,7 +49,7 @@ EXIT_CODES: Mapping[State, int] = {State(s): code for s, code in STATE_CODES.ite
 # Processes and ownership (C4)
 
 
-@dataclass(frozen=True)
+@record
 class ProcessRecord:
     """One process, identified by (pid, start_ticks) so a recycled pid never matches."""
 
@@ -121,7 +121,7 @@ class ProcessRecord:
 #: Ownership sources (C3: the manifest says how it was made, and so how complete it is).
 
 
-@dataclass(frozen=True)
+@record
 class Coverage:
     """How complete an ownership manifest is: which sources made it, what they missed."""
 
@@ -176,7 +176,7 @@ class Coverage:
         )
 
 
-@dataclass(frozen=True)
+@record
 class Ownership:
     """What the attempt owns: the leader, every observed descendant, and foreign compilers.
 
@@ -250,7 +250,7 @@ class Ownership:
 # Summary and census (C3)
 
 
-@dataclass(frozen=True)
+@record
 class Stage:
     """One aggregate compile stage as a final summary reports it."""
 
@@ -268,7 +268,7 @@ class Stage:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Summary:
     """The final aggregate summary: verbatim lines, parsed stages, contradictions found."""
 

@@ -8,8 +8,7 @@ gives the same verdict, and it can be recomputed later (``skgate classify``).
 
 from __future__ import annotations
 
-import dataclasses
-
+from skgate.model.frozen import replace
 from skgate.model.outcomes import SOURCE_EXIT_STATUS, PackageMode, VerdictFrom
 from skgate.model.phrases import count
 from skgate.model.records import Cause, Evidence, RecoveredWhen, State, Verdict
@@ -223,7 +222,7 @@ def declared_exit_status(ev: Evidence, view: SummaryView, natural: bool) -> Verd
             "not a compiler result"
         ]
     verdict = _verdict(ev, state, None, (*reasons, *escapes), view=view)
-    return dataclasses.replace(verdict, summary_source=SOURCE_EXIT_STATUS)
+    return replace(verdict, summary_source=SOURCE_EXIT_STATUS)
 
 
 def stage_evidence_decided(ev: Evidence, verdict: Verdict) -> Verdict:
@@ -254,7 +253,7 @@ def stage_evidence_decided(ev: Evidence, verdict: Verdict) -> Verdict:
             f"C2: --verdict-from exit-status was declared, but {what}: that evidence "
             f"decided ({verdict.state.value}), and exit status {status} agrees"
         )
-        return dataclasses.replace(verdict, reasons=(*kept, note, *coverage))
+        return replace(verdict, reasons=(*kept, note, *coverage))
     note = (
         f"C2.5: --verdict-from exit-status was declared, but {what}: that evidence says "
         f"{verdict.state.value} while exit status {status} says {says.value}; the "
@@ -262,7 +261,7 @@ def stage_evidence_decided(ev: Evidence, verdict: Verdict) -> Verdict:
     )
     # The reasons of the overruled verdict would state a final result: only the
     # contradiction is said (the report's stage section still shows each stage).
-    return dataclasses.replace(verdict, state=State.UNKNOWN, cause=None, reasons=(note, *coverage))
+    return replace(verdict, state=State.UNKNOWN, cause=None, reasons=(note, *coverage))
 
 
 def classify(ev: Evidence) -> Verdict:

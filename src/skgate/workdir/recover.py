@@ -33,7 +33,7 @@ import os
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from skgate.evidence.logscan_file import scan_file
 from skgate.liveness import refuse_while_live
 from skgate.model.errors import EvidenceError
 from skgate.model.events import Created, Event, EventKind, Recovered, UnknownEvent
+from skgate.model.frozen import replace
 from skgate.model.records import RecoveredWhen, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL

@@ -1,0 +1,171 @@
+"""Frozen records for the read path, without the ``dataclasses`` module (issue 22 s5).
+
+``skgate status`` reads a recorded verdict: a dozen frozen record types (the verdict, its
+evidence, the census, the ownership record, a ledger or JSON-lines line). Importing
+``dataclasses`` for them costs more than the rest of the command: it imports ``inspect``,
+and with it ``ast``, ``dis`` and ``tokenize`` (about 20 ms of a 100 ms command here,
+measured in docs/benchmarks.md), for a feature those types do not use.
+
+:func:`record` gives a class what ``@dataclass(frozen=True)`` gives it and nothing else:
+an ``__init__`` over its annotated fields in order (defaults and
+``field(default_factory=...)`` allowed), ``__repr__``, ``__eq__`` and ``__hash__`` over
+the field values, ``__match_args__``, and assignment refused (:class:`FrozenRecordError`,
+an ``AttributeError`` like ``dataclasses.FrozenInstanceError``). :func:`replace` and
+:func:`fields` stand in for their ``dataclasses`` namesakes. Type checkers see the
+decorator as a frozen dataclass (PEP 681 ``dataclass_transform``). Records pickle as any
+plain class does (Ray sends verdicts between processes).
+
+Everything else in skgate keeps ``dataclasses``: only the types the read path loads use
+this (tests/model/test_frozen.py holds both to the same behaviour).
+"""
+
+from __future__ import annotations
+
+# Not ``typing.TYPE_CHECKING``: the read path never imports ``typing`` for this module.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    from typing_extensions import dataclass_transform
+
+    T = TypeVar("T")
+    C = TypeVar("C", bound=type)
+else:
+
+    def dataclass_transform(**_kwargs: object) -> Callable[[C], C]:
+        return lambda fn: fn
+
+
+#: The attribute that lists a record's fields, in order.
+FIELDS = "__record_fields__"
+
+
+class FrozenRecordError(AttributeError):
+    """An assignment to (or deletion of) a field of a frozen record."""
+
+
+class _Factory:
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], object]) -> None:
+        self.make = make
+
+
+def field(*, default_factory: Callable[[], T]) -> T:
+    """A field whose default is made new for each record (``dataclasses.field``'s
+    ``default_factory``, the one option skgate's records use)."""
+    return _Factory(default_factory)  # type: ignore[return-value]
+
+
+class _Missing:
+    __slots__ = ()
+
+
+_MISSING = _Missing()
+
+
+def _own_fields(cls: type) -> tuple[str, ...]:
+    """The annotated names of ``cls`` itself, in order, without ``ClassVar`` ones."""
+    # Since 3.10 a class's ``__annotations__`` are its own, never a base's (and
+    # ``inspect.get_annotations`` is the import this module exists to avoid).
+    annotations: dict[str, object] = getattr(cls, "__annotations__", {})
+    names = []
+    for name, note in annotations.items():
+        text = note if isinstance(note, str) else getattr(note, "__name__", repr(note))
+        if text.startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        names.append(name)
+    return tuple(names)
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def record(cls: C) -> C:
+    """Make ``cls`` a frozen record (see the module doc). No inheritance of fields: a
+    record's fields are the ones it annotates itself."""
+    names = _own_fields(cls)
+    params: list[str] = []
+    body: list[str] = []
+    scope: dict[str, object] = {"_set": object.__setattr__, "_MISSING": _MISSING}
+    seen_default = False
+    for name in names:
+        default = cls.__dict__.get(name, _MISSING)
+        if isinstance(default, _Factory):
+            scope[f"_make_{name}"] = default.make
+            params.append(f"{name}=_MISSING")
+            body.append(f"  _set(self, {name!r}, _make_{name}() if {name} is _MISSING else {name})")
+            delattr(cls, name)  # a factory is no class attribute (as in dataclasses)
+            seen_default = True
+            continue
+        if default is _MISSING:
+            if seen_default:
+                raise TypeError(f"{cls.__name__}: non-default field {name!r} after a default")
+            params.append(name)
+        else:
+            scope[f"_default_{name}"] = default
+            params.append(f"{name}=_default_{name}")
+            seen_default = True
+        body.append(f"  _set(self, {name!r}, {name})")
+    source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "  pass")
+    exec(source, scope)  # noqa: S102 - our own generated text, as dataclasses does
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
+    cls.__init__ = init  # type: ignore[misc]
+    setattr(cls, FIELDS, names)
+    setattr(cls, "__match_args__", names)  # noqa: B010 - mypy types this name as read-only
+    cls.__repr__ = _repr  # type: ignore[assignment, method-assign]
+    cls.__eq__ = _eq  # type: ignore[assignment, method-assign]
+    cls.__hash__ = _hash  # type: ignore[assignment, method-assign]
+    cls.__setattr__ = _refuse_set  # type: ignore[assignment, method-assign]
+    cls.__delattr__ = _refuse_delete  # type: ignore[assignment, method-assign]
+    return cls
+
+
+def _values(obj: object) -> tuple[object, ...]:
+    return tuple(getattr(obj, name) for name in getattr(obj, FIELDS))
+
+
+def _repr(self: object) -> str:
+    inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in getattr(self, FIELDS))
+    return f"{type(self).__qualname__}({inner})"
+
+
+def _eq(self: object, other: object) -> bool:
+    if other.__class__ is not self.__class__:
+        return NotImplemented  # type: ignore[no-any-return]
+    return _values(self) == _values(other)
+
+
+def _hash(self: object) -> int:
+    return hash(_values(self))
+
+
+def _refuse_set(self: object, name: str, _value: object) -> None:
+    raise FrozenRecordError(f"cannot assign to field {name!r} of a frozen record")
+
+
+def _refuse_delete(self: object, name: str) -> None:
+    raise FrozenRecordError(f"cannot delete field {name!r} of a frozen record")
+
+
+def fields(obj: object) -> tuple[str, ...]:
+    """The field names of a record (or record type), in order."""
+    names: tuple[str, ...] | None = getattr(obj, FIELDS, None)
+    if names is None:
+        raise TypeError(f"{obj!r} is not a record")
+    return names
+
+
+def replace(obj: T, **changes: Any) -> T:
+    """A copy of ``obj`` with ``changes``: a record, or any dataclass (then it is
+    ``dataclasses.replace``), so one ``replace`` serves code that holds either."""
+    names: tuple[str, ...] | None = getattr(obj, FIELDS, None)
+    if names is None:
+        import dataclasses  # noqa: PLC0415 - a dataclass was given: the module is loaded
+
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    unknown = set(changes) - set(names)
+    if unknown:
+        raise TypeError(f"{type(obj).__name__} has no field(s) {sorted(unknown)}")
+    values = {n: changes[n] if n in changes else getattr(obj, n) for n in names}
+    return type(obj)(**values)

@@ -1,0 +1,161 @@
+"""skgate.model.frozen.record behaves as ``@dataclass(frozen=True)`` for what skgate's
+records use: the same class is declared both ways and every behaviour compared."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from skgate.model.frozen import FrozenRecordError, field, fields, record, replace
+
+
+@record
+class Rec:
+    """A record with every kind of field skgate's records have."""
+
+    name: str
+    count: int
+    tags: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    LIMIT: ClassVar[int] = 3
+
+    def twice(self) -> int:
+        return 2 * self.count
+
+
+@dataclasses.dataclass(frozen=True)
+class Dc:
+    """The same declaration, as a frozen dataclass."""
+
+    name: str
+    count: int
+    tags: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    LIMIT: ClassVar[int] = 3
+
+    def twice(self) -> int:
+        return 2 * self.count
+
+
+def both(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    return Rec(*args, **kwargs), Dc(*args, **kwargs)
+
+
+def test_construction_repr_and_fields_match_a_frozen_dataclass() -> None:
+    r, d = both("a", 2, tags=("x",))
+    assert repr(r) == repr(d).replace("Dc(", "Rec(")
+    assert fields(r) == fields(Rec) == tuple(f.name for f in dataclasses.fields(d))
+    assert Rec.__match_args__ == Dc.__match_args__
+    assert r.twice() == d.twice() == 4 and Rec.LIMIT == 3
+    with pytest.raises(TypeError):
+        Rec("a")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Rec("a", 1, nope=1)  # type: ignore[call-arg]
+
+
+def test_a_default_factory_makes_a_new_value_per_record() -> None:
+    a, b = Rec("a", 1), Rec("b", 1)
+    assert a.extra == {} and a.extra is not b.extra
+    assert not hasattr(Rec, "extra")  # as with dataclasses: no shared class attribute
+
+
+@record
+class Point:
+    """Hashable fields only."""
+
+    x: int
+    y: tuple[str, ...] = ()
+
+
+def test_equality_and_hash_follow_the_field_values() -> None:
+    p1, p2, p3 = Point(1, ("t",)), Point(1, ("t",)), Point(2, ("t",))
+    assert p1 == p2 and p1 != p3 and hash(p1) == hash(p2)
+    assert {p1, p2, p3} == {p1, p3}
+    assert Rec("a", 1) == Rec("a", 1) and Rec("a", 1) != Rec("a", 2)
+    assert Rec("a", 1) != Dc("a", 1)  # type: ignore[comparison-overlap]  # another class
+    for unhashable in both("a", 1):  # a dict field: unhashable, as with dataclasses
+        with pytest.raises(TypeError):
+            hash(unhashable)
+
+
+def test_assignment_and_deletion_are_refused_like_a_frozen_dataclass() -> None:
+    r, d = both("a", 1)
+    for obj, error in ((r, FrozenRecordError), (d, dataclasses.FrozenInstanceError)):
+        with pytest.raises(error):
+            obj.count = 5
+        with pytest.raises(error):
+            del obj.count
+        with pytest.raises(AttributeError):  # both are AttributeErrors
+            obj.other = 1
+    assert r.count == 1
+
+
+def test_replace_serves_records_and_dataclasses_alike() -> None:
+    r, d = both("a", 1)
+    r2, d2 = replace(r, count=7), replace(d, count=7)
+    assert (r2.count, r.count, d2.count, d.count) == (7, 1, 7, 1)
+    assert type(r2) is Rec and type(d2) is Dc
+    with pytest.raises(TypeError, match="no field"):
+        replace(r, nope=1)
+    with pytest.raises(TypeError):
+        replace(d, nope=1)
+
+
+def test_records_pickle_and_copy() -> None:
+    import copy
+
+    r = Rec("a", 1, ("t",), {"k": [1]})
+    for clone in (pickle.loads(pickle.dumps(r)), copy.deepcopy(r), copy.copy(r)):
+        assert clone == r and type(clone) is Rec
+
+
+def test_a_field_without_default_after_one_with_is_refused() -> None:
+    with pytest.raises(TypeError, match="non-default field 'b'"):
+
+        @record
+        class Bad:
+            a: int = 1
+            b: int  # type: ignore[misc]
+
+
+def test_fields_of_a_non_record_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="not a record"):
+        fields(object())
+
+
+def test_the_verdict_round_trips_through_its_json_as_before() -> None:
+    from evidence_fixtures import census, verdict_for
+    from skgate.model.records import State, Verdict
+
+    for state in State:
+        v = verdict_for(state, "/r/attempts/0001", census(1, 2, 1, False), ("why",))
+        again = Verdict.from_dict(v.to_dict())
+        assert again == v and again.to_dict() == v.to_dict()
+        assert replace(v, attempt="x").attempt == "x" and v.attempt != "x"
+
+
+def test_the_status_path_loads_neither_dataclasses_nor_inspect(tmp_path: Path) -> None:
+    """``skgate status`` of a finished attempt (the start-up target of issue 22 s5)."""
+    from evidence_fixtures import make_attempt
+    from skgate.model.records import State
+
+    make_attempt(tmp_path, 1, State.SUCCEEDED)
+    code = (
+        "import sys, io, contextlib\n"
+        "from skgate.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    code = main(['status', {str(tmp_path)!r}])\n"
+        "print(code, out.getvalue().split()[0], sorted(m for m in ('dataclasses', 'inspect') "
+        "if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip().split(maxsplit=2) == ["0", "SUCCEEDED:", "[]"], done.stdout
