@@ -1,7 +1,7 @@
 """The command line: parse, call, print, exit. No logic lives here.
 
 ``skgate --help`` comes from the static command table (:mod:`skgate.cli.table`); a
-command's parser from its area's spec (:mod:`skgate.cli.specs`); its handler, in the
+command's parser from its own spec (:mod:`skgate.cli.specs`); its handler, in the
 area module ``skgate/cli/<area>.py``, is imported only when the command runs (start-up
 cost, issue 22 s5). Every handler returns an exit status. This module is the one place
 that turns skgate's own errors into a one-line message and an exit status: no traceback
