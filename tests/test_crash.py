@@ -313,6 +313,7 @@ def new_case(
     return case
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("instant", INSTANTS)
 def test_sigkill_at_instant_leaves_an_honest_unfinished_attempt(
     tmp_path: Path, cases: list[Case], instant: str
@@ -412,6 +413,7 @@ def _lock_waiters(attempt: Path) -> int:
     return sum(1 for r in rows if "->" in r.split() and key in r.split())
 
 
+@pytest.mark.slow
 def test_a_second_recover_waits_for_the_first_and_finds_it_done(
     tmp_path: Path, reaper: Reaper
 ) -> None:

@@ -73,6 +73,7 @@ def _valid(att: Path, name: str) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.slow
 def test_enforce_jobs_runs_op_compiler_with_the_frozen_j_and_records_both_argvs(
     tmp_path: Path,
 ) -> None:

@@ -62,6 +62,7 @@ def nothing_owned_alive(att: Path) -> bool:
     return not any(is_alive(p["pid"], p["start_ticks"]) for p in own["owned"])
 
 
+@pytest.mark.slow
 def test_success_on_the_simulator(tmp_path: Path) -> None:
     res = gated_run(
         tmp_path,
@@ -96,6 +97,7 @@ def test_input_failure_is_failed_with_final_error_logs(tmp_path: Path) -> None:
     assert verdict["census"]["totals"]["error_logs"] == 1
 
 
+@pytest.mark.slow
 def test_ignore_sigterm_opc_is_gone_after_deadline_plus_grace(
     tmp_path: Path, reaper: Reaper
 ) -> None:
@@ -137,6 +139,7 @@ def test_ignore_sigterm_opc_is_gone_after_deadline_plus_grace(
     assert verdict["state"] != "failed"
 
 
+@pytest.mark.slow
 def test_foreign_opc_is_never_touched_by_a_timeout(tmp_path: Path, reaper: Reaper) -> None:
     proc = reaper.popen(
         start_skgate(
@@ -202,6 +205,7 @@ def test_foreign_opc_before_launch_refused_and_untouched(tmp_path: Path, reaper:
     assert pid_alive(foreign.pid)
 
 
+@pytest.mark.slow
 def test_leader_exits_early_runner_waits_for_orphaned_opc(tmp_path: Path, reaper: Reaper) -> None:
     proc = reaper.popen(
         start_skgate(

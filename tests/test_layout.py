@@ -250,6 +250,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@pytest.mark.slow
 def test_no_import_cycle_even_through_function_level_imports() -> None:
     """import-linter sees only module-level imports; a function-level import can hide a
     cycle (issue 22 s6: rounds <-> scan, logscan <-> logscan_fast)."""

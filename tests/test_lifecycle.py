@@ -198,6 +198,7 @@ def test_start_returns_while_the_workload_runs_and_keeps_no_caller_pipe(
     assert run_skgate("wait", started["attempt"], "--quiet", cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.slow
 def test_bounded_wait_exits_6_and_touches_nothing(tmp_path: Path) -> None:
     started = start(tmp_path)
     att = Path(started["attempt"])
@@ -221,6 +222,7 @@ def test_bounded_wait_exits_6_and_touches_nothing(tmp_path: Path) -> None:
     assert run_skgate("wait", str(att), "--quiet", cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.slow
 def test_stop_interrupts_through_the_runner_only(tmp_path: Path, reaper: Reaper) -> None:
     foreign = reaper.popen(
         subprocess.Popen(

@@ -116,6 +116,7 @@ def test_api_run_refuses_a_command_string_and_unknown_options(tmp_path: Path) ->
     assert tree(tmp_path / "r") == []
 
 
+@pytest.mark.slow
 def test_file_where_a_directory_belongs_and_back(tmp_path: Path) -> None:
     afile = tmp_path / "afile"
     afile.write_text("x\n")

@@ -96,6 +96,7 @@ def _orphaned_opc(tmp_path: Path, reaper: Reaper, *options: str) -> tuple[Path, 
     return work, attempt, opc_pid
 
 
+@pytest.mark.slow
 def test_recover_cleanup_retry_refuse_while_an_unlisted_opc_lives(
     tmp_path: Path, reaper: Reaper
 ) -> None:
@@ -146,6 +147,7 @@ def test_adopt_supervises_the_orphan_to_its_natural_return(tmp_path: Path, reape
     assert json.loads((attempt / files.VERDICT).read_text())["state"] == "unknown"
 
 
+@pytest.mark.slow
 def test_adopt_enforces_the_frozen_deadline_on_the_owned_processes_only(
     tmp_path: Path, reaper: Reaper
 ) -> None:

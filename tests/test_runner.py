@@ -106,6 +106,7 @@ def test_missing_summary_is_unknown_never_failed(tmp_path: Path) -> None:
     assert "final aggregate summary" in res.stdout
 
 
+@pytest.mark.slow
 def test_timeout_kills_only_own_group_even_what_ignores_sigterm(
     tmp_path: Path, reaper: Reaper
 ) -> None:
@@ -397,6 +398,7 @@ def test_live_observations_are_journalled_as_provisional(tmp_path: Path, reaper:
 # -- hardening found by the audit -----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_stalled_terminal_never_delays_the_frozen_timeout(tmp_path: Path, reaper: Reaper) -> None:
     """The echo goes to a pipe nobody reads: supervision must still stop at the deadline."""
     body = "import sys\nwhile True:\n    sys.stdout.write('x' * 4096 + '\\n')\n"
@@ -459,6 +461,7 @@ def test_damaged_journal_field_is_one_line_exit_2(tmp_path: Path) -> None:
     assert "events.jsonl" in res.stdout + res.stderr
 
 
+@pytest.mark.slow
 def test_missing_journal_or_manifest_is_unknown_never_a_result(tmp_path: Path) -> None:
     cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
     first, second = gated_run(tmp_path, cmd).attempt, gated_run(tmp_path, cmd).attempt

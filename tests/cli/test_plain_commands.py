@@ -16,6 +16,7 @@ from skgate.preflight.foreign import blocker_text, process_label
 from skgate.verdict.words import NEXT_STEP, TEXT
 
 
+@pytest.mark.slow
 def test_declared_exit_status_decides_a_plain_command_and_is_frozen(tmp_path: Path) -> None:
     ok = gated_run(tmp_path, ["true"], "--verdict-from", "exit-status", root="a")
     assert ok.returncode == 0, ok.output
@@ -69,6 +70,7 @@ def test_the_chinese_next_step_is_said_once() -> None:
     assert "接下来" not in heading and "最终编译证据" not in TEXT["read_logs"]["en"]
 
 
+@pytest.mark.slow
 def test_foreground_run_says_what_it_waits_for_after_the_leader(tmp_path: Path) -> None:
     res = gated_run(tmp_path, ["bash", "-c", "sleep 1.5 & exit 0"], quiet=False)
     first = next(x for x in res.stderr.splitlines() if "leader exited" in x)

@@ -76,6 +76,7 @@ def test_archive_is_bounded_and_truncation_recorded(tmp_path: Path) -> None:
     assert sum(p.stat().st_size for p in (att / "plog").iterdir()) == 150
 
 
+@pytest.mark.slow
 def test_failed_stage_links_its_op_compiler_plog_and_it_is_sealed(tmp_path: Path) -> None:
     logs = tmp_path / "ascend-logs"
     env = torchair_sim_env(tmp_path, SKGATE_SIM_FAULTS="fail=1", ASCEND_PROCESS_LOG_PATH=str(logs))
@@ -115,6 +116,7 @@ def test_failed_stage_links_its_op_compiler_plog_and_it_is_sealed(tmp_path: Path
     assert links == {stage["pid"]: (str(att / "plog/999999.log"),)}
 
 
+@pytest.mark.slow
 def test_a_stage_that_did_not_fail_gets_no_plog_link(tmp_path: Path) -> None:
     env = torchair_sim_env(tmp_path, ASCEND_PROCESS_LOG_PATH=str(tmp_path / "logs"))
     res = run_skgate(

@@ -284,6 +284,7 @@ def test_bad_baseline_and_bad_fingerprint_are_usage_errors(
         prepare(request_for(python, tmp_path, approved_hooks=("abc123",)), tmp_path / "runs")
 
 
+@pytest.mark.slow
 def test_hanging_probe_is_bounded_and_blocks(venv: tuple[Path, Path], tmp_path: Path) -> None:
     """A hook that hangs: the start-up probe is killed (its own group) at the timeout
     and the preflight is blocked, not passed."""

@@ -49,6 +49,7 @@ def kinds(att: Path) -> list[str]:
     return [f["kind"] for f in skips(att)["findings"]]
 
 
+@pytest.mark.slow
 def test_existing_cache_is_named_with_its_entries_before_launch(tmp_path: Path) -> None:
     work = tmp_path / "w"
     first, att1 = gate(tmp_path, work, "--cache")
@@ -72,6 +73,7 @@ def test_existing_cache_is_named_with_its_entries_before_launch(tmp_path: Path) 
     assert read_json(att / "verdict.json")["compiled"] is False
 
 
+@pytest.mark.slow
 def test_cache_entry_whose_run_is_gone_is_named_missing(tmp_path: Path) -> None:
     work = tmp_path / "w"
     gate(tmp_path, work, "--cache")
@@ -83,6 +85,7 @@ def test_cache_entry_whose_run_is_gone_is_named_missing(tmp_path: Path) -> None:
     assert skips(att)["caches"][0]["entries"][0]["run_exists"] is False
 
 
+@pytest.mark.slow
 def test_stale_kernel_meta_objects_are_named_with_size_and_mtime(tmp_path: Path) -> None:
     work = tmp_path / "w"
     first, att1 = gate(tmp_path, work, SKGATE_SIM_SK_JIT="1")
@@ -144,6 +147,7 @@ def test_allow_long_paths_launches_on_record_and_the_sim_fails_on_it(tmp_path: P
     assert res.returncode == 1
 
 
+@pytest.mark.slow
 def test_static_kernels_off_is_named_from_the_environment_only(tmp_path: Path) -> None:
     work = tmp_path / "w"
     res, att = gate(tmp_path, work, WORLD_SIZE="2", RANK="0", VLLM_USE_V1="1")

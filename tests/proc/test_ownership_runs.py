@@ -74,6 +74,7 @@ def run_bash(tmp: Path, body: str, combo: str, *extra: str) -> Path:
     return attempt(tmp / "r")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("combo", list(COMBOS))
 def test_each_combination_records_its_sources_honestly(tmp_path: Path, combo: str) -> None:
     """The issue's short-lived repro, under every combination of sources."""
@@ -130,6 +131,7 @@ print("[summary] stage=a inputs=1 succeeded=1 failed=0")
 """
 
 
+@pytest.mark.slow
 @needs_events
 def test_a_thousand_short_opc_children_are_all_recorded(tmp_path: Path) -> None:
     """1,000 opc children of 10 ms each, reaped by their parent: count equality."""
@@ -176,6 +178,7 @@ while not (Path(sys.argv[1]) / "go2").exists():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("combo", ["scan", "events"])
 def test_setsid_then_exec_between_scans_is_recorded_as_escaped(
     tmp_path: Path, reaper: Reaper, combo: str
@@ -323,6 +326,7 @@ while not (M / "foreign.stop").exists():
 """
 
 
+@pytest.mark.slow
 @needs_cgroup
 def test_foreign_process_in_the_attempts_cgroup_is_never_signalled(
     tmp_path: Path, reaper: Reaper
@@ -375,6 +379,7 @@ print("[summary] stage=a inputs=1 succeeded=1 failed=0", flush=True)
 """
 
 
+@pytest.mark.slow
 @needs_cgroup
 def test_a_process_moved_out_of_the_cgroup_is_tracked_and_the_line_says_so(
     tmp_path: Path, reaper: Reaper
@@ -476,6 +481,7 @@ def test_unprivileged_runner_degrades_to_the_scan(open_dir: Path) -> None:
     assert cov["sources"][-1] == "scan"
 
 
+@pytest.mark.slow
 def test_signals_only_ever_target_the_own_group(tmp_path: Path) -> None:
     """Every signal_sent event names the runner's own process group (C4)."""
     att = run_bash(tmp_path, "trap '' TERM; sleep 30", "all", "--timeout", "1", "--grace", "0.3")

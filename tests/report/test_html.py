@@ -201,6 +201,7 @@ def test_concurrency_curve_is_exact_and_keeps_peaks() -> None:
     assert max(n for _, n in reduced) == brute
 
 
+@pytest.mark.slow
 def test_large_tree_is_aggregated_small_and_counted_exactly(tmp_path: Path) -> None:
     a = make_big_attempt(tmp_path, 10_000)
     rep = load.build_report(a)

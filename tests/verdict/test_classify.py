@@ -347,6 +347,7 @@ MIN_SHARE = {
 }
 
 
+@pytest.mark.slow
 def test_strategy_reaches_every_state() -> None:
     """The properties below only mean something if the strategy reaches each state."""
     from collections import Counter

@@ -8,6 +8,7 @@ succ log. They measure that the strategy reaches every state they speak about.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -354,6 +355,7 @@ def check(e: Evidence, reached: set[str]) -> Verdict:
     return v
 
 
+@pytest.mark.slow
 def test_no_summary_properties_and_their_coverage() -> None:
     reached: set[str] = set()
 

@@ -16,6 +16,7 @@ from skgate.verdict.lint import lint_text
 from skgate.verdict.words import duration, in_language, missing_zh, reason_zh
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(evidence_strategy())
 def test_every_reason_the_classifier_gives_has_a_chinese_form(ev: Evidence) -> None:
@@ -32,6 +33,7 @@ def test_every_reason_the_classifier_gives_has_a_chinese_form(ev: Evidence) -> N
         assert missing_zh(item) is not None, item
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(evidence_strategy())
 def test_chinese_reasons_pass_the_report_linter_for_their_verdict(ev: Evidence) -> None:

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from conftest import end_leftover_sim_processes, run_skgate, torchair_sim_env
 from skgate.model.outcomes import PackageMode
@@ -107,6 +108,7 @@ def test_manifest_that_is_a_link_is_not_read(tmp_path: Path) -> None:
     assert any("not a regular file" in m for m in res.messages)
 
 
+@pytest.mark.slow
 def test_cli_opp_overrides_the_environment(tmp_path: Path) -> None:
     opp = compile_here(tmp_path, SKGATE_SIM_MANIFEST_DROP="HcPre")
     env = {**os.environ, "ASCEND_OPP_PATH": str(tmp_path / "nowhere")}
@@ -137,6 +139,7 @@ def gated(tmp_path: Path, drop: str = "") -> Path:
     return sorted((tmp_path / "r" / "attempts").iterdir())[-1]
 
 
+@pytest.mark.slow
 def test_attempt_records_installed_binaries_and_the_report_names_the_missing(
     tmp_path: Path,
 ) -> None:
@@ -156,6 +159,7 @@ def test_attempt_records_installed_binaries_and_the_report_names_the_missing(
     assert "no static binary installed: HcPre" in html.stdout, html.stderr
 
 
+@pytest.mark.slow
 def test_an_earlier_attempts_package_does_not_cover_this_ones(tmp_path: Path) -> None:
     gated(tmp_path)  # an earlier compile whose package has every op type
     att = gated(tmp_path, "HcPre")

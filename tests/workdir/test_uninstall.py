@@ -241,6 +241,7 @@ def test_marker_lines_across_blocks_and_overlong_lines(tmp_path: Path) -> None:
     assert got == [b"b" * 50 + b" /p/uninstall.sh", b"/q/uninstall.sh"]
 
 
+@pytest.mark.slow
 def test_multi_gb_log_is_streamed_in_bounded_memory(inst: Install, tmp_path: Path) -> None:
     # A sparse 2 GiB log (no newlines for most of it) with one valid line at its end.
     log = tmp_path / "huge.log"
