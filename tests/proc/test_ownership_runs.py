@@ -287,6 +287,13 @@ def test_runner_killed_status_reads_in_progress_then_unknown(
         # child, by pid), writes no manifest after the fork, so it lacks the orphan by
         # construction. (With events, the runner must run to journal the fork.)
         proc.send_signal(signal.SIGSTOP)
+    else:
+        # With events the runner must run on to journal the fork, and it may then write
+        # a manifest that lists the orphan before it is killed (the CI race of this
+        # test). The manifest as it was before the fork is put back after the kill, so
+        # the snapshot is stale by construction here too.
+        wait_for((att / "ownership.json").is_file, "the first manifest")
+        before_fork = (att / "ownership.json").read_bytes()
     (tmp_path / "fork-now").write_text("")
     orphan = reaper.add(int(wait_file(tmp_path / "orphan.pid")))
     if combo == "events":
@@ -296,6 +303,10 @@ def test_runner_killed_status_reads_in_progress_then_unknown(
         )
     proc.kill()  # the runner dies without a verdict (we started it: by pid)
     proc.wait()
+    if combo == "events":
+        stale = att / "ownership.json.stale"
+        stale.write_bytes(before_fork)
+        os.replace(stale, att / "ownership.json")
     own = ownership(att)
     assert orphan not in [p["pid"] for p in own["owned"]]  # the stale snapshot misses it
     st = run_skgate("status", str(att), "--json", cwd=tmp_path)
