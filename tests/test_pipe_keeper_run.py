@@ -8,6 +8,7 @@ step here waits on observable state (a file the workload writes, the keeper's lo
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from conftest import Reaper, events, run_skgate, start_skgate, wait_file, wait_for
 from skgate.evidence import files
+from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
 from skgate.proc.keeper import KEPT_LOG, keeper_draining
 
 #: Waits for ``go``, prints one line (Python: a dead reader is BrokenPipeError), then a C
@@ -103,3 +105,56 @@ def test_a_normal_run_leaves_no_kept_log(tmp_path: Path) -> None:
     attempt = tmp_path / "r" / "attempts" / "0001"
     assert not (attempt / KEPT_LOG).exists()
     assert (attempt / files.RUN_LOG).read_text().startswith("printed after the runner died")
+
+
+#: Prints its own summary only after ``go``, that is after the runner died.
+SUMMARY_LATE = """\
+import sys, time
+from pathlib import Path
+here = Path(sys.argv[1])
+print("before the runner died", flush=True)
+while not (here / "go").exists():
+    time.sleep(0.01)
+print("[summary] stage=compile inputs=2 succeeded=2 failed=0", flush=True)
+(here / "natural").write_text("ok\\n")
+"""
+
+
+def test_recover_reads_the_summary_the_compile_printed_after_the_runner_died(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    # Before, recover scanned run.log only: the summary, in run.kept.log, was missed and
+    # the recovered verdict said "no summary" of a compile that printed one.
+    (tmp_path / "w.py").write_text(SUMMARY_LATE)
+    runner = reaper.popen(
+        start_skgate(
+            "run", "--root", "r", "--quiet", "--", sys.executable, str(tmp_path / "w.py"),
+            str(tmp_path), cwd=tmp_path,
+        )
+    )  # fmt: skip
+    attempt = tmp_path / "r" / "attempts" / "0001"
+    wait_for(lambda: launched(attempt), "the launch")
+    wait_for(
+        lambda: (attempt / files.RUN_LOG).read_text() == "before the runner died\n",
+        "the first line in run.log",
+    )
+    runner.send_signal(signal.SIGKILL)  # our own child, by its Popen handle
+    runner.wait(timeout=30)
+    (tmp_path / "go").write_text("")
+    assert wait_file(tmp_path / "natural", timeout=60) == "ok\n"
+    wait_for(lambda: not keeper_draining(attempt), "the keeper to finish draining")
+    summary = "[summary] stage=compile inputs=2 succeeded=2 failed=0"
+    assert summary not in (attempt / files.RUN_LOG).read_text()
+    assert summary in (attempt / KEPT_LOG).read_text()
+    # A stop request that came too late for the dead runner: recover ends the attempt,
+    # so the request goes too, as at the runner's own end.
+    request = stop_request_path(attempt)
+    request.parent.mkdir(exist_ok=True)
+    request.write_text(json.dumps({"schema": SCHEMA_STOP_REQUEST, "reason": "test"}))
+    rec = run_skgate("recover", str(attempt), cwd=tmp_path)
+    assert rec.returncode == 0, rec
+    assert not request.exists() and "removed the attempt's stop request" in rec.stdout
+    assert (attempt / files.SUMMARY).read_text() == summary + "\n"
+    scan = json.loads((attempt / files.LOGSCAN).read_text())
+    assert scan["summary"]["lines"] == [summary]
+    assert f"scanned run.log and then {KEPT_LOG}" in rec.stdout + rec.stderr

@@ -60,6 +60,30 @@ def scan_file(
             if fast is not None:
                 return fast
     scanner = LogScanner(summary_patterns, completion_marker, max_line)
+    _feed_file(scanner, path, chunk)
+    return scanner.finish()
+
+
+def scan_files(
+    paths: Sequence[Path],
+    summary_patterns: Sequence[str] = (),
+    completion_marker: str | None = None,
+    chunk: int = 1 << 20,
+    *,
+    max_line: int = 64 * 1024,
+) -> LogScan:
+    """Scan several logs as one stream, in order (the pure-Python scan).
+
+    For a run whose runner died: ``run.log`` holds the output up to the death, the pipe
+    keeper's ``run.kept.log`` what the compile printed after it (issue 21 s2).
+    """
+    scanner = LogScanner(summary_patterns, completion_marker, max_line)
+    for path in paths:
+        _feed_file(scanner, path, chunk)
+    return scanner.finish()
+
+
+def _feed_file(scanner: LogScanner, path: Path, chunk: int) -> None:
     try:
         # A regular file only, never through a link (issue 21: a run.log linked to an
         # outside file would put a [summary] the compile never printed in the verdict).
@@ -75,4 +99,3 @@ def scan_file(
             if not data:
                 break
             scanner.feed(data)
-    return scanner.finish()

@@ -43,7 +43,8 @@ from skgate.evidence.census import take_census
 from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import read_journal
 from skgate.evidence.load import load_control, load_evidence
-from skgate.evidence.logscan_file import scan_file
+from skgate.evidence.logscan_file import scan_files
+from skgate.evidence.stops import clear_stop_request, stop_request_path
 from skgate.liveness import refuse_while_live
 from skgate.model.errors import EvidenceError
 from skgate.model.events import Created, Event, EventKind, Recovered, UnknownEvent
@@ -52,6 +53,7 @@ from skgate.model.records import RecoveredWhen, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight.request import outputs_dir
+from skgate.proc.keeper import KEPT_LOG
 from skgate.verdict.classify import classify
 from skgate.workdir.adopt import adopt
 
@@ -173,13 +175,21 @@ def _late_files(attempt: Path, when: RecoveredWhen) -> tuple[dict[str, str], lis
     if when is RecoveredWhen.BEFORE_LAUNCH:
         return made, notes
     if not files.present(attempt / files.LOGSCAN) and files.present(attempt / files.RUN_LOG):
-        scan = scan_file(
-            attempt / files.RUN_LOG, request.summary_patterns, request.completion_marker
-        )
+        # What the compile printed after the runner died is in the pipe keeper's copy
+        # (C4): the summary of a compile that returned on its own is there, not in run.log.
+        logs = [attempt / files.RUN_LOG]
+        if files.present(attempt / KEPT_LOG):
+            logs.append(attempt / KEPT_LOG)
+        scan = scan_files(logs, request.summary_patterns, request.completion_marker)
         made[files.LOGSCAN] = files.dumps(scan.to_dict())
         if not files.present(attempt / files.SUMMARY):
             made[files.SUMMARY] = "".join(line + "\n" for line in scan.summary.lines)
-        notes.append("scanned run.log for the summary (as far as the runner had written it)")
+        notes.append(
+            "scanned run.log for the summary (as far as the runner had written it)"
+            if len(logs) == 1
+            else f"scanned run.log and then {KEPT_LOG} (what the compile printed after the "
+            "runner died, kept by the pipe keeper) for the summary"
+        )
     if not files.present(attempt / files.CENSUS):
         exclude = control.controls.outputs_before_ids or frozenset()
         census = take_census(outputs_dir(request), live=False, exclude=exclude)
@@ -338,6 +348,11 @@ def _recover_locked(attempt: Path) -> Recovery:
             done.append("indexed the attempt's start in the ledger")
         ledger.record_end(root, attempt, verdict, {"recovered": True})
         done.append("wrote the ledger's end entry")
+    # The attempt is final now: a stop request for it outlives nothing it was for (as
+    # the runner removes it at its own end).
+    if os.path.lexists(stop_request_path(attempt)):
+        clear_stop_request(attempt)
+        done.append("removed the attempt's stop request")
     return Recovery(attempt, tuple(done), verdict)
 
 
