@@ -282,6 +282,9 @@ def test_runner_killed_status_reads_in_progress_then_unknown(
         ),
         "the runner's first scan",
     )
+    # The first manifest is on disk before the runner is stopped or the fork is asked
+    # for (CI: SIGSTOP between the first scan and that manifest left none at all).
+    wait_for((att / "ownership.json").is_file, "the first manifest")
     if combo == "cgroup":
         # The cgroup is what must find the orphan here: the runner, stopped (our own
         # child, by pid), writes no manifest after the fork, so it lacks the orphan by
@@ -292,7 +295,6 @@ def test_runner_killed_status_reads_in_progress_then_unknown(
         # a manifest that lists the orphan before it is killed (the CI race of this
         # test). The manifest as it was before the fork is put back after the kill, so
         # the snapshot is stale by construction here too.
-        wait_for((att / "ownership.json").is_file, "the first manifest")
         before_fork = (att / "ownership.json").read_bytes()
     (tmp_path / "fork-now").write_text("")
     orphan = reaper.add(int(wait_file(tmp_path / "orphan.pid")))
