@@ -40,8 +40,10 @@ os.rename(here / "natural.tmp", here / "natural")
 """
 
 
-def _start(tmp_path: Path, reaper: Reaper) -> tuple[subprocess.Popen[str], Path]:
-    (tmp_path / "w.py").write_text(WORKLOAD)
+def _start(
+    tmp_path: Path, reaper: Reaper, workload: str = WORKLOAD
+) -> tuple[subprocess.Popen[str], Path]:
+    (tmp_path / "w.py").write_text(workload)
     runner = reaper.popen(
         start_skgate(
             "run", "--root", "r", "--quiet", "--", sys.executable, str(tmp_path / "w.py"),
@@ -125,14 +127,7 @@ def test_recover_reads_the_summary_the_compile_printed_after_the_runner_died(
 ) -> None:
     # Before, recover scanned run.log only: the summary, in run.kept.log, was missed and
     # the recovered verdict said "no summary" of a compile that printed one.
-    (tmp_path / "w.py").write_text(SUMMARY_LATE)
-    runner = reaper.popen(
-        start_skgate(
-            "run", "--root", "r", "--quiet", "--", sys.executable, str(tmp_path / "w.py"),
-            str(tmp_path), cwd=tmp_path,
-        )
-    )  # fmt: skip
-    attempt = tmp_path / "r" / "attempts" / "0001"
+    runner, attempt = _start(tmp_path, reaper, SUMMARY_LATE)
     wait_for(lambda: launched(attempt), "the launch")
     wait_for(
         lambda: (attempt / files.RUN_LOG).read_text() == "before the runner died\n",
