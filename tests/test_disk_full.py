@@ -200,3 +200,42 @@ def test_after_a_failed_append_later_lines_wait_for_the_repair() -> None:
     manifest = full.guard(append, files.OWNERSHIP)
     manifest("c")  # a whole-file replace is tried again each time
     assert calls == ["a", "c"]
+
+
+#: ``skgate run`` whose finishing writes meet a full disk (ENOSPC), after the command
+#: returned: the one finishing function is replaced before the CLI runs.
+FULL_WHILE_FINISHING = """\
+import errno, os, sys
+from skgate import runner
+from skgate.cli.main import main
+
+def full(*_args, **_kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), sys.argv[1])
+
+runner.finish_after_return = full
+sys.exit(main(["run", "--root", "r", "--quiet", "--verdict-from", "exit-status", "--",
+               sys.executable, "-c", "open('returned', 'w').close()"]))
+"""
+
+
+def test_a_disk_full_while_finishing_leaves_the_attempt_for_recover(tmp_path: Path) -> None:
+    """After the tree returned, ENOSPC on a finishing write was an "internal error" (exit
+    2, "a bug in skgate"). It is an unfinished attempt (exit 5) that says what to do in
+    one line, and ``recover`` finishes it once space is back."""
+    env = {k: v for k, v in os.environ.items() if k != "SKGATE_DEBUG"}
+    target = str(tmp_path / "x.json")
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_WHILE_FINISHING, target],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 5, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "internal error" not in done.stderr, done.stderr
+    assert "the evidence disk filled up while" in lines[0] and f"writing {target}" in lines[0]
+    attempt = tmp_path / "r" / "attempts" / "0001"
+    assert f"skgate recover {attempt}" in lines[0]
+    assert (tmp_path / "returned").exists()  # the command ran to its natural return
+    assert not (attempt / files.VERDICT).exists()
+    rec = run_skgate("recover", str(attempt), cwd=tmp_path)
+    assert rec.returncode == 0, rec
+    assert (attempt / files.VERDICT).is_file() and (attempt / files.SEAL).is_file()

@@ -37,9 +37,10 @@ from typing import TYPE_CHECKING
 from skgate.attempt import Attempt, Notify, OnEvent, StopRequest
 from skgate.evidence import ledger
 from skgate.evidence.census import outputs_record, top_entries
+from skgate.evidence.diskfull import is_full
 from skgate.evidence.intent import write_intent
 from skgate.evidence.stops import clear_stop_request
-from skgate.model.errors import BlockedError, SkgateError
+from skgate.model.errors import BlockedError, SkgateError, UnfinishedError
 from skgate.model.events import Created, Launched, SignalsIgnored
 from skgate.model.request import RunRequest
 from skgate.model.running import State
@@ -179,6 +180,18 @@ def _execute(run: _Run) -> Verdict:
         if run.outcome is not None:
             raise att.cut_short(stop.signum) from None
         return att.stopped_before_launch(stop.signum, "during preflight")
+    except OSError as exc:
+        if run.outcome is None or run.att is None or not is_full(exc):
+            raise
+        # The tree has returned: a disk that filled up again while the evidence is
+        # finished harms nothing, and is no bug of skgate's. The attempt is left for
+        # ``recover``, as after a second stop signal (C4; issue 21 s2).
+        where = f" writing {exc.filename}" if exc.filename else ""
+        raise UnfinishedError(
+            f"the evidence disk filled up while {run.att.dir} was being finished "
+            f"({exc.strerror or exc}{where}); the command had already returned and was "
+            f"not touched; free space there, then run 'skgate recover {run.att.dir}'"
+        ) from None
     finally:
         if run.att is not None:  # the attempt is over: its stop request goes too
             clear_stop_request(run.att.dir)
