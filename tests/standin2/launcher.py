@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -333,6 +334,7 @@ def main() -> int:
     parser.add_argument("--ranks", type=int, default=1)
     parser.add_argument("--as-rank", type=int, default=None)
     parser.add_argument("--fail-after", action="store_true", help="inference raises at the end")
+    parser.add_argument("--segfault-after", action="store_true", help="dies of SIGSEGV at the end")
     parser.add_argument("--then-again", action="store_true", help="a second process after this")
     args = parser.parse_args()
     graphs = args.graph or ["HcPre:bfloat16:32x4x5120,MatMulV2:float:1x2048"]
@@ -346,6 +348,9 @@ def main() -> int:
         graphs = [graphs[min(args.as_rank, len(graphs) - 1)]]
     for graph in graphs:
         compile_graph(args, graph, args.as_rank)
+    if args.segfault_after:  # a crash at teardown, after a good compile
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGSEGV)
     if args.fail_after:
         raise RuntimeError("stand-in inference failed after the static kernel compile")
     print("stand-in inference finished", flush=True)
