@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -486,6 +487,11 @@ CASES.update(
             compiled=None,
             compiles=0,
         ),
+        # opbase's own black list: GatherV2 is dumped to _debug/ only, never compiled;
+        # MatMulV2 (white list) is in <pid>/ too. Only -p's inputs are the stage's (C2).
+        "dump-black-and-white-listed-ops": Case(
+            args=("--graph", SAME_TYPE + ",GatherV2:float16:8x8"),
+        ),
         # Pairing by op type and count: one HcPre input has no log (3 inputs, 2 logs),
         # or one HcPre log too many. Either way not every input is accounted for (C2).
         "one-input-without-log": Case(
@@ -574,3 +580,60 @@ def test_a_silent_hit_is_told_apart_to_every_reader(scene: Scene) -> None:
     assert "成功（未编译）" in _text(scene, "report", "--lang", "zh", attempt)
     root = str(scene.tmp / "runs")
     assert "2 succeeded (1 of them without a compile)" in _text(scene, "report", root)
+
+
+def test_live_error_named_log_is_in_progress(scene: Scene) -> None:
+    """C1/C2.1: with op_compiler alive and an error-named log of the real form on disk,
+    the state is in progress (exit 6), never failed; after the natural return with every
+    input compiled it is succeeded."""
+    hold = scene.tmp / "hold"
+    hold.mkdir()
+    for name in ("ready", "go"):
+        os.mkfifo(hold / name)
+    # O_RDWR never blocks on a FIFO; holding both ends keeps the stand-in's opens prompt.
+    ready = os.open(hold / "ready", os.O_RDWR | os.O_NONBLOCK)
+    go = os.open(hold / "go", os.O_RDWR)
+    try:
+        skgate = str(Path(sys.executable).parent / "skgate")
+        root = scene.tmp / "runs"
+        (scene.tmp / "Ascend/cann").mkdir(parents=True)
+        scene.work.mkdir()
+        argv = [sys.executable, "-c", _RESET_EXEC, skgate, "run", "--root", str(root)]
+        argv += ["--timeout", "120", "--lease-timeout", "30", "--json", "--"]
+        argv += [sys.executable, str(LAUNCHER), "--graph", SAME_TYPE]
+        proc = subprocess.Popen(
+            argv,
+            cwd=scene.work,
+            env=scene.env({"STANDIN2_HOLD": str(hold)}),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        scene.procs.append(proc)
+        readable, _, _ = select.select([ready], [], [], RUN_TIMEOUT_S)
+        assert readable, "the stand-in's op_compiler never reached its rendezvous"
+        error_log = Path(os.read(ready, 4096).decode().strip())
+        assert error_log.name.endswith("_d0_compile_error.log") and error_log.exists()
+        live = subprocess.run(
+            [skgate, "status", str(root), "--json"],
+            cwd=scene.work,
+            env=scene.env({}),
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+            check=False,
+        )
+        text = _text(scene, "status", str(root))
+        os.write(go, b"go\n")
+        out, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
+    finally:
+        os.close(ready)
+        os.close(go)
+    assert json.loads(live.stdout)["state"] == "in_progress", live.stdout
+    assert live.returncode == 6, live.stdout
+    assert "fail" not in text.split("\n")[0].lower(), text
+    final = json.loads(out)
+    assert final["state"] == "succeeded", out
+    assert proc.returncode == 0

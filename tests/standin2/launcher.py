@@ -54,7 +54,6 @@ logger = _logger()
 _compiled_op_set: set[str] = set()
 _installed_run_pkgs: set[str] = set()
 _uninstall_paths: list[str] = []
-_dump_counter = 0
 
 
 def op_hash(path: Path) -> str:
@@ -71,13 +70,18 @@ def result_root_for(base: Path) -> Path:
 
 
 _dumped: set[str] = set()
+_counters = {"": 0, "_debug": 0, "_opcompile": 0}
+#: opbase op_info_serialize.cpp: white-listed op types also go to ``<pid>/``; op types of
+#: its own black list never reach ``<pid>_opcompile/`` (only ``_debug/``).
+WHITE = {"MatMulV2", "MatMul", "BatchMatMulV2", "BatchMatMul", "Transpose", "LayerNorm"}
+BLACK = {"ReduceSum", "ReduceMin", "ReduceMax", "GatherV2", "GatherV3", "ArgMaxWithValue"}
 
 
 def dump(root: Path, graph: str, per_process: bool) -> None:
-    """What torch_npu's dump writes (opbase DumpJsonToFile): ``<pid>_opcompile/`` and
-    ``<pid>_debug/``; one counter per process; identical JSONs once per dump session
-    (``per_process``: once per process, the other reading, README)."""
-    global _dump_counter
+    """What torch_npu's dump writes (opbase ``DumpJsonToFile``): ``<pid>_opcompile/``,
+    ``<pid>_debug/`` and ``<pid>/``, one counter per directory and process, identical
+    JSONs once per dump session (the sets are cleared by ``OpInfoDump``; ``per_process``:
+    once per process, the reading the source does not support, kept as a variant)."""
     seen: set[str] = _dumped if per_process else set()
     for spec in graph.split(","):
         op_type, dtype, shape, *rest = spec.split(":")
@@ -98,11 +102,16 @@ def dump(root: Path, graph: str, per_process: bool) -> None:
         seen.add(text)
         # <OpType>_<dtype>_<format>_<dims of inputs[0]>_<n>.json; no inputs: <OpType>_<n>.json
         mid = f"_{dtype}_{fmt}_{'_'.join(map(str, dims))}" if dims else ""
-        name = f"{op_type}{mid}_{_dump_counter}.json"
-        _dump_counter += 1
-        for sub, extra in (("_opcompile", {}), ("_debug", {"bin_type": "static"})):
+        targets = [("_debug", {"bin_type": "static", "bin_info": f"{op_type}.o"})]
+        if op_type not in BLACK:
+            targets.append(("_opcompile", {}))
+        if op_type in WHITE:
+            targets.append(("", {"bin_type": "static", "bin_info": f"{op_type}.o"}))
+        for sub, extra in targets:
             d = root / f"{os.getpid()}{sub}"
             d.mkdir(exist_ok=True)
+            name = f"{op_type}{mid}_{_counters[sub]}.json"
+            _counters[sub] += 1
             (d / name).write_text(json.dumps({**body, **extra}, indent=2, sort_keys=True))
 
 
