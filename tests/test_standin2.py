@@ -113,8 +113,15 @@ class Scene:
             check=False,
         )
 
-    def gate(self, args: list[str], extra: dict[str, str], options: list[str]) -> Result:
+    def gate(
+        self, args: list[str], extra: dict[str, str], options: list[str], via_link: bool = False
+    ) -> Result:
         self.work.mkdir(parents=True, exist_ok=True)
+        cwd = self.work
+        if via_link:  # as a shell user under a linked home: cwd and PWD name the link
+            cwd = self.tmp / "link"
+            cwd.symlink_to(self.work, target_is_directory=True)
+            extra = {**extra, "PWD": str(cwd)}
         (self.tmp / "Ascend/cann").mkdir(parents=True, exist_ok=True)
         root = self.tmp / "runs"
         skgate = [str(Path(sys.executable).parent / "skgate")]
@@ -123,7 +130,7 @@ class Scene:
         argv += [sys.executable, str(LAUNCHER), *args]
         proc = subprocess.Popen(
             argv,
-            cwd=self.work,
+            cwd=cwd,
             env=self.env(extra),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -239,6 +246,7 @@ class Case:
     words: tuple[str, ...] = ()
     compiles: int = 1  # op_compiler runs the stand-in made in the attempt (its log dirs)
     also: tuple[str, ...] = ()  # another state the contract allows where evidence can't decide
+    via_link: bool = False  # the work directory reached through a symbolic link
     bad: str = ""  # the xfail reason: what skgate says vs what the contract requires
 
 
@@ -492,6 +500,58 @@ CASES.update(
         "dump-black-and-white-listed-ops": Case(
             args=("--graph", SAME_TYPE + ",GatherV2:float16:8x8"),
         ),
+        # Only op types of opbase's black list: no _opcompile/ at all, so torchair hands
+        # op_compiler the _debug/ dir (-p <pid>_debug). Its JSONs are the stage's inputs.
+        "only-opbase-blacklisted-ops-p-is-debug": Case(
+            args=("--graph", "GatherV2:float16:8x8,ReduceSum:float:4x4"),
+        ),
+        # vLLM-style launchers route warnings through logging: another prefix on the
+        # start line, which is the only line a silent hit prints.
+        "warnings-through-logging-cache-hit": Case(
+            args=("--graph", SAME_TYPE, "--capture-warnings"),
+            seed=seed_cache,
+            compiled=False,
+            compiles=0,
+            words=("without compiling",),
+        ),
+        # PYTHONWARNINGS=ignore: no start line at all. A compile is still seen by its
+        # op_compiler stage (C2); a hit only by its fresh ts root (issue 19: "a start line
+        # (or a new ts..._outputs root)").
+        "warnings-ignored-compile": Case(env=(("PYTHONWARNINGS", "ignore"),)),
+        "warnings-ignored-swallowed-failure": Case(
+            env=(("PYTHONWARNINGS", "ignore"), ("STANDIN2_FAIL", "MatMulV2")),
+            state="failed",
+            words=("MatMulV2",),
+        ),
+        "warnings-ignored-cache-hit": Case(
+            bad=(
+                "skgate: unknown ('no op_compiler process was observed, so no stage record "
+                "exists'): with no start line it does not see the fresh ts root whose chosen "
+                "inputs' key names an existing cached package; issue 19 s3 (a start line OR "
+                "a new ts root) requires succeeded without compiling"
+            ),
+            env=(("PYTHONWARNINGS", "ignore"),),
+            seed=seed_cache,
+            compiled=False,
+            compiles=0,
+            words=("without compiling",),
+        ),
+        # The work directory under a symbolic link (a linked home): torchair's roots are
+        # resolved paths (Path.cwd().resolve()), skgate was started in the link.
+        "work-dir-via-symlink": Case(via_link=True),
+        "work-dir-via-symlink-cache-hit": Case(
+            via_link=True,
+            seed=seed_cache,
+            compiled=False,
+            compiles=0,
+            words=("without compiling",),
+        ),
+        "work-dir-via-symlink-swallowed-failure": Case(
+            via_link=True,
+            env=(("STANDIN2_FAIL", "MatMulV2"),),
+            state="failed",
+            words=("MatMulV2",),
+        ),
         # Pairing by op type and count: one HcPre input has no log (3 inputs, 2 logs),
         # or one HcPre log too many. Either way not every input is accounted for (C2).
         "one-input-without-log": Case(
@@ -539,7 +599,7 @@ def test_standin2_verdict(scene: Scene, case: Case) -> None:
     if case.seed is not None:
         case.seed(scene)
     before = set(scene.outputs.glob("ts*_outputs/*_compile_log"))
-    result = scene.gate(list(case.args), dict(case.env), list(case.options))
+    result = scene.gate(list(case.args), dict(case.env), list(case.options), case.via_link)
     # The scene is what the case says (a hit really ran no op_compiler, ...).
     made = set(scene.outputs.glob("ts*_outputs/*_compile_log")) - before
     assert len(made) == case.compiles, result.explain()

@@ -118,6 +118,9 @@ def dump(root: Path, graph: str, per_process: bool) -> None:
 def chosen_dir(root: Path, blacklist: list[str]) -> Path | None:
     """get_compile_dir: blacklisted copies aside, the rest copied once per process."""
     opcompile = root / f"{os.getpid()}_opcompile"
+    if not opcompile.is_dir():  # TA l.473-479: no _opcompile dir, the _debug dir is used
+        debug = root / f"{os.getpid()}_debug"
+        return debug if debug.is_dir() and any(debug.glob("*.json")) else None
     selected = root / f"{os.getpid()}_opcompile_selected"
     selected.mkdir(exist_ok=True)
     for op_json in sorted(opcompile.glob("*.json")):
@@ -337,6 +340,7 @@ def main() -> int:
     parser.add_argument("--cann", default="8.5.0")
     parser.add_argument("--blacklist", action="append", default=[])
     parser.add_argument("--disable-cache", action="store_true")
+    parser.add_argument("--capture-warnings", action="store_true", help="logging.captureWarnings")
     parser.add_argument("--gloo-fail", action="store_true", help="multi-card probe fails")
     parser.add_argument("--dump-dedup", choices=("session", "process"), default="session")
     parser.add_argument("--p-opcompile", action="store_true", help="-p <pid>_opcompile")
@@ -350,6 +354,15 @@ def main() -> int:
     if args.ranks > 1 and args.as_rank is None:
         os.environ["LOCAL_WORLD_SIZE"] = os.environ["WORLD_SIZE"] = str(args.ranks)
         return multicard(sys.argv[1:], args.ranks)
+    if args.capture_warnings:  # as vLLM-style launchers do: warnings through logging
+        logging.captureWarnings(True)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(
+            logging.Formatter(
+                "%(levelname)s %(asctime)s [warnings.py:110] %(message)s", "%m-%d %H:%M:%S"
+            )
+        )
+        logging.getLogger("py.warnings").addHandler(handler)
     atexit.register(uninstall_all)
     warnings.warn(CACHE_NOTICE, stacklevel=1)
     warnings.filterwarnings("ignore", message=CACHE_NOTICE)
