@@ -247,6 +247,7 @@ class Case:
     compiles: int = 1  # op_compiler runs the stand-in made in the attempt (its log dirs)
     also: tuple[str, ...] = ()  # another state the contract allows where evidence can't decide
     via_link: bool = False  # the work directory reached through a symbolic link
+    outputs_link: bool = False  # static_kernel_compile_outputs a link to another disk
     bad: str = ""  # the xfail reason: what skgate says vs what the contract requires
 
 
@@ -446,6 +447,11 @@ CASES.update(
 )
 
 
+def seed_cache_build_dir(scene: Scene) -> None:
+    seeded = scene.launch(["--graph", SAME_TYPE, "--build-dir", str(scene.tmp / "build")], {})
+    assert seeded.returncode == 0, seeded.stderr
+
+
 def seed_blacklisted(scene: Scene) -> None:
     seeded = scene.launch(["--graph", SAME_TYPE, "--blacklist", "MatMulV2"], {})
     assert seeded.returncode == 0, seeded.stderr
@@ -552,6 +558,26 @@ CASES.update(
             state="failed",
             words=("MatMulV2",),
         ),
+        # static_kernel_compile_outputs is a link to another disk (13 GB of outputs, F1):
+        # the roots, -p and -o all name paths through it.
+        "outputs-dir-is-a-link": Case(outputs_link=True),
+        "outputs-dir-is-a-link-swallowed-failure": Case(
+            outputs_link=True, env=(("STANDIN2_FAIL", "MatMulV2"),), state="failed"
+        ),
+        # torchair's build_dir option: the roots are not under the working directory.
+        "build-dir-elsewhere": Case(args=("--graph", SAME_TYPE, "--build-dir", "{tmp}/build")),
+        "build-dir-elsewhere-swallowed-failure": Case(
+            args=("--graph", SAME_TYPE, "--build-dir", "{tmp}/build"),
+            env=(("STANDIN2_FAIL", "MatMulV2"),),
+            state="failed",
+        ),
+        "build-dir-elsewhere-cache-hit": Case(
+            args=("--graph", SAME_TYPE, "--build-dir", "{tmp}/build"),
+            seed=seed_cache_build_dir,
+            compiled=False,
+            compiles=0,
+            words=("without compiling",),
+        ),
         # Pairing by op type and count: one HcPre input has no log (3 inputs, 2 logs),
         # or one HcPre log too many. Either way not every input is accounted for (C2).
         "one-input-without-log": Case(
@@ -596,12 +622,20 @@ def _param(name: str, case: Case) -> Any:
 
 @pytest.mark.parametrize("case", [_param(n, c) for n, c in CASES.items()])
 def test_standin2_verdict(scene: Scene, case: Case) -> None:
+    if case.outputs_link:  # made before any run: torchair's mkdir(exist_ok=True) keeps it
+        elsewhere = scene.tmp / "bigdisk/outputs"
+        elsewhere.mkdir(parents=True)
+        scene.work.mkdir(parents=True, exist_ok=True)
+        scene.outputs.symlink_to(elsewhere, target_is_directory=True)
+    (scene.tmp / "build").mkdir()  # torchair does not create its build_dir (TA l.806-835)
     if case.seed is not None:
         case.seed(scene)
-    before = set(scene.outputs.glob("ts*_outputs/*_compile_log"))
-    result = scene.gate(list(case.args), dict(case.env), list(case.options), case.via_link)
+    outputs = [scene.outputs, scene.tmp / "build/static_kernel_compile_outputs"]
+    before = {d for o in outputs for d in o.glob("ts*_outputs/*_compile_log")}
+    args = [a.replace("{tmp}", str(scene.tmp)) for a in case.args]
+    result = scene.gate(args, dict(case.env), list(case.options), case.via_link)
     # The scene is what the case says (a hit really ran no op_compiler, ...).
-    made = set(scene.outputs.glob("ts*_outputs/*_compile_log")) - before
+    made = {d for o in outputs for d in o.glob("ts*_outputs/*_compile_log")} - before
     assert len(made) == case.compiles, result.explain()
     assert result.state in (case.state, *case.also), result.explain()
     assert result.returncode == EXIT[result.state], result.explain()

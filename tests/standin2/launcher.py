@@ -235,7 +235,7 @@ def uninstall_all() -> None:
 
 def compile_graph(args: argparse.Namespace, graph: str, rank: int | None = None) -> None:
     prefix = f"Rank {rank}: " if rank is not None else ""
-    root = result_root = result_root_for(Path.cwd())
+    root = result_root = result_root_for(Path(args.build_dir or Path.cwd()).resolve())
     # One source line, as torchair's l.242: the warning's indented source line then holds
     # the unformatted text "... the build directory is {result_root}", as on a real host.
     if rank is None:
@@ -341,6 +341,7 @@ def main() -> int:
     parser.add_argument("--blacklist", action="append", default=[])
     parser.add_argument("--disable-cache", action="store_true")
     parser.add_argument("--capture-warnings", action="store_true", help="logging.captureWarnings")
+    parser.add_argument("--build-dir", help="torchair's build_dir option (default: cwd)")
     parser.add_argument("--gloo-fail", action="store_true", help="multi-card probe fails")
     parser.add_argument("--dump-dedup", choices=("session", "process"), default="session")
     parser.add_argument("--p-opcompile", action="store_true", help="-p <pid>_opcompile")
