@@ -676,10 +676,10 @@ def test_a_silent_hit_is_told_apart_to_every_reader(scene: Scene) -> None:
     assert "2 succeeded (1 of them without a compile)" in _text(scene, "report", root)
 
 
-def test_live_error_named_log_is_in_progress(scene: Scene) -> None:
-    """C1/C2.1: with op_compiler alive and an error-named log of the real form on disk,
-    the state is in progress (exit 6), never failed; after the natural return with every
-    input compiled it is succeeded."""
+@contextlib.contextmanager
+def held_run(scene: Scene) -> Iterator[tuple[subprocess.Popen[str], Path, int]]:
+    """A gated run whose op_compiler waits, with an error-named log on disk, for a line on
+    a FIFO: yields the runner, that log and the FIFO's fd (a rendezvous, not a sleep)."""
     hold = scene.tmp / "hold"
     hold.mkdir()
     for name in ("ready", "go"):
@@ -689,10 +689,9 @@ def test_live_error_named_log_is_in_progress(scene: Scene) -> None:
     go = os.open(hold / "go", os.O_RDWR)
     try:
         skgate = str(Path(sys.executable).parent / "skgate")
-        root = scene.tmp / "runs"
         (scene.tmp / "Ascend/cann").mkdir(parents=True)
         scene.work.mkdir()
-        argv = [sys.executable, "-c", _RESET_EXEC, skgate, "run", "--root", str(root)]
+        argv = [sys.executable, "-c", _RESET_EXEC, skgate, "run", "--root", str(scene.tmp / "runs")]
         argv += ["--timeout", "120", "--lease-timeout", "30", "--json", "--"]
         argv += [sys.executable, str(LAUNCHER), "--graph", SAME_TYPE]
         proc = subprocess.Popen(
@@ -710,8 +709,20 @@ def test_live_error_named_log_is_in_progress(scene: Scene) -> None:
         assert readable, "the stand-in's op_compiler never reached its rendezvous"
         error_log = Path(os.read(ready, 4096).decode().strip())
         assert error_log.name.endswith("_d0_compile_error.log") and error_log.exists()
+        yield proc, error_log, go
+    finally:
+        os.close(ready)
+        os.close(go)
+
+
+def test_live_error_named_log_is_in_progress(scene: Scene) -> None:
+    """C1/C2.1: with op_compiler alive and an error-named log of the real form on disk,
+    the state is in progress (exit 6), never failed; after the natural return with every
+    input compiled it is succeeded."""
+    root = str(scene.tmp / "runs")
+    with held_run(scene) as (proc, _, go):
         live = subprocess.run(
-            [skgate, "status", str(root), "--json"],
+            [str(Path(sys.executable).parent / "skgate"), "status", root, "--json"],
             cwd=scene.work,
             env=scene.env({}),
             capture_output=True,
@@ -719,15 +730,25 @@ def test_live_error_named_log_is_in_progress(scene: Scene) -> None:
             timeout=RUN_TIMEOUT_S,
             check=False,
         )
-        text = _text(scene, "status", str(root))
+        text = _text(scene, "status", root)
         os.write(go, b"go\n")
         out, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
-    finally:
-        os.close(ready)
-        os.close(go)
     assert json.loads(live.stdout)["state"] == "in_progress", live.stdout
     assert live.returncode == 6, live.stdout
     assert "fail" not in text.split("\n")[0].lower(), text
     final = json.loads(out)
     assert final["state"] == "succeeded", out
     assert proc.returncode == 0
+
+
+def test_op_compiler_killed_from_outside_is_never_failed(scene: Scene) -> None:
+    """C2.4/C2.5: an outside SIGKILL ends the live op_compiler (its pid is in the log's
+    name); torchair swallows it and exits 0. No natural return of the stage: interrupted
+    or unknown, never failed (its error-named log is not final) and never succeeded."""
+    with held_run(scene) as (proc, error_log, _):
+        pid = int(error_log.name.split("_")[-4])
+        os.kill(pid, signal.SIGKILL)  # a process this test started, by its pid
+        out, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
+    verdict = json.loads(out)
+    assert verdict["state"] in ("interrupted", "unknown"), out
+    assert proc.returncode == EXIT[verdict["state"]]
