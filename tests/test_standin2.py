@@ -244,6 +244,7 @@ class Case:
     state: str = "succeeded"
     compiled: bool | None = True
     words: tuple[str, ...] = ()
+    not_words: tuple[str, ...] = ()  # words the verdict must not use (C7)
     compiles: int = 1  # op_compiler runs the stand-in made in the attempt (its log dirs)
     also: tuple[str, ...] = ()  # another state the contract allows where evidence can't decide
     via_link: bool = False  # the work directory reached through a symbolic link
@@ -340,8 +341,20 @@ CASES: dict[str, Case] = {
     "earlier-root-compiled": Case(
         args=("--graph", SAME_TYPE, "--disable-cache"), seed=seed_compiled
     ),
-    # C2.3: the top-level exit status is non-zero.
-    "launcher-exits-nonzero": Case(args=("--graph", SAME_TYPE, "--fail-after"), state="failed"),
+    # C2.3: the top-level exit status is non-zero, after a compile whose every input
+    # succeeded. C7: "naturally returned final compiler failures" is the phrase for a
+    # compiler that returned and failed; this compiler did not fail.
+    "launcher-exits-nonzero": Case(
+        args=("--graph", SAME_TYPE, "--fail-after"),
+        state="failed",
+        not_words=("compiler failures", "kept error logs"),
+        bad=(
+            "skgate: 'FAILED: naturally returned final compiler failures in an op_compiler "
+            "stage', 'kept error logs are now final compiler evidence' where the only stage "
+            "compiled every input (no error log exists) and the launcher failed after it; "
+            "C7 keeps that phrase for a compiler that returned and failed"
+        ),
+    ),
     # C8: no .run after natural return fails in required mode.
     "no-package-required": Case(
         bad=(
@@ -644,6 +657,8 @@ def test_standin2_verdict(scene: Scene, case: Case) -> None:
         assert result.verdict.get("compiled") is case.compiled, result.explain()
     for word in case.words:
         assert word in result.words, result.explain()
+    for word in case.not_words:
+        assert word not in result.words, result.explain()
     if case.state == "succeeded" and case.compiled:
         assert "without compiling" not in result.headline, result.explain()
 
