@@ -28,7 +28,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent / "standin2"
-LAUNCHER = HERE / "launcher.py"
+LAUNCHER = HERE / "npugraph_standin.py"
 BIN = HERE / "bin"
 RUN_TIMEOUT_S = 120.0
 #: Three inputs, two of them of the SAME op type with different shapes.
