@@ -591,6 +591,32 @@ CASES.update(
             compiles=0,
             words=("without compiling",),
         ),
+        # _d0 and _d1 per input, only the _d1 of MatMulV2 fails: an error-named log after
+        # natural return is a failure under every reading of _d<n> (C2.3).
+        "d1-variant-fails": Case(
+            env=(
+                ("STANDIN2_VARIANTS", "2"),
+                ("STANDIN2_FAIL", "MatMulV2"),
+                ("STANDIN2_FAIL_VARIANT", "1"),
+            ),
+            state="failed",
+            words=("MatMulV2",),
+        ),
+        # A silent hit, then the inference fails: failed by exit status (C2.3), and no
+        # compiler failed (nothing compiled): not "compiler failures" (C7).
+        "cache-hit-then-launcher-fails": Case(
+            bad=(
+                "skgate: UNKNOWN, exit 5 ('C2.5: no compile ran: a cached package was "
+                "installed ...') for a command that returned naturally with exit 1 and ran "
+                "no compiler; docs/contract.md C2: such a command stays failed by exit status"
+            ),
+            args=("--graph", SAME_TYPE, "--fail-after"),
+            seed=seed_cache,
+            state="failed",
+            compiled=None,
+            compiles=0,
+            not_words=("compiler failures",),
+        ),
         # Pairing by op type and count: one HcPre input has no log (3 inputs, 2 logs),
         # or one HcPre log too many. Either way not every input is accounted for (C2).
         "one-input-without-log": Case(
