@@ -617,6 +617,15 @@ CASES.update(
             compiles=0,
             not_words=("compiler failures",),
         ),
+        # Everything blacklisted, then the inference fails: no compiler was observed and
+        # the command returned naturally with exit 1: failed by exit status (C2.3).
+        "all-blacklisted-then-launcher-fails": Case(
+            args=("--graph", SAME_TYPE, "--blacklist", "_", "--fail-after"),
+            state="failed",
+            compiled=None,
+            compiles=0,
+            words=("no compiler",),
+        ),
         # Pairing by op type and count: one HcPre input has no log (3 inputs, 2 logs),
         # or one HcPre log too many. Either way not every input is accounted for (C2).
         "one-input-without-log": Case(
