@@ -348,20 +348,9 @@ CASES: dict[str, Case] = {
         args=("--graph", SAME_TYPE, "--fail-after"),
         state="failed",
         not_words=("compiler failures", "kept error logs"),
-        bad=(
-            "skgate: 'FAILED: naturally returned final compiler failures in an op_compiler "
-            "stage', 'kept error logs are now final compiler evidence' where the only stage "
-            "compiled every input (no error log exists) and the launcher failed after it; "
-            "C7 keeps that phrase for a compiler that returned and failed"
-        ),
     ),
     # C8: no .run after natural return fails in required mode.
     "no-package-required": Case(
-        bad=(
-            "skgate: unknown, exit 5 ('every input has a succ log, but no .run package "
-            "was written'); C8 with --package required: no .run after natural return is "
-            "a failure: failed, exit 1"
-        ),
         env=(("STANDIN2_NO_RUN", "1"),),
         options=("--package", "required"),
         state="failed",
@@ -605,11 +594,6 @@ CASES.update(
         # A silent hit, then the inference fails: failed by exit status (C2.3), and no
         # compiler failed (nothing compiled): not "compiler failures" (C7).
         "cache-hit-then-launcher-fails": Case(
-            bad=(
-                "skgate: UNKNOWN, exit 5 ('C2.5: no compile ran: a cached package was "
-                "installed ...') for a command that returned naturally with exit 1 and ran "
-                "no compiler; docs/contract.md C2: such a command stays failed by exit status"
-            ),
             args=("--graph", SAME_TYPE, "--fail-after"),
             seed=seed_cache,
             state="failed",

@@ -35,6 +35,7 @@ from skgate.verdict.stages import (
     not_final_reason,
     returned_naturally,
 )
+from skgate.verdict.words import headline
 
 ARGV = ("op_compiler", "-p", "/o/r/1_opcompile_selected", "-v", "S", "-j", "2", "-o", "/o/r")
 
@@ -202,8 +203,16 @@ def test_cache_hit_without_compile_succeeds_uncompiled_and_is_refused_as_evidenc
         "no compile ran: a cached package was installed"
     )
     assert outcome_of(v).status == "not-comparable"
+    # A launcher that returned non-zero after a hit failed on its own, as any command
+    # with no compiler observed (C2.3; stand-in 2's cache-hit-then-launcher-fails): never
+    # a compiler failure, and the hit is still said.
     failing = classify(ev(hits=1, exit_status=1))
-    assert failing.state is State.UNKNOWN  # no compile ran: never failed
+    assert failing.state is State.FAILED and failing.compiled is False
+    assert failing.reasons[0].startswith("C2.3: the command returned naturally with exit")
+    assert "not a compiler result" in failing.reasons[0]
+    assert any(r.startswith("C2.3: no compile ran: a cached package") for r in failing.reasons)
+    assert not any("kept error logs are now final" in r for r in failing.reasons)
+    assert headline(failing).startswith("FAILED: the command returned naturally with exit")
 
 
 def test_a_silent_cache_hit_is_seen_on_disk_and_only_then() -> None:
@@ -225,8 +234,9 @@ def test_a_silent_cache_hit_is_seen_on_disk_and_only_then() -> None:
         assert other.state is State.UNKNOWN and other.compiled is None, (roots, caches)
     said = classify(disk_ev(announced(), ()))
     assert any("the launcher announced a static compile" in r for r in said.reasons)
-    # A failing exit with a hit is no compiler result either: never failed.
-    assert classify(disk_ev(announced(), cache(), exit_status=1)).state is State.UNKNOWN
+    # A failing exit with a hit: the command's own failure (C2.3), not a compiler result.
+    hit_failed = classify(disk_ev(announced(), cache(), exit_status=1))
+    assert hit_failed.state is State.FAILED and "not a compiler result" in hit_failed.reasons[0]
 
 
 def test_unpaired_inputs_and_logs_are_named_and_never_succeed() -> None:
@@ -349,7 +359,12 @@ def check(e: Evidence, reached: set[str]) -> Verdict:
             for s in stages_
         ), v.reasons
     if v.compiled is False and v.state is State.FAILED:
-        raise AssertionError(f"a cache hit (no compile ran) was called failed: {v.reasons}")
+        # A cache hit is failed only by the launcher's own non-zero natural exit, and
+        # then said so: never a compiler failure (C2.3, C7).
+        assert natural and e.leader_exit_status, v.reasons
+        assert "not a compiler result" in v.reasons[0], v.reasons
+        assert not any("kept error logs are now final" in r for r in v.reasons), v.reasons
+        key = "failed_uncompiled"
     event(key)
     reached.add(key)
     return v
@@ -371,6 +386,7 @@ def test_no_summary_properties_and_their_coverage() -> None:
         "succeeded_uncompiled_on_disk",
         "failed",
         "failed_with_exit_0",
+        "failed_uncompiled",
         "unknown",
         "unknown_lacking_logs",
         "interrupted",

@@ -117,3 +117,23 @@ def test_translated_reasons_and_missing_items_are_shown_in_chinese() -> None:
     assert in_language(item, Lang.ZH, kind="missing") == "事件日志（events.jsonl）"
     assert in_language(item, Lang.ZH) == f"{item}（原文）"  # a missing item is not a reason
     assert in_language(reason, Lang.ZH, kind="missing") == f"{reason}（原文）"
+
+
+def test_a_launcher_that_failed_after_its_stages_succeeded_is_not_a_compiler_failure() -> None:
+    """Stand-in 2's launcher-exits-nonzero: every input of the stage succeeded, then the
+    launcher returned 1. Failed (C2.3), in words that never say "compiler failures" (C7),
+    and every reason in Chinese."""
+    from test_stage_rules import census, ev, stage
+
+    from skgate.model.records import State
+    from skgate.verdict.words import Kind, headline, kind_of, state_words
+
+    v = classify(ev(stage(census(ok=2)), exit_status=1))
+    assert v.state is State.FAILED and kind_of(v) is Kind.LAUNCHER, v.reasons
+    assert v.reasons[0].startswith("C2.3: the launcher returned naturally with exit status 1")
+    assert "compiler failures" not in headline(v) and "not a compiler failure" in headline(v)
+    assert not any("kept error logs are now final" in r for r in v.reasons)
+    zh = state_words(v, Lang.ZH)
+    assert "启动器" in zh and "不是编译失败" in zh
+    for reason in v.reasons:
+        assert reason_zh(reason) is not None, reason

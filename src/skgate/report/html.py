@@ -203,6 +203,7 @@ TONES: Mapping[Kind, str] = {
     Kind.NOT_COMPILED: "t-uncompiled",
     Kind.DECLARED: "t-declared",
     Kind.COMMAND: "t-command",
+    Kind.LAUNCHER: "t-command",  # the launcher's own failure, like a command's
     Kind.STAGE: "t-stage",
 }
 

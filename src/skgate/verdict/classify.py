@@ -9,13 +9,19 @@ gives the same verdict, and it can be recomputed later (``skgate classify``).
 from __future__ import annotations
 
 from skgate.model.frozen import replace
-from skgate.model.outcomes import SOURCE_EXIT_STATUS, PackageMode, VerdictFrom
+from skgate.model.outcomes import SOURCE_EXIT_STATUS, VerdictFrom
 from skgate.model.phrases import count
 from skgate.model.records import Cause, Evidence, RecoveredWhen, State, Verdict
 from skgate.model.signals import signal_name
 from skgate.verdict import stages as stage_rules
 from skgate.verdict.coverage import coverage_reason, evidence_extra
+from skgate.verdict.outputs import (
+    census_inconclusive,
+    output_check_failures,
+    required_package_missing,
+)
 from skgate.verdict.stages import SummaryView
+from skgate.verdict.words import LAUNCHER_FAILURE
 
 
 def natural_return(ev: Evidence) -> bool:
@@ -32,41 +38,6 @@ def natural_return(ev: Evidence) -> bool:
         and not ev.external_signals
         and ev.escaped_alive == 0
     )
-
-
-def output_check_failures(ev: Evidence) -> list[str]:
-    """C8 output check, valid only after natural return (the caller ensures that)."""
-    census = ev.census
-    if census is None or census.unreadable:
-        return []  # an incomplete census cannot prove a package missing (see classify)
-    problems: list[str] = []
-    if census.run_packages == 0 and census.error_logs > 0:
-        problems.append(
-            f"C8: {count(census.error_logs, 'error-named log')} and no .run package after "
-            "natural return"
-        )
-    if ev.package_mode is PackageMode.REQUIRED and census.run_packages == 0:
-        problems.append("C8: package mode 'required' and no .run package after natural return")
-    return problems
-
-
-def census_inconclusive(ev: Evidence) -> str | None:
-    """C8 on an incomplete census: the verdict the counts would give cannot be trusted.
-
-    Directories that could not be read may hide a ``.run``; when the visible counts would
-    decide the output check (error logs and no package, or a required package missing),
-    the check has no answer and the conclusion is blocked.
-    """
-    census = ev.census
-    if census is None or not census.unreadable or census.run_packages:
-        return None
-    if census.error_logs or ev.package_mode is PackageMode.REQUIRED:
-        return (
-            f"C2.5: the artifact census could not read {count(census.unreadable, 'directory')} "
-            "under the outputs; a .run package may be hidden there, so the C8 output "
-            "check cannot conclude"
-        )
-    return None
 
 
 def _verdict(
@@ -111,6 +82,17 @@ _EXIT_MEANING = {
 
 def _exit_reason(ev: Evidence, view: SummaryView) -> str:
     status = ev.leader_exit_status
+    summary = view.summary
+    if (
+        view.source == stage_rules.SOURCE_STAGES
+        and summary is not None
+        and summary.all_succeeded
+        and not view.findings.failures
+    ):
+        return (
+            f"{LAUNCHER_FAILURE} {status} after every input of its {len(summary.stages)} "
+            "op_compiler stage(s) succeeded: the launcher's own failure, not a compiler failure"
+        )
     if view.findings.observed or (view.summary is not None and view.summary.present):
         return f"C2.3: the compiler stack returned naturally with exit status {status}"
     meaning = _EXIT_MEANING.get(status or 0, "")
@@ -450,10 +432,16 @@ def _classify(ev: Evidence) -> Verdict:
     # 3. failed: only after the natural return of the whole compiler stack (every
     # observed op_compiler too), never on a contradictory summary or a disagreement.
     consistent = summary is None or summary.consistent
-    if view.stack_natural and consistent and not view.disagreements and view.compiled is not False:
+    # A cache hit compiled nothing, but a launcher that then returned non-zero failed on
+    # its own, as any command with no compiler observed does (C2.3).
+    hit_failed = view.compiled is False and natural and bool(ev.leader_exit_status)
+    compiling = view.compiled is not False or hit_failed
+    if view.stack_natural and consistent and not view.disagreements and compiling:
         why: list[str] = []
         if ev.leader_exit_status:
             why.append(_exit_reason(ev, view))
+        if hit_failed:
+            why.append("C2.3: " + stage_rules.no_compile_reason(view, ev.stages))
         if (
             view.source != stage_rules.SOURCE_STAGES
             and summary is not None
@@ -475,11 +463,15 @@ def _classify(ev: Evidence) -> Verdict:
             why.append(said)
         if summary_ok:
             why.extend(output_check_failures(ev))
+        elif natural:
+            why.extend(required_package_missing(ev))  # C8: whatever the stages say
         if why:
+            # Only where something failed are error logs final compiler evidence: not
+            # for a launcher that failed after every stage succeeded (C7).
             evidence_note = (
                 ["C2.3: kept error logs are now final compiler evidence"]
-                if found.observed
-                or (summary is not None and summary.present)
+                if found.failures
+                or (summary is not None and summary.present and not summary.all_succeeded)
                 or (ev.census is not None and ev.census.error_logs)
                 else []
             )

@@ -65,6 +65,9 @@ class Kind(str, enum.Enum):
     COMMAND = "command"
     #: Failed by an op_compiler stage's final per-input outcomes (C2).
     STAGE = "stage"
+    #: Failed by the launcher's own exit status after every op_compiler stage succeeded
+    #: (C2.3): the launcher's failure, never "compiler failures" (C7).
+    LAUNCHER = "launcher"
     #: Anything else: the state's own words.
     STATE = "state"
 
@@ -72,6 +75,9 @@ class Kind(str, enum.Enum):
 #: The classifier's words for a failure with no compiler observed (classify._exit_reason
 #: and declared_exit_status both start so).
 _COMMAND_FAILURE = "C2.3: the command returned naturally with exit status"
+#: The classifier's words for a launcher that failed after every stage succeeded
+#: (classify._exit_reason starts so).
+LAUNCHER_FAILURE = "C2.3: the launcher returned naturally with exit status"
 
 
 def kind_of(v: Verdict) -> Kind:
@@ -81,6 +87,8 @@ def kind_of(v: Verdict) -> Kind:
     if v.state is State.SUCCEEDED:
         return Kind.NOT_COMPILED if v.compiled is False else Kind.COMPILED
     if v.state is State.FAILED:
+        if any(r.startswith(LAUNCHER_FAILURE) for r in v.reasons):
+            return Kind.LAUNCHER
         if v.summary_source == "op_compiler census":
             return Kind.STAGE
         if v.summary_source is None and any(r.startswith(_COMMAND_FAILURE) for r in v.reasons):
@@ -104,6 +112,11 @@ def headline(v: Verdict) -> str:
         return (
             f"FAILED: the command returned naturally with exit status {status}; no compiler "
             "was observed, so this is not a compiler result"
+        )
+    if kind is Kind.LAUNCHER:
+        return (
+            f"FAILED: the launcher returned naturally with exit status {status} after every "
+            "op_compiler stage succeeded; its own failure, not a compiler failure"
         )
     if kind is Kind.STAGE:
         tail = "; the launcher exited 0, which never makes a success" if status == 0 else ""
@@ -139,6 +152,14 @@ def state_words(v: Verdict, lang: Lang) -> str:
             else f"failed: the command returned naturally with exit status {status}; no "
             "compiler was observed (not a compiler result)"
         )
+    if kind is Kind.LAUNCHER:
+        return (
+            f"失败：启动器在所有 op_compiler 阶段成功之后以退出码 {status} 自然返回"
+            "（启动器自身的失败，不是编译失败）"
+            if zh
+            else f"failed: the launcher returned naturally with exit status {status} after "
+            "every op_compiler stage succeeded (its own failure, not a compiler failure)"
+        )
     if kind is Kind.STAGE:
         if zh:
             tail = "；启动器退出码为 0，这不会让失败变成成功" if status == 0 else ""
@@ -156,6 +177,10 @@ COUNT_WORDS: Mapping[tuple[State, Kind], Mapping[str, str]] = {
     (State.FAILED, Kind.COMMAND): {
         "en": "failed: the command's own exit status, no compiler observed",
         "zh": "失败：命令自身的退出码，未观察到编译进程",
+    },
+    (State.FAILED, Kind.LAUNCHER): {
+        "en": "failed: the launcher's own exit status after its stages succeeded",
+        "zh": "失败：启动器在各阶段成功之后以非零退出码返回",
     },
     (State.FAILED, Kind.DECLARED): {
         "en": "failed by the declared exit status (--verdict-from exit-status)",

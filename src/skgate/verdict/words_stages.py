@@ -22,22 +22,23 @@ STAGE_REASONS_ZH: tuple[tuple[str, str], ...] = (
         "C2.2：命令自然返回，退出码为 0",
     ),
     (
-        r"C2\.2: no compile ran: a cached package was installed \(Static kernel cache hit: "
-        r"(.*)\); this attempt is no compile-health evidence; turn the launcher's static "
+        r"C2\.([23]): no compile ran: a cached package was installed \(Static kernel cache "
+        r"hit: (.*)\); this attempt is no compile-health evidence; turn the launcher's static "
         r"kernel compile cache off \(or delete static_kernel_compile_outputs/"
         r"static_kernel_cache after `skgate cleanup`\) for a real compile",
-        r"C2.2：没有运行编译：安装的是缓存中的包（Static kernel cache hit: \1）；"
+        r"C2.\1：没有运行编译：安装的是缓存中的包（Static kernel cache hit: \2）；"
         "本次尝试不能作为编译健康证据；如需真正编译，请关闭启动器的静态 kernel 编译缓存"
         "（或在 `skgate cleanup` 之后删除 static_kernel_compile_outputs/static_kernel_cache）",
     ),
     (
-        r"C2\.2: no compile ran: a cached package was installed \(the launcher announced "
-        r"(.*), dumped its inputs there and started no op_compiler; the cache (.*), there "
-        r"before launch, names (.*)\); this attempt is no compile-health evidence; turn the "
-        r"launcher's static kernel compile cache off \(or delete static_kernel_compile_outputs/"
-        r"static_kernel_cache after `skgate cleanup`\) for a real compile",
-        r"C2.2：没有运行编译：安装的是缓存中的包（启动器宣布了 \1，在其中导出了输入，但没有启动 "
-        r"op_compiler；启动前已存在的缓存 \2 指向 \3）；本次尝试不能作为编译健康证据；"
+        r"C2\.([23]): no compile ran: a cached package was installed \(the launcher "
+        r"announced (.*), dumped its inputs there and started no op_compiler; the cache (.*), "
+        r"there before launch, names (.*)\); this attempt is no compile-health evidence; turn "
+        r"the launcher's static kernel compile cache off \(or delete "
+        r"static_kernel_compile_outputs/static_kernel_cache after `skgate cleanup`\) for a "
+        r"real compile",
+        r"C2.\1：没有运行编译：安装的是缓存中的包（启动器宣布了 \2，在其中导出了输入，但没有启动 "
+        r"op_compiler；启动前已存在的缓存 \3 指向 \4）；本次尝试不能作为编译健康证据；"
         "如需真正编译，请关闭启动器的静态 kernel 编译缓存"
         "（或在 `skgate cleanup` 之后删除 static_kernel_compile_outputs/static_kernel_cache）",
     ),
@@ -69,6 +70,13 @@ STAGE_REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"C2.5：没有运行编译：安装的是缓存中的包（启动器宣布了 \1，在其中导出了输入，但没有启动 "
         r"op_compiler；启动前已存在的缓存 \2 指向 \3）；本次尝试不能作为编译健康证据；"
         r"因此退出码 \4 不是编译结果",
+    ),
+    (
+        r"C2\.3: the launcher returned naturally with exit status (-?\d+) after every input "
+        r"of its (\d+) op_compiler stage\(s\) succeeded: the launcher's own failure, not a "
+        r"compiler failure",
+        r"C2.3：启动器在其 \2 个 op_compiler 阶段的所有输入均成功之后以退出码 \1 自然返回："
+        "这是启动器自身的失败，不是编译失败",
     ),
     (
         r"C2\.3: the command returned naturally with exit status (-?\d+); no compiler "

@@ -213,7 +213,7 @@ def check_outputs(
                 "provisional leftovers: a .run package exists (C1, C8)"
             )
     elif unreadable and (n_errors or mode is PackageMode.REQUIRED):
-        # As the classifier (classify.census_inconclusive): a directory that could not
+        # As the classifier (verdict.outputs.census_inconclusive): a directory that could not
         # be read may hide the .run, so a missing package or an error log is not final.
         inconclusive = True
         logs = f"error log(s) {_more(names.errors, n_errors)}" if n_errors else "no error log"
