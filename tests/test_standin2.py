@@ -637,11 +637,6 @@ CASES.update(
             state="failed",
             also=("unknown",),
             compiled=None,
-            bad=(
-                "skgate: INTERRUPTED (cause external, exit 4) for a launcher that crashed by "
-                "SIGSEGV after a good compile; no outside signal ended the tree (C2.4 needs "
-                "one): failed (C2.3), or unknown (C2.5) if the sender cannot be told"
-            ),
         ),
     }
 )

@@ -13,3 +13,21 @@ def signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
+
+
+#: Signals a process most often gets from its own fault (the kernel's answer to a bad
+#: memory access, an illegal instruction, an arithmetic trap, ``abort()``). A process
+#: ended by one that skgate did not send crashed, or was sent it from outside: skgate
+#: cannot tell which, so it is neither a natural return nor a shown interruption (C2).
+CRASH_SIGNALS = frozenset(
+    int(s)
+    for s in (
+        signal.SIGSEGV,
+        signal.SIGBUS,
+        signal.SIGILL,
+        signal.SIGFPE,
+        signal.SIGABRT,
+        signal.SIGSYS,
+        signal.SIGTRAP,
+    )
+)

@@ -15,13 +15,13 @@ from skgate.model.records import Cause, Evidence, RecoveredWhen, State, Verdict
 from skgate.model.signals import signal_name
 from skgate.verdict import stages as stage_rules
 from skgate.verdict.coverage import coverage_reason, evidence_extra
+from skgate.verdict.exits import crashed_reason, exit_reason
 from skgate.verdict.outputs import (
     census_inconclusive,
     output_check_failures,
     required_package_missing,
 )
 from skgate.verdict.stages import SummaryView
-from skgate.verdict.words import LAUNCHER_FAILURE
 
 
 def natural_return(ev: Evidence) -> bool:
@@ -70,36 +70,6 @@ def _verdict(
         compiled=view.compiled if view is not None else None,
         effective_jobs=jobs,
         peak_opc=ev.stages.peak_opc if ev.stages is not None else None,
-    )
-
-
-#: What an exit status of a command means when no compiler was ever observed (C2.3).
-_EXIT_MEANING = {
-    126: "126 usually means a command was found but could not be executed",
-    127: "127 usually means a command was not found",
-}
-
-
-def _exit_reason(ev: Evidence, view: SummaryView) -> str:
-    status = ev.leader_exit_status
-    summary = view.summary
-    if (
-        view.source == stage_rules.SOURCE_STAGES
-        and summary is not None
-        and summary.all_succeeded
-        and not view.findings.failures
-    ):
-        return (
-            f"{LAUNCHER_FAILURE} {status} after every input of its {len(summary.stages)} "
-            "op_compiler stage(s) succeeded: the launcher's own failure, not a compiler failure"
-        )
-    if view.findings.observed or (view.summary is not None and view.summary.present):
-        return f"C2.3: the compiler stack returned naturally with exit status {status}"
-    meaning = _EXIT_MEANING.get(status or 0, "")
-    return (
-        f"C2.3: the command returned naturally with exit status {status}; no compiler "
-        "process (op_compiler) was observed and no summary was printed, so this is the "
-        "command's own failure, not a compiler result" + (f" ({meaning})" if meaning else "")
     )
 
 
@@ -439,7 +409,7 @@ def _classify(ev: Evidence) -> Verdict:
     if view.stack_natural and consistent and not view.disagreements and compiling:
         why: list[str] = []
         if ev.leader_exit_status:
-            why.append(_exit_reason(ev, view))
+            why.append(exit_reason(ev, view))
         if hit_failed:
             why.append("C2.3: " + stage_rules.no_compile_reason(view, ev.stages))
         if (
@@ -493,7 +463,12 @@ def _classify(ev: Evidence) -> Verdict:
             ),
             view=view,
         )
-    if ev.external_signals or ev.signals_sent or ev.leader_exit_signal is not None:
+    crashed = crashed_reason(ev)
+    if (
+        ev.external_signals
+        or ev.signals_sent
+        or (ev.leader_exit_signal is not None and crashed is None)
+    ):
         why = [f"C2.4: stopped through skgate stop: {r}" for r in ev.stop_reasons]
         if ev.external_signals:
             names = ", ".join(signal_name(s) for s in ev.external_signals)
@@ -558,6 +533,9 @@ def _classify(ev: Evidence) -> Verdict:
                 "C2.5: no [summary] line was printed and no op_compiler process was observed, "
                 "so no stage record exists"
             )
+    if crashed is not None:
+        reasons.append(crashed)
+        missing.append("natural return of the top-level process")
     reasons.extend(f"C2.5: {why}" for why in found.not_final)
     reasons.extend(view.disagreements)
     if view.launcher_errors and not view.stack_natural:

@@ -72,11 +72,11 @@ class Kind(str, enum.Enum):
     STATE = "state"
 
 
-#: The classifier's words for a failure with no compiler observed (classify._exit_reason
+#: The classifier's words for a failure with no compiler observed (verdict.exits.exit_reason
 #: and declared_exit_status both start so).
 _COMMAND_FAILURE = "C2.3: the command returned naturally with exit status"
 #: The classifier's words for a launcher that failed after every stage succeeded
-#: (classify._exit_reason starts so).
+#: (verdict.exits.exit_reason starts so).
 LAUNCHER_FAILURE = "C2.3: the launcher returned naturally with exit status"
 
 
@@ -349,6 +349,7 @@ _MISSING_ZH: Mapping[str, str] = {
     "ownership manifest (ownership.json)": "进程归属清单（ownership.json）",
     "terminal status (the runner's final record)": "终止状态（运行器的最终记录）",
     "natural return of escaped processes": "脱离进程组的进程的自然返回",
+    "natural return of the top-level process": "顶层进程的自然返回",
     "exit status of the top-level process": "顶层进程的退出码",
     "final aggregate summary ([summary] lines or a --summary-pattern match)": (
         "最终聚合汇总（[summary] 行或 --summary-pattern 匹配）"

@@ -11,6 +11,13 @@ from __future__ import annotations
 
 REASONS_ZH: tuple[tuple[str, str], ...] = (
     (
+        r"C2\.5: the top-level process was ended by (\S+), which this runner did not send: "
+        r"most often its own crash, possibly a kill from outside; neither a natural return "
+        r"nor an outside interruption can be shown",
+        r"C2.5：顶层进程被 \1 结束，该信号不是本运行器发送的：多半是它自身崩溃，也可能是外部终止；"
+        "既不能证明是自然返回，也不能证明是外部中断",
+    ),
+    (
         r"C2\.1: the runner that owns this attempt is alive and its frozen timeout has not "
         r"fired; keep waiting, observe read-only, kill nothing",
         "C2.1：拥有本次尝试的运行器仍在运行，冻结的顶层超时尚未触发；"
