@@ -582,8 +582,7 @@ def test_reasons_name_the_signals() -> None:
     outside_kill = classify(natural(leader_exit_status=None, leader_exit_signal=signal.SIGKILL))
     assert outside_kill.state is State.INTERRUPTED and outside_kill.cause is Cause.EXTERNAL
     assert any(
-        r.endswith("either way the compile did not return naturally)")
-        for r in outside_kill.reasons
+        r.endswith("either way the compile did not return naturally)") for r in outside_kill.reasons
     )
     # A crash signal nobody recorded sending: most often the process's own fault, and who
     # sent it cannot be told; C2.4 needs an outside signal: unknown (stand-in 2).

@@ -81,8 +81,10 @@ def census(  # noqa: PLR0917 - a test builder; every count has a default
 ROOT = "/o/static_kernel_compile_outputs/ts20261201000000000000_pid9_outputs"
 
 
-def announced(logs: int = 0, pre: bool = False) -> tuple[AnnouncedRoot, ...]:
-    return (AnnouncedRoot(ROOT, None, True, 3, logs, 0, pre),)
+def announced(
+    logs: int = 0, pre: bool = False, chosen: int | None = None
+) -> tuple[AnnouncedRoot, ...]:
+    return (AnnouncedRoot(ROOT, None, True, 3, logs, 0, pre, chosen),)
 
 
 def cache(pre: bool = True, exists: bool = True) -> tuple[CacheFile, ...]:
@@ -219,6 +221,9 @@ def test_a_silent_cache_hit_is_seen_on_disk_and_only_then() -> None:
     """Issue 19: no hit line at the default log level; the disk shows the hit or nothing."""
     v = classify(disk_ev(announced(), cache()))
     assert v.state is State.SUCCEEDED and v.compiled is False
+    # The chosen inputs counted (3), or no chosen directory made (cache-compile path).
+    for chosen in (3, None):
+        assert classify(disk_ev(announced(chosen=chosen), cache())).compiled is False
     joined = "\n".join(v.reasons)
     assert f"the launcher announced {ROOT}" in joined and "static_kernel_1_2.run" in joined
     # Each missing piece makes it no hit: then nothing says what happened (unknown).
@@ -228,6 +233,7 @@ def test_a_silent_cache_hit_is_seen_on_disk_and_only_then() -> None:
         (announced(logs=2), cache()),  # something compiled into the announced root
         (announced(pre=True), cache()),  # an earlier run's root, not this one's
         ((), cache()),  # nothing announced
+        (announced(chosen=0), cache()),  # nothing chosen (all blacklisted): no lookup
         (announced(), ()),  # no cache
     ):
         other = classify(disk_ev(roots, caches))

@@ -66,11 +66,15 @@ def _subdirs(root: str, suffixes: tuple[str, ...]) -> list[str]:
         return []
 
 
-def _root_counts(root: str) -> tuple[int, int, int]:
-    """(dumped inputs, per-input logs, .run packages) under one build directory."""
+def _root_counts(root: str) -> tuple[int, int, int, int | None]:
+    """(dumped inputs, per-input logs, .run packages, chosen inputs) under one build
+    directory; chosen is None where no chosen-inputs directory was made (torchair's
+    cache-compile path looks up ``<pid>_opcompile`` itself, fact 1e)."""
     walk = walk_root(root)
     inputs = sum(len(input_stems(d) or ()) for d in _subdirs(root, (DUMP_DIR_SUFFIX,)))
-    return inputs, walk.logs, len(walk.runs)
+    chosen_dirs = list(_subdirs(root, CHOSEN_SUFFIXES))
+    chosen = sum(len(input_stems(d) or ()) for d in chosen_dirs) if chosen_dirs else None
+    return inputs, walk.logs, len(walk.runs), chosen
 
 
 def announced_roots(
@@ -89,9 +93,9 @@ def announced_roots(
             continue
         seen.add(path)
         exists = _lstat_dir(path)
-        inputs, logs, runs = _root_counts(path) if exists else (0, 0, 0)
+        inputs, logs, runs, chosen = _root_counts(path) if exists else (0, 0, 0, None)
         pre = os.path.dirname(path) == out_dir and os.path.basename(path) in names_before
-        found.append(AnnouncedRoot(path, rank, exists, inputs, logs, runs, pre))
+        found.append(AnnouncedRoot(path, rank, exists, inputs, logs, runs, pre, chosen))
     return tuple(found)
 
 

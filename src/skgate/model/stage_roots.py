@@ -35,9 +35,14 @@ class AnnouncedRoot:
     run_packages: int
     #: The root was already there before launch (an earlier compile's, not this one's).
     preexisting: bool = False
+    #: The chosen inputs (``*_opcompile_selected/`` or ``*_opcompile_gathered/`` JSONs),
+    #: what torchair looks up in its cache; None where no such directory was made (or in
+    #: a record that did not count them). 0: every input was left out (blacklisted or
+    #: compiled before), and torchair returns before the lookup, so no hit (stand-in 2).
+    chosen: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "root": self.root,
             "rank": self.rank,
             "exists": self.exists,
@@ -46,6 +51,9 @@ class AnnouncedRoot:
             "run_packages": self.run_packages,
             "preexisting": self.preexisting,
         }
+        if self.chosen is not None:
+            out["chosen"] = self.chosen
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str) -> AnnouncedRoot:
@@ -57,6 +65,7 @@ class AnnouncedRoot:
             logs=require(data, "logs", int, where),
             run_packages=require(data, "run_packages", int, where),
             preexisting=bool(data.get("preexisting", False)),
+            chosen=opt_int(data, "chosen", where),
         )
 
 

@@ -367,6 +367,10 @@ def silent_cache_hit(record: Stages | None) -> tuple[str, ...]:
     roots = announced_without_compile(record)
     if not roots or len(roots) != len([a for a in record.announced if not a.preexisting]):
         return ()
+    if any(a.chosen == 0 for a in roots):
+        # Nothing chosen (every input blacklisted): torchair returns before its cache
+        # lookup, so no cached package was installed either (stand-in 2).
+        return ()
     return record.cached_packages
 
 
