@@ -527,12 +527,6 @@ CASES.update(
             words=("MatMulV2",),
         ),
         "warnings-ignored-cache-hit": Case(
-            bad=(
-                "skgate: unknown ('no op_compiler process was observed, so no stage record "
-                "exists'): with no start line it does not see the fresh ts root whose chosen "
-                "inputs' key names an existing cached package; issue 19 s3 (a start line OR "
-                "a new ts root) requires succeeded without compiling"
-            ),
             env=(("PYTHONWARNINGS", "ignore"),),
             seed=seed_cache,
             compiled=False,

@@ -185,6 +185,7 @@ class StageTracker:
             announced_roots,
             cache_files,
             cache_keys,
+            owned_unannounced_roots,
         )
         from skgate.model.stages import ArgsFrom, StageRecord, Stages  # noqa: PLC0415
 
@@ -192,9 +193,13 @@ class StageTracker:
         argv_by_pid = {r.pid: r.argv for r in recs}
         found = self.stage_records(recs)
         args_of = {r.pid: self.args_of(r, argv_by_pid.get(r.ppid)) for r in found}
-        roots = announced_roots(
-            [(_resolve(r, self.cwd), rank) for r, rank in announced], outputs, before
+        named = [(_resolve(r, self.cwd), rank) for r, rank in announced]
+        # A root no start line named (warnings hidden) is still this attempt's when an
+        # owned process made it after launch.
+        hidden = owned_unannounced_roots(
+            outputs, before, {r.pid for r in recs}, [r for r, _ in named]
         )
+        roots = announced_roots([*named, *((r, None) for r in hidden)], outputs, before)
         recognised = _recognise_from_roots(found, args_of, roots, self.cwd)
         stages: list[StageRecord] = []
         for rec in found:

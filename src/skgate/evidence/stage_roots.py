@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from skgate.evidence.stage_census import (
     INPUT_SUFFIX,
@@ -75,6 +76,43 @@ def _root_counts(root: str) -> tuple[int, int, int, int | None]:
     chosen_dirs = list(_subdirs(root, CHOSEN_SUFFIXES))
     chosen = sum(len(input_stems(d) or ()) for d in chosen_dirs) if chosen_dirs else None
     return inputs, walk.logs, len(walk.runs), chosen
+
+
+#: torchair's build directory name (fact 1a): ``ts<%Y%m%d%H%M%S%f>_pid<pid>_outputs``.
+_ROOT_NAME = re.compile(r"ts\d{20}_pid(\d+)_outputs")
+
+
+def owned_unannounced_roots(
+    outputs: os.PathLike[str] | str | None,
+    before: Iterable[tuple[str, int]],
+    owned_pids: Collection[int],
+    announced: Collection[str],
+) -> list[str]:
+    """Fresh build directories an owned process made that no start line named.
+
+    The start line is a ``warnings.warn`` (fact 6a): ``PYTHONWARNINGS=ignore`` or a
+    warnings filter hides it, and a silent cache hit then leaves only its fresh root
+    (stand-in 2). The pid in the name is the process that made it: only roots of this
+    attempt's own processes, not there before launch, count (C3: never another run's).
+    """
+    if outputs is None:
+        return []
+    names_before = {name for name, _ in before}
+    seen = {os.path.normpath(a) for a in announced}
+    found: list[str] = []
+    try:
+        with os.scandir(outputs) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return []
+    for entry in entries:
+        match = _ROOT_NAME.fullmatch(entry.name)
+        if match is None or entry.name in names_before or int(match.group(1)) not in owned_pids:
+            continue
+        path = os.path.normpath(entry.path)
+        if path not in seen and entry.is_dir(follow_symlinks=False):
+            found.append(path)
+    return found[:MAX_ROOTS]
 
 
 def announced_roots(
