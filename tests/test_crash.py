@@ -47,6 +47,7 @@ from conftest import (
     start_skgate,
     wait_for,
 )
+from skgate.proc.keeper import keeper_draining
 from skgate.proc.observe import is_alive
 
 SUMMARY_OK = "[summary] stage=compile inputs=1 succeeded=1 failed=0"
@@ -192,6 +193,13 @@ class Case:
         wait_for(
             lambda: not any(is_alive(pid, ticks) for pid, ticks in self.owned()),
             what="the owned tree to end",
+            timeout=60,
+        )
+        # The pipe keeper of a killed runner drains to EOF, then lets its lock go; until
+        # then recover rightly refuses (exit 6): what may live includes it (C4).
+        wait_for(
+            lambda: not self.attempt.exists() or not keeper_draining(self.attempt),
+            what="the pipe keeper to finish",
             timeout=60,
         )
 
