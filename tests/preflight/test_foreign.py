@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -98,3 +99,24 @@ def test_demo_takes_the_hook_options(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["demo", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--strict-hooks" in out and "--hook-baseline" in out and "--approve-hook" in out
+
+
+def test_a_wait_without_anyone_to_tell_sleeps_instead_of_spinning() -> None:
+    """A runner with no notify (a Ray arm's) waited with a progress time left in the
+    past: every later wait was a zero-timeout poll, a busy loop that starved the compile
+    it waited for on a 2-core CI host. The wait must sleep: little CPU for its wall time."""
+    from skgate.preflight import foreign
+
+    name = f"skgate-fc-{os.getpid()}"
+    blocker = subprocess.Popen([name, "30"], executable="/bin/sleep")
+    try:
+        keys = foreign._records({}, (name,))
+        assert len(keys) == 1
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        outcome = foreign._wait(keys, {}, (name,), deadline=wall0 + 1.5, notify=None, every=0.05)
+        cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+    finally:
+        blocker.kill()  # our own child, by its handle
+        blocker.wait()
+    assert outcome == "timed_out" and wall >= 1.4
+    assert cpu < 0.5 * wall, (cpu, wall)  # before the fix: cpu close to wall

@@ -299,14 +299,20 @@ def _wait(
                 next_rescan = now + RESCAN
             if now >= deadline:
                 return "timed_out"
-            if now >= next_progress and notify is not None:
-                left = [seen[k] for k in list(blockers.fds) + list(blockers.polled) if k in seen]
-                notify(
-                    f"skgate: still waiting for {len(left)} foreign compiler(s) after "
-                    f"{now - start:.0f} s of at most {deadline - start:.0f} s: "
-                    + ", ".join(blocker_text(b, names) for b in left[:6])
-                )
+            if now >= next_progress:
+                # Advanced with or without someone to tell: a progress time left in the
+                # past made every later wait a zero-timeout poll, a busy loop that starved
+                # the compile it waited for (a Ray arm's runner has no notify; CI).
                 next_progress = now + every
+                if notify is not None:
+                    left = [
+                        seen[k] for k in list(blockers.fds) + list(blockers.polled) if k in seen
+                    ]
+                    notify(
+                        f"skgate: still waiting for {len(left)} foreign compiler(s) after "
+                        f"{now - start:.0f} s of at most {deadline - start:.0f} s: "
+                        + ", ".join(blocker_text(b, names) for b in left[:6])
+                    )
             blockers.wait(min(deadline, next_progress, next_rescan) - now)
     finally:
         blockers.close()
