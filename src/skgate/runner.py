@@ -39,7 +39,7 @@ from skgate.evidence import ledger
 from skgate.evidence.census import outputs_record, top_entries
 from skgate.evidence.diskfull import is_full
 from skgate.evidence.intent import write_intent
-from skgate.evidence.stops import clear_stop_request
+from skgate.evidence.stops import clear_stop_request, stop_pending
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError
 from skgate.model.events import Created, Launched, SignalsIgnored
 from skgate.model.request import RunRequest
@@ -446,7 +446,9 @@ def _child_main(argv: list[str]) -> int:
             sys.stderr.buffer.flush()
 
     try:
-        verdict = run_here(request, echo, attempt_id=attempt_id)
+        # ``skgate stop`` reaches this runner too (a Ray arm's, api.run's child): its
+        # SIGTERM carries the request's reason into the verdict (C2.4).
+        verdict = run_here(request, echo, attempt_id=attempt_id, stop_request=stop_pending)
     except SkgateError as exc:
         print(json.dumps({"error": str(exc), "exit_code": exc.exit_code}))
         return exc.exit_code

@@ -17,14 +17,16 @@ from skgate.model.messages import (
     message_from_dict,
 )
 from skgate.regress.executor import ArmState
-from skgate.regress.ray_exec import progress_of
+from skgate.regress.ray_node import progress_of
 
 EXAMPLES: tuple[Message, ...] = (
     Started({"hostname": "h", "node_id": "n1"}, "/r/attempts/0001", 42),
+    Started({"hostname": "h", "node_id": "n1"}, "/r/attempts/0001", 42, 123456),
     Progress(state="running", note=""),
     Progress(stages={"error_logs": 1}),
     Result(None),
     Result("refused"),
+    Result("cancelled before its runner recorded an attempt", nothing_ran=True),
     FileList((("verdict.json", 10), ("run.log", 0))),
     FileHeader("run.log", 0),
     End(),

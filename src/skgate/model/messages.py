@@ -59,6 +59,9 @@ class Started(Message):
     node: Mapping[str, Any]
     origin: str
     runner_pid: int
+    #: With the pid, the runner's identity on its node (a recycled pid is another
+    #: process); None from a task of an older skgate.
+    runner_start_ticks: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +69,7 @@ class Started(Message):
             "node": dict(self.node),
             "origin": self.origin,
             "runner_pid": self.runner_pid,
+            "runner_start_ticks": self.runner_start_ticks,
         }
 
 
@@ -97,9 +101,12 @@ class Result(Message):
     KIND: ClassVar[MessageKind] = MessageKind.RESULT
     #: The runner's (or the task's) own refusal; None when the attempt was recorded.
     error: str | None = None
+    #: Proven that nothing was launched: the runner ended before it recorded an attempt
+    #: (it records one before any launch), so the unit reads not run, never unknown.
+    nothing_ran: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "error": self.error}
+        return {**super().to_dict(), "error": self.error, "nothing_ran": self.nothing_ran}
 
 
 @dataclass(frozen=True)
@@ -144,7 +151,13 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
         raise ValueError(f"unexpected stream item {data.get('kind')!r}") from None
     try:
         if kind is MessageKind.STARTED:
-            return Started(dict(data["node"]), str(data["origin"]), int(data["runner_pid"]))
+            ticks = data.get("runner_start_ticks")
+            return Started(
+                dict(data["node"]),
+                str(data["origin"]),
+                int(data["runner_pid"]),
+                None if ticks is None else int(ticks),
+            )
         if kind is MessageKind.PROGRESS:
             stages = data.get("stages")
             return Progress(
@@ -153,7 +166,7 @@ def message_from_dict(data: Mapping[str, Any]) -> Message:
                 dict(stages) if isinstance(stages, dict) else None,
             )
         if kind is MessageKind.RESULT:
-            return Result(_text(data.get("error")))
+            return Result(_text(data.get("error")), data.get("nothing_ran") is True)
         if kind is MessageKind.FILES:
             listing = tuple((str(f["name"]), int(f["size"])) for f in data.get("files", []))
             return FileList(listing)

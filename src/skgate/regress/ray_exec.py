@@ -19,10 +19,12 @@ into a staging directory, re-verifies the seal, renames the attempt into its roo
 appends the ledger entries naming the node (hostname, Ray node id, Ray task id).
 
 **Faults stay honest** (C2, C4): ``ray.cancel`` of a task (or Ctrl-C on the driver, which
-cancels every task) reaches the task as ``KeyboardInterrupt``; the task asks its runner
-to stop the way ``skgate stop`` does (the runner ends its own process group only, and the
-verdict reads interrupted / external); a collect task pinned to that node then brings the
-sealed attempt home. A node that dies, or a task Ray loses, leaves the unit **unknown**
+cancels every task) reaches the task as ``KeyboardInterrupt`` or, at a ``yield``, as
+``GeneratorExit``; the task asks its runner to stop the way ``skgate stop`` does (the
+runner ends its own process group only, and the verdict reads interrupted / external); a
+collect task pinned to that node then brings the sealed attempt home, or says at once
+that the runner is gone without one. The tasks themselves are
+:mod:`skgate.regress.ray_node`. A node that dies, or a task Ray loses, leaves the unit **unknown**
 (:data:`~skgate.regress.executor.NODE_LOST`), never failed; the other units go on, and a
 second ``regress --resume`` on the same root runs only what is missing.
 """
@@ -31,26 +33,18 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
 import os
-import signal
 import socket
-import subprocess
-import sys
-import tempfile
 import threading
-import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import files, ledger
-from skgate.evidence.journal import JournalFollower, blocker_text, is_wait_start
-from skgate.evidence.transfer import CHUNK, MAX_BYTES, Incoming, send_items
-from skgate.model.errors import EvidenceError, SkgateError, UsageError
-from skgate.model.events import Created, Event, Launched, Observation, SignalReceived, TreeEnded
+from skgate.evidence import ledger
+from skgate.evidence.transfer import CHUNK, MAX_BYTES, Incoming
+from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.messages import (
     End,
     FileHeader,
@@ -64,13 +58,11 @@ from skgate.model.messages import (
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 from skgate.regress.executor import NODE_LOST, ArmState, Board, Unit, UnitResult
+from skgate.regress.ray_node import STOP_SLACK, arm_task, collect_task
 
 #: Streamed objects a task may have ahead of the driver (bounds the object store and the
 #: driver's memory to a few chunks per unit).
 BACKPRESSURE = 4
-
-#: How long a stopped runner may take to end its group and seal, beyond its grace.
-STOP_SLACK = 60.0
 
 INSTALL_HINT = "the ray executor needs Ray: pip install 'skgate[ray]'"
 
@@ -92,165 +84,6 @@ def resources_of(request: RunRequest) -> dict[str, float]:
     return {"NPU": float(len(request.devices))} if request.devices else {}
 
 
-# --------------------------------------------------------------------------- node side
-
-
-def _node_facts() -> dict[str, Any]:
-    ctx = _ray().get_runtime_context()
-    ids = ctx.get_accelerator_ids().get("NPU", [])
-    return {
-        "hostname": socket.gethostname(),
-        "node_id": ctx.get_node_id(),
-        "task_id": ctx.get_task_id(),
-        "npu_ids": [str(i) for i in ids],
-        "visible_devices": os.environ.get("ASCEND_RT_VISIBLE_DEVICES"),
-    }
-
-
-def _node_base(payload: Mapping[str, Any], node_id: str) -> Path:
-    base = payload.get("node_base") or os.path.join(
-        tempfile.gettempdir(), f"skgate-ray-{os.getuid()}"
-    )
-    # The run token keeps two runs of one driver apart, the node id two raylets of one
-    # machine (a test cluster).
-    return Path(base).absolute() / str(payload["session"]) / node_id[:12]
-
-
-def _progress(follower: JournalFollower) -> Iterator[dict[str, Any]]:
-    """New complete records of an attempt's journal as progress items (progress only: a
-    damaged or linked journal gives none, the runner's verdict is what counts, C2)."""
-    try:
-        events = follower.poll()
-    except (OSError, EvidenceError):
-        return
-    for ev in events:
-        item = progress_of(ev)
-        if item is not None:
-            yield item.to_dict()
-
-
-def progress_of(ev: Event) -> Progress | None:
-    """The driver's view of one journal event (None: not worth a progress line)."""
-    if isinstance(ev, Created):
-        return Progress(state=ArmState.PREFLIGHT.value)
-    if is_wait_start(ev):
-        return Progress(state=ArmState.WAITING.value, note="; ".join(blocker_text(ev)))
-    if isinstance(ev, Launched):
-        return Progress(state=ArmState.RUNNING.value, note="")
-    if isinstance(ev, Observation) and ev.counts is not None:
-        return Progress(stages=dict(ev.counts))
-    if isinstance(ev, SignalReceived):
-        return Progress(note=f"signal {ev.name} received")
-    if isinstance(ev, TreeEnded):
-        return Progress(state=ArmState.SEALING.value)
-    return None
-
-
-def _ask_stop(proc: subprocess.Popen[bytes], attempt: Path, grace: float) -> None:
-    """Ask the runner to stop its attempt the way ``skgate stop`` does, then wait for it.
-
-    The library's stop (``skgate.api.stop``) when this skgate has it; otherwise the same
-    runner-side request it makes: SIGTERM to the runner only (our own child, not yet
-    reaped, so the pid is ours, C4); the runner forwards it to its own group and records
-    the attempt interrupted / external. A second request after the grace is an explicit
-    "now" (the runner SIGKILLs its group).
-    """
-    stop = getattr(importlib.import_module("skgate.api"), "stop", None)
-    asked = False
-    if callable(stop) and attempt.is_dir():
-        with contextlib.suppress(SkgateError, OSError):
-            stop(str(attempt), "ray.cancel of this arm")
-            asked = True
-    if not asked and proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace + 5.0)
-    except subprocess.TimeoutExpired:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=grace + STOP_SLACK)
-
-
-def arm_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
-    """The Ray task of one unit (a streaming generator; see the module doc)."""
-    node = _node_facts()
-    request = RunRequest.from_dict(payload["request"])
-    base = _node_base(payload, str(node["node_id"]))
-    root = base / "runs" / str(payload["name"])
-    changes: dict[str, Any] = {"root": str(root), "quiet": True}
-    if payload.get("work"):
-        work = base / "work" / str(payload["work"])
-        work.mkdir(parents=True)
-        changes["cwd"] = str(work)
-    if request.devices:
-        # The lease is taken on the NPUs Ray gave this task, on this node (C4).
-        changes["devices"] = tuple(int(i) for i in node["npu_ids"])
-    request = replace(request, **changes)
-    root.mkdir(parents=True, exist_ok=True)
-    attempt = root / ledger.ATTEMPTS / str(payload["attempt_id"])
-    if os.path.lexists(attempt):
-        # Never send evidence this task did not make (C4): the runner would refuse the id
-        # anyway, and an older attempt of that name must not come home as this unit's.
-        yield Result(f"{attempt} exists on this node already; not run").to_dict()
-        yield End().to_dict()
-        return
-    with open(root / f".runner-{payload['attempt_id']}.stderr", "wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "skgate.runner", "--attempt-id", str(payload["attempt_id"])],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            start_new_session=True,
-            close_fds=True,
-        )
-    yield Started(node, str(attempt), proc.pid).to_dict()
-    assert proc.stdin is not None and proc.stdout is not None
-    with contextlib.suppress(BrokenPipeError):
-        proc.stdin.write(json.dumps(request.to_dict()).encode())
-    proc.stdin.close()
-    tail = JournalFollower(attempt / files.EVENTS)
-    try:
-        while True:
-            try:
-                proc.wait(timeout=0.5)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            yield from _progress(tail)
-    except KeyboardInterrupt:  # ray.cancel: the runner records interrupted / external
-        _ask_stop(proc, attempt, request.grace)
-        raise
-    yield from _progress(tail)
-    lines = proc.stdout.read().decode("utf-8", "backslashreplace").strip().splitlines()
-    try:
-        result: Any = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        result = None
-    if not isinstance(result, dict):
-        result = {"error": f"the runner ended without a result (exit status {proc.returncode})"}
-    error = result.get("error")
-    yield Result(None if error is None else str(error)).to_dict()
-    if (attempt / files.SEAL).is_file():
-        yield from send_items(attempt, int(payload.get("chunk", CHUNK)))
-    yield End().to_dict()
-
-
-def collect_task(payload: dict[str, Any]) -> Iterator[dict[str, Any] | bytes]:
-    """Bring home an attempt left on this node (after a cancel): wait for its seal."""
-    attempt = Path(str(payload["origin"]))
-    deadline = time.monotonic() + float(payload["wait_s"])
-    while not (attempt / files.SEAL).is_file() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    if not (attempt / files.SEAL).is_file():
-        yield Result(f"{attempt} was not sealed in time").to_dict()
-        yield End().to_dict()
-        return
-    yield Result(None).to_dict()
-    yield from send_items(attempt, int(payload.get("chunk", CHUNK)))
-    yield {"kind": "end"}
-
-
 # --------------------------------------------------------------------------- driver side
 
 
@@ -264,6 +97,7 @@ class _Flight:
     node: dict[str, Any] | None = None
     origin: str | None = None
     runner_pid: int | None = None
+    runner_start_ticks: int | None = None
     cancelled: bool = False
 
 
@@ -404,6 +238,11 @@ class RayExecutor:
                 t.join()
         return [results[u.key] for u in units]
 
+    def submitted(self) -> list[str]:
+        """Keys of the units whose task was submitted (cancelling one that ended is a no-op)."""
+        with self._lock:
+            return [k for k, f in self._flights.items() if f.gen is not None]
+
     def cancel(self, key: str) -> bool:
         """``ray.cancel`` the task of one unit (its runner records interrupted/external)."""
         with self._lock:
@@ -435,7 +274,7 @@ class RayExecutor:
         ray = _ray()
         unit = flight.unit
         try:
-            verdict, error = self._drain(flight, gen, board)
+            verdict, said = self._drain(flight, gen, board)
         except ray.exceptions.TaskCancelledError:
             if cancelled:
                 return self._lost(flight, board, "the collect task was cancelled")
@@ -445,7 +284,8 @@ class RayExecutor:
         except (EvidenceError, OSError) as exc:
             board.update(unit.key, state=ArmState.UNKNOWN, note=str(exc), final=True)
             return self._result(flight, lost=f"evidence could not be brought home: {exc}")
-        if verdict is None and cancelled:
+        error = said.error if said is not None else None
+        if verdict is None and cancelled and not (said is not None and said.nothing_ran):
             return self._lost(flight, board, error or "no sealed attempt after the cancel")
         if verdict is None:
             board.update(unit.key, state=ArmState.NOT_RUN, note=error or "", final=True)
@@ -481,6 +321,8 @@ class RayExecutor:
             .remote(
                 {
                     "origin": flight.origin,
+                    "runner_pid": flight.runner_pid,
+                    "runner_start_ticks": flight.runner_start_ticks,
                     "wait_s": unit.request.grace * 2 + STOP_SLACK,
                     "chunk": self.chunk,
                 }
@@ -507,12 +349,15 @@ class RayExecutor:
             **kw,
         )
 
-    def _drain(self, flight: _Flight, gen: Any, board: Board) -> tuple[Verdict | None, str | None]:
-        """Consume one task's stream; import the attempt when it arrives whole."""
+    def _drain(
+        self, flight: _Flight, gen: Any, board: Board
+    ) -> tuple[Verdict | None, Result | None]:
+        """Consume one task's stream; import the attempt when it arrives whole. Also the
+        task's own result message (None when the stream had none)."""
         ray = _ray()
         unit = flight.unit
         incoming: Incoming | None = None
-        error: str | None = None
+        said: Result | None = None
         verdict: Verdict | None = None
         try:
             for ref in gen:
@@ -527,6 +372,7 @@ class RayExecutor:
                 if isinstance(message, Started):
                     flight.node, flight.origin = dict(message.node), message.origin
                     flight.runner_pid = message.runner_pid
+                    flight.runner_start_ticks = message.runner_start_ticks
                     label = _node_label(flight.node)
                     board.update(unit.key, node=label, state=ArmState.PREFLIGHT)
                 elif isinstance(message, Progress):
@@ -537,7 +383,7 @@ class RayExecutor:
                         stages=message.stages,
                     )
                 elif isinstance(message, Result):
-                    error = message.error
+                    said = message
                 elif isinstance(message, FileList):
                     incoming = Incoming(Path(unit.request.root), flight.target.name, self.max_bytes)
                     incoming.feed(item)
@@ -553,7 +399,7 @@ class RayExecutor:
         finally:
             if incoming is not None:
                 incoming.discard()
-        return verdict, error
+        return verdict, said
 
 
 def _message(key: str, item: dict[str, Any]) -> Message:
