@@ -199,7 +199,7 @@ class StageTracker:
         hidden = owned_unannounced_roots(
             outputs, before, {r.pid for r in recs}, [r for r, _ in named]
         )
-        roots = announced_roots([*named, *((r, None) for r in hidden)], outputs, before)
+        roots = announced_roots(named, outputs, before, hidden)
         recognised = _recognise_from_roots(found, args_of, roots, self.cwd)
         stages: list[StageRecord] = []
         for rec in found:

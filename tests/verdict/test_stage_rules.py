@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from skgate.model.frozen import replace
 from skgate.model.launcher import LauncherFacts
+from skgate.model.phrases import Lang
 from skgate.model.records import Evidence, Stage, State, Summary, Verdict
 from skgate.model.stages import (
     AnnouncedRoot,
@@ -35,7 +36,7 @@ from skgate.verdict.stages import (
     not_final_reason,
     returned_naturally,
 )
-from skgate.verdict.words import headline
+from skgate.verdict.words import headline, in_language
 
 ARGV = ("op_compiler", "-p", "/o/r/1_opcompile_selected", "-v", "S", "-j", "2", "-o", "/o/r")
 
@@ -239,10 +240,46 @@ def test_a_silent_cache_hit_is_seen_on_disk_and_only_then() -> None:
         other = classify(disk_ev(roots, caches))
         assert other.state is State.UNKNOWN and other.compiled is None, (roots, caches)
     said = classify(disk_ev(announced(), ()))
-    assert any("the launcher announced a static compile" in r for r in said.reasons)
+    assert any(f"C2.5: the launcher announced {ROOT} and dumped" in r for r in said.reasons)
     # A failing exit with a hit: the command's own failure (C2.3), not a compiler result.
     hit_failed = classify(disk_ev(announced(), cache(), exit_status=1))
     assert hit_failed.state is State.FAILED and "not a compiler result" in hit_failed.reasons[0]
+
+
+HIDDEN = "/o/static_kernel_compile_outputs/ts20261202000000000001_pid9_outputs"
+
+
+def hidden_root() -> AnnouncedRoot:
+    return AnnouncedRoot(HIDDEN, None, True, 2, 0, 0, unannounced=True)
+
+
+@pytest.mark.parametrize(
+    ("roots", "made"),
+    [
+        ((hidden_root(),), f"the launcher made {HIDDEN} without a start line"),
+        (
+            (*announced(), hidden_root()),
+            f"the launcher announced {ROOT} and made {HIDDEN} without a start line",
+        ),
+    ],
+    ids=["hidden", "both"],
+)
+def test_a_root_no_start_line_named_is_never_said_announced(
+    roots: tuple[AnnouncedRoot, ...], made: str
+) -> None:
+    """A hidden start line (PYTHONWARNINGS=ignore): the root is still this attempt's, but
+    the reasons say what is known, made by an owned process, never "announced" (C2)."""
+    for caches, state in ((cache(), State.SUCCEEDED), ((), State.UNKNOWN)):
+        v = classify(disk_ev(roots, caches))
+        assert v.state is state
+        joined = "\n".join(v.reasons)
+        assert made in joined, joined
+        assert f"announced {HIDDEN}" not in joined
+        zh = [in_language(r, Lang.ZH) for r in v.reasons if "without a start line" in r]
+        assert zh and all("（原文）" not in z and "without" not in z for z in zh), zh
+        assert all("（未打印启动行）" in z and "创建了" in z for z in zh), zh
+        if len(roots) == 2:
+            assert all("宣布了" in z for z in zh), zh
 
 
 def test_unpaired_inputs_and_logs_are_named_and_never_succeed() -> None:

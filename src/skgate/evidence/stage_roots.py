@@ -119,13 +119,16 @@ def announced_roots(
     roots: Iterable[tuple[str, int | None]],
     outputs: os.PathLike[str] | str | None,
     before: Iterable[tuple[str, int]],
+    hidden: Collection[str] = (),
 ) -> tuple[AnnouncedRoot, ...]:
-    """Each build directory a start line named, as it is now (after the tree ended)."""
+    """Each build directory a start line named, as it is now (after the tree ended),
+    then each of ``hidden`` (:func:`owned_unannounced_roots`), marked unannounced."""
     seen: set[str] = set()
     names_before = {name for name, _ in before}
     out_dir = os.path.normpath(os.fspath(outputs)) if outputs is not None else None
     found: list[AnnouncedRoot] = []
-    for root, rank in roots:
+    unnamed = {os.path.normpath(h) for h in hidden}
+    for root, rank in [*roots, *((h, None) for h in hidden)]:
         path = os.path.normpath(root)
         if path in seen or len(found) >= MAX_ROOTS:
             continue
@@ -133,7 +136,9 @@ def announced_roots(
         exists = _lstat_dir(path)
         inputs, logs, runs, chosen = _root_counts(path) if exists else (0, 0, 0, None)
         pre = os.path.dirname(path) == out_dir and os.path.basename(path) in names_before
-        found.append(AnnouncedRoot(path, rank, exists, inputs, logs, runs, pre, chosen))
+        found.append(
+            AnnouncedRoot(path, rank, exists, inputs, logs, runs, pre, chosen, path in unnamed)
+        )
     return tuple(found)
 
 

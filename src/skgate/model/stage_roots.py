@@ -40,6 +40,9 @@ class AnnouncedRoot:
     #: a record that did not count them). 0: every input was left out (blacklisted or
     #: compiled before), and torchair returns before the lookup, so no hit (stand-in 2).
     chosen: int | None = None
+    #: No start line named it: an owned process made it after launch (the start line, a
+    #: ``warnings.warn``, was hidden). Reasons then never say "announced".
+    unannounced: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -53,6 +56,8 @@ class AnnouncedRoot:
         }
         if self.chosen is not None:
             out["chosen"] = self.chosen
+        if self.unannounced:
+            out["unannounced"] = True
         return out
 
     @classmethod
@@ -66,6 +71,7 @@ class AnnouncedRoot:
             run_packages=require(data, "run_packages", int, where),
             preexisting=bool(data.get("preexisting", False)),
             chosen=opt_int(data, "chosen", where),
+            unannounced=data.get("unannounced") is True,
         )
 
 

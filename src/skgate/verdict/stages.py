@@ -385,23 +385,35 @@ def no_compile_reason(view: SummaryView, record: Stages | None = None) -> str:
             "no compile ran: a cached package was installed (Static kernel cache hit: "
             f"{shown}); this attempt is no compile-health evidence; {CACHE_ADVICE}"
         )
-    roots = ", ".join(a.root for a in view.announced[:MAX_LISTED])
     caches = ", ".join(cache_paths(record)[:MAX_LISTED])
     return (
-        "no compile ran: a cached package was installed (the launcher announced "
-        f"{roots}, dumped its inputs there and started no op_compiler; the cache {caches}, "
+        f"no compile ran: a cached package was installed (the launcher {_made(view)}, "
+        f"dumped its inputs there and started no op_compiler; the cache {caches}, "
         f"there before launch, names {shown}); this attempt is no compile-health "
         f"evidence; {CACHE_ADVICE}"
     )
+
+
+def _made(view: SummaryView) -> str:
+    """What the launcher did with its build directories, said as exactly as it is known:
+    "announced" only for roots a start line named; one no start line named was made by an
+    owned process after launch (its start line hidden, C2: never a claim beyond the
+    evidence)."""
+    shown = view.announced[:MAX_LISTED]
+    named = ", ".join(a.root for a in shown if not a.unannounced)
+    hidden = ", ".join(a.root for a in shown if a.unannounced)
+    said = [f"announced {named}"] if named else []
+    if hidden:
+        said.append(f"made {hidden} without a start line")
+    return " and ".join(said)
 
 
 def announced_no_compile_reason(view: SummaryView) -> str | None:
     """C2.5: a compile was announced, no op_compiler ran, and no cache explains it."""
     if not view.announced or view.compiled is False:
         return None
-    roots = ", ".join(a.root for a in view.announced[:MAX_LISTED])
     return (
-        f"the launcher announced a static compile ({roots}) and dumped its inputs, but no "
+        f"the launcher {_made(view)} and dumped its inputs there, but no "
         "op_compiler process was observed and no cache file that existed before launch "
         "names a package that exists: whether anything was compiled or installed cannot "
         "be told"

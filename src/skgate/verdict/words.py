@@ -381,6 +381,11 @@ def _fragments_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
         (re.compile(r"但an owned op_compiler was observed"), "但观察到了自有 op_compiler"),
         (re.compile(r"但the launcher reported a compile cache hit"), "但启动器报告了编译缓存命中"),
         (re.compile(r"但a final summary was printed"), "但打印了最终汇总"),
+        # What the launcher did with its build directories (verdict.stages._made).
+        (re.compile(r"启动器announced (.+?) and made "), r"启动器宣布了 \1，并创建了 "),
+        (re.compile(r"启动器announced "), "启动器宣布了 "),
+        (re.compile(r"启动器made "), "启动器创建了 "),
+        (re.compile(r" without a start line"), "（未打印启动行）"),
         (re.compile(r"（succeeded）"), "（成功）"),
         (re.compile(r"（failed）"), "（失败）"),
         (re.compile(r"表明 succeeded"), "表明成功"),

@@ -32,22 +32,22 @@ STAGE_REASONS_ZH: tuple[tuple[str, str], ...] = (
     ),
     (
         r"C2\.([23]): no compile ran: a cached package was installed \(the launcher "
-        r"announced (.*), dumped its inputs there and started no op_compiler; the cache (.*), "
+        r"(.*), dumped its inputs there and started no op_compiler; the cache (.*), "
         r"there before launch, names (.*)\); this attempt is no compile-health evidence; turn "
         r"the launcher's static kernel compile cache off \(or delete "
         r"static_kernel_compile_outputs/static_kernel_cache after `skgate cleanup`\) for a "
         r"real compile",
-        r"C2.\1：没有运行编译：安装的是缓存中的包（启动器宣布了 \2，在其中导出了输入，但没有启动 "
+        r"C2.\1：没有运行编译：安装的是缓存中的包（启动器\2，在其中导出了输入，但没有启动 "
         r"op_compiler；启动前已存在的缓存 \3 指向 \4）；本次尝试不能作为编译健康证据；"
         "如需真正编译，请关闭启动器的静态 kernel 编译缓存"
         "（或在 `skgate cleanup` 之后删除 static_kernel_compile_outputs/static_kernel_cache）",
     ),
     (
-        r"C2\.5: the launcher announced a static compile \((.*)\) and dumped its inputs, but "
+        r"C2\.5: the launcher (.*) and dumped its inputs there, but "
         r"no op_compiler process was observed and no cache file that existed before launch "
         r"names a package that exists: whether anything was compiled or installed cannot be "
         r"told",
-        r"C2.5：启动器宣布了静态编译（\1）并导出了输入，但没有观察到 op_compiler 进程，"
+        r"C2.5：启动器\1，并在其中导出了输入，但没有观察到 op_compiler 进程，"
         "启动前也没有任何缓存文件指向一个存在的包：无法判断是否编译或安装了任何内容",
     ),
     (
@@ -63,11 +63,11 @@ STAGE_REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"C2.5：\1：每个输入都有 succ 日志，但其结果根目录（\2）下没有生成 .run 包",
     ),
     (
-        r"C2\.5: no compile ran: a cached package was installed \(the launcher announced "
+        r"C2\.5: no compile ran: a cached package was installed \(the launcher "
         r"(.*), dumped its inputs there and started no op_compiler; the cache (.*), there "
         r"before launch, names (.*)\); this attempt is no compile-health evidence; .+; exit "
         r"status (-?\d+) is therefore not a compiler result",
-        r"C2.5：没有运行编译：安装的是缓存中的包（启动器宣布了 \1，在其中导出了输入，但没有启动 "
+        r"C2.5：没有运行编译：安装的是缓存中的包（启动器\1，在其中导出了输入，但没有启动 "
         r"op_compiler；启动前已存在的缓存 \2 指向 \3）；本次尝试不能作为编译健康证据；"
         r"因此退出码 \4 不是编译结果",
     ),
