@@ -368,14 +368,18 @@ def test_stop_signal_at_instant_is_forwarded_or_deferred_never_lost(
         # the ledger's end entry.
         late = end.get("signals_while_sealing", [])
         told = case.proc.stderr.read().decode() if case.proc.stderr else ""
+        # After the last ledger entry the runner says so in one line (or, under a default
+        # disposition, ends by it): at any instant, a loaded machine may deliver the
+        # signal that late (CI: SIGTERM seen at verdict.json, landing after the end).
         after_all = f"{sig.name} received after the attempt was recorded" in told or (
-            case.proc.returncode in (-sig, 130)  # default disposition, back after the end
+            case.proc.returncode in (-sig, 128 + sig)
         )
-        assert (
-            any(e["signal"] == sig for e in received)
-            or late == [sig.name]
-            or (instant == "file:seal.json" and after_all)
-        ), (names, end, told)
+        assert any(e["signal"] == sig for e in received) or late == [sig.name] or after_all, (
+            names,
+            end,
+            told,
+            case.proc.returncode,
+        )
     if "tree_ended" in names and names.index("tree_ended") < min(
         (names.index(e["event"]) for e in received), default=len(names)
     ):

@@ -62,3 +62,57 @@ def test_a_second_late_signal_of_the_same_kind_ends_at_once(count: int) -> None:
     assert "exited normally" not in done.stdout
     assert "Traceback" not in done.stderr
     assert done.stderr.count("received after the attempt was recorded") == 1
+
+
+#: A stop signal that arrives while the process ends (blocked here so that it is surely
+#: pending at the end, as one landing in the last instant would be): exit_now must act on
+#: it as its disposition says, where the interpreter's teardown would drop it silently.
+AT_EXIT = textwrap.dedent(
+    """
+    import os, signal, sys
+    from skgate.proc.signals import StopSignals, exit_now
+
+    mode = sys.argv[1]
+    if mode == "late":
+        stops = StopSignals()
+        stops.install()
+        stops.restore(late=lambda m: os.write(2, (m + "\\n").encode()))
+    elif mode == "ignored":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    os.kill(os.getpid(), signal.SIGTERM)
+    print("recorded", flush=True)
+    if sys.argv[2] == "teardown":
+        sys.exit(3)
+    exit_now(3)
+    """
+)
+
+
+def _at_exit(mode: str, how: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", AT_EXIT, mode, how],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL),
+    )
+
+
+def test_a_signal_pending_at_the_exit_is_said_never_dropped() -> None:
+    res = _at_exit("late", "exit_now")
+    assert res.stdout == "recorded\n"
+    assert res.stderr == "skgate: SIGTERM received after the attempt was recorded\n"
+    assert res.returncode == 3  # the verdict's status: the attempt is recorded
+    # The contrast: ended through the interpreter's teardown, the same pending signal is
+    # never acted on.
+    plain = _at_exit("late", "teardown")
+    assert plain.stderr == "" and plain.returncode == 3
+
+
+@pytest.mark.parametrize(("mode", "code"), [("default", 128 + 15), ("ignored", 3)])
+def test_a_pending_signal_under_its_default_ends_as_it_would(mode: str, code: int) -> None:
+    res = _at_exit(mode, "exit_now")
+    assert res.stdout == "recorded\n" and res.stderr == ""
+    assert res.returncode == code

@@ -35,11 +35,12 @@ AREAS = table.AREAS
 COMMAND_AREA = table.COMMAND_AREA
 
 
-#: Set by a command whose caller waits on this process's exit (``start``, ``wait``,
-#: ``stop``: an agent's next step, timed by a benchmark): :func:`entry` then flushes the
-#: output and ends the process without the interpreter's teardown (about 10 ms here).
-#: Nothing is lost: every file skgate writes is complete (write, fsync, rename) before a
-#: handler returns.
+#: Set by a command whose caller waits on this process's exit (``run``, ``start``,
+#: ``wait``, ``stop``: an agent's next step, timed by a benchmark): :func:`entry` then
+#: flushes the output and ends the process without the interpreter's teardown (about
+#: 10 ms here), where a stop signal would be taken and never acted on
+#: (:func:`skgate.proc.signals.exit_now`). Nothing is lost: every file skgate writes is
+#: complete (write, fsync, rename) before a handler returns.
 _exit_at_once = [False]
 
 
@@ -194,8 +195,7 @@ def _internal_error(exc: Exception) -> int:
 def entry() -> NoReturn:
     code = main()
     if _exit_at_once[0]:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
-        os._exit(code)
+        from skgate.proc.signals import exit_now  # noqa: PLC0415 - only these commands
+
+        exit_now(code)
     sys.exit(code)

@@ -75,7 +75,7 @@ def spec_run(sub: argparse._SubParsersAction[Any]) -> None:
     )
     # Catches a command given without '--', to say exactly that instead of a vague error.
     p.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
-    p.set_defaults(handler=Handler("skgate.cli.run", "cmd_run"))
+    p.set_defaults(handler=Handler("skgate.cli.run", "cmd_run"), exit_at_once=True)
 
 
 def spec_status(sub: argparse._SubParsersAction[Any]) -> None:
