@@ -28,17 +28,21 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _run(mode: str, count: int) -> subprocess.CompletedProcess[str]:
-    # The child starts with SIGINT at Python's default (not inherited ignored), which is
+def _child(script: str, signum: int, *args: str) -> subprocess.CompletedProcess[str]:
+    # The child starts with ``signum`` at its default (not inherited ignored), which is
     # what the test relies on: set it explicitly.
     return subprocess.run(
-        [sys.executable, "-c", SCRIPT, mode, str(count)],
+        [sys.executable, "-c", script, *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL),
     )
+
+
+def _run(mode: str, count: int) -> subprocess.CompletedProcess[str]:
+    return _child(SCRIPT, signal.SIGINT, mode, str(count))
 
 
 def test_plain_restore_gives_back_pythons_default() -> None:
@@ -90,14 +94,7 @@ AT_EXIT = textwrap.dedent(
 
 
 def _at_exit(mode: str, how: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", AT_EXIT, mode, how],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL),
-    )
+    return _child(AT_EXIT, signal.SIGTERM, mode, how)
 
 
 def test_a_signal_pending_at_the_exit_is_said_never_dropped() -> None:

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,16 +115,24 @@ def _owned_gone(attempt: Path) -> None:
         assert not is_alive(rec["pid"], rec["start_ticks"]), rec
 
 
-def test_a_cancel_landing_at_a_yield_still_stops_the_runner(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _start_arm(
+    tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Generator[dict[str, Any] | bytes, None, None], Started]:
+    """The arm task of a fresh unit, run up to its first item (the runner started)."""
     _node(monkeypatch)
-    gen = ray_node.arm_task(_payload(tmp_path, _request(tmp_path, grace=0.5)))
+    gen = ray_node.arm_task(_payload(tmp, _request(tmp, grace=0.5)))
     first = next(gen)
     assert isinstance(first, dict)
     started = message_from_dict(first)
     assert isinstance(started, Started)
     _remember(started.runner_pid)
+    return gen, started
+
+
+def test_a_cancel_landing_at_a_yield_still_stops_the_runner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gen, started = _start_arm(tmp_path, monkeypatch)
     attempt = Path(started.origin)
     # Drain progress until the workload provably runs, then close the generator at its
     # yield: what Ray does when the cancel lands in its own code.
@@ -145,13 +153,8 @@ def test_a_cancel_landing_at_a_yield_still_stops_the_runner(
 def test_a_cancel_at_the_first_yield_still_stops_through_skgate_stop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _node(monkeypatch)
-    gen = ray_node.arm_task(_payload(tmp_path, _request(tmp_path, grace=0.5)))
-    first = next(gen)
-    assert isinstance(first, dict)
-    started = message_from_dict(first)
-    assert isinstance(started, Started) and started.runner_start_ticks is not None
-    _remember(started.runner_pid)
+    gen, started = _start_arm(tmp_path, monkeypatch)
+    assert started.runner_start_ticks is not None
     # At the very first yield the runner may not even have recorded its attempt yet: it
     # holds its request already, and the cancel waits for the record to stop it by name.
     gen.close()
