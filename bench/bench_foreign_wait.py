@@ -33,7 +33,7 @@ from pathlib import Path
 
 from skgate.model.request import RunRequest
 from skgate.proc.observe import compiler_processes
-from skgate.runner import run_here
+from skgate.runner.run import run_here
 
 #: The blocker: named like a compiler (prctl comm), it exits once the runner is waiting.
 BLOCKER = r"""

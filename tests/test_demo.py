@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from conftest import run_skgate
-from skgate.demo import scenario_names
+from skgate.demo.scenarios import scenario_names
 
 # End-to-end runs of seconds each: left out of the fast selection (README, Development).
 pytestmark = pytest.mark.slow

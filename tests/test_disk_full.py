@@ -206,7 +206,7 @@ def test_after_a_failed_append_later_lines_wait_for_the_repair() -> None:
 #: returned: the one finishing function is replaced before the CLI runs.
 FULL_WHILE_FINISHING = """\
 import errno, os, sys
-from skgate import runner
+from skgate.runner import run as runner
 from skgate.cli.main import main
 
 def full(*_args, **_kwargs):

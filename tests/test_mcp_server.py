@@ -16,7 +16,7 @@ import pytest
 
 import skgate
 from conftest import ENV
-from skgate.mcp_server import RULES
+from skgate.agents.mcp_server import RULES
 
 pytest.importorskip("mcp", reason="the optional extra skgate[mcp] is not installed")
 

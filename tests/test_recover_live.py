@@ -22,8 +22,8 @@ import pytest
 from conftest import Reaper, events, pid_alive, run_skgate, start_skgate, wait_file, wait_for
 from skgate.evidence import files
 from skgate.evidence.intent import INTENT, write_intent
-from skgate.liveness import current_verdict, probe
 from skgate.model.records import State
+from skgate.read.liveness import current_verdict, probe
 
 #: The leader forks an ``opc`` (argv[0] only, as in the issue) that waits for ``release``,
 #: writes its pid, and itself waits for ``leader-go``: so the runner can be killed while

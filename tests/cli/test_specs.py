@@ -20,7 +20,7 @@ from skgate.model import exits
 
 
 def test_the_copied_values_equal_their_sources() -> None:
-    from skgate import demo
+    from skgate.demo import scenarios as demo
     from skgate.evidence import files
     from skgate.model import phrases, request
     from skgate.regress.matrix import load

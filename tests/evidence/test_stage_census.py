@@ -20,7 +20,7 @@ from skgate.model.events import Event, StageSeen
 from skgate.model.frozen import replace
 from skgate.model.records import ProcessRecord
 from skgate.model.stages import InputOutcome, Pairing, StageCensus
-from skgate.stage_tracker import StageTracker, is_stage
+from skgate.runner.stage_tracker import StageTracker, is_stage
 
 
 def tree(root: Path) -> Path:

@@ -16,7 +16,7 @@ from skgate.model.stages import ArgsFrom, StageRecord
 from skgate.proc.events import Kind, ProcEvent
 from skgate.proc.observe import ProcStat
 from skgate.proc.owned import SEEN_LAUNCH, OwnedTree, Proc
-from skgate.stage_tracker import StageTracker
+from skgate.runner.stage_tracker import StageTracker
 from skgate.verdict.stages import not_final_reason
 
 # pids far above pid_max: /proc has nothing of them, as of processes already gone.

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
-from skgate.demo import HookApprovals, scenario_request
+from skgate.demo.scenarios import HookApprovals, scenario_request
 from skgate.model.phrases import Lang
 from skgate.model.records import State
 from skgate.model.request import RunRequest
 from skgate.report.markdown import render_attempt_markdown
-from skgate.runner import run_here
+from skgate.runner.run import run_here
 
 BLOCKER = r"""
 import ctypes, glob, sys, time

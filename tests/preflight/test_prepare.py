@@ -25,7 +25,7 @@ from skgate.model.request import RunRequest
 from skgate.preflight import jobs, profiler
 from skgate.preflight.prepare import env_delta, find_interpreter, prepare, render_lines
 from skgate.proc.observe import is_alive, read_stat
-from skgate.runner import run_here
+from skgate.runner.run import run_here
 
 NOBODY = "skgt-none-xyz"  # a compiler name nobody runs: other agents' opc stay invisible
 

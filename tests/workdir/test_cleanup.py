@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
-from skgate import liveness
 from skgate.evidence import digest, ledger, seal
 from skgate.evidence import load as evidence
 from skgate.evidence.files import CONTROL, OWNERSHIP, VERDICT, write_json_new
@@ -23,6 +22,7 @@ from skgate.model.frozen import replace
 from skgate.model.records import Cause, Ownership, ProcessRecord, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.proc import observe
+from skgate.read import liveness
 from skgate.workdir import cleanup as artifacts
 from skgate.workdir import retry as clean_retry
 

@@ -24,16 +24,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from skgate import __version__, lifecycle
+from skgate import __version__
+from skgate.api import lifecycle
 from skgate.evidence.files import DEFAULT_ROOT, EVENTS, is_attempt_dir
 from skgate.evidence.ledger import latest
-from skgate.liveness import current_verdict
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.outcomes import PackageMode
 from skgate.model.phrases import LANGS, Lang
 from skgate.model.request import RunRequest
 from skgate.preflight.prepare import prepare
 from skgate.preflight.render import preflight_record
+from skgate.read.liveness import current_verdict
 from skgate.report import facts, load
 from skgate.report import markdown as report
 from skgate.workdir import outputs_check

@@ -15,7 +15,7 @@ Example::
 
 For runs that outlive the caller (an agent, a Ray task): :func:`start` returns once the
 detached runner has launched the command, :func:`wait` waits read-only in bounded steps,
-:func:`stop` asks the runner to interrupt (see :mod:`skgate.lifecycle`)::
+:func:`stop` asks the runner to interrupt (see :mod:`skgate.api.lifecycle`)::
 
     started = start(["bash", "run.sh"], timeout=7200)
     while (result := wait(started.attempt, max_seconds=120)).outcome == "in_progress":
@@ -34,15 +34,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skgate import lifecycle
+from skgate.api import lifecycle
+from skgate.api.lifecycle import StopResult, WaitResult
 from skgate.evidence.files import DEFAULT_ROOT
 from skgate.evidence.ledger import latest
-from skgate.lifecycle import StopResult, WaitResult
-from skgate.liveness import current_verdict
 from skgate.model.errors import UsageError
 from skgate.model.protocol import Started, read_reply
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
+from skgate.read.liveness import current_verdict
 
 
 def run_attempt(request: RunRequest) -> Verdict:

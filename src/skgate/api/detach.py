@@ -10,9 +10,9 @@ caller (double fork). It is still the child subreaper of its workload
 (:mod:`skgate.proc.supervise`). ``start`` returns once the attempt is recorded and the
 command launched, refused, or waiting for a blocker: foreign compilers and device leases
 are waited for by the detached runner, never by the caller (C4). Waiting and stopping
-are in :mod:`skgate.lifecycle`.
+are in :mod:`skgate.api.lifecycle`.
 
-Protocol of the detached runner: ``python -m skgate.detach FD`` with a
+Protocol of the detached runner: ``python -m skgate.api.detach FD`` with a
 :class:`~skgate.model.records.RunRequest` as JSON on stdin; it forks once more, and the
 grandchild (the runner) writes one JSON line to descriptor FD: the :class:`Started`
 record, or ``{"error": MESSAGE, "exit_code": N}``; then it closes FD. The caller reads
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 # Start latency (issue 13): this module imports only what the caller needs up to the
 # fork. The runner imports the rest of skgate once it has started its early preflight
-# work (skgate.preflight.early); the caller imports skgate.lifecycle after the fork, to
+# work (skgate.preflight.early); the caller imports skgate.api.lifecycle after the fork, to
 # read the reply, while the runner works on the other core.
 
 RUNNER_LOG = "runner.log"
@@ -58,7 +58,7 @@ def start(request: RunRequest, *, fork: bool | None = None) -> Started:
 
     ``fork`` (default: only when this process is single-threaded, as the CLI is) forks
     this process instead of starting a new interpreter (one interpreter start-up less
-    per ``skgate start``); otherwise :func:`skgate.lifecycle.start` starts a fresh one, so
+    per ``skgate start``); otherwise :func:`skgate.api.lifecycle.start` starts a fresh one, so
     no lock or descriptor of a threaded caller is copied into the runner.
     Raises UsageError (bad input, nothing recorded) or BlockedError (no evidence root).
     """
@@ -66,7 +66,7 @@ def start(request: RunRequest, *, fork: bool | None = None) -> Started:
     if fork is None:
         fork = threading.active_count() == 1
     if not fork:
-        from skgate.lifecycle import start as lifecycle_start  # noqa: PLC0415 - see above
+        from skgate.api.lifecycle import start as lifecycle_start  # noqa: PLC0415 - see above
 
         return lifecycle_start(request)
     r, w = os.pipe2(os.O_CLOEXEC)
@@ -74,7 +74,7 @@ def start(request: RunRequest, *, fork: bool | None = None) -> Started:
         _fork_runner(request, r, w)
     finally:
         os.close(w)
-    from skgate.lifecycle import read_started  # noqa: PLC0415 - after the fork (see above)
+    from skgate.api.lifecycle import read_started  # noqa: PLC0415 - after the fork (see above)
 
     return read_started(r, request)
 
@@ -108,7 +108,7 @@ def _detach_stdio() -> None:
 
 
 def _runner_main(request: RunRequest, handshake: int) -> int:
-    """The detached runner (forked or ``python -m skgate.detach``): run and report."""
+    """The detached runner (forked or ``python -m skgate.api.detach``): run and report."""
     _detach_stdio()
     os.closerange(3, handshake)
     os.closerange(handshake + 1, 1 << 16)
@@ -145,7 +145,7 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
     from skgate.model.events import Blocked, Created, Event, Finished, Launched  # noqa: PLC0415
     from skgate.model.protocol import AttemptPhase  # noqa: PLC0415
     from skgate.model.running import State  # noqa: PLC0415
-    from skgate.runner import run_here  # noqa: PLC0415
+    from skgate.runner.run import run_here  # noqa: PLC0415
 
     reply: list[int] = [handshake]
     launched = [False]
@@ -244,7 +244,7 @@ def _child_main(argv: list[str]) -> int:  # pragma: no cover (a separate process
         handshake = int(argv[1])
         request = RunRequest.from_dict(json.loads(sys.stdin.buffer.read()))
     except (IndexError, ValueError, SkgateError) as exc:
-        print(f"skgate.detach: bad invocation: {exc}", file=sys.stderr)
+        print(f"skgate.api.detach: bad invocation: {exc}", file=sys.stderr)
         return 2
     if os.fork() != 0:
         os._exit(0)  # the runner is re-parented away from the caller

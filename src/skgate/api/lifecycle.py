@@ -1,6 +1,6 @@
 """Runs that outlive their caller, the caller's side: ``start``, ``wait`` and ``stop``.
 
-* :func:`start` starts the detached runner (:mod:`skgate.detach`, the runner's side) as
+* :func:`start` starts the detached runner (:mod:`skgate.api.detach`, the runner's side) as
   a fresh interpreter and returns once the command is launched, refused, or waiting
   for a blocker.
 
@@ -44,13 +44,13 @@ from skgate.evidence.follow import (
 )
 from skgate.evidence.journal import JournalFollower, iter_journal
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
-from skgate.liveness import current_verdict, runner_ref
 from skgate.model.errors import EvidenceError, UnfinishedError, UsageError
 from skgate.model.events import Blocked, Event, Finished, SignalReceived, VerdictLine
 from skgate.model.protocol import AttemptPhase, Started, read_reply
 from skgate.model.records import EXIT_CODES, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.proc.handle import ProcessHandle
+from skgate.read.liveness import current_verdict, runner_ref
 
 SCHEMA_WAIT = "skgate.wait/1"
 SCHEMA_STOP = "skgate.stop/1"
@@ -69,7 +69,7 @@ STOP_ACK_TIMEOUT = 10.0
 
 def start(request: RunRequest) -> Started:
     """Launch ``request`` under a detached runner started as a fresh interpreter
-    (``python -m skgate.detach``), and return once it is launched or refused.
+    (``python -m skgate.api.detach``), and return once it is launched or refused.
 
     Nothing of the calling process (its threads, locks, descriptors) reaches the runner,
     so a library caller or a server can use it. Raises UsageError (bad input: the runner
@@ -94,7 +94,7 @@ def read_started(r: int, request: RunRequest) -> Started:
 
 def _spawn_runner(request: RunRequest, w: int) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skgate.detach", str(w)],
+        [sys.executable, "-m", "skgate.api.detach", str(w)],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

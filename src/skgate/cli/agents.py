@@ -1,6 +1,6 @@
 """Command-line glue for runs that outlive their caller: ``start``, ``wait``, ``stop``, ``mcp``.
 
-Thin: call :mod:`skgate.detach` and :mod:`skgate.lifecycle` (or the MCP server), print,
+Thin: call :mod:`skgate.api.detach` and :mod:`skgate.api.lifecycle` (or the MCP server), print,
 return an exit status. The parsers are in :mod:`skgate.cli.specs`.
 """
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def cmd_start(args: argparse.Namespace) -> int:
-    from skgate import detach  # noqa: PLC0415
+    from skgate.api import detach  # noqa: PLC0415
     from skgate.model.protocol import AttemptPhase  # noqa: PLC0415
     from skgate.model.running import State  # noqa: PLC0415
 
@@ -45,7 +45,7 @@ def _stream(ev: Event) -> None:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
-    from skgate import lifecycle  # noqa: PLC0415
+    from skgate.api import lifecycle  # noqa: PLC0415
     from skgate.cli.show import print_verdict  # noqa: PLC0415
 
     def progress(line: str) -> None:
@@ -81,7 +81,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from skgate import lifecycle  # noqa: PLC0415
+    from skgate.api import lifecycle  # noqa: PLC0415
 
     result = lifecycle.stop(args.target, args.reason)
     if args.json:
@@ -92,7 +92,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from skgate import mcp_server  # noqa: PLC0415
+    from skgate.agents import mcp_server  # noqa: PLC0415
 
     code: int = mcp_server.serve(max_wait=args.max_wait)
     return code

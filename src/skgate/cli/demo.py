@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from skgate import demo as demo_mod
 from skgate.cli.show import print_verdict
+from skgate.demo import scenarios as demo_mod
 from skgate.report.facts import parse_lang
 
 

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 from skgate.evidence.files import is_attempt_dir
-from skgate.liveness import current_verdict
 from skgate.model.errors import UsageError
 from skgate.model.outcomes import PackageMode
 from skgate.model.records import Verdict
+from skgate.read.liveness import current_verdict
 from skgate.report import facts, load
 from skgate.report import markdown as report
 from skgate.report.lint import lint_file

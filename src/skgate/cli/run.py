@@ -61,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     validate(request)
     early = EarlyWork.begin(request)
     try:
-        from skgate.runner import run_here  # noqa: PLC0415
+        from skgate.runner.run import run_here  # noqa: PLC0415
 
         verdict = run_here(
             request,
@@ -91,7 +91,7 @@ def verdict_now(attempt: Path) -> Verdict:
     recorded = recorded_verdict(attempt)
     if recorded is not None:
         return recorded
-    from skgate.liveness import current_verdict  # noqa: PLC0415
+    from skgate.read.liveness import current_verdict  # noqa: PLC0415
 
     return current_verdict(attempt)
 
@@ -141,7 +141,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
     attempts = resolve(target)
     if len(attempts) != 1:
         raise UsageError(f"{target}: classify takes one attempt directory, not a root")
-    from skgate.liveness import recompute  # noqa: PLC0415
+    from skgate.read.liveness import recompute  # noqa: PLC0415
 
     verdict = recompute(attempts[0])
     print_verdict(verdict, args.json)

@@ -24,9 +24,9 @@ from rich.text import Text
 from skgate.evidence import files
 from skgate.evidence.journal import iter_journal
 from skgate.evidence.load import load_census, load_ownership
-from skgate.liveness import current_verdict, live_owned
 from skgate.model.events import Launched, Observation
 from skgate.model.records import State, Verdict
+from skgate.read.liveness import current_verdict, live_owned
 from skgate.verdict.words import duration, headline
 
 STYLE = {

@@ -4,7 +4,7 @@
 Thin: parse, call the library, print, return an exit status. ``verify``, ``cleanup`` and
 ``uninstall`` exit 1 when anything changed, was refused or failed; ``recover``,
 ``cleanup`` and ``retry`` refuse with ``StillLiveError`` (exit 6, naming the pids, nothing
-touched) while anything the attempt owns may live (``skgate.liveness``, issue 21).
+touched) while anything the attempt owns may live (``skgate.read.liveness``, issue 21).
 """
 
 from __future__ import annotations

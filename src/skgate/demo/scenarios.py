@@ -18,7 +18,7 @@ from skgate.model.exits import EXIT_BLOCKED
 from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
-from skgate.runner import run_here
+from skgate.runner.run import run_here
 from skgate.verdict.words import headline
 
 

@@ -48,7 +48,7 @@ from skgate.model.running import ProcessRecord, State
 if TYPE_CHECKING:
     # Annotation only: the tracker is runner-side (issue 22 s3); evidence/ never loads it.
     from skgate.model.records import Verdict
-    from skgate.stage_tracker import StageTracker
+    from skgate.runner.stage_tracker import StageTracker
 
 # <sys/inotify.h>
 IN_MODIFY = 0x00000002

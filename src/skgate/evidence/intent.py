@@ -5,7 +5,7 @@ no trace of the launch: the workload ran, yet ``recover`` sealed "nothing was la
 (``not_started``, C2 says that is never a compile result). With this record, a reader
 that finds the intent and no ``launched`` knows the workload may have run: the state is
 ``unknown``, never ``not_started``; and the record names the cgroup leaf the leader is
-born in, so the liveness check (``skgate.liveness``) finds the tree that no ``launched``
+born in, so the liveness check (``skgate.read.liveness``) finds the tree that no ``launched``
 entry names.
 
 A separate small file, so the journal's bytes stay those of every earlier attempt.

@@ -6,7 +6,7 @@ The runner itself classifies through it, so the verdict it writes is exactly the
 ``skgate classify`` recomputes later from the same files.
 
 Facts about now (is the runner alive, which owned processes live, has the frozen deadline
-passed) are live probing, not archive reading: :mod:`skgate.liveness` adds them, and this
+passed) are live probing, not archive reading: :mod:`skgate.read.liveness` adds them, and this
 module loads no ``skgate.proc`` module, so a report of archives never does (issue 22 s3).
 """
 
@@ -87,7 +87,7 @@ def load_control(attempt_dir: Path) -> Control:
 
 def prelaunch_evidence(attempt_dir: Path) -> Evidence:
     """Evidence of an attempt whose controls are not frozen yet (preflight under way),
-    from the archive alone (``skgate.liveness`` adds whether its runner lives)."""
+    from the archive alone (``skgate.read.liveness`` adds whether its runner lives)."""
     progress = Progress()
     finished = False
     blocked: list[str] = []
@@ -174,7 +174,7 @@ def _signal_of(ev: JournalSignalSent | SignalReceived, where: str) -> int:
 @dataclass(frozen=True)
 class Archived:
     """The classifier's input from the archive, and the two launch facts a live look at
-    the attempt needs (``skgate.liveness``): its frozen deadline and its cgroup leaf."""
+    the attempt needs (``skgate.read.liveness``): its frozen deadline and its cgroup leaf."""
 
     evidence: Evidence
     deadline_wall: float | None
@@ -283,7 +283,7 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
 
 def archived_verdict(attempt_dir: Path) -> Verdict:
     """The recorded verdict, else the classification of the archive alone: no look at
-    live processes (a report of archives; ``skgate.liveness.current_verdict`` adds it)."""
+    live processes (a report of archives; ``skgate.read.liveness.current_verdict`` adds it)."""
     if not files.present(attempt_dir / files.CONTROL) and files.present(attempt_dir / files.EVENTS):
         return classify(prelaunch_evidence(attempt_dir)).with_attempt(str(attempt_dir))
     recorded = recorded_verdict(attempt_dir)

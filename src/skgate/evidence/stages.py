@@ -1,6 +1,6 @@
 """``stages.json`` read back from an archived attempt (C2, C3).
 
-The runner side that builds it while the compile lives is :mod:`skgate.stage_tracker`.
+The runner side that builds it while the compile lives is :mod:`skgate.runner.stage_tracker`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The ``skgate stop`` request file, the runner's side (the caller's side is
-:func:`skgate.lifecycle.stop`): ``<root>/stop-requests/<attempt>.stop.json``, beside the attempts,
-never inside one. Here, apart from :mod:`skgate.lifecycle`, so a detached runner reads it
-without loading the waiting machinery before its launch."""
+:func:`skgate.api.lifecycle.stop`): ``<root>/stop-requests/<attempt>.stop.json``, beside
+the attempts, never inside one. Here, apart from :mod:`skgate.api.lifecycle`, so a
+detached runner reads it without loading the waiting machinery before its launch."""
 
 from __future__ import annotations
 

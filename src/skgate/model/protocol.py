@@ -1,7 +1,7 @@
 """The runner's reply protocol, read on the caller's side (no I/O: bytes in, a record out).
 
 A runner started as a child (``python -m skgate.runner`` for :func:`skgate.api.run`,
-``python -m skgate.detach`` for ``start``) ends its conversation with one JSON line:
+``python -m skgate.api.detach`` for ``start``) ends its conversation with one JSON line:
 its result, or ``{"error": MESSAGE, "exit_code": N}`` for skgate's own refusal.
 """
 

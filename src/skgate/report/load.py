@@ -46,7 +46,7 @@ def default_verdict_of(attempt_dir: Path) -> Verdict:
 
     A report reads archives and loads no live machinery (issue 22 s3); a caller that may
     look at live processes (``skgate report``, the MCP tools) passes
-    ``skgate.liveness.current_verdict`` instead."""
+    ``skgate.read.liveness.current_verdict`` instead."""
     return archived_verdict(attempt_dir)
 
 

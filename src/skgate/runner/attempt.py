@@ -38,7 +38,7 @@ Notify = Callable[[str], None]
 #: Receives every journal record right after it is written (``--events jsonl``, the
 #: detached runner's hand-shake with ``skgate start``).
 OnEvent = Callable[[Event], None]
-#: Returns the pending ``skgate stop`` request of an attempt, if any (skgate.lifecycle).
+#: Returns the pending ``skgate stop`` request of an attempt, if any (skgate.api.lifecycle).
 StopRequest = Callable[[Path], "dict[str, Any] | None"]
 
 

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skgate.attempt import Attempt, Notify, OnEvent, StopRequest
 from skgate.evidence import ledger
 from skgate.evidence.census import outputs_record, top_entries
 from skgate.evidence.diskfull import is_full
@@ -55,7 +54,8 @@ from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred
 from skgate.proc.sources import allowed_sources, open_sources
 from skgate.proc.supervise import Outcome, Supervisor, SupervisorConfig
 from skgate.proc.waitstatus import become_subreaper, cpu_seconds
-from skgate.runwatch import Echo, Watcher, finish_after_return
+from skgate.runner.attempt import Attempt, Notify, OnEvent, StopRequest
+from skgate.runner.watch import Echo, Watcher, finish_after_return
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict
@@ -120,7 +120,7 @@ def run_here(
     running it (a forwarded stop signal, for example, or a wait for a foreign compiler
     and its progress every ``progress_every`` seconds); ``on_event`` every journal
     record as it is written; ``stop_request`` is asked, when a SIGTERM arrives, whether
-    it is a ``skgate stop`` request (see :mod:`skgate.lifecycle`).
+    it is a ``skgate stop`` request (see :mod:`skgate.api.lifecycle`).
 
     Stop signals are deferred, never lost, from the allocation of the attempt to its last
     ledger entry (see :mod:`skgate.proc.signals`); the dispositions are restored on return.
@@ -427,7 +427,7 @@ STEPS: tuple[Callable[[_Run], Verdict | None], ...] = (
 # -- the child side of the API protocol -------------------------------------------------
 
 
-def _child_main(argv: list[str]) -> int:
+def child_main(argv: list[str]) -> int:
     attempt_id = argv[1] if len(argv) == 2 and argv[0] == "--attempt-id" else None
     if argv and attempt_id is None:
         print(json.dumps({"error": f"bad runner arguments: {argv}", "exit_code": 2}))
@@ -454,7 +454,3 @@ def _child_main(argv: list[str]) -> int:
         return exc.exit_code
     print(json.dumps(verdict.to_dict()))
     return 0 if verdict.state is State.SUCCEEDED else verdict.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(_child_main(sys.argv[1:]))

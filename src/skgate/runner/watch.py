@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from skgate.attempt import Attempt
 from skgate.evidence import files, plog
 from skgate.evidence.census import (
     OBSERVATION_EVERY,
@@ -32,7 +31,8 @@ from skgate.preflight import prepare as preflight
 from skgate.preflight.request import outputs_dir
 from skgate.proc.echo import TerminalEcho
 from skgate.proc.supervise import Outcome
-from skgate.stage_tracker import StageTracker
+from skgate.runner.attempt import Attempt
+from skgate.runner.stage_tracker import StageTracker
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict

@@ -4,7 +4,7 @@ Without it, a compile whose runner was killed runs on with no deadline at all (i
 s1): nobody enforces the frozen timeout. Adoption keeps the attempt's own frozen
 deadline and grace, and finishes as the runner would have:
 
-* the tree is the one liveness answer (:mod:`skgate.liveness`): the manifest, the
+* the tree is the one liveness answer (:mod:`skgate.read.liveness`): the manifest, the
   process journal and the cgroup leaf; each process is held by a pidfd opened and then
   checked by start time, so a recycled pid is never signalled (C4). The leaf, where it
   exists, is re-read while waiting, so a process forked after the adoption is held too;
@@ -30,13 +30,13 @@ from pathlib import Path
 from skgate.evidence import files
 from skgate.evidence.journal import iter_journal
 from skgate.evidence.load import load_control
-from skgate.liveness import LiveProcess, Source, probe
 from skgate.model.errors import StillLiveError
 from skgate.model.events import Adopted, AdoptedTreeEnded, Launched, SignalSent, Timeout
 from skgate.model.signals import signal_name
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
 from skgate.proc.handle import ProcessHandle
 from skgate.proc.observe import read_stat
+from skgate.read.liveness import LiveProcess, Source, probe
 
 
 def _launched(attempt: Path) -> Launched | None:

@@ -37,12 +37,12 @@ from typing import Any
 from skgate.evidence import digest, ledger, seal
 from skgate.evidence.files import CONTROL, require_dir, write_json_new
 from skgate.evidence.load import Control, load_control
-from skgate.liveness import live_processes, runner_is_alive
 from skgate.model.errors import BlockedError, EvidenceError, StillLiveError, UsageError
 from skgate.model.outcomes import MoveMethod
 from skgate.model.request import OUTPUTS_DIRNAME
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.proc import observe
+from skgate.read.liveness import live_processes, runner_is_alive
 
 #: C8: the outputs upstream's cleanup clears, in the order it lists them.
 OUTPUTS = (
@@ -160,7 +160,7 @@ def attempt_for_cleanup(
 def owned_alive(attempt: Path, control: Control) -> list[str]:
     """The attempt's runner and owned processes that may still live (pid + start time, C4).
 
-    The one liveness answer of ``skgate status`` (:mod:`skgate.liveness`): the runner, the
+    The one liveness answer of ``skgate status`` (:mod:`skgate.read.liveness`): the runner, the
     manifest, ``procs.jsonl`` and the cgroup leaf, each by same boot, pid and start time
     (issue 21 s1: the manifest alone missed an ``opc`` forked after its last snapshot).
     """

@@ -45,7 +45,6 @@ from skgate.evidence.journal import read_journal
 from skgate.evidence.load import load_control, load_evidence
 from skgate.evidence.logscan_file import scan_files
 from skgate.evidence.stops import clear_stop_request, stop_request_path
-from skgate.liveness import refuse_while_live
 from skgate.model.errors import EvidenceError
 from skgate.model.events import Created, Event, EventKind, Recovered, UnknownEvent
 from skgate.model.frozen import replace
@@ -54,6 +53,7 @@ from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight.request import outputs_dir
 from skgate.proc.keeper import KEPT_LOG
+from skgate.read.liveness import refuse_while_live
 from skgate.verdict.classify import classify
 from skgate.workdir.adopt import adopt
 

@@ -26,13 +26,13 @@ from typing import Any
 
 from skgate.evidence import files, ledger, seal
 from skgate.evidence.files import REGRESS_FILE
-from skgate.liveness import current_verdict
 from skgate.model.errors import UsageError
 from skgate.model.outcomes import ArmOutcome, Conclusion, RunStatus
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest, frozen_jobs
 from skgate.model.schema import SCHEMA_REGRESS
 from skgate.preflight import prepare as preflight
+from skgate.read.liveness import current_verdict
 from skgate.regress.change import is_inside
 from skgate.regress.common import (
     FAILED_WORDS,
