@@ -19,7 +19,9 @@ def test_exactly_two_setup_commands() -> None:
     assert len(cmds) == 2
     assert all("\n" not in c for c in cmds)
     assert cmds[0].endswith("skgate demo")
-    assert "'.[test]'" in cmds[1] and "pytest" in cmds[1]
+    assert "'.[test]'" in cmds[1] and ".ci/suites" in cmds[1]
+    # The suites script runs the tests themselves (and every other check).
+    assert "python -m pytest -q" in (ROOT / ".ci" / "suites").read_text()
 
 
 def test_ci_runs_the_readme_test_command() -> None:
