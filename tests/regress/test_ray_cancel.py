@@ -10,6 +10,7 @@ whose child ignores SIGTERM, so they need no cluster and run in the default suit
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -21,10 +22,11 @@ from typing import Any
 
 import pytest
 
-from conftest import ENV, events, read_json, script, wait_file
+from conftest import ENV, events, read_json, script, wait_file, wait_for
 from skgate import api
 from skgate.evidence import files
 from skgate.model.messages import Result, Started, message_from_dict
+from skgate.model.outcomes import VerdictFrom
 from skgate.model.request import RunRequest
 from skgate.proc.observe import is_alive, read_stat
 from skgate.regress import ray_node
@@ -263,3 +265,89 @@ def test_the_backstop_does_not_wait_for_a_sealed_attempt(tmp_path: Path) -> None
     items = _collect(attempt, asked_wait_s=30.0)
     assert time.monotonic() - t0 < 15, "a sealed attempt was waited for"
     assert message_from_dict(items[0]) == Result(None)
+
+
+#: A stand-in Ray worker: it runs one arm task and follows it, as a worker does.
+WORKER = """\
+import json, sys
+from skgate.regress import ray_node
+ray_node._node_facts = lambda: {
+    "hostname": "h", "node_id": "n" * 16, "task_id": "t", "npu_ids": [],
+    "visible_devices": None,
+}
+gen = ray_node.arm_task(json.loads(sys.argv[1]))
+print(json.dumps(next(gen)), flush=True)
+for _ in gen:
+    pass
+"""
+
+#: Marks itself started, then returns naturally once the test writes "go".
+UNTIL_GO = """\
+import sys, time
+from pathlib import Path
+M = Path(sys.argv[1])
+(M / "started.tmp").write_text("started\\n")
+(M / "started.tmp").rename(M / "started")
+while not (M / "go").exists():
+    time.sleep(0.05)
+"""
+
+
+def _direct_children(pid: int) -> list[tuple[int, int]]:
+    found = []
+    for entry in os.listdir("/proc"):
+        st = read_stat(int(entry)) if entry.isdigit() else None
+        if st is not None and st.ppid == pid:
+            found.append((st.pid, st.start_ticks))
+    return found
+
+
+def test_a_worker_exit_never_leaves_the_compile_unsupervised(tmp_path: Path) -> None:
+    """Issue 28 s9: Ray SIGKILLs a worker's direct children when the worker exits
+    (``RAY_kill_child_processes_on_worker_exit``, on by default). The runner used to be
+    one of them: it died and its workload ran on unsupervised. Now the runner is not a
+    child of the task: it survives, the workload returns naturally and the attempt is
+    sealed with the natural verdict."""
+    (tmp_path / "m").mkdir()
+    argv = (*script(tmp_path, "work.py", UNTIL_GO), str(tmp_path / "m"))
+    request = RunRequest(
+        argv=argv,
+        cwd=str(tmp_path),
+        root=str(tmp_path / "r"),
+        timeout=600,
+        grace=0.5,
+        verdict_from=VerdictFrom.EXIT_STATUS,
+    )
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, json.dumps(_payload(tmp_path, request))],
+        stdout=subprocess.PIPE,
+        env={**ENV, "SKGATE_COMPILER_NAMES": ENV["SKGATE_COMPILER_NAMES"]},
+        start_new_session=True,
+    )
+    assert worker.stdout is not None
+    try:
+        started = message_from_dict(json.loads(worker.stdout.readline()))
+        assert isinstance(started, Started) and started.runner_start_ticks is not None
+        runner = (started.runner_pid, started.runner_start_ticks)
+        _RUNNERS.append(runner)
+        wait_file(tmp_path / "m" / "started", timeout=60)
+        # What Ray does at the worker's exit: SIGKILL each direct child, then the worker.
+        for child in _direct_children(worker.pid):
+            if is_alive(*child):
+                os.kill(child[0], signal.SIGKILL)
+        worker.kill()
+        worker.wait()
+        assert is_alive(*runner), "the runner died with the worker"
+        (tmp_path / "m" / "go").touch()
+        attempt = Path(started.origin)
+        wait_for((attempt / files.SEAL).is_file, "the seal", timeout=60)
+        verdict = read_json(attempt / files.VERDICT)
+        assert verdict["state"] == "succeeded", verdict
+        assert not any(e["event"] == "signal_sent" for e in events(attempt))
+    finally:
+        # Whatever failed, the workload returns on its own: it only waits for "go".
+        (tmp_path / "m" / "go").touch()
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        worker.stdout.close()

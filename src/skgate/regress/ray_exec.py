@@ -6,11 +6,12 @@ until a :class:`RayExecutor` connects.
 **One unit = one Ray task** (``max_retries=0``: a retry Ray made on its own would run an
 attempt twice outside the ledger; ``skgate retry`` is the retry path, C4). The task asks
 for ``num_cpus`` = the unit's frozen jobs (C5) and ``NPU: n`` when the request declares
-``n`` devices. Inside the task the skgate runner runs as a child exactly as on one host
-(``python -m skgate.runner``: its own session, subreaper, frozen timeout, preflight with
-hooks, foreign compilers and device leases *of that node*; the lease is taken on the NPU
-ids Ray assigned), into a node-local root, with the attempt id the driver reserved in its
-own root (so the attempt keeps one name everywhere).
+``n`` devices. Inside the task the skgate runner runs exactly as on one host, detached so
+a worker's exit cannot end it (``python -m skgate.runner --detach``: its own session,
+subreaper, frozen timeout, preflight with hooks, foreign compilers and device leases *of
+that node*; the lease is taken on the NPU ids Ray assigned), into a node-local root, with
+the attempt id the driver reserved in its own root (so the attempt keeps one name
+everywhere).
 
 **Evidence comes home**: the task is a streaming generator. It yields progress while the
 runner works (tailing the attempt's ``events.jsonl``), then the sealed attempt directory

@@ -1,7 +1,8 @@
 """The node side of the Ray executor: the tasks that run on a cluster node (issue 15).
 
-:func:`arm_task` runs one matrix unit: the skgate runner as its child, exactly as on one
-host, then the sealed attempt home in bounded chunks. :func:`collect_task` brings home an
+:func:`arm_task` runs one matrix unit: the skgate runner, detached (a grandchild of the
+task, out of the reach of a worker's exit), exactly as on one host, then the sealed
+attempt home in bounded chunks. :func:`collect_task` brings home an
 attempt whose arm task was cancelled. The driver side is :mod:`skgate.regress.ray_exec`.
 
 **A cancel stops the runner wherever it lands** (C2.4, C4): ``ray.cancel`` reaches a
@@ -20,6 +21,7 @@ import contextlib
 import importlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -29,7 +31,7 @@ import time
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from skgate.evidence import files, ledger
 from skgate.evidence.journal import JournalFollower, blocker_text, is_wait_start
@@ -39,7 +41,8 @@ from skgate.model.errors import EvidenceError, SkgateError
 from skgate.model.events import Created, Event, Launched, Observation, SignalReceived, TreeEnded
 from skgate.model.messages import End, Progress, Result, Started
 from skgate.model.request import RunRequest
-from skgate.proc.observe import is_alive, read_stat
+from skgate.proc.handle import ProcessHandle
+from skgate.proc.observe import is_alive
 from skgate.regress.executor import ArmState
 
 #: How long a cancelled arm task gives its runner, still starting up, to record the
@@ -52,6 +55,13 @@ ASKED_WAIT = 5.0
 
 #: How long a stopped runner may take to end its group and seal, beyond its grace.
 STOP_SLACK = 60.0
+
+#: How long the detached runner may take to say who it is (its first line, right after
+#: its interpreter has imported the runner).
+IDENTITY_WAIT = 60.0
+
+#: The most of the runner's stdout kept: its result is one JSON line at the end.
+RESULT_LIMIT = 1 << 20
 
 
 def _node_facts() -> dict[str, Any]:
@@ -118,30 +128,96 @@ def _request_stop(attempt: Path, reason: str) -> bool:
     return True
 
 
-def _ask_stop(proc: subprocess.Popen[bytes], attempt: Path, grace: float) -> None:
+def _ask_stop(runner: ProcessHandle | None, attempt: Path, grace: float) -> None:
     """Ask the runner to stop its attempt the way ``skgate stop`` does, then wait for it.
 
     The library's stop (``skgate.api.stop``) when this skgate has it; otherwise the same
-    runner-side request it makes: SIGTERM to the runner only (our own child, not yet
-    reaped, so the pid is ours, C4); the runner forwards it to its own group and records
-    the attempt interrupted / external. A second request after the grace is an explicit
-    "now" (the runner SIGKILLs its group).
+    runner-side request it makes: SIGTERM to the runner only, through its pidfd (the
+    process this task started, by pid and start time, C4); the runner forwards it to its
+    own group and records the attempt interrupted / external. A second request after the
+    grace is an explicit "now" (the runner SIGKILLs its group).
     """
+    if runner is None:
+        return
     # The runner records its attempt before anything else (and before any launch): give
     # a runner still starting up the moment to do so, so the stop names its reason.
     deadline = time.monotonic() + ATTEMPT_WAIT
-    while not attempt.is_dir() and proc.poll() is None and time.monotonic() < deadline:
+    while not attempt.is_dir() and runner.alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     asked = attempt.is_dir() and _request_stop(attempt, "ray.cancel of this arm")
-    if not asked and proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+    if not asked:
+        runner.send_signal(signal.SIGTERM)
+    if not _ended(runner, grace + 5.0):
+        runner.send_signal(signal.SIGTERM)
+        _ended(runner, grace + STOP_SLACK)
+
+
+def _ended(runner: ProcessHandle, timeout: float) -> bool:
+    """Wait up to ``timeout`` for the runner (not our child: a detached grandchild) to
+    exit, woken by its pidfd where the kernel has one; whether it has."""
+    deadline = time.monotonic() + timeout
+    while runner.alive():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        if runner.fileno() >= 0:
+            select.select([runner.fileno()], [], [], min(left, 1.0))
+        else:
+            time.sleep(min(left, 0.05))
+    return True
+
+
+class _RunnerOutput:
+    """The detached runner's stdout, read without blocking the task: its first line says
+    who the runner is, its last line is its result (the child protocol)."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._fd = pipe.fileno()
+        self._buf = bytearray()
+        self.eof = False
+
+    def read_for(self, timeout: float) -> None:
+        """Take what arrives within ``timeout`` seconds (at most until end of file)."""
+        deadline = time.monotonic() + timeout
+        while not self.eof:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self._fd], [], [], max(left, 0.0))
+            if not ready:
+                return
+            data = os.read(self._fd, 1 << 16)
+            if not data:
+                self.eof = True
+            self._buf += data
+            if len(self._buf) > RESULT_LIMIT:
+                self._buf = self._buf[-RESULT_LIMIT:]  # only the last line counts
+
+    def first_line(self, timeout: float) -> bytes | None:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf and not self.eof and time.monotonic() < deadline:
+            self.read_for(deadline - time.monotonic())
+        line, sep, _ = bytes(self._buf).partition(b"\n")
+        if not sep:
+            return None
+        del self._buf[: len(line) + 1]
+        return line
+
+    def last_line(self) -> Any:
+        lines = self._buf.decode("utf-8", "backslashreplace").strip().splitlines()
+        try:
+            return json.loads(lines[-1]) if lines else None
+        except ValueError:
+            return None
+
+
+def _runner_identity(line: bytes | None) -> ProcessHandle | None:
+    """The detached runner, by the pid and start time its first line gave (None: it said
+    nothing of itself, or it is already gone)."""
     try:
-        proc.wait(timeout=grace + 5.0)
-    except subprocess.TimeoutExpired:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=grace + STOP_SLACK)
+        got: Any = json.loads(line) if line else None
+        pid, ticks = int(got["runner_pid"]), int(got["runner_start_ticks"])
+    except (ValueError, TypeError, KeyError):
+        return None
+    return ProcessHandle.open(pid, ticks)
 
 
 def arm_task(payload: dict[str, Any]) -> Generator[dict[str, Any] | bytes, None, None]:
@@ -168,8 +244,17 @@ def arm_task(payload: dict[str, Any]) -> Generator[dict[str, Any] | bytes, None,
         yield End().to_dict()
         return
     with open(root / f".runner-{payload['attempt_id']}.stderr", "wb") as err:
+        # --detach: the runner goes on as a grandchild of this task, so the worker's exit
+        # (Ray SIGKILLs a worker's direct children) never leaves the compile unsupervised.
         proc = subprocess.Popen(
-            [sys.executable, "-m", "skgate.runner", "--attempt-id", str(payload["attempt_id"])],
+            [
+                sys.executable,
+                "-m",
+                "skgate.runner",
+                "--attempt-id",
+                str(payload["attempt_id"]),
+                "--detach",
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=err,
@@ -183,34 +268,34 @@ def arm_task(payload: dict[str, Any]) -> Generator[dict[str, Any] | bytes, None,
         proc.stdin.write(json.dumps(request.to_dict()).encode())
     with contextlib.suppress(BrokenPipeError):
         proc.stdin.close()
-    st = read_stat(proc.pid)
+    out = _RunnerOutput(proc.stdout)
+    runner = _runner_identity(out.first_line(IDENTITY_WAIT))
+    proc.wait()  # the direct child: it exits as soon as it has forked the runner
     tail = JournalFollower(attempt / files.EVENTS)
+    pid = runner.pid if runner is not None else proc.pid
+    ticks = runner.start_ticks if runner is not None else None
     try:
-        yield Started(node, str(attempt), proc.pid, st.start_ticks if st else None).to_dict()
-        while True:
-            try:
-                proc.wait(timeout=0.5)
+        yield Started(node, str(attempt), pid, ticks).to_dict()
+        while runner is not None and not out.eof:
+            out.read_for(0.5)
+            if not runner.alive():
+                out.read_for(0.0)  # what it wrote before it went
                 break
-            except subprocess.TimeoutExpired:
-                pass
             yield from _progress(tail)
     except (KeyboardInterrupt, GeneratorExit):
         # ray.cancel lands as KeyboardInterrupt in this frame, or, when it lands in Ray's
         # own code between two items, as GeneratorExit at the ``yield`` (seen in CI: the
         # runner was then never asked and ran on unsealed). Either way the runner records
         # interrupted / external (C2.4) and ends only its own group (C4).
-        _ask_stop(proc, attempt, request.grace)
+        _ask_stop(runner, attempt, request.grace)
         proc.stdout.close()
         raise
     with proc.stdout:
         yield from _progress(tail)
-        lines = proc.stdout.read().decode("utf-8", "backslashreplace").strip().splitlines()
-    try:
-        result: Any = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        result = None
+        result = out.last_line()
     if not isinstance(result, dict):
-        result = {"error": f"the runner ended without a result (exit status {proc.returncode})"}
+        why = "the runner ended without a result"
+        result = {"error": why if runner is not None else f"{why} (it never said who it was)"}
     error = result.get("error")
     yield Result(None if error is None else str(error)).to_dict()
     if (attempt / files.SEAL).is_file():

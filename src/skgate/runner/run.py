@@ -428,10 +428,14 @@ STEPS: tuple[Callable[[_Run], Verdict | None], ...] = (
 
 
 def child_main(argv: list[str]) -> int:
-    attempt_id = argv[1] if len(argv) == 2 and argv[0] == "--attempt-id" else None
-    if argv and attempt_id is None:
+    detach = bool(argv) and argv[-1] == "--detach"
+    args = argv[:-1] if detach else argv
+    attempt_id = args[1] if len(args) == 2 and args[0] == "--attempt-id" else None
+    if args and attempt_id is None:
         print(json.dumps({"error": f"bad runner arguments: {argv}", "exit_code": 2}))
         return 2
+    if detach:
+        _detach()
     try:
         raw = json.loads(sys.stdin.read())
         request = RunRequest.from_dict(raw)
@@ -454,3 +458,23 @@ def child_main(argv: list[str]) -> int:
         return exc.exit_code
     print(json.dumps(verdict.to_dict()))
     return 0 if verdict.state is State.SUCCEEDED else verdict.exit_code
+
+
+def _detach() -> None:
+    """``--detach``: run on as a grandchild of the caller, out of its reach (issue 28 s9).
+
+    A Ray worker SIGKILLs its direct children when it exits
+    (``RAY_kill_child_processes_on_worker_exit``, on by default, not recursive): a runner
+    that is such a child dies and leaves its workload running unsupervised. Here the
+    direct child forks and exits at once; the runner goes on in the grandchild (it keeps
+    the same stdin and stdout, so the protocol is unchanged) and first says who it is, one
+    JSON line, so the caller can follow it and stop it through a pidfd. Raylet's own
+    subreaper mode (``..._with_raylet_subreaper``, off by default) still reaches it.
+    """
+    sys.stdout.flush()
+    if os.fork() != 0:
+        os._exit(0)  # the caller's direct child: gone, and with it the worker's reach
+    from skgate.proc.observe import self_stat  # noqa: PLC0415 - the detached path only
+
+    st = self_stat()
+    print(json.dumps({"runner_pid": st.pid, "runner_start_ticks": st.start_ticks}), flush=True)
