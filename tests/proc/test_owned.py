@@ -194,3 +194,22 @@ def test_forks_queued_before_the_leaders_exit_was_seen_still_count() -> None:
     reused = ProcEvent(Kind.FORK, 2**62, 4_000_006, 4_000_006, parent_tgid=4_000_000)
     t.on_events([reused], FakeConn(), 3.0)  # type: ignore[arg-type]
     assert all(p.pid != 4_000_006 for p in t.procs.values())
+
+
+def test_package_runs_keep_their_records_beyond_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """C8 (issue 27): installs.json is built from the final records, so a .run that exits
+    after thousands of compiler processes is never folded into counts (bounded too)."""
+    monkeypatch.setattr(owned, "MAX_RUNS", 5)
+    t = OwnedTree(leader_pgid=4_000_000, full_records=10)
+    t._add(owned.Proc(st(4_000_000, 4_000_000, "sh", 1, 5), (), 0, "launch"), "fork")
+    conn = FakeConn()
+    for i in range(1, 31):
+        pid = 4_000_000 + i
+        t.on_events([fork(pid, 4_000_000, 100 + i)], conn, float(i))  # type: ignore[arg-type]
+        if i > 20:  # the last ten are package installs (their argv as read at exec)
+            t.procs[(pid, 100 + i)].argv = ("/bin/sh", f"/w/out/ts1_pid1_outputs/k{i}.run")
+        t.on_events([ProcEvent(Kind.EXIT, 0, pid, pid, exit_code=1 << 8)], conn, float(i))  # type: ignore[arg-type]
+    runs = [p for p in t.procs.values() if p.argv and p.argv[-1].endswith(".run")]
+    assert len(runs) == 5  # kept up to the bound, the rest folded and counted
+    assert all(p.exit_status == 1 for p in runs)
+    assert t.folded.processes + len(t.procs) == 31

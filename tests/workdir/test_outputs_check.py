@@ -188,3 +188,32 @@ def test_messages_list_names_in_a_stable_order(outdir: Path) -> None:
     msg = next(m for m in r.messages if m.startswith("failure"))
     logs = "ts1_pid1_outputs/x_compile_log/"
     assert f"{logs}k1_compile_error.log, {logs}k2_compile_error.log, {logs}k3" in msg
+
+
+def test_a_failed_install_of_the_attempt_fails_the_required_check(outdir: Path) -> None:
+    """C8 (issue 27): a .run was built, but the attempt's install of it failed."""
+    touch(outdir / "ts1_pid1_outputs" / "static_kernel_1_1.run")
+    not_installed = Verdict(
+        State.SUCCEEDED,
+        None,
+        ("x",),
+        natural_return=True,
+        exit_status=0,
+        attempt="0004",
+        installed=False,
+        global_uninstall=("/a/opp/static_kernel/ai_core/uninstall.sh",),
+    )
+    words = "package install failed: inference ran without these static kernels"
+    r = check_outputs(outdir, PackageMode.REQUIRED, not_installed)
+    assert (r.status, r.exit_code) == ("failure", 1)
+    assert any(m.startswith("failure: attempt 0004's " + words) for m in r.messages), r.messages
+    assert any("other experiments' too" in m for m in r.messages), r.messages
+    r = check_outputs(outdir, PackageMode.OPTIONAL, not_installed)
+    assert (r.status, r.exit_code) == ("ok", 0)
+    assert any(m.startswith("warning: attempt 0004's " + words) for m in r.messages)
+    good = Verdict(
+        State.SUCCEEDED, None, ("x",), natural_return=True, attempt="0005", installed=True
+    )
+    r = check_outputs(outdir, PackageMode.REQUIRED, good)
+    assert (r.status, r.exit_code) == ("ok", 0)
+    assert not any("install" in m for m in r.messages)

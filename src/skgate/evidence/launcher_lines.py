@@ -17,7 +17,13 @@ lines arrive on stdout without the warning header. This table is consulted by
 - ``install``: ``Verifying archive integrity...`` (and ``Uncompressing STATIC KERNEL RUN
   PACKAGE``);
 - ``uninstall_warning``: ``Warning: If the process exits abnormally, you must manually
-  uninstall the static kernel package by executing: <path>``.
+  uninstall the static kernel package by executing: <path>``;
+- ``package_lines``: ``<name>.run install failed, msg: ...`` (a warning in torch-npu 2.14,
+  a logger warning in 2.7 and 2.9, printed only with ``TORCH_COMPILE_DEBUG=1``),
+  ``<name>.run install success, msg: ...`` (logger debug), ``<path>/uninstall.sh
+  uninstall failed`` (logger error, printed by default) and ``... uninstall success``
+  (debug), each with its rank (``[WARNING] TORCHAIR(...) [...] Rank N: ...`` carries the
+  rank after the logger's header). C8: a failed install is part of the answer.
 
 ``no_run_files`` is the runtime's own guess ("might have failed"): it is quoted as the
 runtime's words and never adopted as skgate's verdict (C7).
@@ -47,6 +53,9 @@ NO_RUN_FILES = b"no run files were found"
 INSTALL_VERIFY = b"Verifying archive integrity"
 INSTALL_UNPACK = b"Uncompressing STATIC KERNEL RUN PACKAGE"
 UNINSTALL_WARNING = b"manually uninstall the static kernel package"
+#: Matches both "X.run install failed" and "X/uninstall.sh uninstall failed".
+PACKAGE_FAILED = b"install failed"
+PACKAGE_SUCCESS = b"install success"
 
 #: Literals the log scanner looks for on this module's behalf.
 LITERALS: tuple[bytes, ...] = (
@@ -58,6 +67,8 @@ LITERALS: tuple[bytes, ...] = (
     INSTALL_VERIFY,
     INSTALL_UNPACK,
     UNINSTALL_WARNING,
+    PACKAGE_FAILED,
+    PACKAGE_SUCCESS,
 )
 
 # ``<file>:<lineno>: <Category>: `` as warnings.formatwarning writes it.
@@ -70,6 +81,11 @@ _START = re.compile(
 _CACHE_HIT = re.compile(r"Static kernel cache hit:?\s*(?P<path>.*?)\s*$")
 _CACHE_MISS = re.compile(r"No matching cache found for key\s*:?\s*(?P<key>.*?)\s*$")
 _MSG = "execute op_compiler error, msg:"
+# ``[Rank N: ]<file>.run install failed`` / ``<dir>/uninstall.sh uninstall success``,
+# anywhere in the line: the logger's header comes first.
+_PACKAGE = re.compile(
+    r"(?:Rank (?P<rank>\d+): )?(?P<path>\S+) (?P<kind>un)?install (?P<res>failed|success)\b"
+)
 
 
 def split_line(text: str) -> tuple[str | None, int | None, str]:
@@ -109,6 +125,7 @@ class LauncherCollector:
             "cache_hits": [],
             "cache_misses": [],
             "no_run_files": [],
+            "package_lines": [],
         }
         self._omitted: dict[str, int] = {}
         self._installs = 0
@@ -170,6 +187,21 @@ class LauncherCollector:
         if UNINSTALL_WARNING.decode() in msg:
             self._uninstall += 1
             seen = True
+        m = _PACKAGE.search(msg)
+        if m is not None:
+            line_rank = int(m.group("rank")) if m.group("rank") else rank
+            self._add(
+                "package_lines",
+                {
+                    "rank": line_rank,
+                    "path": m.group("path")[:MAX_TEXT],
+                    "uninstall": m.group("kind") is not None,
+                    "ok": m.group("res") == "success",
+                },
+            )
+            if line_rank is not None:
+                self._ranks.add(line_rank)
+            seen = True
         if seen and rank is not None:
             self._ranks.add(rank)
 
@@ -194,6 +226,7 @@ class LauncherCollector:
             cache_hits=tuple(self._lists["cache_hits"]),
             cache_misses=tuple(self._lists["cache_misses"]),
             no_run_files=tuple(self._lists["no_run_files"]),
+            package_lines=tuple(self._lists["package_lines"]),
             installs=self._installs,
             uninstall_warnings=self._uninstall,
             ranks=tuple(sorted(self._ranks)),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from skgate.evidence import files
 from skgate.evidence.diskfull import read_diskfull
 from skgate.evidence.follow import Progress
+from skgate.evidence.installs import load_installs
 from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import iter_journal, read_journal
 from skgate.evidence.recorded import recorded_verdict
@@ -275,6 +276,7 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
         stop_reasons=tuple(stops),
         coverage=ownership.coverage if ownership else None,
         scan_interval=ownership.scan_interval if ownership else control.request.scan_interval,
+        installs=load_installs(attempt_dir),
     )
     if intent is not None and cgroup is None:
         cgroup = intent.cgroup

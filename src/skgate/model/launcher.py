@@ -22,6 +22,8 @@ class LauncherFacts:
     cache_hits: tuple[Mapping[str, Any], ...] = ()
     cache_misses: tuple[Mapping[str, Any], ...] = ()
     no_run_files: tuple[str, ...] = ()
+    #: ``X.run install failed`` / ``... uninstall success`` lines: rank, path, ok (C8).
+    package_lines: tuple[Mapping[str, Any], ...] = ()
     installs: int = 0
     uninstall_warnings: int = 0
     ranks: tuple[int, ...] = ()
@@ -34,6 +36,7 @@ class LauncherFacts:
             "cache_hits": [dict(x) for x in self.cache_hits],
             "cache_misses": [dict(x) for x in self.cache_misses],
             "no_run_files": list(self.no_run_files),
+            "package_lines": [dict(x) for x in self.package_lines],
             "installs": self.installs,
             "uninstall_warnings": self.uninstall_warnings,
             "ranks": list(self.ranks),
@@ -70,6 +73,7 @@ class LauncherFacts:
             cache_hits=objs("cache_hits"),
             cache_misses=objs("cache_misses"),
             no_run_files=tuple(str(x) for x in notes),
+            package_lines=objs("package_lines"),
             installs=num("installs"),
             uninstall_warnings=num("uninstall_warnings"),
             ranks=tuple(int(r) for r in ranks),

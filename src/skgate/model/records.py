@@ -40,6 +40,7 @@ from skgate.model.schema import (
 if TYPE_CHECKING:
     # Annotations only: a recorded verdict is read (``skgate status``) without the stage
     # and launcher records' classes being built (start-up cost, issue 22 s5).
+    from skgate.model.installs import Installs
     from skgate.model.launcher import LauncherFacts
     from skgate.model.stages import Stages
 
@@ -224,6 +225,9 @@ class Evidence:
     #: recorded, made by the scan alone), and the scan interval it used.
     coverage: Coverage | None = None
     scan_interval: float = 1.0
+    #: Every static-kernel package the owned tree installed or uninstalled
+    #: (``installs.json``; None: an attempt from before it was recorded), C8.
+    installs: Installs | None = None
 
 
 class RecoveredWhen(str, enum.Enum):
@@ -271,6 +275,11 @@ class Verdict:
     effective_jobs: tuple[int, ...] = ()
     #: The most opc processes seen alive at once (a lower bound: scans are periodic).
     peak_opc: int | None = None
+    #: C8: False when a package install failed; True when every install seen exited 0;
+    #: None when no install was seen or an outcome is unknown (``installs.json``).
+    installed: bool | None = None
+    #: C8: the global ``ai_core/uninstall.sh`` paths an owned process ran.
+    global_uninstall: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -298,6 +307,8 @@ class Verdict:
             "compiled": self.compiled,
             "effective_jobs": list(self.effective_jobs),
             "peak_opc": self.peak_opc,
+            **({"installed": self.installed} if self.installed is not None else {}),
+            **({"global_uninstall": list(self.global_uninstall)} if self.global_uninstall else {}),
             **({"extra": dict(self.extra)} if self.extra else {}),
         }
 
@@ -335,6 +346,10 @@ class Verdict:
         ):
             raise EvidenceError(f"{where}: field 'effective_jobs' has the wrong type")
         source = d.get("summary_source")
+        installed = d.get("installed")
+        global_uninstall = d.get("global_uninstall", [])
+        if not isinstance(global_uninstall, list):
+            raise EvidenceError(f"{where}: field 'global_uninstall' has the wrong type")
         return cls(
             state=state,
             cause=cause,
@@ -353,4 +368,6 @@ class Verdict:
             compiled=compiled if isinstance(compiled, bool) else None,
             effective_jobs=tuple(jobs),
             peak_opc=opt_int(d, "peak_opc", where),
+            installed=installed if isinstance(installed, bool) else None,
+            global_uninstall=tuple(str(p) for p in global_uninstall),
         )

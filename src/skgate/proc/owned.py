@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skgate.model.installs import MAX_RUNS, package_action
 from skgate.model.running import ProcessRecord
 from skgate.proc.events import Connector, Kind, ProcEvent
 from skgate.proc.observe import ProcStat, clock_ticks, read_cmdline, read_stat
@@ -194,6 +195,7 @@ class OwnedTree:
         #: reused pid's. Bounded: the oldest are forgotten first.
         self._gone: dict[int, tuple[Proc, int]] = {}
         self.folded = Folded()
+        self.packages_kept = 0
         self.on_process: ProcessHook | None = None
         self._journal: list[str] = []
         self._hz = clock_ticks()
@@ -367,6 +369,11 @@ class OwnedTree:
 
     def _maybe_fold(self, p: Proc) -> None:
         if len(self.procs) <= self.full_records or p.escaped or p.pid == self.leader:
+            return
+        if self.packages_kept < MAX_RUNS and package_action(p.argv) is not None:
+            # C8: a package install or uninstall keeps its record (installs.json is built
+            # from the final records), however many compiler processes came before it.
+            self.packages_kept += 1
             return
         self.procs.pop((p.pid, p.start_ticks), None)
         self.folded.add(p)

@@ -211,6 +211,8 @@ TONES: Mapping[Kind, str] = {
 def band_tone(v: Verdict) -> str:
     """The CSS class of a verdict's headline band: a function of the verdict's fields
     (state, summary_source, compiled, reasons) through :func:`kind_of`; extend TONES."""
+    if v.installed is False and kind_of(v) is Kind.COMPILED:
+        return TONES[Kind.NOT_COMPILED]  # C8: a failed install is never the clean green
     return TONES.get(kind_of(v), f"t-{v.state.value}")
 
 

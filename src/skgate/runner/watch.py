@@ -154,6 +154,7 @@ def finish_after_return(
     launched_wall: float,
 ) -> Verdict:
     from skgate.evidence import installed as inst  # noqa: PLC0415 - see runner._FINISHING
+    from skgate.evidence.installs import INSTALLS_FILE, attempt_installs  # noqa: PLC0415
 
     request = att.request
     att.record_signals()
@@ -185,6 +186,8 @@ def finish_after_return(
         plog_env.get("ASCEND_OPP_PATH") or None,
         frozenset(name for name, _ in before),
     )
+    # C8: every package the owned tree installed or uninstalled, with its exit status.
+    installs = attempt_installs(records, scan.launcher, outputs_dir(request))
     try:
         own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -201,6 +204,7 @@ def finish_after_return(
                 files.STAGES: files.dumps(stages.to_dict()),
                 plog.PLOG_INDEX: files.dumps(plog_index),
                 inst.INSTALLED_FILE: files.dumps(inst.installed_record(installed)),
+                INSTALLS_FILE: files.dumps(installs.to_dict()),
             },
             also_sync=tuple(fd for fd in (watcher.log_fd, own_fd, watcher.procs.fd) if fd >= 0),
         )

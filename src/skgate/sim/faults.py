@@ -23,6 +23,9 @@ item                   effect
 ``lose_log=I[:I...]``  ``op_compiler`` leaves no compile log at all for these input indexes
 ``stop_after=N``       ``op_compiler`` compiles only the first N inputs, then exits 0
 ``false_summary``      ``op_compiler``'s ``[summary]`` claims every input succeeded
+``install_fail``       the torchair launcher's ``.run`` install fails after a good compile:
+                       it warns ``X.run install failed, msg: ...`` (torch-npu 2.14), installs
+                       nothing and carries on to exit 0 (C8: never a clean success)
 =====================  ======================================================================
 
 Input indexes are 0-based positions in ``op_compiler``'s sorted input list. Durations are
@@ -54,6 +57,7 @@ KNOWN_ITEMS: tuple[str, ...] = (
     "lose_log=I[:I...]",
     "stop_after=N",
     "false_summary",
+    "install_fail",
 )
 
 # Signals whose default action does not end a process cannot make the launcher "die".
@@ -93,6 +97,7 @@ class Faults:
         "false_summary",
         "hang",
         "ignore_sigterm",
+        "install_fail",
         "leader_exit_early",
         "lose_log",
         "no_summary",
@@ -115,6 +120,7 @@ class Faults:
     lose_log: frozenset[int]
     stop_after: int | None
     false_summary: bool
+    install_fail: bool
 
     def __init__(
         self,
@@ -134,6 +140,7 @@ class Faults:
         lose_log: frozenset[int] = frozenset(),
         stop_after: int | None = None,
         false_summary: bool = False,
+        install_fail: bool = False,
     ) -> None:
         values: dict[str, object] = {
             "fail": fail,
@@ -151,6 +158,7 @@ class Faults:
             "lose_log": lose_log,
             "stop_after": stop_after,
             "false_summary": false_summary,
+            "install_fail": install_fail,
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)
@@ -236,6 +244,7 @@ def parse(spec: str) -> Faults:
             "contradict_summary",
             "fail_with_hook",
             "false_summary",
+            "install_fail",
         )
         if key in flags:
             if sep:
@@ -290,6 +299,7 @@ def parse(spec: str) -> Faults:
         lose_log=frozenset(lose),
         stop_after=stop if isinstance(stop, int) else None,
         false_summary=values.get("false_summary") is True,
+        install_fail=values.get("install_fail") is True,
     )
 
 

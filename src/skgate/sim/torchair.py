@@ -204,7 +204,14 @@ def _write_cache(path: Path, entries: dict[str, str]) -> None:
     os.replace(tmp, path)
 
 
-def _install(workdir: Path, home: Path, run_pkg: Path, soc: str, prefix: str) -> None:
+def _install(
+    workdir: Path, home: Path, run_pkg: Path, soc: str, prefix: str, *, fault_env: str = ""
+) -> None:
+    if faults.parse(fault_env).install_fail:
+        # torch-npu 2.14 npugraph_ex static_kernel.py line 760: the CalledProcessError is
+        # caught and only warned about; nothing is installed and inference carries on.
+        _warn(f"{prefix}{run_pkg.name} install failed, msg: None\nsim: install refused")
+        return
     # torchair captures the package's own output: shown only as a debug line.
     _info(
         f"{run_pkg.name} install success, msg: Verifying archive integrity...  100%   "
@@ -346,7 +353,7 @@ def rank_main(ns: argparse.Namespace, fault_env: str) -> int:
     try:
         run_pkg = _cached_or_compiled(ns, workdir, params, result_root, prefix, env, multi)
         if run_pkg is not None:
-            _install(workdir, home, run_pkg, ns.soc, prefix)
+            _install(workdir, home, run_pkg, ns.soc, prefix, fault_env=fault_env)
             if os.environ.get(ENV_SK_JIT) == "1" and not ns.no_super_kernel:
                 meta = workdir / "kernel_meta"
                 meta.mkdir(exist_ok=True)

@@ -16,6 +16,7 @@ from skgate.model.signals import signal_name
 from skgate.verdict import stages as stage_rules
 from skgate.verdict.coverage import coverage_reason, evidence_extra
 from skgate.verdict.exits import crashed_reason, exit_reason
+from skgate.verdict.installs import with_installs
 from skgate.verdict.outputs import (
     census_inconclusive,
     output_check_failures,
@@ -217,8 +218,9 @@ def stage_evidence_decided(ev: Evidence, verdict: Verdict) -> Verdict:
 
 
 def classify(ev: Evidence) -> Verdict:
-    """Classify one attempt in the fixed C2 order."""
-    return stage_evidence_decided(ev, _classify(ev))
+    """Classify one attempt in the fixed C2 order; then what its package installs add
+    (C8: a failed install is never a clean success)."""
+    return with_installs(ev, stage_evidence_decided(ev, _classify(ev)))
 
 
 def _classify(ev: Evidence) -> Verdict:

@@ -17,6 +17,12 @@ from collections.abc import Mapping
 from skgate.model.outcomes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
+from skgate.verdict.words_installs import (
+    INSTALL_FRAGMENTS_ZH,
+    INSTALL_REASONS_ZH,
+    install_headline,
+    install_state_words,
+)
 from skgate.verdict.words_next import (
     NEXT_STEP,
     UNCOMPILED_COUNT,
@@ -99,6 +105,9 @@ def kind_of(v: Verdict) -> Kind:
 def headline(v: Verdict) -> str:
     """The one-line headline of ``skgate run/status/classify`` (C7 words where a compiler
     failed; never "compiler failures" when no compiler was observed)."""
+    installs = install_headline(v)  # C8: a failed install is never a clean success
+    if installs is not None:
+        return installs
     kind = kind_of(v)
     status = v.exit_status
     if kind is Kind.DECLARED:
@@ -128,6 +137,9 @@ def headline(v: Verdict) -> str:
 
 def state_words(v: Verdict, lang: Lang) -> str:
     """How a report names this verdict (:data:`WORDS`, refined by :func:`kind_of`)."""
+    installs = install_state_words(v, lang)  # C8: a failed install is named first
+    if installs is not None:
+        return installs
     kind = kind_of(v)
     zh = lang is Lang.ZH
     status = v.exit_status
@@ -369,7 +381,8 @@ def _reason_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
     """The reason templates, compiled on the first Chinese report (not at import: the
     runner and the CLI load this module on every start)."""
     return tuple(
-        (re.compile(rf"\A{p}\Z", re.DOTALL), zh) for p, zh in (*STAGE_REASONS_ZH, *REASONS_ZH)
+        (re.compile(rf"\A{p}\Z", re.DOTALL), zh)
+        for p, zh in (*STAGE_REASONS_ZH, *REASONS_ZH, *INSTALL_REASONS_ZH)
     )
 
 
@@ -395,6 +408,7 @@ def _fragments_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
         (re.compile(r"(SIG[A-Z0-9]+) \(grace-expired\)"), r"\1（宽限期已过）"),
         (re.compile(r"(SIG[A-Z0-9]+) \(forwarded\)"), r"\1（转发）"),
         (re.compile(r"）, (SIG)"), r"）、\1"),
+        *((re.compile(p), zh) for p, zh in INSTALL_FRAGMENTS_ZH),
     )
 
 

@@ -133,6 +133,25 @@ def _whose(verdict: Verdict) -> str:
     return f"attempt {verdict.attempt}'s" if verdict.attempt else "the attempt's"
 
 
+def _install_messages(verdict: Verdict, mode: PackageMode) -> tuple[list[str], bool]:
+    """C8, install is part of the answer: the attempt's failed package install (a failure
+    in ``required`` mode) and any global uninstall its tree ran, as its verdict says."""
+    out = [
+        f"warning: {_whose(verdict)} owned tree ran the global {path}, which removes every "
+        "static-kernel package on this host, other experiments' too (C8)"
+        for path in verdict.global_uninstall
+    ]
+    if verdict.installed is not False:
+        return out, False
+    required = mode is PackageMode.REQUIRED
+    out.append(
+        f"{'failure' if required else 'warning'}: {_whose(verdict)} package install failed: "
+        "inference ran without these static kernels (C8; see installs.json)"
+        + ("; --package required" if required else "")
+    )
+    return out, required
+
+
 def check_outputs(
     directory: Path,
     mode: PackageMode = PackageMode.OPTIONAL,
@@ -237,6 +256,10 @@ def check_outputs(
             )
         elif not n_errors:
             messages.append("ok: no .run package and no error log; --package optional (C8)")
+    if verdict is not None:
+        more, install_failed = _install_messages(verdict, mode)
+        messages.extend(more)
+        failure = failure or install_failed
     if not inconclusive:
         installed = installed_binaries(str(directory), opp)
         more, missing_failed = _installed_messages(installed, mode, basis, n_runs)
