@@ -51,7 +51,13 @@ from skgate.preflight.interpreter import resolve_command
 from skgate.preflight.request import outputs_dir, validate
 from skgate.proc.cgroup import leaf_name
 from skgate.proc.keeper import PipeKeeper
-from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred
+from skgate.proc.signals import (
+    Phase,
+    StopRequested,
+    StopSignals,
+    after_record_line,
+    deferred,
+)
 from skgate.proc.sources import allowed_sources, open_sources
 from skgate.proc.supervise import Outcome, Supervisor, SupervisorConfig
 from skgate.proc.waitstatus import become_subreaper, cpu_seconds
@@ -155,13 +161,16 @@ def run_here(
                 attempt_id,
                 contextlib.ExitStack(),
             )
-            return _execute(run)
+            verdict = _execute(run)
+            # A signal from here on never changes the exit status away from the record's.
+            stops.exit_code = verdict.exit_code
+            return verdict
         finally:
             stops.restore(late=late)
             # After the last ledger entry nothing is left to record them in: say so.
-            for signum, _ in stops.unrecorded():
-                if notify is not None:
-                    notify(f"skgate: {signal_name(signum)} received after the attempt was recorded")
+            after = stops.unrecorded()
+            if after and notify is not None:
+                notify(after_record_line(*(s for s, _ in after)))
 
 
 def _execute(run: _Run) -> Verdict:
