@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from skgate.attempt import Attempt, Notify, OnEvent, StopRequest
 from skgate.evidence import ledger
 from skgate.evidence.census import outputs_record, top_entries
-from skgate.evidence.diskfull import is_full
+from skgate.evidence.diskfull import is_full, still_full_line
 from skgate.evidence.intent import write_intent
 from skgate.evidence.stops import clear_stop_request, stop_pending
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError
@@ -402,7 +402,17 @@ def _supervise(run: _Run) -> Verdict | None:
         sup.restore_handlers()
         att.stops.add(sup.pending_stops())
     if watcher.full.full:
-        watcher.full.record(att.dir, att.notify)  # as soon as space allows (issue 21 s2)
+        # As soon as space allows (issue 21 s2), at most the grace, and the first stop
+        # signal ends the wait (issue 28: it had no bound; C2.4: a stop is acted on).
+        seen = len(att.stops.received)
+        if not watcher.full.record(
+            att.dir,
+            att.notify,
+            bound=run.request.grace,
+            stopped=lambda: len(att.stops.received) > seen,
+        ):
+            told = tuple(signal_name(s) for s, _ in att.stops.unrecorded())
+            raise UnfinishedError(still_full_line(att.dir, run.request.grace, told))
         # Space is back: the final manifest the full disk took is written now.
         watcher.manifest(sup.records(), True, sup.coverage_of(True))
     return None
