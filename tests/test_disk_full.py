@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Reaper, events, pid_alive, run_skgate, start_skgate, wait_for
+from conftest import (
+    ENV,
+    Reaper,
+    events,
+    pid_alive,
+    run_skgate,
+    start_skgate,
+    wait_for,
+)
 from skgate.evidence import files
 from skgate.evidence.diskfull import DISKFULL, MIN_FREE_ENV, cut_torn_tail, low_space_warning
 
@@ -73,7 +82,7 @@ def _start(reaper: Reaper, cwd: Path, done: Path, mb: int, fill: bool) -> None:
     (cwd / "wl.py").write_text(WORKLOAD)
     reaper.popen(
         start_skgate(
-            "run", "--root", "r", "--quiet", "--",
+            "run", "--root", "r", "--quiet", "--grace", "600", "--",
             sys.executable, "wl.py", str(done), str(mb), "fill" if fill else "no",
             cwd=cwd,
             env={MIN_FREE_ENV: "0"},
@@ -222,7 +231,9 @@ def test_a_disk_full_while_finishing_leaves_the_attempt_for_recover(tmp_path: Pa
     """After the tree returned, ENOSPC on a finishing write was an "internal error" (exit
     2, "a bug in skgate"). It is an unfinished attempt (exit 5) that says what to do in
     one line, and ``recover`` finishes it once space is back."""
-    env = {k: v for k, v in os.environ.items() if k != "SKGATE_DEBUG"}
+    # The tests' own compiler names (issue 28): a foreign 'opc' on the host must not
+    # make this run wait for it (C4); see the test below that starts one.
+    env = {k: v for k, v in ENV.items() if k != "SKGATE_DEBUG"}
     target = str(tmp_path / "x.json")
     done = subprocess.run(
         [sys.executable, "-c", FULL_WHILE_FINISHING, target],
@@ -239,3 +250,88 @@ def test_a_disk_full_while_finishing_leaves_the_attempt_for_recover(tmp_path: Pa
     rec = run_skgate("recover", str(attempt), cwd=tmp_path)
     assert rec.returncode == 0, rec
     assert (attempt / files.VERDICT).is_file() and (attempt / files.SEAL).is_file()
+
+
+def test_a_foreign_opc_on_the_host_does_not_hold_the_finishing_test(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    """Issue 28: the test above failed 6 of 6 beside another user's ``opc`` (it ran the
+    gate under the real compiler names, so C4 made it wait). Started first, ended by pid."""
+    foreign = reaper.popen(
+        subprocess.Popen(["bash", "-c", "exec -a opc sleep 3600"], start_new_session=True)
+    )
+    reaper.add(foreign.pid)
+    wait_for(lambda: _comm(foreign.pid) == "opc", "the foreign opc to exist")
+    test_a_disk_full_while_finishing_leaves_the_attempt_for_recover(tmp_path)
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return ""
+
+
+#: The issue's reproducer: 40,000 lines of 100 characters (4 MB) into a 2 MiB tmpfs.
+FLOOD = ["bash", "-c", 'for i in $(seq 40000); do echo "' + "y" * 99 + '"; done']
+
+
+def _flood(reaper: Reaper, fs: Path, tmp_path: Path, grace: str) -> tuple[Path, Path]:
+    """``skgate run`` of the flood on the full tmpfs; its stderr goes to a file outside."""
+    (fs / "filler").write_bytes(b"\0" * (512 << 10))  # what the operator frees later
+    err = tmp_path / "run.err"
+    with err.open("wb") as sink:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "skgate", "run", "--root", str(fs / "r"), "--timeout", "60",
+             "--grace", grace, "--verdict-from", "exit-status", "--", *FLOOD],
+            cwd=tmp_path, env={**ENV, MIN_FREE_ENV: "0"},
+            stdout=subprocess.DEVNULL, stderr=sink,
+        )  # fmt: skip
+    reaper.popen(proc)
+    return fs / "r" / "attempts" / "0001", err
+
+
+def _ended(reaper: Reaper, err: Path) -> tuple[int, str]:
+    proc = reaper.procs[-1]
+    code = proc.wait(timeout=120)  # before the fix: no bound at all (over 10 minutes seen)
+    return code, err.read_text().strip().splitlines()[-1]
+
+
+def test_a_disk_that_stays_full_ends_the_run_after_the_grace(
+    tmpfs: Path, tmp_path: Path, reaper: Reaper
+) -> None:
+    attempt, err = _flood(reaper, tmpfs, tmp_path, grace="1")
+    code, last = _ended(reaper, err)
+    assert code == 5, err.read_text()
+    assert last.startswith(f"skgate: the evidence disk under {attempt} is full ("), last
+    assert "bytes free) and no space came back within 1 s (the grace)" in last, last
+    assert last.endswith(f"free space there, then run 'skgate recover {attempt}'"), last
+    assert "Traceback" not in err.read_text()
+    _free_and_recover(tmpfs, attempt, tmp_path)
+
+
+def _free_and_recover(fs: Path, attempt: Path, tmp_path: Path) -> None:
+    """The operator frees space; ``recover`` then finishes the attempt, verified."""
+    (fs / "filler").unlink()
+    rec = run_skgate("recover", str(attempt), cwd=tmp_path)
+    assert rec.returncode == 0, rec
+    checked = run_skgate("verify", str(fs / "r"), cwd=tmp_path)
+    assert checked.returncode == 0, checked
+
+
+def test_the_first_stop_signal_ends_the_wait_for_space_and_status_says_why(
+    tmpfs: Path, tmp_path: Path, reaper: Reaper
+) -> None:
+    attempt, err = _flood(reaper, tmpfs, tmp_path, grace="600")
+    wait_for(lambda: "Waiting up to 600 s for space" in err.read_text(), "the wait", 120)
+    status = run_skgate("status", str(attempt), cwd=tmp_path)
+    assert status.returncode == 6, status  # in progress: the runner is alive
+    assert "finishing: evidence disk full (" in status.stdout, status.stdout
+    assert "timeout has not fired" not in status.stdout, status.stdout
+    reaper.procs[-1].send_signal(signal.SIGTERM)  # one, as timeout(1) and CI runners send
+    code, last = _ended(reaper, err)
+    assert code == 5, err.read_text()
+    assert "is full (" in last and "SIGTERM ended the wait for space" in last, last
+    assert last.endswith(f"then run 'skgate recover {attempt}'"), last
+    assert "received after the attempt was recorded" not in err.read_text()
+    _free_and_recover(tmpfs, attempt, tmp_path)

@@ -20,6 +20,8 @@ SCRIPT = textwrap.dedent(
     stops = StopSignals()
     stops.install()
     late = None if sys.argv[1] == "plain" else (lambda m: os.write(2, (m + "\\n").encode()))
+    if len(sys.argv) > 3:
+        stops.exit_code = int(sys.argv[3])  # the recorded verdict's exit status
     stops.restore(late=late)
     for _ in range(int(sys.argv[2])):
         os.kill(os.getpid(), signal.SIGINT)
@@ -41,8 +43,14 @@ def _child(script: str, signum: int, *args: str) -> subprocess.CompletedProcess[
     )
 
 
-def _run(mode: str, count: int) -> subprocess.CompletedProcess[str]:
-    return _child(SCRIPT, signal.SIGINT, mode, str(count))
+def _run(mode: str, count: int, *code: str) -> subprocess.CompletedProcess[str]:
+    return _child(SCRIPT, signal.SIGINT, mode, str(count), *code)
+
+
+LATE_SIGINT = (
+    "skgate: SIGINT received after the attempt was recorded; its verdict and exit status stand\n"
+)
+LATE_SIGTERM = LATE_SIGINT.replace("SIGINT", "SIGTERM")
 
 
 def test_plain_restore_gives_back_pythons_default() -> None:
@@ -56,7 +64,7 @@ def test_one_late_signal_is_said_and_the_exit_goes_on() -> None:
     done = _run("late", 1)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "exited normally\n"
-    assert done.stderr == "skgate: SIGINT received after the attempt was recorded\n"
+    assert done.stderr == LATE_SIGINT
 
 
 @pytest.mark.parametrize("count", [2, 3])
@@ -66,6 +74,15 @@ def test_a_second_late_signal_of_the_same_kind_ends_at_once(count: int) -> None:
     assert "exited normally" not in done.stdout
     assert "Traceback" not in done.stderr
     assert done.stderr.count("received after the attempt was recorded") == 1
+
+
+def test_a_second_late_signal_ends_with_the_recorded_verdicts_status() -> None:
+    # Issue 28: a signal after the record never changes the exit status away from the
+    # recorded verdict's (here 4, interrupted), not even the "now" of a second one.
+    done = _run("late", 2, "4")
+    assert done.returncode == 4, done.stderr
+    assert "exited normally" not in done.stdout and "Traceback" not in done.stderr
+    assert done.stderr == LATE_SIGINT
 
 
 #: A stop signal that arrives while the process ends (blocked here so that it is surely
@@ -100,7 +117,7 @@ def _at_exit(mode: str, how: str) -> subprocess.CompletedProcess[str]:
 def test_a_signal_pending_at_the_exit_is_said_never_dropped() -> None:
     res = _at_exit("late", "exit_now")
     assert res.stdout == "recorded\n"
-    assert res.stderr == "skgate: SIGTERM received after the attempt was recorded\n"
+    assert res.stderr == LATE_SIGTERM
     assert res.returncode == 3  # the verdict's status: the attempt is recorded
     # The contrast: ended through the interpreter's teardown, the same pending signal is
     # never acted on.

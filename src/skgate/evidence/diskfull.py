@@ -9,10 +9,14 @@ writing to its stdout pipe, died of SIGPIPE. skgate killed a compile. Now:
 * every other evidence write made during supervision (journal lines, manifests, the
   process journal) goes through :meth:`DiskFull.guard`: a full disk is noted in memory
   and the write dropped, never raised into supervision;
-* after the tree is gone the runner waits until space allows, cuts back a line of its own
-  torn by the full disk, and writes ``diskfull.json``; the classifier then reads
-  ``unknown`` ("evidence incomplete: disk full at ..."), never a verdict from evidence it
-  knows is incomplete (C2, C3).
+* after the tree is gone the runner waits for space, at most its frozen grace (issue 28:
+  the wait had no bound, and ``skgate run`` hung for as long as the disk stayed full),
+  cuts back a line of its own torn by the full disk, and writes ``diskfull.json``; the
+  classifier then reads ``unknown`` ("evidence incomplete: disk full at ..."), never a
+  verdict from evidence it knows is incomplete (C2, C3). When the grace passes, or at
+  the first stop signal, the runner ends (exit 5) with one line: how much is free, then
+  ``skgate recover ATTEMPT``. Meanwhile ``status`` says "finishing: evidence disk full"
+  (:func:`disk_full_now`).
 
 Any other OSError still propagates: only a full disk (ENOSPC, EDQUOT) is absorbed.
 """
@@ -124,31 +128,70 @@ class DiskFull:
             "text": self.describe(),
         }
 
-    def record(self, attempt_dir: Path, waiting: Callable[[str], None], poll: float = 0.2) -> None:
-        """Write ``diskfull.json`` as soon as space allows (polled; a stop signal raised
-        by the runner's handlers ends the wait, leaving the attempt to ``recover``).
+    def record(
+        self,
+        attempt_dir: Path,
+        waiting: Callable[[str], None],
+        *,
+        bound: float,
+        stopped: Callable[[], bool],
+        poll: float = 0.05,
+    ) -> bool:
+        """Write ``diskfull.json`` as soon as space allows, waiting at most ``bound``
+        seconds; False when the bound passed or ``stopped()`` said a stop signal came
+        first (the attempt is then left for ``recover``, see :func:`still_full_line`).
 
         First a line of the journals torn by the full disk (the runner's own partial
         write) is cut back to the last whole line, so what follows is appended whole."""
         said = False
+        give_up = time.monotonic() + bound
         while True:
             try:
                 for name in (files.EVENTS, files.PROCS):
                     cut_torn_tail(attempt_dir / name)
                 files.write_json_new(attempt_dir / DISKFULL, self.to_dict())
-                return
+                return True
             except OSError as exc:
                 if not is_full(exc):
                     raise
+            if stopped() or time.monotonic() >= give_up:
+                return False
             if not said:
                 waiting(
                     f"skgate: the evidence disk is full ({self.describe()}); the command "
-                    f"ran on undisturbed. Waiting for space in {attempt_dir} to record "
-                    "that the evidence is incomplete (free space there; a second stop "
-                    "signal leaves it for 'skgate recover')"
+                    f"ran on undisturbed. Waiting up to {bound:g} s for space in "
+                    f"{attempt_dir} to record that the evidence is incomplete (free space "
+                    "there; a stop signal ends the wait and leaves it for 'skgate recover')"
                 )
                 said = True
             time.sleep(poll)
+
+
+#: Below this many free bytes the evidence file system counts as full for ``status``:
+#: less than one evidence file and its temporary copy (issue 28).
+FULL_BELOW = 64 << 10
+
+
+def disk_full_now(attempt_dir: Path) -> int | None:
+    """Free bytes under ``attempt_dir`` when its file system is full now, else None."""
+    free = free_bytes(attempt_dir)
+    return free if free is not None and free < FULL_BELOW else None
+
+
+def still_full_line(attempt_dir: Path, bound: float, signals: tuple[str, ...]) -> str:
+    """The one line a runner ends with when space did not come back (exit 5)."""
+    free = free_bytes(attempt_dir)
+    ended = (
+        f"{', '.join(signals)} ended the wait for space"
+        if signals
+        else f"no space came back within {bound:g} s (the grace)"
+    )
+    have = f"{free} bytes free" if free is not None else "free space unknown"
+    return (
+        f"the evidence disk under {attempt_dir} is full ({have}) and {ended}; the command "
+        f"returned on its own and was not touched; free space there, then run "
+        f"'skgate recover {attempt_dir}'"
+    )
 
 
 def cut_torn_tail(path: Path) -> None:

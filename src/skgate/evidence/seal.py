@@ -40,6 +40,7 @@ from skgate.evidence.files import (
 )
 from skgate.evidence.ledger import LedgerEvent
 from skgate.evidence.load import load_control
+from skgate.evidence.walk import interrupted_scene, walk_files
 from skgate.model.errors import EvidenceError
 from skgate.model.schema import check_schema, require
 
@@ -79,38 +80,6 @@ class FileEntry:
 
 def _workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
-
-
-def walk_files(base: Path, skip: Iterable[str] = ()) -> tuple[list[str], list[str]]:
-    """Regular files under ``base`` (relative POSIX names, sorted) and other entries.
-
-    Never follows a symbolic link: a link inside evidence is reported, not entered.
-    """
-    skipped = set(skip)
-    files: list[str] = []
-    others: list[str] = []
-    stack: list[tuple[str, str]] = [(str(base), "")]
-    while stack:
-        path, rel = stack.pop()
-        try:
-            it = os.scandir(path)
-        except OSError:
-            others.append(rel or ".")
-            continue
-        with it:
-            for e in it:
-                name = f"{rel}/{e.name}" if rel else e.name
-                if name in skipped:
-                    continue
-                if e.is_dir(follow_symlinks=False):
-                    stack.append((e.path, name))
-                elif e.is_file(follow_symlinks=False):
-                    files.append(name)
-                else:
-                    others.append(name)
-    files.sort()
-    others.sort()
-    return files, others
 
 
 def _hash_one(base: Path, name: str) -> tuple[str, int] | None:
@@ -344,7 +313,16 @@ def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
         if not manifest.is_file():
             if any(n.startswith(rel + "/") for n in sealed):
                 continue  # the scene was present at sealing and is covered by the seal
-            problems.append(f"{label}/{rel}: scene added after sealing has no {SCENE_MANIFEST}")
+            if not interrupted_scene(attempt, scene):
+                problems.append(f"{label}/{rel}: scene added after sealing has no {SCENE_MANIFEST}")
+                continue
+            # A cleanup or retry killed between moving the outputs in and writing the
+            # manifest (issue 28): recover finishes it, naming what it found.
+            problems.append(
+                f"{label}/{rel}: unfinished: a scene without its {SCENE_MANIFEST} (a cleanup or "
+                f"retry was interrupted while preserving it); run 'skgate recover {attempt}'"
+            )
+            covered.update(n for n in walk_files(attempt)[0] if n.startswith(rel + "/"))
             continue
         try:
             data, entries = load_manifest(manifest, SCHEMA_SCENE)
@@ -371,6 +349,15 @@ def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
     files, others = walk_files(attempt, skip=(SEAL,))
     for name in files:
         if name in covered:
+            continue
+        scene_temp = name.startswith(f"{SCENE_DIR}/") and name.count("/") == 2
+        if scene_temp and is_temp_name(name.rsplit("/", 1)[1]):
+            # A scene's manifest (or a copied output) is put in place from a dot-named
+            # temporary file: a cleanup killed before removing it leaves it (issue 28).
+            problems.append(
+                f"{label}/{name}: unfinished: a temporary file left when a cleanup or retry "
+                f"was interrupted while preserving a scene; run 'skgate recover {attempt}'"
+            )
             continue
         if not recorded and is_temp_name(name) and name.startswith(f".{SEAL}."):
             # The seal is linked into place from this temporary file, which is removed
@@ -450,8 +437,33 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
             for scene in scene_dirs(attempt):
                 rel = f"{SCENE_DIR}/{scene.name}/{SCENE_MANIFEST}"
                 if (scene / SCENE_MANIFEST).is_file() and (attempt.name, rel) not in scenes:
-                    problems.append(f"{attempt.name}/{rel}: not in the ledger (added by hand?)")
+                    if scene_matches(scene):
+                        # Written whole and matching its files, but not indexed: a cleanup
+                        # killed before its ledger entry (issue 28); recover indexes it.
+                        problems.append(
+                            f"{attempt.name}/{rel}: unfinished: not in the ledger (a cleanup or "
+                            f"retry was interrupted before indexing it); run 'skgate recover "
+                            f"{attempt}'"
+                        )
+                    else:
+                        problems.append(f"{attempt.name}/{rel}: not in the ledger (added by hand?)")
     return problems
+
+
+def scene_matches(scene: Path) -> bool:
+    """Is the scene's manifest one a cleanup writes (its attempt named, outputs moved) and
+    does it match its files, nothing else in the scene?"""
+    try:
+        data, entries = load_manifest(scene / SCENE_MANIFEST, SCHEMA_SCENE)
+    except EvidenceError:
+        return False
+    moved = data.get("moved")
+    if data.get("attempt") != scene.parent.parent.name or not (isinstance(moved, list) and moved):
+        return False
+    names, _ = walk_files(scene, skip=(SCENE_MANIFEST,))
+    return names == sorted(e.name for e in entries) and not _compare(
+        scene, scene.name, entries, "preserving"
+    )
 
 
 def _compare_seal(attempt: Path) -> list[str]:

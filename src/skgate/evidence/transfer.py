@@ -28,6 +28,7 @@ from typing import Any
 
 from skgate.evidence import ledger, regular, seal
 from skgate.evidence.files import SEAL, VERDICT, fsync_dir, read_json
+from skgate.evidence.walk import walk_files
 from skgate.model.errors import EvidenceError
 from skgate.model.messages import FileHeader, FileList, message_from_dict
 from skgate.model.records import Verdict
@@ -47,7 +48,7 @@ def file_list(attempt: Path) -> list[dict[str, Any]]:
     """Every regular file of a sealed attempt with its size (the seal included)."""
     if not (attempt / SEAL).is_file():
         raise EvidenceError(f"{attempt}: not sealed; only a sealed attempt travels")
-    names, others = seal.walk_files(attempt)
+    names, others = walk_files(attempt)
     if others:
         raise EvidenceError(f"{attempt}: holds non-regular entries {others[:3]}; not sent")
     return [{"name": n, "size": os.lstat(attempt / n).st_size} for n in names]
@@ -151,7 +152,7 @@ class Incoming:
         """Check the received attempt against its own seal, move it onto ``target`` (the
         empty directory the driver reserved) and index it in the root's ledger."""
         self._close_file()
-        got = set(seal.walk_files(self.stage)[0])
+        got = set(walk_files(self.stage)[0])
         if got != set(self.expected):
             raise EvidenceError(f"attempt {self.attempt_id}: files missing from the stream")
         problems = seal.verify_attempt(self.stage)

@@ -163,6 +163,10 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         state="unknown",
         help_label="unknown",
         for_command={
+            "run": "unknown; or the attempt is left unfinished, its command returned and "
+            "untouched: the evidence disk stayed full past the grace (or a stop signal ended "
+            "that wait), or a second stop signal came before the verdict was written; one "
+            "line says what to do (free space, then skgate recover ATTEMPT)",
             "start": "the detached runner died before it reported, after it recorded an "
             "attempt (named in the message: see skgate status, then skgate recover)",
             "wait": "unknown, or at once: the runner died without a verdict (nobody will "

@@ -97,6 +97,8 @@ class MoveMethod(Word):
     RENAME = "rename"
     #: Across file systems: copy, verify every hash, then remove the source.
     COPY = "copy"
+    #: Not recorded: the cleanup was killed before its manifest, which ``recover`` wrote.
+    UNKNOWN = "unknown"
 
 
 class PackageMode(str, enum.Enum):

@@ -200,6 +200,9 @@ class Evidence:
     runner_finished: bool = False
     runner_alive: bool = False
     deadline_passed: bool = False
+    #: Free bytes under the attempt when its file system is full right now (a live look
+    #: at a live runner only; None otherwise): its records cannot grow (issue 28).
+    evidence_full_free: int | None = None
     summary: Summary | None = None
     census: Census | None = None
     package_mode: PackageMode = PackageMode.OPTIONAL

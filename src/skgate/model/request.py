@@ -18,6 +18,19 @@ from skgate.model.schema import require
 
 #: Where CANN's static compile writes its outputs, below the working directory (C1, C8).
 OUTPUTS_DIRNAME = "static_kernel_compile_outputs"
+#: C8: the outputs upstream's cleanup clears, in the order it lists them (what ``skgate
+#: cleanup`` and ``retry`` move into a scene; ``verify`` and ``recover`` tell an
+#: interrupted preservation by these names, issue 28).
+CLEANUP_OUTPUTS = (
+    OUTPUTS_DIRNAME,
+    "aclnn_static_shape_kernel_outputs",
+    ".static_kernel_records.json",
+    "sk_meta",
+    "kernel_meta",
+)
+#: Also cleared by upstream; optional for ``skgate cleanup`` (they may hold the user's
+#: own files).
+OPTIONAL_CLEANUP_OUTPUTS = ("log", "tmp", "profiling")
 
 DEFAULT_TIMEOUT = 3 * 3600.0
 DEFAULT_GRACE = 30.0

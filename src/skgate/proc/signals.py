@@ -15,7 +15,13 @@ instant. What that must mean depends on where the attempt is (issue 12):
 * **after the tree returned**: the compile already ended on its own, so the signal is only
   recorded, and the evidence (census, verdict, seal, ledger end) is finished first. A
   second signal *of the same kind* is an explicit "now": it cuts the finishing short
-  (:class:`StopRequested` again), which the runner records as far as it still can.
+  (:class:`StopRequested` again), which the runner records as far as it still can;
+* **once ``verdict.json`` is written** (:attr:`StopSignals.recorded`): the attempt's result
+  is on record, so no signal acts any more, however many come (issue 28: a second one
+  used to cut the seal short, and ``run`` exited 5 while ``verdict.json`` and ``status``
+  said succeeded). Each is noted (the journal while it is open, then the ledger's end
+  entry) and said in one line; the exit status stays the recorded verdict's, also for a
+  signal after the last ledger entry.
 
 Short critical sections (a ledger append, a journal line) run :func:`deferred`: a signal
 arriving inside one is acted on when it ends, never in the middle of a write.
@@ -73,6 +79,11 @@ class StopSignals:
         #: Every stop signal this object received, with the phase it came in.
         self.received: list[tuple[int, Phase]] = []
         self.ignored: tuple[int, ...] = ()
+        #: Set once the verdict is written: from then on a signal is only noted (issue 28).
+        self.recorded = False
+        #: The recorded verdict's exit status, once known: a signal after the last ledger
+        #: entry never ends the process with another one (see :meth:`restore`).
+        self.exit_code: int | None = None
         self._recorded = 0
         self._acted = 0
         self._depth = 0
@@ -99,10 +110,12 @@ class StopSignals:
         (printing the verdict, the interpreter's teardown) and show a traceback for a
         compile that is already recorded. Instead a handler stays that only says so
         through ``late``; a second signal of the same kind is an explicit "now" and ends
-        the process at once (128 + n), as a second one cuts the finishing short.
+        the process at once, with the recorded verdict's exit status (:attr:`exit_code`;
+        128 + n only when no verdict was recorded): a signal after the record never
+        changes what the record says (issue 28).
         """
         global _active
-        after = None if late is None else _after_record(late)
+        after = None if late is None else _after_record(late, self.exit_code)
         for sig, handler in self._old.items():
             signal.signal(sig, handler if after is None else after)
         self._old.clear()
@@ -125,6 +138,10 @@ class StopSignals:
 
     def _act(self) -> None:
         """Raise StopRequested if the current phase says a received signal must act now."""
+        if self.recorded:
+            # The verdict is on record: a signal is noted, never acted on (issue 28).
+            self._acted = len(self.received)
+            return
         while self._acted < len(self.received):
             signum, phase = self.received[self._acted]
             self._acted += 1
@@ -161,6 +178,15 @@ class StopSignals:
 _active: StopSignals | None = None
 
 
+def after_record_line(*signums: int) -> str:
+    """The one line for stop signals that came once the verdict was on record."""
+    names = ", ".join(signal_name(s) for s in signums)
+    return (
+        f"skgate: {names} received after the attempt was recorded; "
+        "its verdict and exit status stand"
+    )
+
+
 @contextmanager
 def deferred() -> Iterator[None]:
     """Run a short critical section with stop signals deferred to its end.
@@ -175,15 +201,15 @@ def deferred() -> Iterator[None]:
         yield
 
 
-def _after_record(late: Callable[[str], None]) -> Callable[[int, object], None]:
+def _after_record(late: Callable[[str], None], code: int | None) -> Callable[[int, object], None]:
     """The handler :meth:`StopSignals.restore` leaves for a process about to exit."""
     seen: set[int] = set()
 
     def on_late(signum: int, _frame: object) -> None:
         if signum in seen:
-            os._exit(128 + signum)
+            os._exit(128 + signum if code is None else code)
         seen.add(signum)
-        late(f"skgate: {signal_name(signum)} received after the attempt was recorded")
+        late(after_record_line(signum))
 
     return on_late
 

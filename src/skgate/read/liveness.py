@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files, regular
+from skgate.evidence.diskfull import disk_full_now
 from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import iter_journal
 from skgate.evidence.load import (
@@ -249,11 +250,15 @@ def live_evidence(attempt_dir: Path) -> Evidence:
         return ev  # as before: an attempt of another boot has nothing alive now
     owned = live_processes(attempt_dir, cgroup=archived.cgroup)
     deadline = archived.deadline_wall
+    alive = runner_is_alive(control)
     return replace(
         ev,
-        runner_alive=runner_is_alive(control),
+        runner_alive=alive,
         owned_alive=len(owned),
         deadline_passed=deadline is not None and time.time() > deadline,
+        # A full disk takes the journal lines that would say where the runner is
+        # (tree ended, timeout fired): the file system itself says why (issue 28).
+        evidence_full_free=disk_full_now(attempt_dir) if alive else None,
     )
 
 

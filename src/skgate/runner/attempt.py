@@ -28,7 +28,13 @@ from skgate.model.signals import signal_name
 from skgate.preflight.early import EarlyWork
 from skgate.preflight.jobs import frozen_value
 from skgate.proc.observe import boot_id, self_stat
-from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred
+from skgate.proc.signals import (
+    Phase,
+    StopRequested,
+    StopSignals,
+    after_record_line,
+    deferred,
+)
 from skgate.proc.waitstatus import cpu_seconds
 
 if TYPE_CHECKING:
@@ -88,7 +94,9 @@ class Attempt:
         for signum, phase in self.stops.unrecorded():
             finishing = phase is Phase.FINISHING
             action = (
-                "recorded; the evidence is finished and sealed first"
+                "recorded after the verdict; the verdict and its exit status stand"
+                if self.stops.recorded
+                else "recorded; the evidence is finished and sealed first"
                 if finishing
                 else "the attempt ends not started; nothing is launched"
             )
@@ -97,7 +105,9 @@ class Attempt:
                     signal=signum, name=signal_name(signum), phase=phase.value, action=action
                 )
             )
-            if finishing:
+            if self.stops.recorded:
+                self.notify(after_record_line(signum))
+            elif finishing:
                 self.notify(
                     f"skgate: {signal_name(signum)} received after the command's tree ended; "
                     "finishing and sealing the evidence first (send it again to cut that short)"
@@ -191,7 +201,12 @@ class Attempt:
 
         self.record_signals()
         verdict = classify(load_evidence(self.dir, finishing=True)).with_attempt(str(self.dir))
-        files.write_json_new(self.dir / files.VERDICT, verdict.to_dict())
+        with deferred():
+            files.write_json_new(self.dir / files.VERDICT, verdict.to_dict())
+            # The verdict is on record: the journal, seal and ledger end are finished
+            # whatever signal comes now, and the exit status is the verdict's (issue 28:
+            # a second one cut the seal short, exit 5 beside a succeeded verdict.json).
+            self.stops.recorded = True
         self.record_signals()
         self.emit(
             Finished(
@@ -210,11 +225,14 @@ class Attempt:
         if indexed:
             with deferred():  # one ledger line, whole
                 # Signals that came once the journal was sealed are recorded here.
-                late = [signal_name(s) for s, _ in self.stops.unrecorded()]
+                after = self.stops.unrecorded()
+                late = [signal_name(s) for s, _ in after]
                 extra: dict[str, Any] = {"signals_while_sealing": late} if late else {}
                 if self.frozen_jobs is not None:
                     extra["jobs"] = self.frozen_jobs
                 ledger.record_end(self.root, self.dir, verdict, extra)  # chains the seal's hash
+            if after:
+                self.notify(after_record_line(*(s for s, _ in after)))
         return verdict
 
     def stopped_before_launch(self, signum: int, where: str) -> Verdict:

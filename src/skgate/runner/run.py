@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from skgate.evidence import ledger
 from skgate.evidence.census import outputs_record, top_entries
-from skgate.evidence.diskfull import is_full
+from skgate.evidence.diskfull import is_full, still_full_line
 from skgate.evidence.intent import write_intent
 from skgate.evidence.stops import clear_stop_request, stop_pending
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError
@@ -50,7 +50,13 @@ from skgate.preflight.interpreter import resolve_command
 from skgate.preflight.request import outputs_dir, validate
 from skgate.proc.cgroup import leaf_name
 from skgate.proc.keeper import PipeKeeper
-from skgate.proc.signals import Phase, StopRequested, StopSignals, deferred
+from skgate.proc.signals import (
+    Phase,
+    StopRequested,
+    StopSignals,
+    after_record_line,
+    deferred,
+)
 from skgate.proc.sources import allowed_sources, open_sources
 from skgate.proc.supervise import Outcome, Supervisor, SupervisorConfig
 from skgate.proc.waitstatus import become_subreaper, cpu_seconds
@@ -155,13 +161,16 @@ def run_here(
                 attempt_id,
                 contextlib.ExitStack(),
             )
-            return _execute(run)
+            verdict = _execute(run)
+            # A signal from here on never changes the exit status away from the record's.
+            stops.exit_code = verdict.exit_code
+            return verdict
         finally:
             stops.restore(late=late)
             # After the last ledger entry nothing is left to record them in: say so.
-            for signum, _ in stops.unrecorded():
-                if notify is not None:
-                    notify(f"skgate: {signal_name(signum)} received after the attempt was recorded")
+            after = stops.unrecorded()
+            if after and notify is not None:
+                notify(after_record_line(*(s for s, _ in after)))
 
 
 def _execute(run: _Run) -> Verdict:
@@ -393,7 +402,17 @@ def _supervise(run: _Run) -> Verdict | None:
         sup.restore_handlers()
         att.stops.add(sup.pending_stops())
     if watcher.full.full:
-        watcher.full.record(att.dir, att.notify)  # as soon as space allows (issue 21 s2)
+        # As soon as space allows (issue 21 s2), at most the grace, and the first stop
+        # signal ends the wait (issue 28: it had no bound; C2.4: a stop is acted on).
+        seen = len(att.stops.received)
+        if not watcher.full.record(
+            att.dir,
+            att.notify,
+            bound=run.request.grace,
+            stopped=lambda: len(att.stops.received) > seen,
+        ):
+            told = tuple(signal_name(s) for s, _ in att.stops.unrecorded())
+            raise UnfinishedError(still_full_line(att.dir, run.request.grace, told))
         # Space is back: the final manifest the full disk took is written now.
         watcher.manifest(sup.records(), True, sup.coverage_of(True))
     return None

@@ -244,6 +244,26 @@ def _classify(ev: Evidence) -> Verdict:
     may_have_run = ev.launched or ev.launch_unconfirmed
     termination_begun = ev.timeout_fired or bool(ev.signals_sent) or bool(ev.external_signals)
 
+    if not ev.runner_finished and ev.runner_alive and ev.evidence_full_free is not None:
+        # The journal cannot grow, so it is silent on what the runner did since the disk
+        # filled (the tree's end, a timeout): never "its timeout has not fired" (issue 28).
+        what = (
+            "finishing: evidence disk full"
+            if may_have_run and not ev.owned_alive
+            else "evidence disk full while the command runs"
+        )
+        return _verdict(
+            ev,
+            State.IN_PROGRESS,
+            None,
+            (
+                f"C2.1: {what} ({ev.evidence_full_free} bytes free); the runner is alive and "
+                "waits at most its grace for space, then leaves the attempt for 'skgate "
+                "recover'; free space under the evidence root, kill nothing",
+                *escapes,
+            ),
+        )
+
     # 1. in_progress: an owned process lives and the frozen timeout has not fired.
     if not ev.runner_finished and not termination_begun:
         if ev.runner_alive and not ev.launched:

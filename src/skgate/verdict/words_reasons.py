@@ -11,6 +11,22 @@ from __future__ import annotations
 
 REASONS_ZH: tuple[tuple[str, str], ...] = (
     (
+        r"C2\.1: finishing: evidence disk full \((\d+) bytes free\); the runner is alive and "
+        r"waits at most its grace for space, then leaves the attempt for 'skgate recover'; "
+        r"free space under the evidence root, kill nothing",
+        r"C2.1：收尾中：证据磁盘已满（剩余 \1 字节）；运行器仍在运行，"
+        "最多等待宽限期以待空间释放，之后将本次尝试留给 'skgate recover'；"
+        "请释放证据根目录下的空间，不终止任何进程",
+    ),
+    (
+        r"C2\.1: evidence disk full while the command runs \((\d+) bytes free\); the runner is "
+        r"alive and waits at most its grace for space, then leaves the attempt for 'skgate "
+        r"recover'; free space under the evidence root, kill nothing",
+        r"C2.1：命令运行期间证据磁盘已满（剩余 \1 字节）；运行器仍在运行，"
+        "最多等待宽限期以待空间释放，之后将本次尝试留给 'skgate recover'；"
+        "请释放证据根目录下的空间，不终止任何进程",
+    ),
+    (
         r"C2\.5: the top-level process was ended by (\S+), which this runner did not send: "
         r"most often its own crash, possibly a kill from outside; neither a natural return "
         r"nor an outside interruption can be shown",

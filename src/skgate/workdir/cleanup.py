@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import fcntl
 import os
 import shutil
 import stat
@@ -34,26 +35,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import digest, ledger, seal
+from skgate.evidence import digest, files, ledger, seal
 from skgate.evidence.files import CONTROL, require_dir, write_json_new
 from skgate.evidence.load import Control, load_control
+from skgate.evidence.walk import walk_files
 from skgate.model.errors import BlockedError, EvidenceError, StillLiveError, UsageError
 from skgate.model.outcomes import MoveMethod
-from skgate.model.request import OUTPUTS_DIRNAME
+from skgate.model.request import CLEANUP_OUTPUTS, OPTIONAL_CLEANUP_OUTPUTS
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.proc import observe
 from skgate.read.liveness import live_processes, runner_is_alive
 
 #: C8: the outputs upstream's cleanup clears, in the order it lists them.
-OUTPUTS = (
-    OUTPUTS_DIRNAME,
-    "aclnn_static_shape_kernel_outputs",
-    ".static_kernel_records.json",
-    "sk_meta",
-    "kernel_meta",
-)
+OUTPUTS = CLEANUP_OUTPUTS
 #: Also cleared by upstream; optional here (they may hold the user's own files).
-OPTIONAL_OUTPUTS = ("log", "tmp", "profiling")
+OPTIONAL_OUTPUTS = OPTIONAL_CLEANUP_OUTPUTS
 
 
 @dataclass(frozen=True)
@@ -242,19 +238,25 @@ def _new_scene(attempt: Path) -> Path:
 
 
 def _copy_verify_remove(src: Path, dst: Path, is_dir: bool) -> None:
-    """Across file systems: copy (links as links), compare every hash, then remove."""
+    """Across file systems: copy (links as links), compare every hash, then remove.
+
+    The copy is made under a dot-named temporary name and renamed into place once every
+    hash matches: a cleanup killed mid-copy leaves a temporary file (removed by
+    ``recover``, the original still in place), never a partial output in the scene."""
+    tmp = files.temp_name(dst)
     if is_dir:
-        shutil.copytree(src, dst, symlinks=True)
+        shutil.copytree(src, tmp, symlinks=True)
         want = seal.manifest_entries(src)
-        got = seal.manifest_entries(dst)
+        got = seal.manifest_entries(tmp)
     else:
-        shutil.copy2(src, dst, follow_symlinks=False)
+        shutil.copy2(src, tmp, follow_symlinks=False)
         want = [seal.FileEntry(src.name, *_hash(src))]
-        got = [seal.FileEntry(src.name, *_hash(dst))]
+        got = [seal.FileEntry(src.name, *_hash(tmp))]
     if want != got:
         raise EvidenceError(
             f"{src}: the copy into {dst} does not match the original; nothing was removed"
         )
+    os.rename(tmp, dst)
     if is_dir:
         shutil.rmtree(src)
     else:
@@ -270,7 +272,7 @@ def _hash(path: Path) -> tuple[str, int]:
 
 
 def _links(base: Path) -> list[dict[str, str]]:
-    _, others = seal.walk_files(base)
+    _, others = walk_files(base)
     out = []
     for name in others:
         try:
@@ -349,6 +351,25 @@ def cleanup_checked(
             f"outputs in {real_work} are in use ({'; '.join(users[:3])}); "
             "cleanup refuses while another process uses them"
         )
+    # One writer of the attempt's scenes at a time, and never while 'skgate recover'
+    # finishes a scene a killed cleanup left (issue 28): the flock recover takes on the
+    # attempt directory, released when its fd closes (also by a SIGKILL).
+    lock = os.open(attempt, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _preserve(attempt, real_work, present, tuple(refused), started)
+    finally:
+        os.close(lock)
+
+
+def _preserve(
+    attempt: Path,
+    real_work: Path,
+    present: list[tuple[str, os.stat_result]],
+    refused: tuple[tuple[str, str], ...],
+    started: float,
+) -> CleanupResult:
+    """Move ``present`` into a new scene of ``attempt``, write its manifest, index it."""
     scene = _new_scene(attempt)
     moved: list[Moved] = []
     wfd = os.open(real_work, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -394,5 +415,5 @@ def cleanup_checked(
         ledger.record_scene(attempt_root, attempt, manifest)
     total = time.monotonic() - started
     return CleanupResult(
-        str(real_work), str(attempt), str(scene), tuple(moved), tuple(refused), clear, total
+        str(real_work), str(attempt), str(scene), tuple(moved), refused, clear, total
     )

@@ -56,6 +56,7 @@ from skgate.proc.keeper import KEPT_LOG
 from skgate.read.liveness import refuse_while_live
 from skgate.verdict.classify import classify
 from skgate.workdir.adopt import adopt
+from skgate.workdir.scenes import finish_scenes
 
 
 @dataclass(frozen=True)
@@ -310,7 +311,8 @@ def _recover_locked(attempt: Path) -> Recovery:
             if files.present(verdict_path)
             else None
         )
-        return Recovery(attempt, (), verdict)
+        # A cleanup or retry killed while preserving a scene into it (issue 28).
+        return Recovery(attempt, tuple(finish_scenes(attempt, root)), verdict)
     events = _events(attempt)
     names = _kinds(events)
     if EventKind.CREATED not in names and not files.present(attempt / files.CONTROL):
@@ -321,7 +323,15 @@ def _recover_locked(attempt: Path) -> Recovery:
     _check_nothing_alive(attempt, events)
     done: list[str] = []
     if sealed:
-        # Died between the seal and the ledger end: index it only if the seal holds.
+        # Died between the seal and the ledger end: index it only if the seal holds. The
+        # seal is linked into place from a temporary file removed next: a runner killed
+        # in between leaves that file too (issue 28: recover refused it forever).
+        left = _seal_temps(attempt)
+        if left:
+            done.append(
+                f"removed the seal's temporary file {', '.join(left)} (the runner was killed "
+                f"between linking {files.SEAL} and removing it)"
+            )
         problems = seal.verify_attempt(attempt)
         if problems:
             raise EvidenceError(
@@ -348,12 +358,36 @@ def _recover_locked(attempt: Path) -> Recovery:
             done.append("indexed the attempt's start in the ledger")
         ledger.record_end(root, attempt, verdict, {"recovered": True})
         done.append("wrote the ledger's end entry")
+        done.extend(finish_scenes(attempt, root))
     # The attempt is final now: a stop request for it outlives nothing it was for (as
     # the runner removes it at its own end).
     if os.path.lexists(stop_request_path(attempt)):
         clear_stop_request(attempt)
         done.append("removed the attempt's stop request")
     return Recovery(attempt, tuple(done), verdict)
+
+
+def _seal_temps(attempt: Path) -> list[str]:
+    """Remove the leftovers of the seal's link step: dot-named temporary files of
+    ``seal.json`` that are the seal itself (one inode, the link made and the temporary
+    name not yet removed). Anything else stays for verify to name."""
+    try:
+        sealed = os.lstat(attempt / files.SEAL)
+    except OSError:
+        return []
+    removed: list[str] = []
+    with os.scandir(attempt) as it:
+        names = [e.name for e in it if e.is_file(follow_symlinks=False)]
+    for name in sorted(names):
+        if not (files.is_temp_name(name) and name.startswith(f".{files.SEAL}.")):
+            continue
+        st = os.lstat(attempt / name)
+        if (st.st_dev, st.st_ino) == (sealed.st_dev, sealed.st_ino):
+            os.unlink(attempt / name)
+            removed.append(name)
+    if removed:
+        files.fsync_dir(attempt)
+    return removed
 
 
 def _finish_unsealed(attempt: Path, names: set[EventKind]) -> tuple[Verdict, list[str]]:
