@@ -30,7 +30,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import files, regular
+from skgate.evidence import files, regular, sealed
 from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import iter_journal
 from skgate.evidence.load import (
@@ -40,7 +40,7 @@ from skgate.evidence.load import (
     load_ownership,
     prelaunch_evidence,
 )
-from skgate.evidence.recorded import recorded_verdict
+from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.model.errors import EvidenceError, StillLiveError
 from skgate.model.events import Created, Launched
 from skgate.model.frozen import replace
@@ -189,9 +189,10 @@ def live_processes(
         return tuple(found.values())
     procs = attempt_dir / files.PROCS
     if files.present(procs):
-        # Bounded lines of a regular file only (issue 21); an over-long line is a
-        # damaged record and, like a torn one, is skipped by journal_alive.
-        lines = (ln.raw for ln in regular.iter_lines(procs) if not ln.too_long)
+        # Bounded lines of a regular file only (issue 21), checked against the seal
+        # (issue 28). An over-long line is a damaged record that may name a live process:
+        # refused and named, never read whole and never passed over in silence.
+        lines = (_bounded(ln, procs) for ln in sealed.iter_lines(procs))
         for (pid, ticks), first in journal_alive(lines).items():
             if (pid, ticks) not in found and is_alive(pid, ticks):
                 name = str(first.get("name") or first.get("comm") or "")
@@ -266,6 +267,11 @@ def live_prelaunch(attempt_dir: Path) -> Evidence:
 
 
 def recompute(attempt_dir: Path) -> Verdict:
+    """See :func:`_recompute`; through the one guard of what is read (issue 28)."""
+    return guarded(attempt_dir, _recompute)
+
+
+def _recompute(attempt_dir: Path) -> Verdict:
     """``skgate classify``: the verdict from the archived files, and for an unfinished
     attempt the liveness of its runner and owned processes (read-only), so it reads
     ``in_progress`` or ``unknown``, never a final state from a partial set of files."""
@@ -273,6 +279,11 @@ def recompute(attempt_dir: Path) -> Verdict:
 
 
 def current_verdict(attempt_dir: Path) -> Verdict:
+    """See :func:`_current`; through the one guard of what is read (issue 28)."""
+    return guarded(attempt_dir, _current)
+
+
+def _current(attempt_dir: Path) -> Verdict:
     """``skgate status``: the recorded verdict if the run finished, else a live look.
 
     An attempt whose runner died without a verdict reads ``in_progress`` while its owned
@@ -285,7 +296,13 @@ def current_verdict(attempt_dir: Path) -> Verdict:
     recorded = recorded_verdict(attempt_dir)
     if recorded is not None:
         return recorded
-    return recompute(attempt_dir)
+    return _recompute(attempt_dir)
+
+
+def _bounded(line: regular.Line, path: Path) -> bytes:
+    if line.too_long:
+        raise sealed.OverlongError(sealed.overlong_text(path, line.number))
+    return line.raw
 
 
 def _is_int(value: Any) -> bool:

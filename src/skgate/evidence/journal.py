@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import regular
+from skgate.evidence import regular, sealed
 from skgate.model.errors import EvidenceError
 from skgate.model.events import (
     Event,
@@ -53,7 +53,8 @@ __all__ = [
 def iter_journal(path: Path) -> Iterator[Event]:
     """Stream the journal, one bounded line at a time (see the module doc)."""
     try:
-        for line in regular.iter_lines(path):
+        # Through the one reader: a sealed journal must match its seal (issue 28 s3).
+        for line in sealed.iter_lines(path):
             if line.too_long:
                 raise EvidenceError(
                     f"{path}: line {line.number} is longer than {regular.LINE_LIMIT} bytes "

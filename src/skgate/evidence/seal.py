@@ -24,13 +24,14 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import digest, ledger, regular
+from skgate.evidence import digest, ledger, regular, sealed
 from skgate.evidence.files import (
     CONTROL,
+    EVENTS,
+    PROCS,
     SEAL,
     VERDICT,
     is_attempt_dir,
@@ -40,6 +41,7 @@ from skgate.evidence.files import (
 )
 from skgate.evidence.ledger import LedgerEvent
 from skgate.evidence.load import load_control
+from skgate.evidence.sealed import FileEntry
 from skgate.model.errors import EvidenceError
 from skgate.model.schema import check_schema, require
 
@@ -47,34 +49,6 @@ SCHEMA_SEAL = "skgate.seal/1"
 SCHEMA_SCENE = "skgate.scene/1"
 SCENE_DIR = "scene"
 SCENE_MANIFEST = "manifest.json"
-
-
-@dataclass(frozen=True)
-class FileEntry:
-    """One sealed file: POSIX path relative to its base directory, sha256, size."""
-
-    name: str
-    sha256: str
-    size: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "sha256": self.sha256, "size": self.size}
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str) -> FileEntry:
-        if not isinstance(data, dict):
-            raise EvidenceError(f"{where}: a file entry is not an object")
-        name = require(data, "name", str, where)
-        digest = require(data, "sha256", str, where)
-        size = require(data, "size", int, where)
-        parts = name.split("/")
-        # A name that climbs out of the base (or is absolute) would make verify read
-        # outside the attempt: refuse the whole manifest as hostile.
-        if not name or name.startswith("/") or ".." in parts or "" in parts:
-            raise EvidenceError(f"{where}: file name {name!r} is not a plain relative path")
-        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-            raise EvidenceError(f"{where}: sha256 of {name!r} is not 64 hex digits")
-        return cls(name, digest, size)
 
 
 def _workers() -> int:
@@ -212,6 +186,13 @@ def _compare(base: Path, label: str, entries: list[FileEntry], what: str) -> lis
         if not stat.S_ISREG(st.st_mode):
             problems.append(f"{label}/{e.name}: replaced by a non-regular file after {what}")
             continue
+        if st.st_size != e.size:
+            # Never hashed: a 1 GiB line appended to procs.jsonl is named by its size
+            # alone, at once (issue 28 s4).
+            problems.append(
+                f"{label}/{e.name}: changed after {what} (size {st.st_size}, sealed {e.size})"
+            )
+            continue
         present.append(e)
     hashed = hash_files(base, [e.name for e in present])
     for e in present:
@@ -309,6 +290,18 @@ def unfinished_problem(attempt: Path, *, recorded: bool = False) -> str | None:
     )
 
 
+def _overlong(attempt: Path) -> list[str]:
+    """An unsealed attempt's journals with a record over the line bound (a 1 GiB line
+    appended to ``procs.jsonl``): named, never read whole (issue 28 s4). A sealed one's
+    size differs from its seal instead."""
+    found = []
+    for name in (EVENTS, PROCS):
+        number = sealed.first_overlong(attempt / name)
+        if number is not None:
+            found.append(f"{attempt.name}/{sealed.overlong_text(name, number)}")
+    return found
+
+
 def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
     """Problems in one attempt: its seal, its scene manifests, files added after sealing.
 
@@ -320,7 +313,7 @@ def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
     sealed: set[str] = set()
     unfinished = unfinished_problem(attempt, recorded=recorded)
     if unfinished is not None:
-        return [unfinished]
+        return [unfinished, *_overlong(attempt)]
     if seal_path.is_file() and not seal_path.is_symlink():
         try:
             data, entries = load_manifest(seal_path, SCHEMA_SEAL)

@@ -207,6 +207,7 @@ def code_of(name: str) -> int:
 EXIT_USAGE = code_of("usage")
 EXIT_BLOCKED = code_of("blocked")
 EXIT_INTERRUPTED_BY_USER = code_of("keyboard_interrupt")
+EXIT_UNKNOWN = code_of("unknown")
 
 #: Exit status of each verdict state (``State`` value -> code).
 STATE_CODES: Mapping[str, int] = {row.state: row.code for row in EXIT_TABLE if row.state}

@@ -25,6 +25,7 @@ from skgate.model.running import (
     Coverage,
     Ownership,
     ProcessRecord,
+    SealBreach,
     Stage,
     State,
     Summary,
@@ -54,6 +55,7 @@ __all__ = [
     "ProcessRecord",
     "RecoveredWhen",
     "RootCensus",
+    "SealBreach",
     "SignalSent",
     "Stage",
     "State",
@@ -247,6 +249,24 @@ RECOVERED_WHEN = tuple(w.value for w in RecoveredWhen)
 
 
 @record
+class Waiting:
+    """The in-progress phase before launch (C2.1, C4): a live runner waits for blockers
+    it never signals, and nothing was launched yet. Not a sixth state."""
+
+    #: Foreign compilers by (pid, name), as the runner's ``foreign_wait`` named them.
+    foreign: tuple[tuple[int, str], ...] = ()
+    #: Any other blocker, one line each (a device lease and its holder).
+    other: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": "waiting_for_blockers",
+            "foreign": [{"pid": pid, "name": name} for pid, name in self.foreign],
+            "other": list(self.other),
+        }
+
+
+@record
 class Verdict:
     """The classifier's answer: a state, its cause, and the reasons, citing rules."""
 
@@ -271,6 +291,10 @@ class Verdict:
     effective_jobs: tuple[int, ...] = ()
     #: The most opc processes seen alive at once (a lower bound: scans are periodic).
     peak_opc: int | None = None
+    #: Read side only, never recorded: a sealed file changed (the state is then unknown).
+    breach: SealBreach | None = None
+    #: Read side only, never recorded: the in-progress phase before launch.
+    waiting: Waiting | None = None
 
     @property
     def exit_code(self) -> int:
@@ -298,8 +322,16 @@ class Verdict:
             "compiled": self.compiled,
             "effective_jobs": list(self.effective_jobs),
             "peak_opc": self.peak_opc,
-            **({"extra": dict(self.extra)} if self.extra else {}),
+            **({"extra": self._extra()} if self.extra or self.breach or self.waiting else {}),
         }
+
+    def _extra(self) -> dict[str, Any]:
+        out = dict(self.extra)
+        if self.breach is not None:
+            out["evidence_changed"] = self.breach.to_dict()
+        if self.waiting is not None:
+            out["waiting"] = self.waiting.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "verdict.json") -> Verdict:

@@ -298,3 +298,27 @@ class Summary:
             "stages": [s.to_dict() for s in self.stages],
             "problems": list(self.problems),
         }
+
+
+@record
+class SealBreach:
+    """A file of a sealed attempt that no longer is what its seal says (issue 28 s3):
+    changed, damaged, missing, or added after sealing. Its content is never shown."""
+
+    #: The file, relative to the attempt directory (``verdict.json``, ``plog/0001-x``).
+    file: str
+    #: The sha256 the seal recorded (None: the file is not in the seal).
+    sealed: str | None
+    #: What it is now: ``sha256 <hex>``, ``missing``, ``N bytes (sealed M)``, or why
+    #: ``seal.json`` itself cannot be read.
+    now: str
+
+    def line(self) -> str:
+        """The first line of every answer about such an attempt (en)."""
+        if self.sealed is None and self.now.startswith("damaged"):
+            return f"evidence changed after sealing: {self.file} ({self.now})"
+        was = f"sealed sha256 {self.sealed[:16]}" if self.sealed else "not in the seal"
+        return f"evidence changed after sealing: {self.file} ({was}, now {self.now})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "sealed_sha256": self.sealed, "now": self.now}

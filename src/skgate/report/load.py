@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import regular
+from skgate.evidence import sealed
 from skgate.evidence.files import (
     CENSUS,
     CONTROL,
@@ -27,6 +27,7 @@ from skgate.evidence.journal import read_journal
 from skgate.evidence.ledger import resolve
 from skgate.evidence.load import archived_verdict
 from skgate.evidence.plog import PLOG_INDEX
+from skgate.evidence.sealed import SealBreachError
 from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
 from skgate.model.events import Event
@@ -37,6 +38,7 @@ from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL, check_schema
 from skgate.model.stages import Stages
 from skgate.report import rows
+from skgate.verdict.changed import changed_verdict
 
 VerdictOf = Callable[[Path], Verdict]
 
@@ -74,7 +76,34 @@ class AttemptEvidence:
 
 
 def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> AttemptEvidence:
-    """Read one attempt directory; a damaged evidence file is a one-line EvidenceError."""
+    """Read one attempt directory; a damaged evidence file is a one-line EvidenceError.
+
+    A sealed attempt whose files differ from the seal is shown by that alone: its
+    verdict is unknown, "evidence changed after sealing: FILE ..." first, and nothing
+    the changed files say is shown (issue 28 s3)."""
+    try:
+        return _load_attempt(path, verdict_of)
+    except SealBreachError as exc:
+        return _changed(path, changed_verdict(exc.breach, str(path)))
+
+
+def _changed(path: Path, verdict: Verdict) -> AttemptEvidence:
+    return AttemptEvidence(
+        path=path,
+        attempt=path.name,
+        control={},
+        request=None,
+        verdict=verdict,
+        events=(),
+        ownership=None,
+        census=None,
+        summary_lines=(),
+        summary_source="",
+        seal=rows.seal_status(path),
+    )
+
+
+def _load_attempt(path: Path, verdict_of: VerdictOf) -> AttemptEvidence:
     control_path = path / CONTROL
     control = check_schema(_read_json(control_path), SCHEMA_CONTROL, str(control_path))
     request_raw = control.get("request")
@@ -96,7 +125,7 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
     if present(path / SUMMARY):
         # A regular file only, bounded (issue 21): a linked summary.txt is refused.
         try:
-            text = regular.read_text(path / SUMMARY, errors="backslashreplace")
+            text = sealed.read_text(path / SUMMARY, errors="backslashreplace")
         except FileNotFoundError:
             raise EvidenceError(f"{path / SUMMARY}: missing") from None
         summary_lines = tuple(text.splitlines())

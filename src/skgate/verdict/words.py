@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from skgate.model.outcomes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
+from skgate.verdict.changed import waiting_words
 from skgate.verdict.words_next import (
     NEXT_STEP,
     UNCOMPILED_COUNT,
@@ -99,6 +100,10 @@ def kind_of(v: Verdict) -> Kind:
 def headline(v: Verdict) -> str:
     """The one-line headline of ``skgate run/status/classify`` (C7 words where a compiler
     failed; never "compiler failures" when no compiler was observed)."""
+    if v.breach is not None:
+        return f"UNKNOWN: {v.breach.line()}"  # issue 28: the change comes first
+    if v.waiting is not None:
+        return waiting_words(v.waiting, Lang.EN, headline=True)
     kind = kind_of(v)
     status = v.exit_status
     if kind is Kind.DECLARED:
@@ -128,8 +133,13 @@ def headline(v: Verdict) -> str:
 
 def state_words(v: Verdict, lang: Lang) -> str:
     """How a report names this verdict (:data:`WORDS`, refined by :func:`kind_of`)."""
-    kind = kind_of(v)
     zh = lang is Lang.ZH
+    if v.breach is not None:
+        line = v.breach.line()
+        return f"未知：{reason_zh(line) or line}" if zh else f"unknown: {line}"
+    if v.waiting is not None:
+        return waiting_words(v.waiting, lang)
+    kind = kind_of(v)
     status = v.exit_status
     if kind is Kind.DECLARED:
         if v.state is State.SUCCEEDED:

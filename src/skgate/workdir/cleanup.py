@@ -37,6 +37,7 @@ from typing import Any
 from skgate.evidence import digest, ledger, seal
 from skgate.evidence.files import CONTROL, require_dir, write_json_new
 from skgate.evidence.load import Control, load_control
+from skgate.evidence.sealed import FileEntry
 from skgate.liveness import live_processes, runner_is_alive
 from skgate.model.errors import BlockedError, EvidenceError, StillLiveError, UsageError
 from skgate.model.outcomes import MoveMethod
@@ -249,8 +250,8 @@ def _copy_verify_remove(src: Path, dst: Path, is_dir: bool) -> None:
         got = seal.manifest_entries(dst)
     else:
         shutil.copy2(src, dst, follow_symlinks=False)
-        want = [seal.FileEntry(src.name, *_hash(src))]
-        got = [seal.FileEntry(src.name, *_hash(dst))]
+        want = [FileEntry(src.name, *_hash(src))]
+        got = [FileEntry(src.name, *_hash(dst))]
     if want != got:
         raise EvidenceError(
             f"{src}: the copy into {dst} does not match the original; nothing was removed"
