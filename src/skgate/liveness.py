@@ -28,11 +28,10 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence import files, regular, sealed
 from skgate.evidence.intent import read_intent
-from skgate.evidence.journal import iter_journal
+from skgate.evidence.journal import created_runner, iter_journal
 from skgate.evidence.load import (
     Control,
     archived_evidence,
@@ -42,7 +41,7 @@ from skgate.evidence.load import (
 )
 from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.model.errors import EvidenceError, StillLiveError
-from skgate.model.events import Created, Launched
+from skgate.model.events import Launched
 from skgate.model.frozen import replace
 from skgate.model.records import Evidence, Ownership, ProcessRecord, Verdict
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
@@ -124,14 +123,8 @@ def runner_ref(attempt_dir: Path) -> RunnerRef | None:
     if files.present(attempt_dir / files.CONTROL):
         c = load_control(attempt_dir)
         return RunnerRef(c.runner_pid, c.runner_start_ticks, c.boot_id)
-    for ev in iter_journal(attempt_dir / files.EVENTS):
-        runner = ev.runner if isinstance(ev, Created) else None
-        if runner is not None and _is_int(runner.get("pid")):
-            ticks = runner.get("start_ticks")
-            if isinstance(ticks, int) and _is_int(ticks):
-                boot = runner.get("boot_id", (isinstance(ev, Created) and ev.boot_id) or "")
-                return RunnerRef(runner["pid"], ticks, str(boot))
-    return None
+    found = created_runner(attempt_dir / files.EVENTS)
+    return None if found is None else RunnerRef(*found)
 
 
 def runner_is_alive(control: Control) -> bool:
@@ -303,7 +296,3 @@ def _bounded(line: regular.Line, path: Path) -> bytes:
     if line.too_long:
         raise sealed.OverlongError(sealed.overlong_text(path, line.number))
     return line.raw
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

@@ -106,7 +106,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.all:
         # One damaged attempt must not hide the others: each is read on its own.
         rows: list[tuple[Path, Verdict | None, str | None]] = []
-        for attempt in resolve(target):
+        for attempt in resolve(target, prelaunch=True):  # waiting ones too (issue 30)
             try:
                 rows.append((attempt, verdict_now(attempt), None))
             except SkgateError as exc:

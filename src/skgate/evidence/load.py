@@ -101,6 +101,7 @@ def prelaunch_evidence(attempt_dir: Path) -> Evidence:
         not_started_reasons=tuple(blocked),
         runner_finished=finished,
         waiting_for=tuple(progress.waiting),
+        waiting=progress.blocked_by,
         journal_missing=not files.present(journal),
     )
 

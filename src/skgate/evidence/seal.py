@@ -27,11 +27,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import digest, ledger, regular, sealed
+from skgate.evidence import digest, ledger, regular
 from skgate.evidence.files import (
     CONTROL,
-    EVENTS,
-    PROCS,
     SEAL,
     VERDICT,
     is_attempt_dir,
@@ -42,6 +40,7 @@ from skgate.evidence.files import (
 from skgate.evidence.ledger import LedgerEvent
 from skgate.evidence.load import load_control
 from skgate.evidence.sealed import FileEntry
+from skgate.evidence.unsealed import overlong, runner_alive
 from skgate.model.errors import EvidenceError
 from skgate.model.schema import check_schema, require
 
@@ -216,21 +215,6 @@ def scene_dirs(attempt: Path) -> list[Path]:
         return []
 
 
-def _runner_alive(attempt: Path) -> bool:
-    """Is the runner that owns this unsealed attempt alive (then it is not unfinished)?"""
-    try:
-        control = load_control(attempt)
-    except EvidenceError:
-        return False
-    # Loaded here, only for an unsealed attempt: the read side (a report of sealed
-    # archives) loads no skgate.proc module (issue 22 s3). The identity rule is the one of
-    # skgate.liveness: same boot, same pid and start time (C4).
-    from skgate.proc.observe import boot_id, is_alive  # noqa: PLC0415
-
-    same_boot = control.boot_id in ("", boot_id())
-    return same_boot and is_alive(control.runner_pid, control.runner_start_ticks)
-
-
 def _sealed_in_ledger(root: Path | None) -> set[str]:
     """Attempts whose seal hash the ledger holds (an end or seal entry with one)."""
     if root is None or not (root / ledger.LEDGER).exists():
@@ -266,6 +250,8 @@ def unfinished_problem(attempt: Path, *, recorded: bool = False) -> str | None:
         return None
     control = attempt / CONTROL
     if not control.exists():
+        if runner_alive(attempt):
+            return None  # in preflight, waiting for a blocker: see waiting_notes
         return (
             f"{label}: unfinished: no control.json (the runner died before freezing its "
             f"controls, or it was removed); run 'skgate recover {attempt}'"
@@ -277,7 +263,7 @@ def unfinished_problem(attempt: Path, *, recorded: bool = False) -> str | None:
             f"{label}/{CONTROL}: damaged and not sealed ({exc}); it was altered, or written "
             "by a skgate without whole-file writes: inspect it by hand"
         )
-    if _runner_alive(attempt):
+    if runner_alive(attempt):
         return None  # in progress: its runner seals it when it is done
     if (attempt / VERDICT).exists():
         return (
@@ -288,18 +274,6 @@ def unfinished_problem(attempt: Path, *, recorded: bool = False) -> str | None:
         f"{label}: never finished: no verdict.json and its runner is gone (it died before "
         f"the verdict was written); run 'skgate recover {attempt}'"
     )
-
-
-def _overlong(attempt: Path) -> list[str]:
-    """An unsealed attempt's journals with a record over the line bound (a 1 GiB line
-    appended to ``procs.jsonl``): named, never read whole (issue 28 s4). A sealed one's
-    size differs from its seal instead."""
-    found = []
-    for name in (EVENTS, PROCS):
-        number = sealed.first_overlong(attempt / name)
-        if number is not None:
-            found.append(f"{attempt.name}/{sealed.overlong_text(name, number)}")
-    return found
 
 
 def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
@@ -313,7 +287,7 @@ def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
     sealed: set[str] = set()
     unfinished = unfinished_problem(attempt, recorded=recorded)
     if unfinished is not None:
-        return [unfinished, *_overlong(attempt)]
+        return [unfinished, *overlong(attempt)]
     if seal_path.is_file() and not seal_path.is_symlink():
         try:
             data, entries = load_manifest(seal_path, SCHEMA_SEAL)
@@ -533,6 +507,11 @@ def _ledger_regular(root: Path | None) -> bool:
 
 def verify(target: Path) -> list[str]:
     """Problems found in an attempt or a whole evidence root (empty list: all intact)."""
+    if ledger.is_prelaunch_dir(target):
+        # Still in preflight: unfinished if its runner is gone, else nothing to check yet
+        # (issue 30: a runner waiting for a foreign compiler has not died).
+        problem = unfinished_problem(target)
+        return [] if problem is None else [problem]
     if is_attempt_dir(target):
         root = ledger.root_of(target)
         if os.path.islink(target):

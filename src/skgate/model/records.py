@@ -29,6 +29,7 @@ from skgate.model.running import (
     Stage,
     State,
     Summary,
+    Waiting,
 )
 from skgate.model.schema import (
     SCHEMA_CENSUS,
@@ -61,6 +62,7 @@ __all__ = [
     "State",
     "Summary",
     "Verdict",
+    "Waiting",
 ]
 
 
@@ -220,6 +222,8 @@ class Evidence:
     recovered: RecoveredWhen | None = None
     #: Blockers a live runner waits for before launch (foreign compilers, leases; C4).
     waiting_for: tuple[str, ...] = ()
+    #: The same, typed: the in-progress phase before launch (issue 30).
+    waiting: Waiting | None = None
     #: Reasons given to ``skgate stop`` requests the runner acted on (C2.4, external).
     stop_reasons: tuple[str, ...] = ()
     #: How complete the ownership record is (None: a manifest from before sources were
@@ -246,24 +250,6 @@ class RecoveredWhen(str, enum.Enum):
 
 
 RECOVERED_WHEN = tuple(w.value for w in RecoveredWhen)
-
-
-@record
-class Waiting:
-    """The in-progress phase before launch (C2.1, C4): a live runner waits for blockers
-    it never signals, and nothing was launched yet. Not a sixth state."""
-
-    #: Foreign compilers by (pid, name), as the runner's ``foreign_wait`` named them.
-    foreign: tuple[tuple[int, str], ...] = ()
-    #: Any other blocker, one line each (a device lease and its holder).
-    other: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "phase": "waiting_for_blockers",
-            "foreign": [{"pid": pid, "name": name} for pid, name in self.foreign],
-            "other": list(self.other),
-        }
 
 
 @record

@@ -322,3 +322,21 @@ class SealBreach:
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "sealed_sha256": self.sealed, "now": self.now}
+
+
+@record
+class Waiting:
+    """The in-progress phase before launch (C2.1, C4): a live runner waits for blockers
+    it never signals, and nothing was launched yet. Not a sixth state."""
+
+    #: Foreign compilers by (pid, name), as the runner's ``foreign_wait`` named them.
+    foreign: tuple[tuple[int, str], ...] = ()
+    #: Any other blocker, one line each (a device lease and its holder).
+    other: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": "waiting_for_blockers",
+            "foreign": [{"pid": pid, "name": name} for pid, name in self.foreign],
+            "other": list(self.other),
+        }

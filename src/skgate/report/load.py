@@ -24,7 +24,7 @@ from skgate.evidence.files import (
 from skgate.evidence.files import read_json as _read_json
 from skgate.evidence.installed import INSTALLED_FILE
 from skgate.evidence.journal import read_journal
-from skgate.evidence.ledger import resolve
+from skgate.evidence.ledger import is_prelaunch_dir, resolve
 from skgate.evidence.load import archived_verdict
 from skgate.evidence.plog import PLOG_INDEX
 from skgate.evidence.sealed import SealBreachError
@@ -84,10 +84,11 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
     try:
         return _load_attempt(path, verdict_of)
     except SealBreachError as exc:
-        return _changed(path, changed_verdict(exc.breach, str(path)))
+        return _bare(path, changed_verdict(exc.breach, str(path)))
 
 
-def _changed(path: Path, verdict: Verdict) -> AttemptEvidence:
+def _bare(path: Path, verdict: Verdict) -> AttemptEvidence:
+    """An attempt shown by its verdict alone (its other files are not read)."""
     return AttemptEvidence(
         path=path,
         attempt=path.name,
@@ -104,6 +105,10 @@ def _changed(path: Path, verdict: Verdict) -> AttemptEvidence:
 
 
 def _load_attempt(path: Path, verdict_of: VerdictOf) -> AttemptEvidence:
+    if is_prelaunch_dir(path):
+        # Still in preflight (a runner waiting for a foreign compiler): its journal and
+        # its verdict (in progress, waiting) are all there is to show (issue 30).
+        return replace(_bare(path, verdict_of(path)), events=tuple(read_journal(path / EVENTS)))
     control_path = path / CONTROL
     control = check_schema(_read_json(control_path), SCHEMA_CONTROL, str(control_path))
     request_raw = control.get("request")
@@ -200,7 +205,7 @@ def _matrix_attempts(target: Path, verdict_of: VerdictOf) -> list[AttemptEvidenc
     runs = target / "runs"
     arms = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
     for arm in arms:
-        for path in resolve(arm):
+        for path in resolve(arm, prelaunch=True):
             ev = load_attempt(path, verdict_of)
             out.append(replace(ev, attempt=f"{arm.name}/{ev.attempt}"))
     return out
@@ -213,7 +218,7 @@ def build_report(target: Path, verdict_of: VerdictOf = default_verdict_of) -> Re
         attempts = tuple(_matrix_attempts(target, verdict_of))
         kind = "root"
     else:
-        paths = resolve(target)
+        paths = resolve(target, prelaunch=True)  # a waiting attempt is shown (issue 30)
         kind = "attempt" if len(paths) == 1 and paths[0] == target else "root"
         attempts = tuple(load_attempt(p, verdict_of) for p in paths)
     by_path: dict[Path, str] = {}

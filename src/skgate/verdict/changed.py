@@ -53,7 +53,7 @@ def waiting_words(w: Waiting, lang: Lang, *, headline: bool = False) -> str:
     if lang is Lang.ZH:
         parts = [f"{n} 个外部编译进程（{named}）"] if n else []
         parts += list(w.other)
-        text = f"等待{'、'.join(parts)}；尚未启动任何进程"
+        text = f"等待 {'、'.join(parts)}；尚未启动任何进程"
         return f"等待中：{text}；继续等待，不终止任何进程" if headline else text
     parts = [f"{n} foreign compiler{'s' if n != 1 else ''} (named: {named})"] if n else []
     parts += list(w.other)

@@ -207,6 +207,12 @@ def count_words(v: Verdict, lang: Lang) -> str:
     """The words of one group in a count of attempts (kind-aware, no exit status)."""
     # A success without compiling is counted with the successes, and said apart beside
     # them ("2 succeeded (1 of them without a compile)", report.sentences).
+    if v.waiting is not None:  # issue 30: nothing is compiling yet
+        return (
+            "等待启动（尚未启动任何进程；不终止任何进程）"
+            if lang is Lang.ZH
+            else ("waiting before launch (nothing launched yet; kill nothing)")
+        )
     got = COUNT_WORDS.get((v.state, kind_of(v)))
     return got[lang] if got is not None else WORDS[v.state][lang]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from skgate.model.phrases import Lang
-from skgate.model.records import State
+from skgate.model.records import State, Verdict
 
 NEXT_STEP: Mapping[State, Mapping[str, str]] = {
     State.IN_PROGRESS: {
@@ -78,6 +78,24 @@ UNCOMPILED_COUNT: Mapping[str, str] = {
 def uncompiled(state: State, compiled: bool | None) -> bool:
     """Succeeded, and a cached package was installed instead of a compile (C2)."""
     return state is State.SUCCEEDED and compiled is False
+
+
+#: The next step while a live runner waits before launch (issue 30): nothing ran yet.
+WAITING_NEXT: Mapping[Lang, str] = {
+    Lang.EN: "Keep waiting: nothing was launched yet; the runner launches once its blockers "
+    "end, which are never signalled (C4). Observe read-only with `skgate status {a}`; "
+    "`skgate stop {a}` now ends it not started: nothing ran.",
+    Lang.ZH: "继续等待：尚未启动任何进程；阻塞进程结束后运行器才会启动"
+    "（阻塞进程从不被发送信号，C4）。用 `skgate status {a}` 只读观察；"
+    "此时 `skgate stop {a}` 会使其以“未启动”结束：什么都没有运行。",
+}
+
+
+def next_step_of(v: Verdict, lang: Lang) -> str:
+    """The next step of a report for this verdict (``{a}``: the attempt's path)."""
+    if v.waiting is not None:
+        return WAITING_NEXT[lang]
+    return next_step(v.state, v.compiled, lang)
 
 
 def next_step(state: State, compiled: bool | None, lang: Lang) -> str:
