@@ -504,7 +504,13 @@ def reason_zh(reason: str) -> str | None:
     return None
 
 
+#: A sealed file that changed (skgate.verdict.changed): "FILE as sealed".
+_AS_SEALED = " as sealed"
+
+
 def missing_zh(item: str) -> str | None:
+    if item.endswith(_AS_SEALED):  # issue 28
+        return f"封存时的 {item.removesuffix(_AS_SEALED)}"
     return _MISSING_ZH.get(item) or STAGE_MISSING_ZH.get(item)
 
 

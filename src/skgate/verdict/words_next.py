@@ -91,8 +91,22 @@ WAITING_NEXT: Mapping[Lang, str] = {
 }
 
 
+#: The next step when sealed evidence changed (issue 28): what it says is not believed.
+CHANGED_NEXT: Mapping[Lang, str] = {
+    Lang.EN: "Do not conclude: this attempt's evidence changed after sealing. Run `skgate "
+    "verify {a}` to list every difference and restore those files from an intact copy; "
+    "`skgate retry` refuses an attempt whose evidence changed, so for a new result run the "
+    "command again with `skgate run` (C2.5).",
+    Lang.ZH: "不要下结论：本次尝试的证据在封存后被改动。运行 `skgate verify {a}` 列出每一处差异，"
+    "并从完好的副本恢复这些文件；`skgate retry` 会拒绝证据被改动的尝试，"
+    "如需新的结果，请用 `skgate run` 重新运行该命令（C2.5）。",
+}
+
+
 def next_step_of(v: Verdict, lang: Lang) -> str:
     """The next step of a report for this verdict (``{a}``: the attempt's path)."""
+    if v.breach is not None:
+        return CHANGED_NEXT[lang]
     if v.waiting is not None:
         return WAITING_NEXT[lang]
     return next_step(v.state, v.compiled, lang)
