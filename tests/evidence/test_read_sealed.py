@@ -72,7 +72,7 @@ def test_a_rewritten_verdict_is_never_believed(finished: Path, tmp_path: Path) -
     assert "succeeded" not in screen, report
     zh = run_skgate("report", "--lang", "zh", str(attempt), cwd=tmp_path)
     assert "封存后证据被改动：verdict.json（封存时 sha256 " in zh.stdout, zh
-    assert "evidence changed" not in zh.stdout and "（原文）" not in zh.stdout, zh
+    assert "evidence changed" not in zh.stdout and "as sealed" not in zh.stdout, zh
     assert "封存时的 verdict.json" in zh.stdout and "skgate verify" in zh.stdout, zh
     # The next step points at verify, never at a retry that refuses such an attempt.
     assert f"skgate verify {attempt}" in report.stdout or "skgate verify" in screen, report
