@@ -165,3 +165,16 @@ def test_an_intact_attempt_reads_as_recorded(finished: Path, tmp_path: Path) -> 
     status = run_skgate("status", str(attempt), cwd=tmp_path)
     assert status.returncode == 1 and status.stdout.startswith("FAILED"), status
     assert "evidence changed" not in status.stdout, status
+
+
+def test_a_damaged_seal_is_said_and_the_report_still_renders(
+    finished: Path, tmp_path: Path
+) -> None:
+    attempt = copy_of(finished, tmp_path)
+    (attempt / files.SEAL).write_text("garbage")
+    status = run_skgate("status", str(attempt), cwd=tmp_path)
+    assert status.returncode == EXIT_UNKNOWN, status
+    assert status.stdout.startswith(f"UNKNOWN: {CHANGED}seal.json (damaged: "), status
+    for target in (attempt, attempt.parent.parent):
+        report = run_skgate("report", str(target), cwd=tmp_path)
+        assert report.returncode == 0 and f"{CHANGED}seal.json" in report.stdout, report

@@ -186,15 +186,7 @@ def present(path: Path) -> bool:
     gone or resized is a :class:`SealBreachError`, never "absent" (a deleted
     ``verdict.json`` is not an attempt without one)."""
     found = _sealed(path)
-    if (
-        found is not None
-        and found[0].breach is not None
-        and found[0].breach.file
-        in (
-            found[1],
-            SEAL,
-        )
-    ):
+    if found is not None and found[0].breach is not None and found[0].breach.file == found[1]:
         raise SealBreachError(found[0].breach)
     return os.path.lexists(path)
 
