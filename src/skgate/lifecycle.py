@@ -278,8 +278,11 @@ def wait(
         if handle is not None:
             handle.close()
     verdict = current_verdict(attempt)
+    # Sealed evidence that changed is shown by that alone (issue 28): not the progress
+    # the journal's (possibly changed) records would give.
+    shown = Progress() if verdict.breach is not None else progress
     return WaitResult(
-        str(attempt), outcome, verdict, progress.to_dict(time.time()), time.monotonic() - began
+        str(attempt), outcome, verdict, shown.to_dict(time.time()), time.monotonic() - began
     )
 
 
