@@ -186,6 +186,13 @@ async def _mcp(tmp: Path, foreign: Foreign) -> dict[str, Any]:
     return got
 
 
+def test_the_waiting_phase_is_the_protocol_s_phase() -> None:
+    from skgate.model.protocol import AttemptPhase
+    from skgate.model.running import Waiting
+
+    assert Waiting().to_dict()["phase"] == AttemptPhase.WAITING_FOR_BLOCKERS.value
+
+
 def test_mcp_status_and_stop_say_waiting(tmp_path: Path, foreign: Foreign) -> None:
     pytest.importorskip("mcp", reason="the optional extra skgate[mcp] is not installed")
     import anyio
@@ -195,3 +202,25 @@ def test_mcp_status_and_stop_say_waiting(tmp_path: Path, foreign: Foreign) -> No
     assert status["state"] == "in_progress", status
     assert status["extra"]["waiting"]["foreign"] == [{"pid": foreign.pid, "name": foreign.name}]
     assert "not started: nothing ran" in got["stop"]["message"], got["stop"]
+
+
+def test_demo_says_whom_it_waits_for(tmp_path: Path, foreign: Foreign) -> None:
+    demo = subprocess.Popen(
+        [*SKGATE, "demo", "--scenario", "success", "--workdir", str(tmp_path / "demo")],
+        cwd=tmp_path,
+        env={**ENV, **foreign.env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        journal = tmp_path / "demo" / "skgate-runs" / "attempts" / "0001" / "events.jsonl"
+        wait_for(lambda: journal.is_file() and "foreign_wait" in journal.read_text(), "the wait")
+        os.kill(foreign.pid, signal.SIGTERM)
+        out, err = demo.communicate(timeout=120)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+    assert "waiting for 1 foreign compiler" in err and f"{foreign.name}[{foreign.pid}]" in err, err
+    assert demo.returncode == 0, (out, err)
