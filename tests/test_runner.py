@@ -449,16 +449,22 @@ def test_damaged_journal_field_is_one_line_exit_2(tmp_path: Path) -> None:
     att = gated_run(tmp_path, cmd).attempt
     journal = att / "events.jsonl"
     journal.write_text(journal.read_text().replace('"escaped_alive":0', '"escaped_alive":null'))
-    # classify recomputes from the files; status and report show the recorded verdict,
-    # and verify names the altered file.
+    # The attempt is sealed: every read checks the seal first (issue 28), so classify
+    # answers unknown naming the changed journal, and verify names it too.
+    res = run_skgate("classify", str(att), cwd=tmp_path)
+    assert res.returncode == 5, (res.stdout, res.stderr)
+    assert res.stdout.startswith("UNKNOWN: evidence changed after sealing: events.jsonl")
+    res = run_skgate("verify", str(att), cwd=tmp_path)
+    assert res.returncode == 1
+    assert "events.jsonl" in res.stdout + res.stderr
+    # Unsealed (as a runner killed before its seal leaves it), the damaged field itself
+    # is the one-line refusal: classify recomputes from the files.
+    (att / "seal.json").unlink()
     res = run_skgate("classify", str(att), cwd=tmp_path)
     assert res.returncode == 2, (res.stdout, res.stderr)
     assert "Traceback" not in res.stderr
     assert "escaped_alive" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
-    res = run_skgate("verify", str(att), cwd=tmp_path)
-    assert res.returncode == 1
-    assert "events.jsonl" in res.stdout + res.stderr
 
 
 @pytest.mark.slow
@@ -468,11 +474,17 @@ def test_missing_journal_or_manifest_is_unknown_never_a_result(tmp_path: Path) -
     (first / "events.jsonl").unlink()
     res = run_skgate("classify", str(first), "--json", cwd=tmp_path)
     assert res.returncode == 5, res.stdout + res.stderr
-    assert "event journal" in " ".join(__import__("json").loads(res.stdout)["missing"])
+    # Sealed attempts: the missing file is named as a change after sealing (issue 28).
+    assert "events.jsonl" in " ".join(__import__("json").loads(res.stdout)["missing"])
     (second / "ownership.json").unlink()
     res = run_skgate("classify", str(second), "--json", cwd=tmp_path)
     assert res.returncode == 5, res.stdout + res.stderr
     assert "ownership" in " ".join(__import__("json").loads(res.stdout)["missing"])
+    # Unsealed, the classifier itself says what is missing (C2.5).
+    (first / "seal.json").unlink()
+    res = run_skgate("classify", str(first), "--json", cwd=tmp_path)
+    assert res.returncode == 5, res.stdout + res.stderr
+    assert "event journal" in " ".join(__import__("json").loads(res.stdout)["missing"])
 
 
 STUBBORN = PRELUDE + (

@@ -66,10 +66,15 @@ def test_symlinked_verdict_to_a_forged_file_is_never_read_as_the_verdict(tmp_pat
     (attempt / files.VERDICT).unlink()
     (attempt / files.VERDICT).symlink_to(outside)
 
+    # Issue 28: the attempt is sealed, so a verdict.json replaced by a link is a change
+    # after sealing: unknown, saying so first, never recomputed around nor followed.
     status = run_skgate("status", str(attempt), "--json", cwd=tmp_path)
-    assert state_of(status) == "failed", status
+    assert state_of(status) == "unknown", status
+    assert json.loads(status.stdout)["reasons"][0].startswith(
+        "evidence changed after sealing: verdict.json"
+    ), status
     report = run_skgate("report", str(attempt), "--format", "json", cwd=tmp_path)
-    assert json.loads(report.stdout)["attempts"][0]["state"] == "failed", report
+    assert json.loads(report.stdout)["attempts"][0]["state"] == "unknown", report
     assert "forged" not in report.stdout, report
     checked = run_skgate("verify", str(attempt), cwd=tmp_path)
     assert checked.returncode == 1 and "verdict.json" in checked.stdout, checked

@@ -278,8 +278,11 @@ def wait(
         if handle is not None:
             handle.close()
     verdict = current_verdict(attempt)
+    # Sealed evidence that changed is shown by that alone (issue 28): not the progress
+    # the journal's (possibly changed) records would give.
+    shown = Progress() if verdict.breach is not None else progress
     return WaitResult(
-        str(attempt), outcome, verdict, progress.to_dict(time.time()), time.monotonic() - began
+        str(attempt), outcome, verdict, shown.to_dict(time.time()), time.monotonic() - began
     )
 
 
@@ -388,13 +391,14 @@ def stop(
         # The runner only, by pidfd: its handler reads the request and ends its own group.
         delivered = handle.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + ack_timeout
-        acked = False
+        acked = blocked = False
         while delivered and time.monotonic() < deadline:
             watch.drain()
             for ev in follower.poll():
                 seen.update(ev)
                 asked = isinstance(ev, SignalReceived) and bool(ev.stop_request)
-                acked = acked or asked or isinstance(ev, Blocked)
+                blocked = blocked or isinstance(ev, Blocked)
+                acked = acked or asked or blocked
             if acked or seen.finished_state is not None or not handle.alive():
                 break
             fds = [watch.fd, handle.fileno()]
@@ -419,6 +423,17 @@ def stop(
             "already_final",
             "the attempt finished before the request arrived; nothing was changed",
             seen.finished_state.value,
+            reason,
+        )
+    if blocked or (acked and seen.launched_t is None):
+        # Issue 30: stopped in preflight (waiting for a foreign compiler): nothing was
+        # launched, so nothing is interrupted; the runner ends not started.
+        return StopResult(
+            str(attempt),
+            "requested",
+            "the runner was waiting before launch and ends the attempt not started: nothing "
+            "ran, nothing is signalled (its blockers never are, C4). Use skgate wait to see it",
+            "not_started" if blocked else "in_progress",
             reason,
         )
     return StopResult(

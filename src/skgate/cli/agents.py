@@ -47,6 +47,7 @@ def _stream(ev: Event) -> None:
 def cmd_wait(args: argparse.Namespace) -> int:
     from skgate.api import lifecycle  # noqa: PLC0415
     from skgate.cli.show import print_verdict  # noqa: PLC0415
+    from skgate.verdict.words import headline  # noqa: PLC0415
 
     def progress(line: str) -> None:
         print(f"skgate wait: {line}", file=sys.stderr, flush=True)
@@ -66,6 +67,8 @@ def cmd_wait(args: argparse.Namespace) -> int:
         print_verdict(result.verdict, False)
     elif result.outcome == "in_progress":
         left = result.progress.get("deadline_remaining_s")
+        if result.verdict.waiting is not None:  # issue 30: nothing launched yet
+            print(headline(result.verdict))
         print(
             f"in progress after {result.waited_s:.1f} s of waiting"
             + (f"; frozen deadline in {left:.0f} s" if isinstance(left, (int, float)) else "")

@@ -17,7 +17,7 @@ from skgate.cli.args import (
 from skgate.cli.show import print_verdict
 from skgate.evidence import files
 from skgate.evidence.ledger import latest, resolve
-from skgate.evidence.recorded import recorded_verdict
+from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
 from skgate.model.records import Verdict
@@ -87,7 +87,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def verdict_now(attempt: Path) -> Verdict:
     """The recorded verdict, else the read-only look of :mod:`skgate.evidence.load`,
-    imported only then: a finished attempt's status needs no classifier (issue 22 s5)."""
+    imported only then: a finished attempt's status needs no classifier (issue 22 s5).
+    Both through the one guard of what is read against the seal (issue 28)."""
+    return guarded(attempt, _verdict_now)
+
+
+def _verdict_now(attempt: Path) -> Verdict:
     recorded = recorded_verdict(attempt)
     if recorded is not None:
         return recorded
@@ -101,7 +106,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.all:
         # One damaged attempt must not hide the others: each is read on its own.
         rows: list[tuple[Path, Verdict | None, str | None]] = []
-        for attempt in resolve(target):
+        for attempt in resolve(target, prelaunch=True):  # waiting ones too (issue 30)
             try:
                 rows.append((attempt, verdict_now(attempt), None))
             except SkgateError as exc:

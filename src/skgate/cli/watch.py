@@ -96,6 +96,9 @@ def snapshot(attempt: Path, sampler: Sampler | None = None) -> View:
     """What the gate knows about ``attempt`` now (read-only)."""
     sampler = sampler or Sampler()
     verdict = current_verdict(attempt)
+    if verdict.breach is not None:
+        # Sealed evidence changed (issue 28): shown by that alone, nothing else read.
+        return View(attempt, verdict, None, (), None)
     deadline, counts = _last_events(attempt)
     live: list[LiveProcess] = []
     if verdict.state is State.IN_PROGRESS:

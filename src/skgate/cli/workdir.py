@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from skgate.cli.show import print_verdict
-from skgate.evidence import seal
+from skgate.evidence import seal, unsealed
 from skgate.evidence.files import require_dir, require_file
 from skgate.evidence.ledger import resolve
 from skgate.workdir import cleanup as artifacts
@@ -41,10 +41,23 @@ def cmd_recover(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     target = Path(args.target)
     problems = seal.verify(target)
-    count = len(resolve(target))
+    count = len(resolve(target, prelaunch=True))
+    waiting = unsealed.waiting_notes(target)  # issue 30: waiting is not "the runner died"
     if args.json:
-        print(json.dumps({"target": str(target), "ok": not problems, "problems": problems}))
-    elif problems:
+        print(
+            json.dumps(
+                {
+                    "target": str(target),
+                    "ok": not problems,
+                    "problems": problems,
+                    "waiting": waiting,
+                }
+            )
+        )
+        return 1 if problems else 0
+    for note in waiting:
+        print(f"WAITING: {note}")
+    if problems:
         for problem in problems:
             # An interrupted or unfinished attempt is not a changed one (issue 12).
             print(f"{seal.problem_kind(problem).upper()}: {problem}")

@@ -144,6 +144,12 @@ STALE_CACHE = "stale-cache"
 STALE_CACHE_DECLARED = ("kernel:HcPre", "env:SKGATE_SIM_KERNEL_REVISION=2")
 
 
+def _notify(line: str) -> None:
+    """The runner's notes, at once on stderr: above all whom it waits for before launch
+    (a foreign compiler on this host; issue 30), never a silent wait (C2.1)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def scenario_names() -> list[str]:
     return sorted([*SCENARIOS, DIAGNOSE, STALE_CACHE])
 
@@ -165,7 +171,7 @@ def _stale_cache(where: Path, out: TextIO, hooks: HookApprovals | None) -> int:
     # -j as torchair derives it (the host's CPU count) equal to the frozen jobs, so the
     # comparison holds C5 (a -j that differs would refuse the reference first).
     request = replace(base, argv=(*base.argv, "--cpu-count", base.jobs or "4"))
-    ref = run_here(request)
+    ref = run_here(request, None, _notify)
     print(f"skgate demo: reference run: {ref.state.value} (compiled: {ref.compiled})", file=out)
     if ref.attempt is None or ref.state is not State.SUCCEEDED or ref.compiled is not True:
         print(
@@ -277,9 +283,9 @@ def run_demo(
     shown = echo if full else None
     if sc.prime:
         print("skgate demo: a first run of the same command (it fills the cache)", file=out)
-        first = run_here(scenario_request(name, where, hooks=hooks), shown)
+        first = run_here(scenario_request(name, where, hooks=hooks), shown, _notify)
         print(f"skgate demo: first run: {first.state.value}", file=out)
-    verdict = run_here(scenario_request(name, where, hooks=hooks), shown)
+    verdict = run_here(scenario_request(name, where, hooks=hooks), shown, _notify)
     if full:
         print(file=out)
         show(verdict, as_json)

@@ -22,6 +22,25 @@ def new_sha256() -> hashlib._Hash:
     return hashlib.sha256()
 
 
+#: The interpreter's own sha256 (no OpenSSL), by module name across versions.
+_BUILTIN_SHA256 = ("_sha2", "_sha256")
+
+
+def sha256_small(data: bytes) -> str:
+    """sha256 of a small buffer (an evidence file checked against its seal on read)
+    without loading OpenSSL: ``_hashlib`` costs ``skgate status`` a tenth of its start-up,
+    the interpreter's built-in sha256 a fraction of that (issue 28, bench/bench_cli.py)."""
+    import importlib  # noqa: PLC0415 - already loaded by the interpreter
+
+    for name in _BUILTIN_SHA256:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        return str(module.sha256(data).hexdigest())
+    return sha256_bytes(data)
+
+
 def sha256_bytes(data: bytes) -> str:
     digest = new_sha256()
     digest.update(data)

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skgate.evidence import regular
+from skgate.evidence import regular, sealed
 from skgate.model.errors import EvidenceError, UsageError
 
 if TYPE_CHECKING:
@@ -278,7 +278,7 @@ def read_json(path: Path, limit: int | None = None) -> Any:
     whole (issue 21; C2: a verdict comes only from the attempt's own evidence).
     """
     try:
-        data = regular.read_bytes(path, limit)
+        data = sealed.read_bytes(path, limit)
     except FileNotFoundError:
         raise EvidenceError(f"{path}: missing") from None
     try:
@@ -351,8 +351,9 @@ class AppendFile:
 
 def present(path: Path) -> bool:
     """Is anything at ``path``, a dangling link included (``Path.exists`` follows links:
-    a linked evidence file must be refused when read, never taken as missing; issue 21)."""
-    return os.path.lexists(path)
+    a linked evidence file must be refused when read, never taken as missing; issue 21).
+    In a sealed attempt a sealed file gone or resized is a ``SealBreachError`` (issue 28)."""
+    return sealed.present(path)
 
 
 def is_attempt_dir(path: Path) -> bool:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import files
-from skgate.evidence.journal import blocker_text, is_wait_end, is_wait_start
+from skgate.evidence.journal import blocker_text, blockers_of, is_wait_end, is_wait_start
 from skgate.model.events import (
     Created,
     Event,
@@ -43,7 +43,7 @@ from skgate.model.events import (
     VerdictLine,
 )
 from skgate.model.protocol import AttemptPhase
-from skgate.model.running import ProcessRecord, State
+from skgate.model.running import ProcessRecord, State, Waiting
 
 if TYPE_CHECKING:
     # Annotation only: the tracker is runner-side (issue 22 s3); evidence/ never loads it.
@@ -132,6 +132,8 @@ class Progress:
     launched_t: float | None = None
     deadline_wall: float | None = None
     waiting: list[str] = field(default_factory=list)
+    #: The same blockers, typed (the in-progress phase before launch, issue 30).
+    blocked_by: Waiting | None = None
     waiting_since: float | None = None
     counts: dict[str, Any] | None = None
     owned_alive: int | None = None
@@ -154,12 +156,13 @@ class Progress:
             self.created_t = t
         elif is_wait_start(ev):
             self.waiting = blocker_text(ev)
+            self.blocked_by = blockers_of(ev)
             self.waiting_since = self.waiting_since or t
         elif is_wait_end(ev):
-            self.waiting, self.waiting_since = [], None
+            self.waiting, self.waiting_since, self.blocked_by = [], None, None
         elif isinstance(ev, Launched):
             self.launched_t = t
-            self.waiting, self.waiting_since = [], None
+            self.waiting, self.waiting_since, self.blocked_by = [], None, None
             if ev.deadline_wall is not None:
                 self.deadline_wall = float(ev.deadline_wall)
         elif isinstance(ev, Observation):

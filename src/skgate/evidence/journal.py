@@ -27,9 +27,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import regular
+from skgate.evidence import regular, sealed
 from skgate.model.errors import EvidenceError
 from skgate.model.events import (
+    Created,
     Event,
     ForeignWait,
     ForeignWaitEnd,
@@ -38,11 +39,14 @@ from skgate.model.events import (
     UnknownEvent,
     event_from_dict,
 )
+from skgate.model.running import Waiting
 from skgate.model.schema import SCHEMA_EVENT
 
 __all__ = [
     "JournalFollower",
     "blocker_text",
+    "blockers_of",
+    "created_runner",
     "is_wait_end",
     "is_wait_start",
     "iter_journal",
@@ -53,7 +57,8 @@ __all__ = [
 def iter_journal(path: Path) -> Iterator[Event]:
     """Stream the journal, one bounded line at a time (see the module doc)."""
     try:
-        for line in regular.iter_lines(path):
+        # Through the one reader: a sealed journal must match its seal (issue 28 s3).
+        for line in sealed.iter_lines(path):
             if line.too_long:
                 raise EvidenceError(
                     f"{path}: line {line.number} is longer than {regular.LINE_LIMIT} bytes "
@@ -72,6 +77,23 @@ def iter_journal(path: Path) -> Iterator[Event]:
             yield event_from_dict(record)
     except FileNotFoundError:
         return
+
+
+def created_runner(path: Path) -> tuple[int, int, str] | None:
+    """(pid, start ticks, boot id) of the runner the journal's ``created`` names: the
+    owner of an attempt whose controls are not frozen yet (a runner in preflight)."""
+    for ev in iter_journal(path):
+        runner = ev.runner if isinstance(ev, Created) else None
+        if runner is not None and _is_int(runner.get("pid")):
+            ticks = runner.get("start_ticks")
+            if isinstance(ticks, int) and _is_int(ticks):
+                boot = runner.get("boot_id", (isinstance(ev, Created) and ev.boot_id) or "")
+                return int(runner["pid"]), ticks, str(boot)
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def read_journal(path: Path) -> list[Event]:
@@ -168,6 +190,33 @@ def _fields(ev: Event) -> Mapping[str, Any]:
     if isinstance(ev, UnknownEvent):
         return ev.raw
     return {}
+
+
+def blockers_of(ev: Event) -> Waiting:
+    """The blockers a wait event names, typed (issue 30): foreign compilers by (pid,
+    name), any other blocker (a device lease) as its line."""
+    fields = _fields(ev)
+    named: Sequence[Any] = (
+        ev.blockers
+        if isinstance(ev, ForeignWait)
+        else (fields.get("blockers") or fields.get("processes") or [])
+    )
+    foreign = tuple(
+        (int(p["pid"]), _shown_name(p))
+        for p in named
+        if isinstance(p, dict) and _is_int(p.get("pid"))
+    )
+    other = [line for line in blocker_text(ev) if not line.startswith("foreign ")]
+    return Waiting(foreign=foreign, other=tuple(other))
+
+
+def _shown_name(p: Mapping[str, Any]) -> str:
+    """The name a person matched the process by: its argv[0] (``exec -a opc``), else
+    its command name."""
+    argv = p.get("argv")
+    if isinstance(argv, list) and argv and isinstance(argv[0], str) and argv[0]:
+        return argv[0].rsplit("/", 1)[-1]
+    return str(p.get("name") or "?")
 
 
 def blocker_text(ev: Event) -> list[str]:

@@ -35,7 +35,16 @@ from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import regular
 from skgate.evidence.digest import new_sha256, sha256_bytes, sha256_file
-from skgate.evidence.files import SEAL, check_root, fsync_dir, is_attempt_dir, json_text
+from skgate.evidence.files import (
+    EVENTS as JOURNAL,
+)
+from skgate.evidence.files import (
+    SEAL,
+    check_root,
+    fsync_dir,
+    is_attempt_dir,
+    json_text,
+)
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
 from skgate.model.frozen import record
 
@@ -133,9 +142,20 @@ def _children(path: Path) -> list[Path]:
         return []
 
 
-def list_attempts(root: Path) -> list[Path]:
-    """Attempt directories of ``root``, oldest first."""
-    found = [p for p in _children(root / ATTEMPTS) if p.name.isdigit() and is_attempt_dir(p)]
+def is_prelaunch_dir(path: Path) -> bool:
+    """An attempt still in preflight: its journal, no controls yet (a runner waiting for
+    a foreign compiler, or one that died there; issue 30)."""
+    return not is_attempt_dir(path) and (path / JOURNAL).is_file()
+
+
+def list_attempts(root: Path, *, prelaunch: bool = False) -> list[Path]:
+    """Attempt directories of ``root``, oldest first; with ``prelaunch``, also those still
+    in preflight (what ``status`` and ``report`` show, never "no attempts")."""
+    found = [
+        p
+        for p in _children(root / ATTEMPTS)
+        if p.name.isdigit() and (is_attempt_dir(p) or (prelaunch and is_prelaunch_dir(p)))
+    ]
     return sorted(found, key=lambda p: int(p.name))
 
 
@@ -150,16 +170,16 @@ def sub_roots(target: Path) -> list[Path]:
     return sorted(p for p in _children(target / RUNS) if (p / ATTEMPTS).is_dir())
 
 
-def resolve(target: Path) -> list[Path]:
+def resolve(target: Path, *, prelaunch: bool = False) -> list[Path]:
     """An attempt directory, or every attempt of a root (of each arm's root of a matrix
-    session root), oldest first."""
-    if is_attempt_dir(target):
+    session root), oldest first; ``prelaunch`` as :func:`list_attempts`."""
+    if is_attempt_dir(target) or (prelaunch and is_prelaunch_dir(target)):
         return [target]
     if (target / ATTEMPTS).is_dir():
-        return list_attempts(target)
+        return list_attempts(target, prelaunch=prelaunch)
     subs = sub_roots(target)
     if subs:
-        return [a for sub in subs for a in list_attempts(sub)]
+        return [a for sub in subs for a in list_attempts(sub, prelaunch=prelaunch)]
     if not target.exists():
         raise EvidenceError(f"{target}: no such attempt directory or evidence root")
     raise EvidenceError(
@@ -169,7 +189,7 @@ def resolve(target: Path) -> list[Path]:
 
 
 def latest(root: Path) -> Path:
-    attempts = resolve(root)
+    attempts = resolve(root, prelaunch=True)  # a waiting attempt is the latest (issue 30)
     if not attempts:
         raise EvidenceError(f"{root}: the evidence root has no attempts yet")
     return attempts[-1]

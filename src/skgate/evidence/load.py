@@ -22,7 +22,7 @@ from skgate.evidence.follow import Progress
 from skgate.evidence.installs import load_installs
 from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import iter_journal, read_journal
-from skgate.evidence.recorded import recorded_verdict
+from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.evidence.stages import load_stages
 from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError
@@ -102,6 +102,7 @@ def prelaunch_evidence(attempt_dir: Path) -> Evidence:
         not_started_reasons=tuple(blocked),
         runner_finished=finished,
         waiting_for=tuple(progress.waiting),
+        waiting=progress.blocked_by,
         journal_missing=not files.present(journal),
     )
 
@@ -285,7 +286,12 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
 
 def archived_verdict(attempt_dir: Path) -> Verdict:
     """The recorded verdict, else the classification of the archive alone: no look at
-    live processes (a report of archives; ``skgate.read.liveness.current_verdict`` adds it)."""
+    live processes (a report of archives; ``skgate.read.liveness.current_verdict`` adds it).
+    A file that differs from the seal makes it unknown, saying so first (issue 28)."""
+    return guarded(attempt_dir, _archived)
+
+
+def _archived(attempt_dir: Path) -> Verdict:
     if not files.present(attempt_dir / files.CONTROL) and files.present(attempt_dir / files.EVENTS):
         return classify(prelaunch_evidence(attempt_dir)).with_attempt(str(attempt_dir))
     recorded = recorded_verdict(attempt_dir)

@@ -8,11 +8,14 @@ read-only, nothing signalled or written).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from skgate.evidence import files
+from skgate.evidence.sealed import OverlongError, SealBreachError
 from skgate.model.errors import EvidenceError
 from skgate.model.records import Verdict
+from skgate.verdict.changed import changed_verdict, damaged_verdict
 
 
 def recorded_verdict(attempt_dir: Path) -> Verdict | None:
@@ -26,6 +29,8 @@ def recorded_verdict(attempt_dir: Path) -> Verdict | None:
         return None
     try:
         recorded = Verdict.from_dict(files.read_json(path), str(path))
+    except SealBreachError:
+        raise  # a sealed verdict that changed is never recomputed around (issue 28)
     except EvidenceError:
         return None
     # A root copied or moved elsewhere: name the attempt where it is now, not where it
@@ -33,3 +38,16 @@ def recorded_verdict(attempt_dir: Path) -> Verdict | None:
     if recorded.attempt and Path(recorded.attempt).is_absolute():
         return recorded.with_attempt(str(attempt_dir))
     return recorded
+
+
+def guarded(attempt_dir: Path, answer: Callable[[Path], Verdict]) -> Verdict:
+    """The one way a command answers about an attempt (status, wait, report, classify,
+    MCP): ``answer``, unless a file it read differs from the attempt's seal, which makes
+    the answer ``unknown`` with "evidence changed after sealing: FILE ..." first (issue 28
+    s3, C2.5), or an over-long record was refused (never read, never passed over)."""
+    try:
+        return answer(attempt_dir)
+    except SealBreachError as exc:
+        return changed_verdict(exc.breach, str(attempt_dir))
+    except OverlongError as exc:
+        return damaged_verdict(str(exc), str(attempt_dir))

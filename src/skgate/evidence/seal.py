@@ -24,7 +24,6 @@ import os
 import stat
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,8 @@ from skgate.evidence.files import (
 )
 from skgate.evidence.ledger import LedgerEvent
 from skgate.evidence.load import load_control
+from skgate.evidence.sealed import FileEntry
+from skgate.evidence.unsealed import overlong, runner_alive
 from skgate.evidence.walk import interrupted_scene, walk_files
 from skgate.model.errors import EvidenceError
 from skgate.model.schema import check_schema, require
@@ -48,34 +49,6 @@ SCHEMA_SEAL = "skgate.seal/1"
 SCHEMA_SCENE = "skgate.scene/1"
 SCENE_DIR = "scene"
 SCENE_MANIFEST = "manifest.json"
-
-
-@dataclass(frozen=True)
-class FileEntry:
-    """One sealed file: POSIX path relative to its base directory, sha256, size."""
-
-    name: str
-    sha256: str
-    size: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "sha256": self.sha256, "size": self.size}
-
-    @classmethod
-    def from_dict(cls, data: Any, where: str) -> FileEntry:
-        if not isinstance(data, dict):
-            raise EvidenceError(f"{where}: a file entry is not an object")
-        name = require(data, "name", str, where)
-        digest = require(data, "sha256", str, where)
-        size = require(data, "size", int, where)
-        parts = name.split("/")
-        # A name that climbs out of the base (or is absolute) would make verify read
-        # outside the attempt: refuse the whole manifest as hostile.
-        if not name or name.startswith("/") or ".." in parts or "" in parts:
-            raise EvidenceError(f"{where}: file name {name!r} is not a plain relative path")
-        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-            raise EvidenceError(f"{where}: sha256 of {name!r} is not 64 hex digits")
-        return cls(name, digest, size)
 
 
 def _workers() -> int:
@@ -181,6 +154,13 @@ def _compare(base: Path, label: str, entries: list[FileEntry], what: str) -> lis
         if not stat.S_ISREG(st.st_mode):
             problems.append(f"{label}/{e.name}: replaced by a non-regular file after {what}")
             continue
+        if st.st_size != e.size:
+            # Never hashed: a 1 GiB line appended to procs.jsonl is named by its size
+            # alone, at once (issue 28 s4).
+            problems.append(
+                f"{label}/{e.name}: changed after {what} (size {st.st_size}, sealed {e.size})"
+            )
+            continue
         present.append(e)
     hashed = hash_files(base, [e.name for e in present])
     for e in present:
@@ -202,21 +182,6 @@ def scene_dirs(attempt: Path) -> list[Path]:
         return sorted(Path(e.path) for e in os.scandir(base) if e.is_dir(follow_symlinks=False))
     except OSError:
         return []
-
-
-def _runner_alive(attempt: Path) -> bool:
-    """Is the runner that owns this unsealed attempt alive (then it is not unfinished)?"""
-    try:
-        control = load_control(attempt)
-    except EvidenceError:
-        return False
-    # Loaded here, only for an unsealed attempt: the read side (a report of sealed
-    # archives) loads no skgate.proc module (issue 22 s3). The identity rule is the one of
-    # skgate.read.liveness: same boot, same pid and start time (C4).
-    from skgate.proc.observe import boot_id, is_alive  # noqa: PLC0415
-
-    same_boot = control.boot_id in ("", boot_id())
-    return same_boot and is_alive(control.runner_pid, control.runner_start_ticks)
 
 
 def _sealed_in_ledger(root: Path | None) -> set[str]:
@@ -254,6 +219,8 @@ def unfinished_problem(attempt: Path, *, recorded: bool = False) -> str | None:
         return None
     control = attempt / CONTROL
     if not control.exists():
+        if runner_alive(attempt):
+            return None  # in preflight, waiting for a blocker: see waiting_notes
         return (
             f"{label}: unfinished: no control.json (the runner died before freezing its "
             f"controls, or it was removed); run 'skgate recover {attempt}'"
@@ -265,7 +232,7 @@ def unfinished_problem(attempt: Path, *, recorded: bool = False) -> str | None:
             f"{label}/{CONTROL}: damaged and not sealed ({exc}); it was altered, or written "
             "by a skgate without whole-file writes: inspect it by hand"
         )
-    if _runner_alive(attempt):
+    if runner_alive(attempt):
         return None  # in progress: its runner seals it when it is done
     if (attempt / VERDICT).exists():
         return (
@@ -289,7 +256,7 @@ def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
     sealed: set[str] = set()
     unfinished = unfinished_problem(attempt, recorded=recorded)
     if unfinished is not None:
-        return [unfinished]
+        return [unfinished, *overlong(attempt)]
     if seal_path.is_file() and not seal_path.is_symlink():
         try:
             data, entries = load_manifest(seal_path, SCHEMA_SEAL)
@@ -552,6 +519,11 @@ def _ledger_regular(root: Path | None) -> bool:
 
 def verify(target: Path) -> list[str]:
     """Problems found in an attempt or a whole evidence root (empty list: all intact)."""
+    if ledger.is_prelaunch_dir(target):
+        # Still in preflight: unfinished if its runner is gone, else nothing to check yet
+        # (issue 30: a runner waiting for a foreign compiler has not died).
+        problem = unfinished_problem(target)
+        return [] if problem is None else [problem]
     if is_attempt_dir(target):
         root = ledger.root_of(target)
         if os.path.islink(target):

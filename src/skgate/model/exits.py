@@ -211,6 +211,8 @@ def code_of(name: str) -> int:
 EXIT_USAGE = code_of("usage")
 EXIT_BLOCKED = code_of("blocked")
 EXIT_INTERRUPTED_BY_USER = code_of("keyboard_interrupt")
+EXIT_UNKNOWN = code_of("unknown")
+EXIT_IN_PROGRESS = code_of("in_progress")
 
 #: Exit status of each verdict state (``State`` value -> code).
 STATE_CODES: Mapping[str, int] = {row.state: row.code for row in EXIT_TABLE if row.state}

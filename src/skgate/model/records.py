@@ -25,9 +25,11 @@ from skgate.model.running import (
     Coverage,
     Ownership,
     ProcessRecord,
+    SealBreach,
     Stage,
     State,
     Summary,
+    Waiting,
 )
 from skgate.model.schema import (
     SCHEMA_CENSUS,
@@ -55,11 +57,13 @@ __all__ = [
     "ProcessRecord",
     "RecoveredWhen",
     "RootCensus",
+    "SealBreach",
     "SignalSent",
     "Stage",
     "State",
     "Summary",
     "Verdict",
+    "Waiting",
 ]
 
 
@@ -222,6 +226,8 @@ class Evidence:
     recovered: RecoveredWhen | None = None
     #: Blockers a live runner waits for before launch (foreign compilers, leases; C4).
     waiting_for: tuple[str, ...] = ()
+    #: The same, typed: the in-progress phase before launch (issue 30).
+    waiting: Waiting | None = None
     #: Reasons given to ``skgate stop`` requests the runner acted on (C2.4, external).
     stop_reasons: tuple[str, ...] = ()
     #: How complete the ownership record is (None: a manifest from before sources were
@@ -283,6 +289,10 @@ class Verdict:
     installed: bool | None = None
     #: C8: the global ``ai_core/uninstall.sh`` paths an owned process ran.
     global_uninstall: tuple[str, ...] = ()
+    #: Read side only, never recorded: a sealed file changed (the state is then unknown).
+    breach: SealBreach | None = None
+    #: Read side only, never recorded: the in-progress phase before launch.
+    waiting: Waiting | None = None
 
     @property
     def exit_code(self) -> int:
@@ -312,8 +322,16 @@ class Verdict:
             "peak_opc": self.peak_opc,
             **({"installed": self.installed} if self.installed is not None else {}),
             **({"global_uninstall": list(self.global_uninstall)} if self.global_uninstall else {}),
-            **({"extra": dict(self.extra)} if self.extra else {}),
+            **({"extra": self._extra()} if self.extra or self.breach or self.waiting else {}),
         }
+
+    def _extra(self) -> dict[str, Any]:
+        out = dict(self.extra)
+        if self.breach is not None:
+            out["evidence_changed"] = self.breach.to_dict()
+        if self.waiting is not None:
+            out["waiting"] = self.waiting.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "verdict.json") -> Verdict:

@@ -298,3 +298,45 @@ class Summary:
             "stages": [s.to_dict() for s in self.stages],
             "problems": list(self.problems),
         }
+
+
+@record
+class SealBreach:
+    """A file of a sealed attempt that no longer is what its seal says (issue 28 s3):
+    changed, damaged, missing, or added after sealing. Its content is never shown."""
+
+    #: The file, relative to the attempt directory (``verdict.json``, ``plog/0001-x``).
+    file: str
+    #: The sha256 the seal recorded (None: the file is not in the seal).
+    sealed: str | None
+    #: What it is now: ``sha256 <hex>``, ``missing``, ``N bytes (sealed M)``, or why
+    #: ``seal.json`` itself cannot be read.
+    now: str
+
+    def line(self) -> str:
+        """The first line of every answer about such an attempt (en)."""
+        if self.sealed is None and self.now.startswith("damaged"):
+            return f"evidence changed after sealing: {self.file} ({self.now})"
+        was = f"sealed sha256 {self.sealed[:16]}" if self.sealed else "not in the seal"
+        return f"evidence changed after sealing: {self.file} ({was}, now {self.now})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "sealed_sha256": self.sealed, "now": self.now}
+
+
+@record
+class Waiting:
+    """The in-progress phase before launch (C2.1, C4): a live runner waits for blockers
+    it never signals, and nothing was launched yet. Not a sixth state."""
+
+    #: Foreign compilers by (pid, name), as the runner's ``foreign_wait`` named them.
+    foreign: tuple[tuple[int, str], ...] = ()
+    #: Any other blocker, one line each (a device lease and its holder).
+    other: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": "waiting_for_blockers",
+            "foreign": [{"pid": pid, "name": name} for pid, name in self.foreign],
+            "other": list(self.other),
+        }

@@ -122,6 +122,16 @@ def render_lines(plan: LaunchPlan) -> list[str]:
                 "  to approve every finding at once: skgate preflight --freeze-baseline FILE, "
                 "then run with --hook-baseline FILE"
             )
+    elif fo.get("seen") and fo.get("policy") == "wait":
+        # Issue 30: never "clean" while a run would wait (C4: foreign compilers are
+        # waited for, never signalled).
+        seen = fo["seen"]
+        named = ", ".join(f"{r['pid']} {(r.get('argv') or [r['name']])[0]}" for r in seen)
+        lines.append(
+            f"preflight: a run would WAIT for {len(seen)} foreign compiler"
+            f"{'s' if len(seen) != 1 else ''} (named: {named}) before launching; nothing "
+            "else blocks it"
+        )
     else:
         lines.append("preflight clean: the run may launch")
     return lines

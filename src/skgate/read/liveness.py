@@ -28,12 +28,11 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
-from skgate.evidence import files, regular
+from skgate.evidence import files, regular, sealed
 from skgate.evidence.diskfull import disk_full_now
 from skgate.evidence.intent import read_intent
-from skgate.evidence.journal import iter_journal
+from skgate.evidence.journal import created_runner, iter_journal
 from skgate.evidence.load import (
     Control,
     archived_evidence,
@@ -41,9 +40,9 @@ from skgate.evidence.load import (
     load_ownership,
     prelaunch_evidence,
 )
-from skgate.evidence.recorded import recorded_verdict
+from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.model.errors import EvidenceError, StillLiveError
-from skgate.model.events import Created, Launched
+from skgate.model.events import Launched
 from skgate.model.frozen import replace
 from skgate.model.records import Evidence, Ownership, ProcessRecord, Verdict
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
@@ -125,14 +124,8 @@ def runner_ref(attempt_dir: Path) -> RunnerRef | None:
     if files.present(attempt_dir / files.CONTROL):
         c = load_control(attempt_dir)
         return RunnerRef(c.runner_pid, c.runner_start_ticks, c.boot_id)
-    for ev in iter_journal(attempt_dir / files.EVENTS):
-        runner = ev.runner if isinstance(ev, Created) else None
-        if runner is not None and _is_int(runner.get("pid")):
-            ticks = runner.get("start_ticks")
-            if isinstance(ticks, int) and _is_int(ticks):
-                boot = runner.get("boot_id", (isinstance(ev, Created) and ev.boot_id) or "")
-                return RunnerRef(runner["pid"], ticks, str(boot))
-    return None
+    found = created_runner(attempt_dir / files.EVENTS)
+    return None if found is None else RunnerRef(*found)
 
 
 def runner_is_alive(control: Control) -> bool:
@@ -190,9 +183,10 @@ def live_processes(
         return tuple(found.values())
     procs = attempt_dir / files.PROCS
     if files.present(procs):
-        # Bounded lines of a regular file only (issue 21); an over-long line is a
-        # damaged record and, like a torn one, is skipped by journal_alive.
-        lines = (ln.raw for ln in regular.iter_lines(procs) if not ln.too_long)
+        # Bounded lines of a regular file only (issue 21), checked against the seal
+        # (issue 28). An over-long line is a damaged record that may name a live process:
+        # refused and named, never read whole and never passed over in silence.
+        lines = (_bounded(ln, procs) for ln in sealed.iter_lines(procs))
         for (pid, ticks), first in journal_alive(lines).items():
             if (pid, ticks) not in found and is_alive(pid, ticks):
                 name = str(first.get("name") or first.get("comm") or "")
@@ -271,6 +265,11 @@ def live_prelaunch(attempt_dir: Path) -> Evidence:
 
 
 def recompute(attempt_dir: Path) -> Verdict:
+    """See :func:`_recompute`; through the one guard of what is read (issue 28)."""
+    return guarded(attempt_dir, _recompute)
+
+
+def _recompute(attempt_dir: Path) -> Verdict:
     """``skgate classify``: the verdict from the archived files, and for an unfinished
     attempt the liveness of its runner and owned processes (read-only), so it reads
     ``in_progress`` or ``unknown``, never a final state from a partial set of files."""
@@ -278,6 +277,11 @@ def recompute(attempt_dir: Path) -> Verdict:
 
 
 def current_verdict(attempt_dir: Path) -> Verdict:
+    """See :func:`_current`; through the one guard of what is read (issue 28)."""
+    return guarded(attempt_dir, _current)
+
+
+def _current(attempt_dir: Path) -> Verdict:
     """``skgate status``: the recorded verdict if the run finished, else a live look.
 
     An attempt whose runner died without a verdict reads ``in_progress`` while its owned
@@ -290,8 +294,10 @@ def current_verdict(attempt_dir: Path) -> Verdict:
     recorded = recorded_verdict(attempt_dir)
     if recorded is not None:
         return recorded
-    return recompute(attempt_dir)
+    return _recompute(attempt_dir)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _bounded(line: regular.Line, path: Path) -> bytes:
+    if line.too_long:
+        raise sealed.OverlongError(sealed.overlong_text(path, line.number))
+    return line.raw

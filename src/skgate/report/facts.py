@@ -45,11 +45,10 @@ from skgate.verdict.words import (
     SIGNAL_REASONS_ZH,
     duration,
     in_language,
-    next_step,
     phrase,
     state_words,
 )
-from skgate.verdict.words_installs import install_next_step
+from skgate.verdict.words_next import next_step_of
 
 SCHEMA_REPORT = "skgate.report/1"
 
@@ -253,9 +252,7 @@ def attempt_json(
         "retry_of_attempt": retry_of_attempt,
         "retried_by": list(retried_by),
         "verdict": v.to_dict(),
-        "next_step": (install_next_step(v, lang) or next_step(v.state, v.compiled, lang)).format(
-            a=ev.path
-        ),
+        "next_step": next_step_of(v, lang).format(a=ev.path),
         "timeline": timeline(ev.events, lang),
         "request": ev.request.to_dict() if ev.request else None,
         "controls": dict(ev.control.get("controls") or {}),

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence import regular
+from skgate.evidence import sealed
 from skgate.evidence.files import (
     CENSUS,
     CONTROL,
@@ -24,9 +24,10 @@ from skgate.evidence.files import (
 from skgate.evidence.files import read_json as _read_json
 from skgate.evidence.installed import INSTALLED_FILE
 from skgate.evidence.journal import read_journal
-from skgate.evidence.ledger import resolve
+from skgate.evidence.ledger import is_prelaunch_dir, resolve
 from skgate.evidence.load import archived_verdict
 from skgate.evidence.plog import PLOG_INDEX
+from skgate.evidence.sealed import SealBreachError
 from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
 from skgate.model.events import Event
@@ -37,6 +38,7 @@ from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL, check_schema
 from skgate.model.stages import Stages
 from skgate.report import rows
+from skgate.verdict.changed import changed_verdict
 
 VerdictOf = Callable[[Path], Verdict]
 
@@ -74,7 +76,39 @@ class AttemptEvidence:
 
 
 def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> AttemptEvidence:
-    """Read one attempt directory; a damaged evidence file is a one-line EvidenceError."""
+    """Read one attempt directory; a damaged evidence file is a one-line EvidenceError.
+
+    A sealed attempt whose files differ from the seal is shown by that alone: its
+    verdict is unknown, "evidence changed after sealing: FILE ..." first, and nothing
+    the changed files say is shown (issue 28 s3)."""
+    try:
+        return _load_attempt(path, verdict_of)
+    except SealBreachError as exc:
+        return _bare(path, changed_verdict(exc.breach, str(path)))
+
+
+def _bare(path: Path, verdict: Verdict) -> AttemptEvidence:
+    """An attempt shown by its verdict alone (its other files are not read)."""
+    return AttemptEvidence(
+        path=path,
+        attempt=path.name,
+        control={},
+        request=None,
+        verdict=verdict,
+        events=(),
+        ownership=None,
+        census=None,
+        summary_lines=(),
+        summary_source="",
+        seal=rows.seal_status(path),
+    )
+
+
+def _load_attempt(path: Path, verdict_of: VerdictOf) -> AttemptEvidence:
+    if is_prelaunch_dir(path):
+        # Still in preflight (a runner waiting for a foreign compiler): its journal and
+        # its verdict (in progress, waiting) are all there is to show (issue 30).
+        return replace(_bare(path, verdict_of(path)), events=tuple(read_journal(path / EVENTS)))
     control_path = path / CONTROL
     control = check_schema(_read_json(control_path), SCHEMA_CONTROL, str(control_path))
     request_raw = control.get("request")
@@ -96,7 +130,7 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
     if present(path / SUMMARY):
         # A regular file only, bounded (issue 21): a linked summary.txt is refused.
         try:
-            text = regular.read_text(path / SUMMARY, errors="backslashreplace")
+            text = sealed.read_text(path / SUMMARY, errors="backslashreplace")
         except FileNotFoundError:
             raise EvidenceError(f"{path / SUMMARY}: missing") from None
         summary_lines = tuple(text.splitlines())
@@ -171,7 +205,7 @@ def _matrix_attempts(target: Path, verdict_of: VerdictOf) -> list[AttemptEvidenc
     runs = target / "runs"
     arms = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
     for arm in arms:
-        for path in resolve(arm):
+        for path in resolve(arm, prelaunch=True):
             ev = load_attempt(path, verdict_of)
             out.append(replace(ev, attempt=f"{arm.name}/{ev.attempt}"))
     return out
@@ -184,7 +218,7 @@ def build_report(target: Path, verdict_of: VerdictOf = default_verdict_of) -> Re
         attempts = tuple(_matrix_attempts(target, verdict_of))
         kind = "root"
     else:
-        paths = resolve(target)
+        paths = resolve(target, prelaunch=True)  # a waiting attempt is shown (issue 30)
         kind = "attempt" if len(paths) == 1 and paths[0] == target else "root"
         attempts = tuple(load_attempt(p, verdict_of) for p in paths)
     by_path: dict[Path, str] = {}

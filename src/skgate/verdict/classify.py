@@ -273,6 +273,9 @@ def _classify(ev: Evidence) -> Verdict:
             return Verdict(
                 state=State.IN_PROGRESS,
                 cause=None,
+                # Issue 30: the in-progress phase before launch, typed, so every reader
+                # says "WAITING ...; nothing launched yet", never "still running".
+                waiting=ev.waiting,
                 reasons=(
                     "C2.1: the runner that owns this attempt is alive and has not launched "
                     "the command yet (preflight); keep waiting, kill nothing",

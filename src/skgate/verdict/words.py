@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from skgate.model.outcomes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
+from skgate.verdict.changed import waiting_words
 from skgate.verdict.words_installs import (
     INSTALL_FRAGMENTS_ZH,
     INSTALL_REASONS_ZH,
@@ -105,6 +106,10 @@ def kind_of(v: Verdict) -> Kind:
 def headline(v: Verdict) -> str:
     """The one-line headline of ``skgate run/status/classify`` (C7 words where a compiler
     failed; never "compiler failures" when no compiler was observed)."""
+    if v.breach is not None:
+        return f"UNKNOWN: {v.breach.line()}"  # issue 28: the change comes first
+    if v.waiting is not None:
+        return waiting_words(v.waiting, Lang.EN, headline=True)
     installs = install_headline(v)  # C8: a failed install is never a clean success
     if installs is not None:
         return installs
@@ -137,11 +142,16 @@ def headline(v: Verdict) -> str:
 
 def state_words(v: Verdict, lang: Lang) -> str:
     """How a report names this verdict (:data:`WORDS`, refined by :func:`kind_of`)."""
+    zh = lang is Lang.ZH
+    if v.breach is not None:
+        line = v.breach.line()
+        return f"未知：{reason_zh(line) or line}" if zh else f"unknown: {line}"
+    if v.waiting is not None:
+        return waiting_words(v.waiting, lang)
     installs = install_state_words(v, lang)  # C8: a failed install is named first
     if installs is not None:
         return installs
     kind = kind_of(v)
-    zh = lang is Lang.ZH
     status = v.exit_status
     if kind is Kind.DECLARED:
         if v.state is State.SUCCEEDED:
@@ -209,6 +219,12 @@ def count_words(v: Verdict, lang: Lang) -> str:
     """The words of one group in a count of attempts (kind-aware, no exit status)."""
     # A success without compiling is counted with the successes, and said apart beside
     # them ("2 succeeded (1 of them without a compile)", report.sentences).
+    if v.waiting is not None:  # issue 30: nothing is compiling yet
+        return (
+            "等待启动（尚未启动任何进程；不终止任何进程）"
+            if lang is Lang.ZH
+            else ("waiting before launch (nothing launched yet; kill nothing)")
+        )
     got = COUNT_WORDS.get((v.state, kind_of(v)))
     return got[lang] if got is not None else WORDS[v.state][lang]
 
@@ -502,7 +518,13 @@ def reason_zh(reason: str) -> str | None:
     return None
 
 
+#: A sealed file that changed (skgate.verdict.changed): "FILE as sealed".
+_AS_SEALED = " as sealed"
+
+
 def missing_zh(item: str) -> str | None:
+    if item.endswith(_AS_SEALED):  # issue 28
+        return f"封存时的 {item.removesuffix(_AS_SEALED)}"
     return _MISSING_ZH.get(item) or STAGE_MISSING_ZH.get(item)
 
 

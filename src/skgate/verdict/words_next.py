@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from skgate.model.phrases import Lang
-from skgate.model.records import State
+from skgate.model.records import State, Verdict
+from skgate.verdict.words_installs import install_next_step
 
 NEXT_STEP: Mapping[State, Mapping[str, str]] = {
     State.IN_PROGRESS: {
@@ -78,6 +79,39 @@ UNCOMPILED_COUNT: Mapping[str, str] = {
 def uncompiled(state: State, compiled: bool | None) -> bool:
     """Succeeded, and a cached package was installed instead of a compile (C2)."""
     return state is State.SUCCEEDED and compiled is False
+
+
+#: The next step while a live runner waits before launch (issue 30): nothing ran yet.
+WAITING_NEXT: Mapping[Lang, str] = {
+    Lang.EN: "Keep waiting: nothing was launched yet; the runner launches once its blockers "
+    "end, which are never signalled (C4). Observe read-only with `skgate status {a}`; "
+    "`skgate stop {a}` now ends it not started: nothing ran.",
+    Lang.ZH: "继续等待：尚未启动任何进程；阻塞进程结束后运行器才会启动"
+    "（阻塞进程从不被发送信号，C4）。用 `skgate status {a}` 只读观察；"
+    "此时 `skgate stop {a}` 会使其以“未启动”结束：什么都没有运行。",
+}
+
+
+#: The next step when sealed evidence changed (issue 28): what it says is not believed.
+CHANGED_NEXT: Mapping[Lang, str] = {
+    Lang.EN: "Do not conclude: this attempt's evidence changed after sealing. Run `skgate "
+    "verify {a}` to list every difference and restore those files from an intact copy; "
+    "`skgate retry` refuses an attempt whose evidence changed, so for a new result run the "
+    "command again with `skgate run` (C2.5).",
+    Lang.ZH: "不要下结论：本次尝试的证据在封存后被改动。运行 `skgate verify {a}` 列出每一处差异，"
+    "并从完好的副本恢复这些文件；`skgate retry` 会拒绝证据被改动的尝试，"
+    "如需新的结果，请用 `skgate run` 重新运行该命令（C2.5）。",
+}
+
+
+def next_step_of(v: Verdict, lang: Lang) -> str:
+    """The next step of a report for this verdict (``{a}``: the attempt's path)."""
+    if v.breach is not None:
+        return CHANGED_NEXT[lang]
+    if v.waiting is not None:
+        return WAITING_NEXT[lang]
+    # C8: a failed install after a good compile is never a clean success.
+    return install_next_step(v, lang) or next_step(v.state, v.compiled, lang)
 
 
 def next_step(state: State, compiled: bool | None, lang: Lang) -> str:

@@ -10,6 +10,49 @@ exactly as the classifier writes it. The stage reasons are :mod:`words_stages`.
 from __future__ import annotations
 
 REASONS_ZH: tuple[tuple[str, str], ...] = (
+    # Issue 28: a sealed attempt whose files changed (skgate.verdict.changed).
+    (
+        r"evidence changed after sealing: (\S+) \(sealed sha256 (\w+), now sha256 (\w+)\)",
+        r"封存后证据被改动：\1（封存时 sha256 \2，现在 sha256 \3）",
+    ),
+    (
+        r"evidence changed after sealing: (\S+) \(sealed sha256 (\w+), now missing\)",
+        r"封存后证据被改动：\1（封存时 sha256 \2，现已缺失）",
+    ),
+    (
+        r"evidence changed after sealing: (\S+) \(sealed sha256 (\w+), now (\d+) bytes, "
+        r"sealed (\d+)\)",
+        r"封存后证据被改动：\1（封存时 sha256 \2、\4 字节，现在 \3 字节）",
+    ),
+    (
+        r"evidence changed after sealing: (\S+) \(not in the seal, now sha256 (\w+), added "
+        r"after sealing\)",
+        r"封存后证据被改动：\1（不在封存清单中，现在 sha256 \2，封存后新增）",
+    ),
+    (
+        r"evidence changed after sealing: (\S+) \(sealed sha256 (\w+), now (.+)\)",
+        r"封存后证据被改动：\1（封存时 sha256 \2，现在：\3）",
+    ),
+    (
+        r"evidence changed after sealing: seal\.json \(damaged: (.+)\)",
+        r"封存后证据被改动：seal.json 已损坏（\1）",
+    ),
+    (
+        r"C2\.5: evidence that contradicts its own seal decides nothing; what the changed "
+        r"file says is not shown: run 'skgate verify (.+)' to list every difference",
+        r"C2.5：与自身封存记录矛盾的证据不能决定任何结论；不显示被改动文件的内容：运行 "
+        r"'skgate verify \1' 列出每一处差异",
+    ),
+    (
+        r"(.+): line (\d+) is longer than (\d+) bytes \(a damaged record, refused and never "
+        r"read\)",
+        r"\1：第 \2 行超过 \3 字节（损坏的记录，已拒绝，从未读入）",
+    ),
+    (
+        r"C2\.5: a damaged record may name what decides the verdict; no conclusion is drawn "
+        r"from the rest",
+        "C2.5：损坏的记录可能正是决定结论的内容；不从其余证据得出结论",
+    ),
     (
         r"C2\.1: finishing: evidence disk full \((\d+) bytes free\); the runner is alive and "
         r"waits at most its grace for space, then leaves the attempt for 'skgate recover'; "

@@ -38,6 +38,7 @@ from typing import Any
 from skgate.evidence import digest, files, ledger, seal
 from skgate.evidence.files import CONTROL, require_dir, write_json_new
 from skgate.evidence.load import Control, load_control
+from skgate.evidence.sealed import FileEntry
 from skgate.evidence.walk import walk_files
 from skgate.model.errors import BlockedError, EvidenceError, StillLiveError, UsageError
 from skgate.model.outcomes import MoveMethod
@@ -250,8 +251,8 @@ def _copy_verify_remove(src: Path, dst: Path, is_dir: bool) -> None:
         got = seal.manifest_entries(tmp)
     else:
         shutil.copy2(src, tmp, follow_symlinks=False)
-        want = [seal.FileEntry(src.name, *_hash(src))]
-        got = [seal.FileEntry(src.name, *_hash(tmp))]
+        want = [FileEntry(src.name, *_hash(src))]
+        got = [FileEntry(src.name, *_hash(tmp))]
     if want != got:
         raise EvidenceError(
             f"{src}: the copy into {dst} does not match the original; nothing was removed"

@@ -1,0 +1,251 @@
+"""The one reader of an attempt's files: each read checked against ``seal.json``.
+
+``verify`` re-hashes a whole attempt, but people and agents read ``status``, ``wait``,
+``report`` and MCP (issue 28 s3): before this module a rewritten ``verdict.json`` was
+shown as its content said. Now every evidence read (``files.read_json``,
+``journal.iter_journal``, the report's ``summary.txt``, ``procs.jsonl``) comes here:
+
+- a file whose attempt directory holds no ``seal.json`` (in progress, or its runner
+  died) is read as before, as a regular file only, bounded (:mod:`regular`);
+- in a sealed attempt, the first read loads the seal once and compares every sealed
+  file's presence and size with ``lstat`` (no read, no hash): a truncated, emptied,
+  grown (a 1 GiB line appended to ``procs.jsonl``) or deleted file is caught even when
+  this command would not read it;
+- each file actually read is hashed and must match its sealed sha256; a file the seal
+  does not name is refused (added after sealing).
+
+A mismatch is a :class:`SealBreachError` carrying a :class:`~skgate.model.records.
+SealBreach`; the verdict readers turn it into ``unknown`` whose first line is
+"evidence changed after sealing: FILE (sealed sha256 ..., now ...)" (C2.5: evidence
+that contradicts its own seal decides nothing). Cost: one ``lstat`` per sealed file and
+one hash of what is read (``bench/bench_cli.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from skgate.evidence import digest, regular
+from skgate.model.errors import EvidenceError
+from skgate.model.frozen import record
+from skgate.model.running import SealBreach
+from skgate.model.schema import require
+
+SEAL = "seal.json"
+SCHEMA_SEAL = "skgate.seal/1"
+#: Files a sealed attempt may gain later, each with a check of its own: a preserved scene
+#: (its manifest, chained in the ledger) and a seal's temporary link name.
+_AFTER_SEAL = ("scene/",)
+
+
+class SealBreachError(EvidenceError):
+    """A file of a sealed attempt differs from its seal (see the module doc)."""
+
+    def __init__(self, breach: SealBreach) -> None:
+        super().__init__(breach.line())
+        self.breach = breach
+
+
+class OverlongError(EvidenceError):
+    """A JSON-lines record over the line bound, refused and never read (issue 28 s4)."""
+
+
+@record
+class FileEntry:
+    """One sealed file: POSIX path relative to its base directory, sha256, size."""
+
+    name: str
+    sha256: str
+    size: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "sha256": self.sha256, "size": self.size}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> FileEntry:
+        if not isinstance(data, dict):
+            raise EvidenceError(f"{where}: a file entry is not an object")
+        name = require(data, "name", str, where)
+        sha = require(data, "sha256", str, where)
+        size = require(data, "size", int, where)
+        parts = name.split("/")
+        # A name that climbs out of the base (or is absolute) would make verify read
+        # outside the attempt: refuse the whole manifest as hostile.
+        if not name or name.startswith("/") or ".." in parts or "" in parts:
+            raise EvidenceError(f"{where}: file name {name!r} is not a plain relative path")
+        if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+            raise EvidenceError(f"{where}: sha256 of {name!r} is not 64 hex digits")
+        return cls(name, sha, size)
+
+
+@record
+class Seal:
+    """A loaded seal and what the ``lstat`` sweep found (the first breach, if any)."""
+
+    key: tuple[int, int, int, int]
+    entries: dict[str, FileEntry]
+    breach: SealBreach | None
+
+
+#: Seals already loaded in this process, by attempt directory; reloaded when
+#: ``seal.json``'s inode, size or mtime changes.
+_CACHE: dict[str, Seal] = {}
+
+
+def _now_of(base: Path, entry: FileEntry, st: os.stat_result) -> str:
+    """What a changed file is now: its sha256 when it is small enough to hash here."""
+    if st.st_size != entry.size and st.st_size > regular.limit_for(entry.name):
+        return f"{st.st_size} bytes, sealed {entry.size}"
+    got = digest.sha256_file(base / entry.name)
+    return f"sha256 {got[:16]}" if got else f"{st.st_size} bytes, unreadable"
+
+
+def _sweep(base: Path, entries: dict[str, FileEntry]) -> SealBreach | None:
+    """Presence, kind and size of every sealed file (``lstat`` only), in name order."""
+    for entry in entries.values():
+        try:
+            st = os.lstat(base / entry.name)
+        except FileNotFoundError:
+            return SealBreach(entry.name, entry.sha256, "missing")
+        except OSError as exc:
+            return SealBreach(entry.name, entry.sha256, f"unreadable ({exc.strerror})")
+        if not stat.S_ISREG(st.st_mode):
+            return SealBreach(entry.name, entry.sha256, "not a regular file")
+        if st.st_size != entry.size:
+            return SealBreach(entry.name, entry.sha256, _now_of(base, entry, st))
+    return None
+
+
+def load_seal(base: Path) -> Seal | None:
+    """The seal of the attempt directory ``base`` (None: not sealed); a damaged seal is
+    a breach of ``seal.json`` itself (a :class:`Seal` with no entries)."""
+    path = base / SEAL
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
+    cached = _CACHE.get(str(base))
+    if cached is not None and cached.key == key:
+        return cached
+    try:
+        data = json.loads(regular.read_bytes(path))
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA_SEAL:
+            raise EvidenceError(f"{path}: not a {SCHEMA_SEAL!r} seal")
+        raw = require(data, "files", list, str(path))
+        entries = {e.name: e for e in (FileEntry.from_dict(x, str(path)) for x in raw)}
+    except (EvidenceError, ValueError, RecursionError) as exc:
+        why = str(exc).removeprefix(f"{path}: ") if isinstance(exc, EvidenceError) else "not JSON"
+        seal = Seal(key, {}, SealBreach(SEAL, None, f"damaged: {why}"))
+    except FileNotFoundError:
+        return None
+    else:
+        seal = Seal(key, entries, _sweep(base, entries))
+    _CACHE[str(base)] = seal
+    return seal
+
+
+def _locate(path: Path) -> tuple[Path, str] | None:
+    """The sealed attempt directory a file belongs to and its name there, or None."""
+    if path.name == SEAL:
+        return None
+    for base in (path.parent, path.parent.parent):
+        if os.path.lexists(base / SEAL):
+            name = path.relative_to(base).as_posix()
+            return None if name.startswith(_AFTER_SEAL) else (base, name)
+    return None
+
+
+def _sealed(path: Path) -> tuple[Seal, str] | None:
+    where = _locate(path)
+    if where is None:
+        return None
+    seal = load_seal(where[0])
+    return None if seal is None else (seal, where[1])
+
+
+def _checked(path: Path) -> tuple[Seal, FileEntry | None, str] | None:
+    """The seal a read of ``path`` must match (None: unsealed); raises its sweep's breach:
+    no file of an attempt whose seal no longer holds is read."""
+    found = _sealed(path)
+    if found is None:
+        return None
+    seal, name = found
+    if seal.breach is not None:
+        raise SealBreachError(seal.breach)
+    return seal, seal.entries.get(name), name
+
+
+def present(path: Path) -> bool:
+    """Is anything at ``path`` (a link included, never followed)? A sealed file that is
+    gone or resized is a :class:`SealBreachError`, never "absent" (a deleted
+    ``verdict.json`` is not an attempt without one)."""
+    found = _sealed(path)
+    if found is not None and found[0].breach is not None and found[0].breach.file == found[1]:
+        raise SealBreachError(found[0].breach)
+    return os.path.lexists(path)
+
+
+def _match(name: str, entry: FileEntry | None, sha: str) -> None:
+    if entry is None:
+        raise SealBreachError(SealBreach(name, None, f"sha256 {sha[:16]}, added after sealing"))
+    if sha != entry.sha256:
+        raise SealBreachError(SealBreach(name, entry.sha256, f"sha256 {sha[:16]}"))
+
+
+def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
+    """:func:`regular.read_bytes`, checked against the seal of a sealed attempt."""
+    check = _checked(Path(path))
+    data = regular.read_bytes(path, limit)
+    if check is not None:
+        _match(check[2], check[1], digest.sha256_small(data))
+    return data
+
+
+def read_text(path: Path | str, limit: int | None = None, errors: str = "strict") -> str:
+    """:func:`read_bytes` decoded as UTF-8 (a decoding error is an EvidenceError)."""
+    try:
+        return read_bytes(path, limit).decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        raise EvidenceError(f"{path}: unreadable ({exc.reason} at byte {exc.start})") from None
+
+
+def iter_lines(path: Path | str, max_line: int = regular.LINE_LIMIT) -> Iterator[regular.Line]:
+    """:func:`regular.iter_lines`, checked against the seal first: the file is hashed in
+    fixed blocks before its first line is handed over (bounded memory), so a consumer
+    that stops early still read only sealed lines."""
+    check = _checked(Path(path))
+    with regular.opened(path) as fd:
+        try:
+            if check is not None:
+                sha, _ = digest.hash_fd(fd)
+                _match(check[2], check[1], sha)
+                os.lseek(fd, 0, os.SEEK_SET)
+            yield from regular.iter_fd_lines(fd, max_line)
+        except OSError as exc:
+            raise EvidenceError(f"{path}: unreadable ({exc.strerror})") from None
+
+
+def first_overlong(path: Path | str, max_line: int = regular.LINE_LIMIT) -> int | None:
+    """The number of the first line over the bound (never held whole), or None; a
+    missing file has none. ``verify`` and ``recover`` name such a line (issue 28 s4)."""
+    try:
+        for line in regular.iter_lines(path, max_line):
+            if line.too_long:
+                return line.number
+    except FileNotFoundError:
+        return None
+    return None
+
+
+def overlong_text(path: Path | str, number: int) -> str:
+    """One line naming an over-long record (the words ``verify`` and ``recover`` use)."""
+    return (
+        f"{path}: line {number} is longer than {regular.LINE_LIMIT} bytes "
+        "(a damaged record, refused and never read)"
+    )

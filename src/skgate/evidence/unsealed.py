@@ -1,0 +1,80 @@
+"""What ``verify`` says of an attempt that is not sealed yet (issues 12, 28, 30).
+
+An unsealed attempt is in progress (its runner lives, perhaps still waiting for a foreign
+compiler before launch), or unfinished (its runner died: ``skgate recover`` finishes it).
+This module tells them apart, names a live runner's blockers ("WAITING ...; nothing
+launched yet", never "the runner died"), and names a journal record over the line bound
+(never read whole). Nothing here writes or signals.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from skgate.evidence import ledger, sealed
+from skgate.evidence.files import CONTROL, EVENTS, PROCS
+from skgate.evidence.follow import Progress
+from skgate.evidence.journal import created_runner, iter_journal
+from skgate.evidence.load import load_control
+from skgate.model.errors import EvidenceError
+from skgate.model.phrases import Lang
+from skgate.model.running import Waiting
+from skgate.verdict.changed import waiting_words
+
+
+def runner_alive(attempt: Path) -> bool:
+    """Is the runner that owns this unsealed attempt alive (then it is not unfinished)?
+    Before its controls are frozen (waiting for a foreign compiler), the journal's
+    ``created`` names it (issue 30: never "the runner died" while it waits)."""
+    try:
+        if (attempt / CONTROL).exists():
+            control = load_control(attempt)
+            runner = (control.runner_pid, control.runner_start_ticks, control.boot_id)
+        else:
+            found = created_runner(attempt / EVENTS)
+            if found is None:
+                return False
+            runner = found
+    except EvidenceError:
+        return False
+    # Loaded here, only for an unsealed attempt: the read side (a report of sealed
+    # archives) loads no skgate.proc module (issue 22 s3). The identity rule is the one of
+    # skgate.liveness: same boot, same pid and start time (C4).
+    from skgate.proc.observe import boot_id, is_alive  # noqa: PLC0415
+
+    pid, ticks, boot = runner
+    return boot in ("", boot_id()) and is_alive(pid, ticks)
+
+
+def waiting_notes(target: Path) -> list[str]:
+    """One line per attempt of ``target`` whose live runner waits before launch (issue
+    30): "0001: WAITING for 1 foreign compiler (named: ...); nothing launched yet". Not
+    a problem: nothing is sealed yet, and nothing ran."""
+    notes = []
+    for attempt in ledger.resolve(target, prelaunch=True):
+        if not ledger.is_prelaunch_dir(attempt) or not runner_alive(attempt):
+            continue
+        progress = Progress()
+        try:
+            for ev in iter_journal(attempt / EVENTS):
+                progress.update(ev)
+        except EvidenceError:
+            continue
+        waiting = progress.blocked_by or Waiting()
+        notes.append(
+            f"{attempt.name}: {waiting_words(waiting, Lang.EN, headline=True)} "
+            "(not sealed yet: nothing to verify)"
+        )
+    return notes
+
+
+def overlong(attempt: Path) -> list[str]:
+    """An unsealed attempt's journals with a record over the line bound (a 1 GiB line
+    appended to ``procs.jsonl``): named, never read whole (issue 28 s4). A sealed one's
+    size differs from its seal instead."""
+    found = []
+    for name in (EVENTS, PROCS):
+        number = sealed.first_overlong(attempt / name)
+        if number is not None:
+            found.append(f"{attempt.name}/{sealed.overlong_text(name, number)}")
+    return found

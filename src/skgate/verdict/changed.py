@@ -1,0 +1,65 @@
+"""The answer about an attempt whose sealed evidence changed (issue 28 s3; C2.5).
+
+The files of a sealed attempt that no longer match ``seal.json`` are never shown as their
+content says: a rewritten ``verdict.json`` that reads ``succeeded`` proves nothing. The
+answer is ``unknown`` and its first line names the file, the sealed hash and what it is
+now; ``skgate verify`` lists every difference.
+"""
+
+from __future__ import annotations
+
+from skgate.model.phrases import Lang
+from skgate.model.records import SealBreach, State, Verdict, Waiting
+
+
+def changed_verdict(breach: SealBreach, attempt: str) -> Verdict:
+    """``unknown``, first line "evidence changed after sealing: FILE (...)" (C2.5)."""
+    return Verdict(
+        state=State.UNKNOWN,
+        cause=None,
+        reasons=(
+            breach.line(),
+            "C2.5: evidence that contradicts its own seal decides nothing; what the "
+            f"changed file says is not shown: run 'skgate verify {attempt}' to list every "
+            "difference",
+        ),
+        missing=(f"{breach.file} as sealed",),
+        attempt=attempt,
+        breach=breach,
+    )
+
+
+def damaged_verdict(line: str, attempt: str) -> Verdict:
+    """``unknown`` for an unsealed attempt whose evidence a reader refused (an over-long
+    record): the refusal is the first reason, never passed over (issue 28 s4)."""
+    return Verdict(
+        state=State.UNKNOWN,
+        cause=None,
+        reasons=(
+            line,
+            "C2.5: a damaged record may name what decides the verdict; no conclusion is "
+            "drawn from the rest",
+        ),
+        missing=("an undamaged record",),
+        attempt=attempt,
+    )
+
+
+def waiting_words(w: Waiting, lang: Lang, *, headline: bool = False) -> str:
+    """The in-progress phase before launch, one line (issue 30): whom the runner waits
+    for, and that nothing was launched. Never "the compile is still running"."""
+    n = len(w.foreign)
+    named = ", ".join(f"{pid} {name}" for pid, name in w.foreign)
+    if lang is Lang.ZH:
+        parts = [f"{n} 个外部编译进程（{named}）"] if n else []
+        parts += list(w.other)
+        text = f"等待 {'、'.join(parts)}；尚未启动任何进程"
+        return f"等待中：{text}；继续等待，不终止任何进程" if headline else text
+    parts = [f"{n} foreign compiler{'s' if n != 1 else ''} (named: {named})"] if n else []
+    parts += list(w.other)
+    text = f"waiting for {'; '.join(parts)}; nothing launched yet"
+    return (
+        f"WAITING for {text.removeprefix('waiting for ')}; keep waiting, kill nothing"
+        if (headline)
+        else text
+    )

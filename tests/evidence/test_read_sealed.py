@@ -1,0 +1,180 @@
+"""Every read of a sealed attempt checks what it reads against its seal (issue 28 s3/s4).
+
+Reproducer of problem 4: ``skgate run --verdict-from exit-status -- false``, then
+``verdict.json`` rewritten to ``state: succeeded, exit_status: 0``. Before the shared
+reader (``skgate.evidence.sealed``), ``status`` printed SUCCEEDED with exit 0 and the
+report said "1 succeeded". Now every command that shows an attempt answers unknown,
+exit 5, its first line "evidence changed after sealing: FILE (sealed sha256 ..., now
+...)" (C2.5), in English and Chinese; an unsealed attempt is read as before.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import as_if_runner_died, gated_run, run_skgate
+from skgate.evidence import files, sealed
+from skgate.model.exits import EXIT_UNKNOWN
+
+# One real run per module, then copies: seconds in all.
+pytestmark = pytest.mark.slow
+
+CHANGED = "evidence changed after sealing: "
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sealed root whose only attempt failed by its declared exit status 1."""
+    tmp = tmp_path_factory.mktemp("sealed")
+    run = gated_run(tmp, ["false"], "--verdict-from", "exit-status")
+    assert run.verdict()["state"] == "failed", run.output
+    return run.root
+
+
+def copy_of(root: Path, tmp: Path) -> Path:
+    dest = tmp / "r"
+    shutil.copytree(root, dest, symlinks=True)
+    return dest / "attempts" / "0001"
+
+
+def forge_success(attempt: Path) -> None:
+    path = attempt / files.VERDICT
+    data = json.loads(path.read_text())
+    data.update(state="succeeded", exit_status=0)
+    path.write_text(json.dumps(data))
+
+
+def test_a_rewritten_verdict_is_never_believed(finished: Path, tmp_path: Path) -> None:
+    attempt = copy_of(finished, tmp_path)
+    forge_success(attempt)
+    status = run_skgate("status", str(attempt), cwd=tmp_path)
+    assert status.returncode == EXIT_UNKNOWN, status
+    first = status.stdout.splitlines()[0]
+    assert first.startswith("UNKNOWN: " + CHANGED + "verdict.json (sealed sha256 "), status
+    assert ", now sha256 " in first and "SUCCEEDED" not in status.stdout, status
+    for command in (("classify",), ("wait", "--max", "5")):
+        got = run_skgate(*command, str(attempt), "--json", cwd=tmp_path)
+        assert got.returncode == EXIT_UNKNOWN, got
+        answer = json.loads(got.stdout)
+        answer = answer.get("verdict", answer)  # wait wraps the verdict in its record
+        assert answer["reasons"][0].startswith(CHANGED + "verdict.json"), got
+    root = attempt.parent.parent
+    listed = run_skgate("status", "--all", str(root), cwd=tmp_path)
+    assert CHANGED + "verdict.json" in listed.stdout and "SUCCEEDED" not in listed.stdout, listed
+    report = run_skgate("report", str(root), cwd=tmp_path)
+    screen = "\n".join(report.stdout.splitlines()[:12])
+    assert "1 unknown" in screen and CHANGED + "verdict.json" in screen, report
+    assert "succeeded" not in screen, report
+    zh = run_skgate("report", "--lang", "zh", str(attempt), cwd=tmp_path)
+    assert "封存后证据被改动：verdict.json（封存时 sha256 " in zh.stdout, zh
+    assert "evidence changed" not in zh.stdout and "as sealed" not in zh.stdout, zh
+    assert "封存时的 verdict.json" in zh.stdout and "skgate verify" in zh.stdout, zh
+    # The next step points at verify, never at a retry that refuses such an attempt.
+    assert f"skgate verify {attempt}" in report.stdout or "skgate verify" in screen, report
+    html = run_skgate("report", "--format", "html", str(attempt), cwd=tmp_path)
+    assert CHANGED + "verdict.json" in html.stdout, html.stderr
+
+
+def _truncate(p: Path) -> None:
+    p.write_bytes(p.read_bytes()[: max(1, p.stat().st_size // 2)])
+
+
+def _garbage(p: Path) -> None:
+    with p.open("ab") as f:
+        f.write(b'\x00{"not":')
+
+
+def _empty(p: Path) -> None:
+    p.write_bytes(b"")
+
+
+def _delete(p: Path) -> None:
+    p.unlink()
+
+
+DAMAGE: dict[str, Callable[[Path], None]] = {
+    "truncated": _truncate,
+    "garbage": _garbage,
+    "empty": _empty,
+    "deleted": _delete,
+}
+
+
+@pytest.mark.parametrize("name", [files.VERDICT, files.CONTROL, files.EVENTS, files.OWNERSHIP])
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+def test_a_damaged_or_missing_sealed_file_makes_status_unknown(
+    finished: Path, tmp_path: Path, name: str, how: str
+) -> None:
+    attempt = copy_of(finished, tmp_path)
+    DAMAGE[how](attempt / name)
+    status = run_skgate("status", str(attempt), "--json", cwd=tmp_path)
+    assert status.returncode == EXIT_UNKNOWN, status
+    got = json.loads(status.stdout)
+    assert got["state"] == "unknown", got
+    assert got["reasons"][0].startswith(f"{CHANGED}{name} (sealed sha256 "), got
+    if how == "deleted":
+        assert got["reasons"][0].endswith("now missing)"), got
+    assert got["extra"]["evidence_changed"]["file"] == name, got
+
+
+def test_a_1gib_line_appended_is_refused_without_reading_it(finished: Path, tmp_path: Path) -> None:
+    attempt = copy_of(finished, tmp_path)
+    procs = attempt / files.PROCS
+    with procs.open("r+b") as f:  # a sparse 1 GiB line: nothing of it is ever read
+        f.truncate(procs.stat().st_size + (1 << 30))
+    status = run_skgate("status", str(attempt), cwd=tmp_path, timeout=30)
+    assert status.returncode == EXIT_UNKNOWN, status
+    assert status.stdout.startswith(f"UNKNOWN: {CHANGED}procs.jsonl (sealed sha256 "), status
+    assert "bytes, sealed" in status.stdout.splitlines()[0], status
+    checked = run_skgate("verify", str(attempt.parent.parent), cwd=tmp_path, timeout=30)
+    assert checked.returncode == 1 and "procs.jsonl: changed after sealing" in checked.stdout
+
+
+def test_an_unsealed_attempt_with_an_overlong_record_is_noticed(
+    finished: Path, tmp_path: Path
+) -> None:
+    attempt = copy_of(finished, tmp_path)
+    as_if_runner_died(attempt)  # killed after the natural return: nothing sealed
+    procs = attempt / files.PROCS
+    with procs.open("r+b") as f:
+        f.truncate(procs.stat().st_size + (1 << 30))
+    assert sealed.first_overlong(procs) is not None
+    checked = run_skgate("verify", str(attempt), cwd=tmp_path, timeout=60)
+    assert "procs.jsonl: line " in checked.stdout and "refused and never read" in checked.stdout
+    recovered = run_skgate("recover", str(attempt), cwd=tmp_path, timeout=60)
+    assert recovered.returncode != 0, recovered
+    assert "procs.jsonl: line " in recovered.stderr, recovered
+    assert not (attempt / files.SEAL).exists(), "recover sealed a damaged record"
+
+
+def test_an_unsealed_attempt_is_read_as_before(finished: Path, tmp_path: Path) -> None:
+    attempt = copy_of(finished, tmp_path)
+    (attempt / files.SEAL).unlink()
+    status = run_skgate("status", str(attempt), "--json", cwd=tmp_path)
+    assert json.loads(status.stdout)["state"] == "failed", status
+    assert status.returncode == 1, status
+
+
+def test_an_intact_attempt_reads_as_recorded(finished: Path, tmp_path: Path) -> None:
+    attempt = copy_of(finished, tmp_path)
+    status = run_skgate("status", str(attempt), cwd=tmp_path)
+    assert status.returncode == 1 and status.stdout.startswith("FAILED"), status
+    assert "evidence changed" not in status.stdout, status
+
+
+def test_a_damaged_seal_is_said_and_the_report_still_renders(
+    finished: Path, tmp_path: Path
+) -> None:
+    attempt = copy_of(finished, tmp_path)
+    (attempt / files.SEAL).write_text("garbage")
+    status = run_skgate("status", str(attempt), cwd=tmp_path)
+    assert status.returncode == EXIT_UNKNOWN, status
+    assert status.stdout.startswith(f"UNKNOWN: {CHANGED}seal.json (damaged: "), status
+    for target in (attempt, attempt.parent.parent):
+        report = run_skgate("report", str(target), cwd=tmp_path)
+        assert report.returncode == 0 and f"{CHANGED}seal.json" in report.stdout, report
