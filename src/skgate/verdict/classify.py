@@ -125,6 +125,27 @@ def _unfinished(ev: Evidence, natural: bool, escapes: list[str]) -> Verdict:
     return _verdict(ev, State.UNKNOWN, None, (*reasons, *escapes), tuple(missing))
 
 
+def _stopping(ev: Evidence, may_have_run: bool, escapes: list[str]) -> Verdict | None:
+    """C2.1 during the grace: the group was signalled (deadline, stop signal, stop
+    request, or an adopter's deadline) but the runner has not written the verdict, or an
+    owned process still lives (one ignoring SIGTERM, say). Nothing is final yet: the
+    SIGKILL after the grace, or the process's own end, is still to come (issue 28 s2)."""
+    if may_have_run and ev.owned_alive:
+        reason = (
+            f"C2.1: the attempt is being stopped and {count(ev.owned_alive, 'owned process')} "
+            "still alive; no state is final while one lives: keep waiting, kill nothing by "
+            "name or age"
+        )
+    elif ev.runner_alive:
+        reason = (
+            "C2.1: the attempt is being stopped by its runner, which is alive and has not "
+            "written the verdict yet; no state is final before it: keep waiting"
+        )
+    else:
+        return None
+    return _verdict(ev, State.IN_PROGRESS, None, (reason, *escapes))
+
+
 def _recovered_note(ev: Evidence) -> list[str]:
     if ev.recovered is None:
         return []
@@ -303,6 +324,10 @@ def _classify(ev: Evidence) -> Verdict:
                 ),
             )
 
+    if not ev.runner_finished and termination_begun:
+        stopping = _stopping(ev, may_have_run, escapes)
+        if stopping is not None:
+            return stopping
     if not ev.runner_finished and not ev.runner_alive:
         # The runner died before its verdict: what it left is a partial set of files
         # (no census, no final manifest...), and no final state is derived from one.

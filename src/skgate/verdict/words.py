@@ -418,6 +418,16 @@ def _coverage_clauses_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
                 "自有进程树的每一次 fork、exec 和退出都有记录",
             ),
             (
+                r"the runner died after its last record at ([0-9: -]+ UTC), so forks, execs and "
+                r"exits after that are not on record",
+                r"运行器在最后一条记录（\1）之后终止；此后的 fork、exec 和退出均未记录",
+            ),
+            (
+                r"the runner died before the owned tree ended, so forks, execs and exits after "
+                r"its death are not on record",
+                "运行器在自有进程树结束之前终止；它终止之后的 fork、exec 和退出均未记录",
+            ),
+            (
                 r"the kernel dropped process events (\d+) times? under load, so short-lived "
                 r"processes may be missing",
                 r"内核在高负载下丢弃了 \1 次进程事件，短命进程可能缺失",
