@@ -670,7 +670,18 @@ def test_a_stop_request_is_named_in_the_interrupted_verdict() -> None:
             Coverage(sources=("events", "scan"), events_overruns=2, argv_late=1),
             "from events, scan: the kernel dropped process events 2 times under load, so "
             "short-lived processes may be missing; 1 process exec'ed and exited before its argv "
-            "could be read",
+            "could be read; no exit records were read, so one gone before its name could be "
+            "read keeps its parent's name",
+        ),
+        # Issue 28 s7: the line says which source named the processes gone too soon.
+        (
+            Coverage(
+                sources=("events", "scan"), argv_late=3, named_at_exit=2, exit_names="taskstats"
+            ),
+            "from events, scan: every fork, exec and exit of the owned tree is on record; 3 "
+            "processes exec'ed and exited before their argv could be read; the kernel's exit "
+            "records (taskstats) named 2 processes gone before their name could be read (name "
+            "only, no argv)",
         ),
         # Issue 21 s1: "exact" only when it is true. Events that missed a process the
         # scan found, and a cgroup a process left, each say what may be missing.

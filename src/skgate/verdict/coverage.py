@@ -73,6 +73,18 @@ def coverage_reason(ev: Evidence) -> str | None:
             f"{count(cov.argv_late, 'process')} exec'ed and exited before {their} argv "
             "could be read"
         )
+        # Issue 28 s7: which source gave the names of those (only the name is known).
+        if cov.named_at_exit:
+            clauses.append(
+                f"the kernel's exit records ({cov.exit_names}) named "
+                f"{count(cov.named_at_exit, 'process')} gone before {their} name could be "
+                "read (name only, no argv)"
+            )
+        elif not cov.exit_names:
+            clauses.append(
+                "no exit records were read, so one gone before its name could be read "
+                "keeps its parent's name"
+            )
     return f"C3: ownership record from {', '.join(sources)}: " + "; ".join(clauses)
 
 

@@ -455,6 +455,17 @@ def _coverage_clauses_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
                 r"前 \2 个之后的 \1 个进程只按名称计数，未逐个列出",
             ),
             (
+                r"the kernel's exit records \(([a-z]+)\) named (\d+) process(?:es)? gone before "
+                r"(?:its|their) name could be read \(name only, no argv\)",
+                r"内核的退出记录（\1）为 \2 个在读取名称之前已消失的进程提供了名称"
+                "（只有名称，没有 argv）",
+            ),
+            (
+                r"no exit records were read, so one gone before its name could be read keeps "
+                r"its parent's name",
+                "未读取退出记录，因此在读取名称之前已消失的进程沿用其父进程的名称",
+            ),
+            (
                 r"(\d+) process(?:es)? exec'ed and exited before (?:its|their) argv could be read",
                 r"\1 个进程的 argv 在读取之前已消失",
             ),
