@@ -199,3 +199,57 @@ def test_without_a_cgroup_a_child_forked_after_the_runner_died_is_owned(
     # s9: the C3 line claims no more than the record.
     c3 = verdict["reasons"][-1]
     assert "every fork, exec and exit" not in c3 and "the runner died after" in c3, c3
+
+
+@pytest.mark.slow
+def test_a_stop_signal_to_the_adopter_ends_the_group_as_the_runner_would(
+    tmp_path: Path, reaper: Reaper
+) -> None:
+    """One policy for both (C2.4, C4): SIGTERM to ``recover --adopt`` goes to the
+    attempt's own group, SIGKILL follows the frozen grace, as for ``run``. Before, the
+    adopter simply died and the tree ran on unsupervised again."""
+    work = tmp_path / "w"
+    work.mkdir()
+    attempt = _start(work, reaper, STUBBORN + "exec sleep 300\n", "--grace", "2", env=ENV)
+    opc = reaper.add(int(wait_file(work / "opc.pid")))
+    wait_for(lambda: _in_procs(attempt, opc), "the opc on record")
+    leader = _launched(attempt)["pid"]
+    _kill_runner(attempt)
+    adopter = reaper.popen(start_skgate("recover", "--adopt", str(attempt), cwd=work, env=ENV))
+    wait_for(lambda: "adopted" in _names(attempt), "the adoption in the journal")
+    adopter.send_signal(signal.SIGTERM)
+    adopter.communicate(timeout=60)
+    assert adopter.returncode == 0
+    assert not pid_alive(opc)
+    sent = _sent(attempt)
+    assert [e["name"] for e in sent if e.get("pid") == opc] == ["SIGTERM", "SIGKILL"], sent
+    assert {e["target"] for e in sent} == {f"process group {leader}"}
+    assert "signal_received" in _names(attempt)
+    ended = next(e for e in events(attempt) if e["event"] == "adopted_tree_ended")
+    assert ended["how"] == "stopped"
+    assert json.loads((attempt / files.VERDICT).read_text())["state"] == "unknown"
+
+
+def test_the_session_rule_never_claims_a_recycled_session() -> None:
+    """C4: the session id is the leader's pid. A stranger's session can only carry that
+    number after every member ended and the pid was reused: its leader then lives with
+    another start time, or its members started before our leader did."""
+    from skgate.liveness import LeaderRef, session_members
+    from skgate.proc.observe import ProcStat
+
+    ours = LeaderRef(pid=500, start_ticks=1000, pgid=500, sid=500)
+    late_child = ProcStat(640, "opc", "S", 1, 500, 500, 1200)
+    other_group = ProcStat(641, "opc", "S", 640, 641, 500, 1300)  # same session
+    stranger = ProcStat(700, "opc", "S", 1, 700, 700, 1100)
+    table = {640: late_child, 641: other_group, 700: stranger}
+    assert set(session_members(ours, table)) == {640, 641}
+    # The leader's pid names another process now: the session is a stranger's.
+    reused = {**table, 500: ProcStat(500, "bash", "S", 1, 500, 500, 5000)}
+    assert session_members(ours, reused) == {}
+    # Members born before our leader cannot be ours; a zombie is not alive.
+    older = ProcStat(650, "opc", "S", 1, 500, 500, 900)
+    dead = ProcStat(651, "opc", "Z", 1, 500, 500, 1500)
+    assert set(session_members(ours, {650: older, 651: dead, 640: late_child})) == {640}
+    # The leader itself, alive, is a member of its own session.
+    alive_leader = ProcStat(500, "bash", "S", 1, 500, 500, 1000)
+    assert set(session_members(ours, {500: alive_leader})) == {500}

@@ -201,21 +201,23 @@ def adopt(attempt: Path) -> str:
     deadline = launched.deadline_wall if launched is not None else None
     adoption = Adoption(attempt, list(live.owned))
     journal = files.Journal(attempt / files.EVENTS)
+    # The handlers first: a stop signal from the moment 'adopted' is on record is acted
+    # on (C2.4), never the default death that would leave the tree unsupervised again.
     try:
-        journal.emit(
-            Adopted(
-                mono=time.monotonic(),
-                by_pid=os.getpid(),
-                pids=tuple(p.pid for p in live.owned),
-                sources=tuple(sorted({p.source.value for p in live.owned})),
-                cgroup=str(adoption.leaf) if adoption.leaf else None,
-                pidfds=all(h.exact for h in adoption.handles.values()),
-                deadline_wall=deadline,
-                grace=request.grace,
-                note=_blind_spot(adoption, live.owned),
-            )
-        )
         with _stop_signals() as pending:
+            journal.emit(
+                Adopted(
+                    mono=time.monotonic(),
+                    by_pid=os.getpid(),
+                    pids=tuple(p.pid for p in live.owned),
+                    sources=tuple(sorted({p.source.value for p in live.owned})),
+                    cgroup=str(adoption.leaf) if adoption.leaf else None,
+                    pidfds=all(h.exact for h in adoption.handles.values()),
+                    deadline_wall=deadline,
+                    grace=request.grace,
+                    note=_blind_spot(adoption, live.owned),
+                )
+            )
             return _supervise(
                 adoption,
                 timeout=request.timeout,
