@@ -105,7 +105,7 @@ def test_adopt_signals_only_the_own_group_never_an_escape(tmp_path: Path, reaper
     escape = reaper.add(int(wait_file(work / "esc.pid")))
     opc = reaper.add(int(wait_file(work / "opc.pid")))
     wait_for(lambda: _in_procs(attempt, escape) and _in_procs(attempt, opc), "both on record")
-    leader = _launched(attempt)["pid"]
+    leader = reaper.add(_launched(attempt)["pid"])  # ended at teardown, even on failure
     _kill_runner(attempt)
 
     adopter = reaper.popen(start_skgate("recover", "--adopt", str(attempt), cwd=work, env=ENV))
@@ -173,7 +173,7 @@ def test_without_a_cgroup_a_child_forked_after_the_runner_died_is_owned(
     wait_for((attempt / files.OWNERSHIP).exists, "the first manifest")
     launched = _launched(attempt)
     assert launched["cgroup"] is None  # the precondition: no leaf lists the late child
-    leader = launched["pid"]
+    leader = reaper.add(launched["pid"])
     _kill_runner(attempt)
     (work / "go").write_text("")
     child = reaper.add(int(wait_file(work / "opc.pid")))
@@ -213,7 +213,7 @@ def test_a_stop_signal_to_the_adopter_ends_the_group_as_the_runner_would(
     attempt = _start(work, reaper, STUBBORN + "exec sleep 300\n", "--grace", "2", env=ENV)
     opc = reaper.add(int(wait_file(work / "opc.pid")))
     wait_for(lambda: _in_procs(attempt, opc), "the opc on record")
-    leader = _launched(attempt)["pid"]
+    leader = reaper.add(_launched(attempt)["pid"])  # ended at teardown, even on failure
     _kill_runner(attempt)
     adopter = reaper.popen(start_skgate("recover", "--adopt", str(attempt), cwd=work, env=ENV))
     wait_for(lambda: "adopted" in _names(attempt), "the adoption in the journal")
