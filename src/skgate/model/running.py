@@ -139,6 +139,8 @@ class Coverage:
     #: exit records (issue 28 s7), and that source (``taskstats``; empty: not read).
     named_at_exit: int = 0
     exit_names: str = ""
+    #: Times the kernel dropped exit records (ENOBUFS): some such names may be missing.
+    exit_overruns: int = 0
 
     @property
     def exact(self) -> bool:
@@ -163,6 +165,7 @@ class Coverage:
             "left_cgroup": self.left_cgroup,
             "named_at_exit": self.named_at_exit,
             "exit_names": self.exit_names,
+            "exit_overruns": self.exit_overruns,
         }
 
     @classmethod
@@ -181,6 +184,7 @@ class Coverage:
             left_cgroup=int(data.get("left_cgroup", 0)),
             named_at_exit=int(data.get("named_at_exit", 0)),
             exit_names=str(data.get("exit_names", "")),
+            exit_overruns=int(data.get("exit_overruns", 0)),
         )
 
 

@@ -169,6 +169,7 @@ def coverage(
         argv_late=owned.argv_late_count(),
         named_at_exit=owned.named_at_exit,
         exit_names=TASKSTATS if src.exit_records is not None else "",
+        exit_overruns=src.exit_records.overruns if src.exit_records is not None else 0,
         folded=folded if folded.get("processes") else {},
         cgroup=facts,
         left_cgroup=left_cgroup,

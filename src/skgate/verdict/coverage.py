@@ -75,12 +75,18 @@ def coverage_reason(ev: Evidence) -> str | None:
         )
         # Issue 28 s7: which source gave the names of those (only the name is known).
         if cov.named_at_exit:
+            whose = "its" if cov.named_at_exit == 1 else "their"
             clauses.append(
                 f"the kernel's exit records ({cov.exit_names}) named "
-                f"{count(cov.named_at_exit, 'process')} gone before {their} name could be "
+                f"{count(cov.named_at_exit, 'process')} gone before {whose} name could be "
                 "read (name only, no argv)"
             )
-        elif not cov.exit_names:
+        if cov.exit_overruns:
+            clauses.append(
+                f"the kernel dropped exit records {count(cov.exit_overruns, 'time')} under "
+                "load, so some of those may keep their parent's name"
+            )
+        if not cov.named_at_exit and not cov.exit_names:
             clauses.append(
                 "no exit records were read, so one gone before its name could be read "
                 "keeps its parent's name"

@@ -461,6 +461,11 @@ def _coverage_clauses_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
                 "（只有名称，没有 argv）",
             ),
             (
+                r"the kernel dropped exit records (\d+) times? under load, so some of those may "
+                r"keep their parent's name",
+                r"内核在高负载下丢弃了 \1 次退出记录，其中一些进程可能沿用其父进程的名称",
+            ),
+            (
                 r"no exit records were read, so one gone before its name could be read keeps "
                 r"its parent's name",
                 "未读取退出记录，因此在读取名称之前已消失的进程沿用其父进程的名称",
