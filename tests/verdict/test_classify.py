@@ -435,14 +435,15 @@ def test_never_final_without_the_runners_final_record(ev: Evidence) -> None:
 
 
 @given(evidence())
-def test_in_progress_while_owned_alive_and_no_timeout(ev: Evidence) -> None:
-    quiet = not (ev.timeout_fired or ev.signals_sent or ev.external_signals)
-    owned_live = ev.runner_alive or (ev.launched and ev.owned_alive > 0)
+def test_in_progress_while_owned_alive(ev: Evidence) -> None:
+    """C2.1: never final while the runner or an owned process lives, the grace after a
+    deadline or a stop signal included (issue 28 s2); never in progress after the end."""
+    owned_live = ev.runner_alive or ((ev.launched or ev.launch_unconfirmed) and ev.owned_alive > 0)
     state = outcome(ev)
-    if not ev.journal_missing and not ev.runner_finished and quiet and owned_live:
+    if not ev.journal_missing and not ev.runner_finished and owned_live:
         assert state == "in_progress"
     if state == "in_progress":
-        assert not ev.runner_finished and quiet and owned_live
+        assert not ev.runner_finished and owned_live
 
 
 @given(evidence(), st.integers(0, 10_000))
@@ -669,7 +670,26 @@ def test_a_stop_request_is_named_in_the_interrupted_verdict() -> None:
             Coverage(sources=("events", "scan"), events_overruns=2, argv_late=1),
             "from events, scan: the kernel dropped process events 2 times under load, so "
             "short-lived processes may be missing; 1 process exec'ed and exited before its argv "
-            "could be read",
+            "could be read; no exit records were read, so one gone before its name could be "
+            "read keeps its parent's name",
+        ),
+        # Issue 28 s7: the line says which source named the processes gone too soon.
+        (
+            Coverage(
+                sources=("events", "scan"), argv_late=3, named_at_exit=2, exit_names="taskstats"
+            ),
+            "from events, scan: every fork, exec and exit of the owned tree is on record; 3 "
+            "processes exec'ed and exited before their argv could be read; the kernel's exit "
+            "records (taskstats) named 2 processes gone before their name could be read (name "
+            "only, no argv)",
+        ),
+        (
+            Coverage(
+                sources=("events", "scan"), argv_late=1, exit_names="taskstats", exit_overruns=1
+            ),
+            "from events, scan: every fork, exec and exit of the owned tree is on record; 1 "
+            "process exec'ed and exited before its argv could be read; the kernel dropped exit "
+            "records 1 time under load, so some of those may keep their parent's name",
         ),
         # Issue 21 s1: "exact" only when it is true. Events that missed a process the
         # scan found, and a cgroup a process left, each say what may be missing.
@@ -707,8 +727,13 @@ def test_coverage_line_names_sources_and_completeness(
     assert not any(r.startswith("C3: ownership") for r in classify(Evidence(launched=True)).reasons)
 
 
-def test_a_live_runner_that_signalled_is_not_in_progress() -> None:
-    """Mutation testing: each termination fact alone ends "in progress" (C2.1)."""
+def test_no_state_is_final_during_the_grace() -> None:
+    """Issue 28 s2 (C2.1): the group was signalled (deadline, stop signal, an adopter's
+    deadline) and an owned process lives, one ignoring SIGTERM say: ``status`` said
+    interrupted (exit 4) during the grace. It is in progress until the verdict is
+    written, whatever began the stopping; the recorded verdict then says interrupted."""
+    from skgate.verdict.words import reason_zh
+
     alive = Evidence(launched=True, ownership_recorded=True, runner_alive=True, owned_alive=2)
     assert classify(alive).state is State.IN_PROGRESS
     for facts in (
@@ -716,7 +741,66 @@ def test_a_live_runner_that_signalled_is_not_in_progress() -> None:
         {"external_signals": (signal.SIGINT,)},
         {"timeout_fired": True},
     ):
-        assert classify(replace(alive, **facts)).state is State.INTERRUPTED, facts
+        stopping = replace(alive, **facts)
+        v = classify(stopping)
+        assert v.state is State.IN_PROGRESS, facts
+        assert v.reasons[0].startswith("C2.1: the attempt is being stopped and 2 owned"), v
+        assert reason_zh(v.reasons[0]) is not None
+        # The runner is gone (an adopter signals now): still in progress while one lives.
+        gone = classify(replace(stopping, runner_alive=False, owned_alive=1))
+        assert gone.state is State.IN_PROGRESS, facts
+        # The runner alone is left, writing its files: not final before its verdict.
+        finishing = classify(replace(stopping, owned_alive=0))
+        assert finishing.state is State.IN_PROGRESS, facts
+        assert reason_zh(finishing.reasons[0]) is not None
+        # Nothing owned lives and no runner: the partial files give no final state.
+        assert classify(replace(stopping, runner_alive=False, owned_alive=0)).state is (
+            State.UNKNOWN
+        )
+    recorded = replace(
+        alive,
+        runner_alive=False,
+        owned_alive=0,
+        runner_finished=True,
+        leader_ended=True,
+        leader_exit_signal=signal.SIGTERM,
+        tree_ended=True,
+        external_signals=(signal.SIGTERM,),
+        signals_sent=(SignalSent(signal.SIGTERM, "forwarded"),),
+    )
+    assert classify(recorded).state is State.INTERRUPTED
+
+
+def test_the_c3_line_claims_no_more_than_the_record_after_a_runner_death() -> None:
+    """Issue 28 s9: after a runner death and recover, the C3 line said "every fork, exec
+    and exit of the owned tree is on record", though exits after the death are not."""
+    from skgate.verdict.words import reason_zh
+
+    exact = Coverage(sources=("events", "scan"))
+    recovered = natural(
+        coverage=exact,
+        tree_ended=False,
+        leader_ended=False,
+        recovered=RecoveredWhen.BEFORE_NATURAL_RETURN,
+        runner_last_record="2026-12-03 14:20:57 UTC",
+    )
+    line = classify(recovered).reasons[-1]
+    assert "every fork, exec and exit" not in line, line
+    assert line == (
+        "C3: ownership record from events, scan: the runner died after its last record at "
+        "2026-12-03 14:20:57 UTC, so forks, execs and exits after that are not on record"
+    )
+    zh = reason_zh(line)
+    assert zh is not None and "2026-12-03 14:20:57 UTC" in zh
+    # A live look at an attempt whose runner is gone says the same.
+    gone = classify(replace(recovered, recovered=None, runner_finished=False))
+    assert "not on record" in gone.reasons[-1]
+    unknown_time = classify(replace(recovered, runner_last_record=None)).reasons[-1]
+    assert "the runner died before the owned tree ended" in unknown_time
+    assert reason_zh(unknown_time) is not None
+    # The runner saw the tree end before it died: its record is whole.
+    whole = natural(coverage=exact, recovered=RecoveredWhen.AFTER_NATURAL_RETURN)
+    assert "every fork, exec and exit of the owned tree is on record" in classify(whole).reasons[-1]
 
 
 def test_a_dead_runner_reason_says_when_and_what_is_missing() -> None:

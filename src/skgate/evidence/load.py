@@ -12,6 +12,7 @@ module loads no ``skgate.proc`` module, so a report of archives never does (issu
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from skgate.evidence.stages import load_stages
 from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError
 from skgate.model.events import (
+    Adopted,
     Blocked,
     Event,
     EventKind,
@@ -214,8 +216,14 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
     recovered: RecoveredWhen | None = None
     deadline_wall: float | None = None
     cgroup: str | None = None
+    runner_last: float | None = None  # the runner's last record (C3, issue 28 s9)
+    runner_died = False
     for ev in events:
         _refuse_damaged(ev, where)
+        if isinstance(ev, (Adopted, Recovered)):
+            runner_died = True
+        elif not runner_died and ev.t is not None:
+            runner_last = ev.t
         if isinstance(ev, Launched):
             launched = True
             if ev.deadline_wall is not None:
@@ -274,6 +282,7 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
         verdict_from=control.request.verdict_from,
         journal_missing=journal_missing,
         recovered=recovered,
+        runner_last_record=_utc(runner_last),
         stop_reasons=tuple(stops),
         coverage=ownership.coverage if ownership else None,
         scan_interval=ownership.scan_interval if ownership else control.request.scan_interval,
@@ -331,3 +340,8 @@ def health_statement(root: Path) -> str | None:
     if data.get("kind") != "health" or not isinstance(data.get("statement"), str):
         return None
     return str(data["statement"])
+
+
+def _utc(t: float | None) -> str | None:
+    """A journal time as the C3 line gives it (UTC, to the second)."""
+    return None if t is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))

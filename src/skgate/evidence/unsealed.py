@@ -39,7 +39,7 @@ def runner_alive(attempt: Path) -> bool:
         return False
     # Loaded here, only for an unsealed attempt: the read side (a report of sealed
     # archives) loads no skgate.proc module (issue 22 s3). The identity rule is the one of
-    # skgate.liveness: same boot, same pid and start time (C4).
+    # skgate.read.liveness: same boot, same pid and start time (C4).
     from skgate.proc.observe import boot_id, is_alive  # noqa: PLC0415
 
     pid, ticks, boot = runner

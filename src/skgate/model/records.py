@@ -224,6 +224,9 @@ class Evidence:
     #: ``skgate recover`` finished this attempt after its runner died: when it died
     #: (one of :data:`RECOVERED_WHEN`), else None.
     recovered: RecoveredWhen | None = None
+    #: When the runner wrote its last journal record (UTC, to the second): after a
+    #: runner death, nothing later is on record (C3, issue 28 s9).
+    runner_last_record: str | None = None
     #: Blockers a live runner waits for before launch (foreign compilers, leases; C4).
     waiting_for: tuple[str, ...] = ()
     #: The same, typed: the in-progress phase before launch (issue 30).

@@ -135,6 +135,12 @@ class Coverage:
     #: Owned processes seen alive outside the attempt's cgroup (they moved themselves):
     #: tracked by the other sources, but the cgroup no longer holds every one.
     left_cgroup: int = 0
+    #: Processes gone before their argv and name could be read, named from the kernel's
+    #: exit records (issue 28 s7), and that source (``taskstats``; empty: not read).
+    named_at_exit: int = 0
+    exit_names: str = ""
+    #: Times the kernel dropped exit records (ENOBUFS): some such names may be missing.
+    exit_overruns: int = 0
 
     @property
     def exact(self) -> bool:
@@ -157,6 +163,9 @@ class Coverage:
             "folded": dict(self.folded),
             "cgroup": dict(self.cgroup),
             "left_cgroup": self.left_cgroup,
+            "named_at_exit": self.named_at_exit,
+            "exit_names": self.exit_names,
+            "exit_overruns": self.exit_overruns,
         }
 
     @classmethod
@@ -173,6 +182,9 @@ class Coverage:
             folded=dict(data.get("folded") or {}),
             cgroup=dict(data.get("cgroup") or {}),
             left_cgroup=int(data.get("left_cgroup", 0)),
+            named_at_exit=int(data.get("named_at_exit", 0)),
+            exit_names=str(data.get("exit_names", "")),
+            exit_overruns=int(data.get("exit_overruns", 0)),
         )
 
 

@@ -40,6 +40,10 @@ import struct
 import time
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from skgate.proc.taskstats import ExitRecords
 
 NETLINK_CONNECTOR = 11
 CN_IDX_PROC = 1
@@ -143,6 +147,10 @@ class Connector:
         #: Times the kernel reported dropped events (ENOBUFS): the record is then not exact.
         self.overruns = 0
         self.received = 0
+        #: The kernel's exit records (skgate.proc.taskstats), read with the events where
+        #: they can be had: the name of a process gone before it could be read (C3).
+        #: Opened and closed by skgate.proc.sources.Sources, which owns them.
+        self.exit_records: ExitRecords | None = None
         # The event clock is CLOCK_MONOTONIC; /proc start times count CLOCK_BOOTTIME ticks.
         self.boottime_offset_ns = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - (
             time.clock_gettime_ns(time.CLOCK_MONOTONIC)

@@ -36,6 +36,7 @@ from skgate.model.installs import MAX_RUNS, package_action
 from skgate.model.running import ProcessRecord
 from skgate.proc.events import Connector, Kind, ProcEvent
 from skgate.proc.observe import ProcStat, clock_ticks, read_cmdline, read_stat
+from skgate.proc.taskstats import ExitRecord
 
 #: Processes that keep a full record whatever happens (see the module doc).
 FULL_RECORDS = 5_000
@@ -199,6 +200,12 @@ class OwnedTree:
         self.on_process: ProcessHook | None = None
         self._journal: list[str] = []
         self._hz = clock_ticks()
+        #: Exec'ed and gone before stat could be read: the name is the parent's until the
+        #: kernel's exit record names it (skgate.proc.taskstats, issue 28 s7).
+        self.unnamed: dict[int, Proc] = {}
+        self._records: dict[int, ExitRecord] = {}  # exit records not matched yet (bounded)
+        self.named_at_exit = 0
+        self.boot_wall = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
 
     # -- the journal ----------------------------------------------------------------
 
@@ -302,7 +309,31 @@ class OwnedTree:
             before = conn.received
             changed = self.on_events(conn.stream(interest=self), conn, time.time()) or changed
             if conn.received == before:
-                return changed
+                break
+        if conn.exit_records is not None:
+            changed = self.exit_names(conn.exit_records.drain()) or changed
+        return changed
+
+    def exit_names(self, records: Iterable[ExitRecord]) -> bool:
+        """Name the processes gone before they could be read, from the kernel's exit
+        records (by pid and start second, C4: never a pid alone); True when one was."""
+        for rec in records:
+            if rec.pid in self.unnamed or rec.pid in self.alive or rec.pid in self._gone:
+                self._records[rec.pid] = rec
+        while len(self._records) > GONE_KEPT:
+            self._records.pop(next(iter(self._records)))
+        named = False
+        for pid in [pid for pid in self.unnamed if pid in self._records]:
+            p, rec = self.unnamed[pid], self._records.pop(pid)
+            born = self.boot_wall + p.start_ticks / self._hz
+            if abs(rec.btime - born) > 2 or not rec.comm:
+                continue  # another process of that pid
+            del self.unnamed[pid]
+            p.name = rec.comm
+            self.named_at_exit += 1
+            self._note("name", p, name=p.name, source="taskstats")
+            named = True
+        return named
 
     def _on_fork(self, ev: ProcEvent, parent: Proc, conn: Connector, wall: float) -> None:
         pid = ev.tgid
@@ -354,6 +385,10 @@ class OwnedTree:
                 # A zombie keeps the new image's name in its stat (C3: an op_compiler
                 # that ended this soon is still known as one by name).
                 p.name = st.name
+            elif p.argv_late:
+                self.unnamed[p.pid] = p  # its exit record may name it (exit_names)
+                if len(self.unnamed) > GONE_KEPT:
+                    self.unnamed.pop(next(iter(self.unnamed)))
         self._note("exec", p, name=p.name, argv0=p.argv[0] if p.argv else "")
         if self.on_process is not None:
             self.on_process(p)

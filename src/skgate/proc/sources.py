@@ -29,7 +29,7 @@ from skgate.model.sources import (
     SOURCES_VAR,
     allowed_sources,
 )
-from skgate.proc import cgroup, events
+from skgate.proc import cgroup, events, taskstats
 from skgate.proc.cgroup import MadeLeaf, make_leaf
 from skgate.proc.owned import OwnedTree
 
@@ -56,6 +56,9 @@ class Sources:
     unavailable: dict[str, str] = field(default_factory=dict)
     #: The leaf's cpu.stat / memory.peak, read just before the leaf is removed.
     final_stats: dict[str, Any] | None = None
+    #: The kernel's exit records (taskstats), or why they are not read.
+    exit_records: taskstats.ExitRecords | None = None
+    exit_names_unavailable: str | None = None
 
     @property
     def used(self) -> tuple[str, ...]:
@@ -108,6 +111,8 @@ class Sources:
         """At the end of the attempt: stop listening; remove the leaf if it is empty."""
         if self.connector is not None:
             self.connector.close()
+        if self.exit_records is not None:
+            self.exit_records.close()  # kept: the final coverage names the source
         if self.leaf is not None and not self.leaf.removed:
             self.final_stats = self.leaf.stats()
             self.leaf.remove()
@@ -125,6 +130,13 @@ def open_sources(allowed: frozenset[str], leaf_name: str, made: MadeLeaf | None 
             src.connector = events.open_connector()
         except events.EventsUnavailable as exc:
             src.unavailable[SOURCE_EVENTS] = str(exc)
+        else:
+            # Names that do not race the exit (issue 28 s7), where the kernel gives them.
+            try:
+                src.exit_records = taskstats.open_exit_records()
+            except taskstats.ExitRecordsUnavailable as exc:
+                src.exit_names_unavailable = str(exc)
+            src.connector.exit_records = src.exit_records  # read with the events
     else:
         src.unavailable[SOURCE_EVENTS] = f"not allowed by {SOURCES_VAR}"
     leaf, why = made if made is not None else make_leaf(allowed, leaf_name)
@@ -132,6 +144,10 @@ def open_sources(allowed: frozenset[str], leaf_name: str, made: MadeLeaf | None 
     if why is not None:
         src.unavailable[SOURCE_CGROUP] = why
     return src
+
+
+#: The name of the exit-record source in ``coverage.exit_names`` and the C3 line.
+TASKSTATS = "taskstats"
 
 
 def coverage(
@@ -151,6 +167,9 @@ def coverage(
         events_overruns=src.connector.overruns if src.connector is not None else 0,
         missed_by_events=owned.missed_by_events() if src.connector is not None else 0,
         argv_late=owned.argv_late_count(),
+        named_at_exit=owned.named_at_exit,
+        exit_names=TASKSTATS if src.exit_records is not None else "",
+        exit_overruns=src.exit_records.overruns if src.exit_records is not None else 0,
         folded=folded if folded.get("processes") else {},
         cgroup=facts,
         left_cgroup=left_cgroup,

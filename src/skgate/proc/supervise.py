@@ -338,7 +338,7 @@ class Supervisor:
         if self._observe(time.time(), live):
             self._dirty = True
         self._flush_journal()
-        if live and not self._policy.timeout_fired and self._policy.give_up_at is None:
+        if live and not self._policy.stopping():  # once stopping, "never signalled" is false
             self._next_progress = self._say_waiting(out, live, self._next_progress)
         if not live:
             self.emit(TreeEnded(escaped_alive=0, runner_cpu_s=cpu_seconds()))

@@ -42,12 +42,12 @@ from skgate.evidence.load import (
 )
 from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.model.errors import EvidenceError, StillLiveError
-from skgate.model.events import Launched
+from skgate.model.events import Launched, TreeEnded
 from skgate.model.frozen import replace
 from skgate.model.records import Evidence, Ownership, ProcessRecord, Verdict
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
 from skgate.proc.keeper import KEPT_LOG, keeper_draining
-from skgate.proc.observe import boot_id, is_alive, read_stat
+from skgate.proc.observe import ProcStat, boot_id, is_alive, read_stat, scan
 from skgate.proc.owned import journal_alive
 from skgate.verdict.classify import classify
 
@@ -58,6 +58,13 @@ class Source(Enum):
     MANIFEST = "manifest"
     PROCS_JOURNAL = "procs.jsonl"
     CGROUP = "cgroup"
+    #: In the session (or process group) the runner created for the leader: found by a
+    #: re-scan of /proc, so a process forked after the runner died is seen without a
+    #: cgroup (issue 28 s3).
+    SESSION = "session"
+    #: A descendant of a process found by another source (its parent is one), such as
+    #: the child of an escape the process journal lists.
+    ANCESTRY = "ancestry"
 
 
 @dataclass(frozen=True)
@@ -159,19 +166,111 @@ def _journal_cgroup(attempt_dir: Path) -> str | None:
     return intent.cgroup if intent is not None else None
 
 
+@dataclass(frozen=True)
+class LeaderRef:
+    """The leader the runner launched, and the session and group it created (C4)."""
+
+    pid: int
+    start_ticks: int
+    pgid: int
+    sid: int
+
+
+def leader_ref(attempt_dir: Path) -> LeaderRef | None:
+    """The leader of ``launched`` (None before the launch was recorded)."""
+    return _journal_leader(attempt_dir)[0]
+
+
+def _journal_leader(attempt_dir: Path) -> tuple[LeaderRef | None, bool]:
+    """The leader of ``launched``, and whether the runner saw the whole tree end (a
+    ``tree_ended`` with no escape alive: nothing of the attempt can live any more)."""
+    leader: LeaderRef | None = None
+    for ev in iter_journal(attempt_dir / files.EVENTS):
+        if isinstance(ev, TreeEnded) and not ev.escaped_alive:
+            return leader, True
+        if leader is None and isinstance(ev, Launched):
+            leader = _leader_of(ev)
+    return leader, False
+
+
+def _leader_of(ev: Launched) -> LeaderRef | None:
+    if ev.pid is None or ev.start_ticks is None:
+        return None
+    pgid = ev.pgid if ev.pgid is not None else ev.pid
+    return LeaderRef(ev.pid, ev.start_ticks, pgid, ev.sid if ev.sid is not None else pgid)
+
+
+def session_members(leader: LeaderRef, table: dict[int, ProcStat]) -> dict[int, ProcStat]:
+    """Live processes of the session and process group the runner created for the leader.
+
+    The runner started the leader in a new session, so the session id and the group id
+    are the leader's pid; nothing outside can join a session, and the kernel never hands
+    out a pid still in use as a session or group id. The number can only name a
+    stranger's session after every member ended and the pid was reused: then a process
+    with that pid lives with another start time (the stranger's session leader), or the
+    members started before our leader did; both are refused (C4: never by pid alone)."""
+    holder = table.get(leader.sid)
+    if holder is not None and holder.start_ticks != leader.start_ticks:
+        return {}
+    return {
+        pid: st
+        for pid, st in table.items()
+        if not st.zombie
+        and (st.sid == leader.sid or st.pgid == leader.pgid)
+        and st.start_ticks >= leader.start_ticks
+    }
+
+
+def _tied(found: dict[tuple[int, int], LiveProcess], leader: LeaderRef | None) -> list[LiveProcess]:
+    """The re-scan of /proc (issue 28 s3): members of the leader's session or group, and
+    every live descendant of an owned process (its parent is one, by pid and start
+    time), to a fixed point. A process forked after the runner died is found this way on
+    a host without a cgroup; one that left the session and whose owned parent ended too
+    cannot be told from a stranger by any of these, and is not claimed."""
+    table = scan()
+    added: list[LiveProcess] = []
+    if leader is not None:
+        for pid, st in session_members(leader, table).items():
+            if (pid, st.start_ticks) not in found:
+                found[(pid, st.start_ticks)] = p = LiveProcess(
+                    pid, st.start_ticks, st.name, Source.SESSION
+                )
+                added.append(p)
+    owned = {pid for pid, _ in found}
+    grew = True
+    while grew:
+        grew = False
+        for pid, st in table.items():
+            if pid in owned or st.zombie or st.ppid not in owned:
+                continue
+            parent = table.get(st.ppid)
+            if parent is None or (st.ppid, parent.start_ticks) not in found:
+                continue
+            found[(pid, st.start_ticks)] = p = LiveProcess(
+                pid, st.start_ticks, st.name, Source.ANCESTRY
+            )
+            added.append(p)
+            owned.add(pid)
+            grew = True
+    return added
+
+
 def live_processes(
     attempt_dir: Path,
     ownership: Ownership | None = None,
     cgroup: str | None = None,
     *,
     same_boot: bool = True,
+    rescan: bool = True,
 ) -> tuple[LiveProcess, ...]:
     """Owned processes alive now, from every record the attempt left (read-only); each
     counts once, by (pid, start time): never unknown while something owned runs (C2.1).
 
     ``ownership`` and ``cgroup`` default to what the attempt directory holds. The manifest
     names its own boot; ``same_boot`` says whether the runner's (``control.json``) is this
-    one, without which the process journal and the leaf name nothing alive now."""
+    one, without which the process journal and the leaf name nothing alive now.
+    ``rescan``: also re-scan /proc for the leader's session and the descendants of what
+    was found (:func:`_tied`); a live runner needs none (it tracks its own tree)."""
     if ownership is None:
         ownership = load_ownership(attempt_dir)
     if cgroup is None:
@@ -200,6 +299,12 @@ def live_processes(
                 found[(pid, st.start_ticks)] = LiveProcess(
                     pid, st.start_ticks, st.name, Source.CGROUP
                 )
+    if rescan:
+        # A /proc scan costs about 0.06 ms a process: only where something may be left
+        # to find (the runner did not see the whole tree end).
+        leader, ended = _journal_leader(attempt_dir)
+        if not ended and (leader is not None or found):
+            _tied(found, leader)
     return tuple(found.values())
 
 
@@ -213,7 +318,7 @@ def probe(attempt_dir: Path) -> Liveness:
         ref = None
     same_boot = ref is None or ref.same_boot()
     alive = ref is not None and ref.alive()
-    owned = live_processes(attempt_dir, same_boot=same_boot)
+    owned = live_processes(attempt_dir, same_boot=same_boot, rescan=not alive)
     return Liveness(ref, alive, owned, same_boot and keeper_draining(attempt_dir))
 
 
@@ -242,7 +347,8 @@ def live_evidence(attempt_dir: Path) -> Evidence:
     same_boot = control.boot_id in ("", boot_id())
     if not same_boot:
         return ev  # as before: an attempt of another boot has nothing alive now
-    owned = live_processes(attempt_dir, cgroup=archived.cgroup)
+    alive = runner_is_alive(control)
+    owned = live_processes(attempt_dir, cgroup=archived.cgroup, rescan=not alive)
     deadline = archived.deadline_wall
     alive = runner_is_alive(control)
     return replace(

@@ -17,6 +17,7 @@ from skgate.verdict import stages as stage_rules
 from skgate.verdict.coverage import coverage_reason, evidence_extra
 from skgate.verdict.exits import crashed_reason, exit_reason
 from skgate.verdict.installs import with_installs
+from skgate.verdict.notes import preexisting_note, recovered_note
 from skgate.verdict.outputs import (
     census_inconclusive,
     output_check_failures,
@@ -94,16 +95,6 @@ def _escape_note(ev: Evidence) -> list[str]:
     return [note]
 
 
-def _preexisting_note(ev: Evidence) -> list[str]:
-    if ev.census is None or not ev.census.preexisting:
-        return []
-    return [
-        f"C8: {count(ev.census.preexisting, 'entry')} already in the outputs directory before "
-        f"launch {'was' if ev.census.preexisting == 1 else 'were'} not counted: earlier runs' "
-        "artifacts, not this attempt's (skgate cleanup preserves and clears them)"
-    ]
-
-
 def _when_died(ev: Evidence, natural: bool) -> str:
     return "after natural return" if natural else "before natural return"
 
@@ -126,19 +117,25 @@ def _unfinished(ev: Evidence, natural: bool, escapes: list[str]) -> Verdict:
     return _verdict(ev, State.UNKNOWN, None, (*reasons, *escapes), tuple(missing))
 
 
-def _recovered_note(ev: Evidence) -> list[str]:
-    if ev.recovered is None:
-        return []
-    late = {
-        RecoveredWhen.BEFORE_LAUNCH: "nothing had been launched (no run log exists)",
-        RecoveredWhen.BEFORE_NATURAL_RETURN: "nobody saw the owned tree end, so its natural "
-        "return cannot be established",
-        RecoveredWhen.AFTER_NATURAL_RETURN: "the natural return was recorded; the files the "
-        "runner had not written yet (census, summary) were made at recovery, the census "
-        "labelled late",
-    }[ev.recovered]
-    when = ev.recovered.value
-    return [f"C2.5: recovered by 'skgate recover' after the runner died {when}: {late}"]
+def _stopping(ev: Evidence, may_have_run: bool, escapes: list[str]) -> Verdict | None:
+    """C2.1 during the grace: the group was signalled (deadline, stop signal, stop
+    request, or an adopter's deadline) but the runner has not written the verdict, or an
+    owned process still lives (one ignoring SIGTERM, say). Nothing is final yet: the
+    SIGKILL after the grace, or the process's own end, is still to come (issue 28 s2)."""
+    if may_have_run and ev.owned_alive:
+        reason = (
+            f"C2.1: the attempt is being stopped and {count(ev.owned_alive, 'owned process')} "
+            "still alive; no state is final while one lives: keep waiting, kill nothing by "
+            "name or age"
+        )
+    elif ev.runner_alive:
+        reason = (
+            "C2.1: the attempt is being stopped by its runner, which is alive and has not "
+            "written the verdict yet; no state is final before it: keep waiting"
+        )
+    else:
+        return None
+    return _verdict(ev, State.IN_PROGRESS, None, (reason, *escapes))
 
 
 _DECLARED = "its exit status is its declared final summary (--verdict-from exit-status)"
@@ -158,7 +155,7 @@ def declared_exit_status(ev: Evidence, view: SummaryView, natural: bool) -> Verd
         return None
     if census_inconclusive(ev) is not None:
         return None  # an unreadable census is unknown whatever was declared (C8)
-    escapes = _preexisting_note(ev)
+    escapes = preexisting_note(ev)
     if status == 0:
         outputs = output_check_failures(ev)  # C8 still holds after natural return
         state = State.FAILED if outputs else State.SUCCEEDED
@@ -238,7 +235,7 @@ def _classify(ev: Evidence) -> Verdict:
             ("event journal (events.jsonl)",),
         )
     natural = natural_return(ev)
-    escapes = _escape_note(ev) + _preexisting_note(ev)
+    escapes = _escape_note(ev) + preexisting_note(ev)
     # A launch intent without 'launched' (runner killed around the fork): the workload
     # may have run, and what it left alive counts as owned (C2.1, issue 21 s1).
     may_have_run = ev.launched or ev.launch_unconfirmed
@@ -328,6 +325,10 @@ def _classify(ev: Evidence) -> Verdict:
                 ),
             )
 
+    if not ev.runner_finished and termination_begun:
+        stopping = _stopping(ev, may_have_run, escapes)
+        if stopping is not None:
+            return stopping
     if not ev.runner_finished and not ev.runner_alive:
         # The runner died before its verdict: what it left is a partial set of files
         # (no census, no final manifest...), and no final state is derived from one.
@@ -358,7 +359,7 @@ def _classify(ev: Evidence) -> Verdict:
                 "C2.5: the runner recorded its intent to launch (launch.json) but not the "
                 "launch itself; it died around the fork, so the workload may have run: no "
                 "conclusion is drawn (never 'not started')",
-                *_recovered_note(ev),
+                *recovered_note(ev),
             ),
             ("the launch record ('launched' in events.jsonl)",),
         )
@@ -368,7 +369,7 @@ def _classify(ev: Evidence) -> Verdict:
             cause=None,
             reasons=(
                 "nothing was launched; this is not a compile result",
-                *_recovered_note(ev),
+                *recovered_note(ev),
                 *ev.not_started_reasons,
             ),
         )
@@ -377,10 +378,10 @@ def _classify(ev: Evidence) -> Verdict:
             ev,
             State.UNKNOWN,
             None,
-            (*_recovered_note(ev), *escapes),
+            (*recovered_note(ev), *escapes),
             ("terminal status (the runner's final record)",),
         )
-    escapes = _recovered_note(ev) + escapes
+    escapes = recovered_note(ev) + escapes
 
     view = stage_rules.summary_view(ev, natural)
     summary = view.summary

@@ -21,6 +21,11 @@ def coverage_reason(ev: Evidence) -> str | None:
     cov = ev.coverage
     sources = cov.sources if cov is not None else (SOURCE_SCAN,)
     clauses: list[str] = []
+    # The runner died before it saw the tree end: a recovered attempt, or a live look at
+    # one whose runner is gone.
+    died = not ev.tree_ended and (
+        ev.recovered is not None or (not ev.runner_finished and not ev.runner_alive)
+    )
     if SOURCE_EVENTS in sources and cov is not None:
         if cov.events_overruns:
             clauses.append(
@@ -34,11 +39,21 @@ def coverage_reason(ev: Evidence) -> str | None:
                 f"the process events missed {count(cov.missed_by_events, 'process')} that the "
                 "scan or the reaper found, so other short-lived processes may be missing"
             )
-        if cov.exact:
+        if cov.exact and not died:
             clauses.append("every fork, exec and exit of the owned tree is on record")
     else:
         clauses.append(
             f"processes shorter than the scan interval ({ev.scan_interval:g} s) may be missing"
+        )
+    if died:
+        # Issue 28 s9: the record ends where the runner did; never claim more (C3).
+        clauses.insert(
+            0,
+            f"the runner died after its last record at {ev.runner_last_record}, so forks, execs "
+            "and exits after that are not on record"
+            if ev.runner_last_record
+            else "the runner died before the owned tree ended, so forks, execs and exits after "
+            "its death are not on record",
         )
     if SOURCE_CGROUP in sources and cov is not None and cov.left_cgroup:
         clauses.append(
@@ -58,6 +73,24 @@ def coverage_reason(ev: Evidence) -> str | None:
             f"{count(cov.argv_late, 'process')} exec'ed and exited before {their} argv "
             "could be read"
         )
+        # Issue 28 s7: which source gave the names of those (only the name is known).
+        if cov.named_at_exit:
+            whose = "its" if cov.named_at_exit == 1 else "their"
+            clauses.append(
+                f"the kernel's exit records ({cov.exit_names}) named "
+                f"{count(cov.named_at_exit, 'process')} gone before {whose} name could be "
+                "read (name only, no argv)"
+            )
+        if cov.exit_overruns:
+            clauses.append(
+                f"the kernel dropped exit records {count(cov.exit_overruns, 'time')} under "
+                "load, so some of those may keep their parent's name"
+            )
+        if not cov.named_at_exit and not cov.exit_names:
+            clauses.append(
+                "no exit records were read, so one gone before its name could be read "
+                "keeps its parent's name"
+            )
     return f"C3: ownership record from {', '.join(sources)}: " + "; ".join(clauses)
 
 

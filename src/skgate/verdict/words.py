@@ -448,6 +448,16 @@ def _coverage_clauses_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
                 "自有进程树的每一次 fork、exec 和退出都有记录",
             ),
             (
+                r"the runner died after its last record at ([0-9: -]+ UTC), so forks, execs and "
+                r"exits after that are not on record",
+                r"运行器在最后一条记录（\1）之后终止；此后的 fork、exec 和退出均未记录",
+            ),
+            (
+                r"the runner died before the owned tree ended, so forks, execs and exits after "
+                r"its death are not on record",
+                "运行器在自有进程树结束之前终止；它终止之后的 fork、exec 和退出均未记录",
+            ),
+            (
                 r"the kernel dropped process events (\d+) times? under load, so short-lived "
                 r"processes may be missing",
                 r"内核在高负载下丢弃了 \1 次进程事件，短命进程可能缺失",
@@ -473,6 +483,22 @@ def _coverage_clauses_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
             (
                 r"(\d+) processes beyond the first (\d+) are counted by name, not listed",
                 r"前 \2 个之后的 \1 个进程只按名称计数，未逐个列出",
+            ),
+            (
+                r"the kernel's exit records \(([a-z]+)\) named (\d+) process(?:es)? gone before "
+                r"(?:its|their) name could be read \(name only, no argv\)",
+                r"内核的退出记录（\1）为 \2 个在读取名称之前已消失的进程提供了名称"
+                "（只有名称，没有 argv）",
+            ),
+            (
+                r"the kernel dropped exit records (\d+) times? under load, so some of those may "
+                r"keep their parent's name",
+                r"内核在高负载下丢弃了 \1 次退出记录，其中一些进程可能沿用其父进程的名称",
+            ),
+            (
+                r"no exit records were read, so one gone before its name could be read keeps "
+                r"its parent's name",
+                "未读取退出记录，因此在读取名称之前已消失的进程沿用其父进程的名称",
             ),
             (
                 r"(\d+) process(?:es)? exec'ed and exited before (?:its|their) argv could be read",

@@ -100,6 +100,17 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         "本次尝试只能以“未知”结束，之后需要一次干净重试",
     ),
     (
+        r"C2\.1: the attempt is being stopped and (\d+) owned process(?:es)? still alive; no "
+        r"state is final while one lives: keep waiting, kill nothing by name or age",
+        r"C2.1：本次尝试正在被终止，仍有 \1 个自有进程存活；只要还有一个存活，就没有最终状态："
+        "继续等待，不要按名称或进程年龄终止任何进程",
+    ),
+    (
+        r"C2\.1: the attempt is being stopped by its runner, which is alive and has not "
+        r"written the verdict yet; no state is final before it: keep waiting",
+        "C2.1：本次尝试正由其运行器终止，运行器仍在运行且尚未写出判定；在此之前没有最终状态：继续等待",
+    ),
+    (
         r"C2\.2: the compiler stack returned naturally with exit status 0",
         "C2.2：编译栈自然返回，退出码为 0",
     ),
