@@ -45,7 +45,7 @@ from skgate.verdict.words import (
     SIGNAL_REASONS_ZH,
     duration,
     in_language,
-    next_step,
+    next_step_of,
     phrase,
     state_words,
 )
@@ -252,7 +252,7 @@ def attempt_json(
         "retry_of_attempt": retry_of_attempt,
         "retried_by": list(retried_by),
         "verdict": v.to_dict(),
-        "next_step": next_step(v.state, v.compiled, lang).format(a=ev.path),
+        "next_step": next_step_of(v, lang).format(a=ev.path),
         "timeline": timeline(ev.events, lang),
         "request": ev.request.to_dict() if ev.request else None,
         "controls": dict(ev.control.get("controls") or {}),

@@ -53,7 +53,7 @@ from skgate.report.sentences import (
     verdict_facts,
 )
 from skgate.report.stages import stage_lines, stage_plogs, stage_title
-from skgate.verdict.words import in_language, next_step, phrase
+from skgate.verdict.words import in_language, next_step_of, phrase
 
 
 def _fence(lines: Sequence[str]) -> list[str]:
@@ -131,7 +131,7 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: Lang, level: int) -> 
     out += [
         f"{hh} {phrase('next', lang)}",
         "",
-        next_step(v.state, v.compiled, lang).format(a=ev.path),
+        next_step_of(v, lang).format(a=ev.path),
         "",
     ]
     out += _logs(ev, lang)

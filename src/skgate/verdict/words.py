@@ -19,6 +19,7 @@ from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
 from skgate.verdict.words_next import (
     NEXT_STEP,
+    NOTHING_TO_DECIDE_NEXT,
     UNCOMPILED_COUNT,
     UNCOMPILED_HEADLINE,
     UNCOMPILED_WORDS,
@@ -28,7 +29,7 @@ from skgate.verdict.words_next import (
 from skgate.verdict.words_reasons import REASONS_ZH
 from skgate.verdict.words_stages import STAGE_MISSING_ZH, STAGE_REASONS_ZH
 
-__all__ = ["NEXT_STEP", "UNCOMPILED_COUNT", "next_step", "uncompiled"]
+__all__ = ["NEXT_STEP", "UNCOMPILED_COUNT", "next_step", "next_step_of", "uncompiled"]
 
 #: C6 wording of the diagnosis (regress --matrix): what a failing start-up-hook arm proves
 #: and what it does not.
@@ -78,6 +79,19 @@ _COMMAND_FAILURE = "C2.3: the command returned naturally with exit status"
 #: The classifier's words for a launcher that failed after every stage succeeded
 #: (verdict.exits.exit_reason starts so).
 LAUNCHER_FAILURE = "C2.3: the launcher returned naturally with exit status"
+
+
+#: The classifier's reason when a command returned with no [summary] line and no
+#: op_compiler (verdict.classify, C2.5): no evidence can decide.
+NOTHING_TO_DECIDE = "C2.5: no [summary] line was printed and no op_compiler process was observed"
+
+
+def next_step_of(v: Verdict, lang: Lang) -> str:
+    """The next step for this verdict (``{a}`` stands for the attempt's path): a retry is
+    suggested only where one can change the answer."""
+    if v.state is State.UNKNOWN and any(r.startswith(NOTHING_TO_DECIDE) for r in v.reasons):
+        return NOTHING_TO_DECIDE_NEXT[lang]
+    return next_step(v.state, v.compiled, lang)
 
 
 def kind_of(v: Verdict) -> Kind:
