@@ -107,14 +107,17 @@ def test_demo_keeps_its_evidence_where_it_says_and_the_next_steps_work(tmp_path:
     assert f"evidence kept in {root}" in res.stdout
     # The commands the demo prints (and the README repeats) work as printed.
     steps = [line.strip() for line in res.stdout.splitlines() if line.startswith("  skgate ")]
+    # ... and the success can serve as a compile-health reference, which is the next
+    # thing a newcomer tries (issue 30): the printed regress command runs and passes.
     assert steps == [
         "skgate status skgate-demo/success/skgate-runs",
         "skgate report --format html -o skgate-demo-report.html skgate-demo/success/skgate-runs",
+        "skgate regress --health --reference skgate-demo/success/skgate-runs/attempts/0001",
     ]
     # Short by default (issue 23): the scenario, the verdict, three lines of why, the
-    # expectation and where the evidence is with the two commands; no report, no echo.
+    # expectation and where the evidence is with the commands; no report, no echo.
     lines = res.stdout.splitlines()
-    assert len(lines) == 9, res.stdout
+    assert len(lines) == 11, res.stdout
     assert lines[1].startswith("SUCCEEDED") and all(x.startswith("  - ") for x in lines[2:5])
     assert "## " not in res.stdout and "skgate-sim:" not in res.stdout
     for step in steps:

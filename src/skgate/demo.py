@@ -315,7 +315,28 @@ def run_demo(
     )
     for line in look_at(where):
         print(line, file=out)
+    for line in reference_hint(verdict):
+        print(line, file=out)
     return 0 if ok else 1
+
+
+def reference_hint(verdict: Verdict) -> list[str]:
+    """How to use this attempt as a compile-health reference, when the health gate takes
+    it (the same check ``regress --health`` makes, C6): the next thing a newcomer tries."""
+    if verdict.attempt is None or verdict.state is not State.SUCCEEDED:
+        return []
+    # Imported here: the health gate is only needed once a success is shown.
+    from skgate.model.errors import UsageError  # noqa: PLC0415
+    from skgate.regress.health import check_reference  # noqa: PLC0415
+
+    try:
+        check_reference(Path(verdict.attempt))
+    except UsageError:
+        return []
+    return [
+        "skgate demo: this attempt can serve as the reference of a compile-health check:",
+        f"  skgate regress --health --reference {_relative(Path(verdict.attempt))}",
+    ]
 
 
 def scenario_problems(sc: Scenario, verdict: Verdict) -> list[str]:
