@@ -10,6 +10,7 @@ import pytest
 
 from conftest import run_skgate
 from skgate.demo import scenario_names
+from zh_words import english_words, evidence_names
 
 # End-to-end runs of seconds each: left out of the fast selection (README, Development).
 pytestmark = pytest.mark.slow
@@ -86,6 +87,21 @@ def test_demo_scenario_gives_the_verdict_it_must(tmp_path: Path, scenario: str) 
     if gold is not None:
         attempt = tmp_path / "skgate-runs" / "attempts" / "0001"
         assert _facts(attempt, gold) == gold
+    _chinese_all_through(tmp_path)
+
+
+def _chinese_all_through(where: Path) -> None:
+    """Every root the scenario made, reported in zh (md and html): no English word left
+    outside code, paths, argv, ids and the evidence's own names (issue 30)."""
+    roots = sorted({p.parents[2] for p in where.glob("**/attempts/*/verdict.json")})
+    assert roots
+    for root in roots:
+        names = evidence_names(sorted((root / "attempts").iterdir()))
+        for fmt in ("md", "html"):
+            res = run_skgate("report", "--lang", "zh", "--format", fmt, str(root), cwd=where)
+            assert res.returncode == 0, res.stderr
+            left = english_words(res.stdout, names)
+            assert not left, (root.name, fmt, sorted(set(left)))
 
 
 def test_golden_covers_success_failure_and_timeout() -> None:

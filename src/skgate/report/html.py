@@ -33,7 +33,8 @@ from skgate.report import chart as chart_mod
 from skgate.report import facts, load, svg
 from skgate.report import sentences as say
 from skgate.report.stages import stage_lines, stage_plogs, stage_title
-from skgate.verdict.words import CONTROL_SECTIONS, Kind, in_language, kind_of, phrase
+from skgate.verdict.words import Kind, in_language, kind_of, phrase
+from skgate.verdict.words_values import control_value
 
 #: Rows of the ownership table before "N more" (the manifest itself has them all).
 MAX_PROCESS_ROWS = 200
@@ -380,12 +381,15 @@ def _summary(a: Mapping[str, Any], lang: Lang) -> str:
 
 def _controls(ev: load.AttemptEvidence, a: Mapping[str, Any], lang: Lang) -> str:
     out = [f"<h3>{_e(phrase('controls', lang))}</h3>"]
-    out.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in say.request_lines(ev, lang)) + "</ul>")
+    # The argv and paths as code, as in the Markdown report: data, not words of a language.
+    lines = say.request_lines(ev, lang, lambda t: f"\x00{t}\x01")
+    items = (_e(x).replace("\x00", "<code>").replace("\x01", "</code>") for x in lines)
+    out.append("<ul>" + "".join(f"<li>{x}</li>" for x in items) + "</ul>")
     rows = [
         (
-            _e(CONTROL_SECTIONS.get(r["section"], {}).get(lang, r["section"])),
+            _e(say.section_label(r["section"], lang)),
             f"<code>{_e(r['key'])}</code>",
-            _e(r["value"]),
+            _e(control_value(r["value"], lang)),
         )
         for r in a["controls_table"]
     ]

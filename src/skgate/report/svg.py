@@ -398,7 +398,7 @@ def concurrency_svg(c: Chart, lang: Lang) -> str:
     out.append(el("polyline", {"class": "series opc", "points": _steps(pts)}, title=peak))
     if c.frozen_jobs is not None:
         y = yy(c.frozen_jobs)
-        lab = f"冻结 jobs {c.frozen_jobs}" if zh else f"frozen jobs {c.frozen_jobs}"
+        lab = f"冻结并发数 {c.frozen_jobs}" if zh else f"frozen jobs {c.frozen_jobs}"
         out.append(
             el("line", {"class": "jobs frozen", "x1": LEFT, "y1": y, "x2": W - RIGHT, "y2": y})
         )

@@ -328,6 +328,9 @@ CONTROL_SECTIONS: Mapping[str, Mapping[str, str]] = {
     "foreign": {"en": "foreign compilers (C4)", "zh": "外部编译进程（C4）"},
     "leases": {"en": "device leases", "zh": "设备租约"},
     "host": {"en": "host", "zh": "主机"},
+    "outputs_before": {"en": "outputs before launch", "zh": "启动前的输出目录"},
+    "skgate_self": {"en": "skgate's own interpreter", "zh": "skgate 自身的解释器"},
+    "skips": {"en": "skipped compiles and caches (C6)", "zh": "跳过的编译与缓存（C6）"},
 }
 
 
@@ -351,6 +354,16 @@ EVENT_WORDS: Mapping[str, Mapping[str, str]] = {
     "reaped": {"en": "owned processes reaped", "zh": "回收自有进程"},
     "tree_ended": {"en": "owned process tree ended", "zh": "自有进程树结束"},
     "finished": {"en": "runner finished", "zh": "运行器结束"},
+    "stage_seen": {"en": "op_compiler stage seen", "zh": "观察到 op_compiler 阶段"},
+    "signals_ignored": {"en": "inherited ignored signals", "zh": "继承的被忽略信号"},
+    "runner_signal": {"en": "runner signalled", "zh": "运行器收到信号"},
+    "finishing_cut_short": {"en": "finishing cut short", "zh": "收尾被中断"},
+    "recovered": {"en": "recovered", "zh": "已恢复"},
+    "adopted": {"en": "adopted by a new runner", "zh": "由新的运行器接管"},
+    "adopted_tree_ended": {"en": "adopted tree ended", "zh": "接管的进程树结束"},
+    "verdict": {"en": "verdict recorded", "zh": "记录结论"},
+    "lease_wait_end": {"en": "device lease wait ended", "zh": "设备租约等待结束"},
+    "foreign_cleared": {"en": "foreign compilers cleared", "zh": "外部编译进程已结束"},
 }
 
 
