@@ -371,3 +371,19 @@ def test_argv_that_is_not_utf8_renders_as_escapes_in_a_utf8_page(tmp_path: Path)
     assert code == 0
     page = out.read_bytes().decode("utf-8")  # strict: the page is valid UTF-8
     assert "echo" in page and "café \\xff" in page
+
+
+def test_the_page_asks_for_an_installed_cjk_font_before_the_generic_one(tmp_path: Path) -> None:
+    """With no font named, a zh page falls to whatever 'sans-serif' is, often boxes: the
+    body and code stacks name Noto CJK and WenQuanYi first (issue 30)."""
+    page = build(make_swallowed_failure(tmp_path), Lang.ZH)[2]
+    body = re.search(r"body\{[^}]*font:([^;]*);", page)
+    code = re.search(r"code,pre,\.mono\{font-family:([^;]*);", page)
+    assert body is not None and code is not None
+    for stack, generic, cjk in (
+        (body.group(1), "sans-serif", ('"Noto Sans CJK SC"', '"WenQuanYi Micro Hei"')),
+        (code.group(1), "monospace", ('"Noto Sans Mono CJK SC"', '"WenQuanYi Micro Hei Mono"')),
+    ):
+        fonts = [f.strip() for f in stack.split(",")]
+        for font in cjk:
+            assert font in fonts and fonts.index(font) < fonts.index(generic), (font, fonts)

@@ -76,11 +76,14 @@ CSS = """
 --ink:#1d232a;--muted:#5c6670;--line:#d7dce1;--bg:#f6f7f9}
 *{box-sizing:border-box}
 body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",
-"Noto Sans CJK SC","PingFang SC","Microsoft YaHei",sans-serif;color:var(--ink);background:var(--bg)}
+"Noto Sans CJK SC","Noto Sans SC","Source Han Sans SC","WenQuanYi Micro Hei",
+"WenQuanYi Zen Hei","PingFang SC","Microsoft YaHei",sans-serif;color:var(--ink);
+background:var(--bg)}
 main{max-width:1120px;margin:0 auto;padding:16px 20px 48px}
 h1{font-size:20px;margin:8px 0 4px}h2{font-size:17px;margin:28px 0 8px}
 h3{font-size:15px;margin:20px 0 6px;color:var(--muted);text-transform:none}
-code,pre,.mono{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font-size:13px}
+code,pre,.mono{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,"Noto Sans Mono CJK SC",
+"WenQuanYi Micro Hei Mono",monospace;font-size:13px}
 .meta{color:var(--muted);font-size:13px;overflow-wrap:anywhere}
 .verdict{border-radius:10px;padding:14px 18px;color:#fff;margin:12px 0}
 .verdict .words{font-size:22px;font-weight:700;line-height:1.3}
