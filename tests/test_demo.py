@@ -172,3 +172,21 @@ def test_a_demo_blocked_before_launch_exits_3_and_says_so(
     line = next(x for x in res.stdout.splitlines() if "blocked before launch," in x)
     assert said in line and "(exit 3)" in line
     assert "NOT what this scenario must give" not in res.stdout
+
+
+def test_demo_in_chinese_says_everything_in_chinese(tmp_path: Path) -> None:
+    """`skgate demo --lang zh`, short and --verbose: the demo's own lines, the verdict
+    block and the report are Chinese; only commands, paths, ids and the workload's own
+    output (before the verdict) stay as they are (issue 30)."""
+    for verbose in ((), ("--verbose",)):
+        res = run_skgate("demo", "--lang", "zh", *verbose, cwd=tmp_path, env=OWN_COMPILERS)
+        assert res.returncode == 0, res.stdout[-3000:]
+        lines = res.stdout.splitlines()
+        if verbose:  # the workload's echo comes first: its own words, as it printed them
+            lines = lines[next(i for i, x in enumerate(lines) if x.startswith("结论：")) :]
+        assert lines and "符合预期" in res.stdout
+        said = "\n".join(
+            x.replace("skgate demo：", "") for x in lines if not x.startswith("  skgate ")
+        )
+        names = evidence_names(sorted(tmp_path.glob("skgate-demo/success/skgate-runs/attempts/*")))
+        assert not english_words(said, names), (verbose, sorted(set(english_words(said, names))))

@@ -75,7 +75,9 @@ _CODE = re.compile(
 _TAG = re.compile(r"<[^>]+>")
 _SENTENCE = re.compile(r"(?<![\w/.-])[a-z]{2,}(?: [a-z]{2,}){2,}(?![\w/.-])")
 #: Paths and file names (anything with a slash, or a dotted name like seal.json), URLs.
-_PATHLIKE = re.compile(r"\S*/\S*|\b[\w.-]+\.(?:json|jsonl|log|run|py|pth|html|sh|o)\b")
+_PATHLIKE = re.compile(
+    r"\S*/\S*|\b[\w.-]+\.(?:json|jsonl|log|run|py|pth|html|sh|o)\b|(?<!\w)\.(?:run|o|pth|py)\b"
+)
 _WORD = re.compile(r"[A-Za-z][A-Za-z_'-]*[A-Za-z]|[A-Za-z]")
 #: Rule ids (C2.5), signals (SIGKILL), environment names (ASCEND_OPP_PATH), identifiers
 #: (kernel_meta, op types such as HcPre or GroupedMatmul), hex digests.
