@@ -44,6 +44,11 @@ def el(tag: str, attrs: Mapping[str, float | int | str], text: str = "", title: 
     return f"<{tag} {a}>{inner}</{tag}>" if inner else f"<{tag} {a}/>"
 
 
+#: Width of one character of a small label, in user units (10.5 px text): enough to
+#: tell whether a label fits inside a bar.
+LABEL_CHAR = 6.5
+
+
 def _label(x: float, y: float, text: str, cls: str = "lane", anchor: str = "end") -> str:
     return el("text", {"class": cls, "x": x, "y": y, "text_anchor": anchor}, text)
 
@@ -237,10 +242,12 @@ def _bar(bar: Bar, fr: Frame, zero: float, y: float, lang: Lang) -> list[str]:
     if bar.open_end:
         end_text = "存活" if zh else "alive"
     if end_text:
-        # After the bar when there is room; else before it, or inside a bar that fills the row.
+        # Always at the bar's end, the instant it names: after the bar when there is room,
+        # else ending at it (inside the bar, white, when the bar is long enough to hold it).
+        # Never at the bar's start, where an exit or a SIGKILL would read as at launch.
         anchor = "start" if b + 60 < W - RIGHT else "end"
-        inside = anchor == "end" and a <= LEFT + 60
-        tx = b + 4 if anchor == "start" else b - 4 if inside else a - 4
+        inside = anchor == "end" and b - a >= LABEL_CHAR * len(end_text) + 8
+        tx = b + 4 if anchor == "start" else b - 4
         cls_t = "end-label" + (" killed" if bar.ended.startswith("SIG") else "")
         cls_t += " inbar" if inside else ""
         out.append(_label(tx, y + 12, end_text, cls_t, anchor))
