@@ -108,6 +108,7 @@ margin:10px 0}
 svg{display:block;width:100%;min-width:720px;height:auto}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+td{overflow-wrap:anywhere}td .badge{white-space:normal}
 th{background:#eef1f4;font-weight:600}td.v{overflow-wrap:anywhere;font-family:ui-monospace,monospace}
 pre.summary{background:#0f1720;color:#e6edf3;border-radius:8px;padding:10px 12px;overflow-x:auto}
 details>summary{cursor:pointer;font-weight:600;margin:6px 0}

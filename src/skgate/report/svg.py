@@ -14,8 +14,9 @@ CSS classes in :mod:`skgate.report.html` (one place), so the SVG holds geometry 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
-from html import escape
+from html import escape, unescape
 
 from skgate.model.phrases import C7, Lang
 from skgate.report.chart import Bar, Chart, Strip
@@ -170,19 +171,53 @@ BADGE_R = 7.0
 BADGE_GAP = 2 * BADGE_R + 3
 
 
-def badge_places(xs: list[float], top: float, bottom: float) -> list[tuple[float, float]]:
+Box = tuple[float, float, float, float]  # left, top, right, bottom
+
+
+def label_boxes(parts: list[str], classes: tuple[str, ...]) -> list[Box]:
+    """The boxes of the drawn labels of ``classes`` (end and deadline labels), estimated
+    from their text: badges are placed clear of them (issue 30)."""
+    boxes: list[Box] = []
+    for m in _TEXT.finditer("".join(parts)):
+        if m.group(1).split()[0] not in classes:
+            continue
+        x, y, text = float(m.group(2)), float(m.group(3)), unescape(m.group(5))
+        width = sum(LABEL_CHAR if ord(ch) < 0x2E80 else 2 * LABEL_CHAR for ch in text)
+        left = (
+            x if m.group(4) == "start" else x - width / 2 if m.group(4) == "middle" else x - width
+        )
+        boxes.append((left, y - 10, left + width, y + 3))
+    return boxes
+
+
+_TEXT = re.compile(
+    r'<text class="([^"]*)" x="([-\d.]+)" y="([-\d.]+)" text-anchor="(\w+)">([^<]*)</text>'
+)
+
+
+def _clear(x: float, y: float, blocked: list[Box]) -> bool:
+    r = BADGE_R + 1
+    return all(x + r <= b[0] or x - r >= b[2] or y + r <= b[1] or y - r >= b[3] for b in blocked)
+
+
+def badge_places(
+    xs: list[float], top: float, bottom: float, blocked: list[Box] | None = None
+) -> list[tuple[float, float]]:
     """Centres for numbered badges on marks at ``xs``: never two closer than BADGE_GAP.
 
     Each badge takes the first row (going down from the top) where it keeps that distance
     from every badge placed there; when every row the plot has is taken near its mark, it
-    goes right of the row's last badge (its mark line still shows where it belongs)."""
+    goes right of the row's last badge (its mark line still shows where it belongs).
+    ``blocked``: label boxes a badge must not cover."""
+    avoid = blocked or []
     first = top + 24
     rows = max(1, int((bottom - first - BADGE_R) // BADGE_GAP) + 1)
     placed: list[list[float]] = [[] for _ in range(rows)]
     out: list[tuple[float, float]] = []
     for x in xs:
         for level, row in enumerate(placed):
-            if all(abs(x - other) >= BADGE_GAP for other in row):
+            y = first + BADGE_GAP * level
+            if all(abs(x - other) >= BADGE_GAP for other in row) and _clear(x, y, avoid):
                 row.append(x)
                 out.append((x, first + BADGE_GAP * level))
                 break
@@ -194,10 +229,12 @@ def badge_places(xs: list[float], top: float, bottom: float) -> list[tuple[float
     return out
 
 
-def _marks(c: Chart, f: Frame, top: float, bottom: float) -> list[str]:
+def _marks(
+    c: Chart, f: Frame, top: float, bottom: float, blocked: list[Box] | None = None
+) -> list[str]:
     out: list[str] = []
     xs = [f.x(m.t) for m in c.marks]
-    places = badge_places(xs, top, bottom)
+    places = badge_places(xs, top, bottom, blocked)
     for i, (m, x, (bx, by)) in enumerate(zip(c.marks, xs, places, strict=True), 1):
         out.append(_vline(f"mark {m.kind}", x, top, bottom, m.label))
         if bx != x:  # moved aside: a short leader from its mark line
@@ -334,7 +371,9 @@ def timeline_svg(
         y += chart_h + 16
     height = y + 8
     rows = _axis(fr, zero, AXIS, height - AXIS - 8, lang) + body
-    rows += _deadline(c, fr, AXIS, height - 8, lang) + _marks(c, fr, AXIS, height - 8)
+    deadline = _deadline(c, fr, AXIS, height - 8, lang)
+    labels = label_boxes(body + deadline, ("end-label", "deadline-label", "lane"))
+    rows += deadline + _marks(c, fr, AXIS, height - 8, labels)
     return _svg("timeline", height, "时间线" if zh else "Timeline", rows)
 
 
