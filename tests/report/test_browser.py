@@ -278,9 +278,29 @@ addEventListener("load", () => {
     return [e.closest("svg").dataset.n, r.left, r.top, r.right, r.bottom,
             e.textContent || e.getAttribute("class")];
   }).filter((b) => b[3] > b[1] && b[4] > b[2]);
+  // Each badge and the vertical lines it must not sit on: every mark and deadline line
+  // but its own (the mark line drawn just before it).
+  const crossed = [];
+  document.querySelectorAll("svg.timeline").forEach((svg) => {
+    const vertical = [...svg.querySelectorAll("line.mark, line.deadline")]
+      .filter((l) => l.getAttribute("x1") === l.getAttribute("x2"));
+    let own = null;
+    for (const e of svg.querySelectorAll("line, circle.badge")) {
+      if (e.tagName === "line" && vertical.includes(e) && e.classList.contains("mark")) own = e;
+      if (e.tagName !== "circle") continue;
+      const c = e.getBoundingClientRect();
+      for (const l of vertical) {
+        const r = l.getBoundingClientRect();
+        const x = (r.left + r.right) / 2;
+        const across = x > c.left + 0.5 && x < c.right - 0.5;
+        if (l !== own && across && r.top < c.bottom && c.top < r.bottom)
+          crossed.push([e.getAttribute("class"), l.getAttribute("class"), x]);
+      }
+    }
+  });
   const out = document.createElement("pre");
   out.id = "probe";
-  out.textContent = JSON.stringify({tables, boxes});
+  out.textContent = JSON.stringify({tables, boxes, crossed});
   document.body.appendChild(out);
 });
 </script>"""
@@ -314,3 +334,4 @@ def test_no_label_overlaps_another_and_no_table_overflows(
         assert wide == [], (name, wide)
         assert got["boxes"], name
         assert overlapping(got["boxes"]) == [], (name, overlapping(got["boxes"]))
+        assert got["crossed"] == [], (name, got["crossed"])

@@ -201,40 +201,68 @@ def _clear(x: float, y: float, blocked: list[Box]) -> bool:
 
 
 def badge_places(
-    xs: list[float], top: float, bottom: float, blocked: list[Box] | None = None
+    xs: list[float],
+    top: float,
+    bottom: float,
+    blocked: list[Box] | None = None,
+    lines: tuple[float, ...] = (),
 ) -> list[tuple[float, float]]:
-    """Centres for numbered badges on marks at ``xs``: never two closer than BADGE_GAP.
+    """Centres for numbered badges on marks at ``xs``: never two closer than BADGE_GAP,
+    never over a label box in ``blocked``, never crossed by another vertical line (the
+    other marks' and ``lines``, e.g. the deadline).
 
-    Each badge takes the first row (going down from the top) where it keeps that distance
-    from every badge placed there; when every row the plot has is taken near its mark, it
-    goes right of the row's last badge (its mark line still shows where it belongs).
-    ``blocked``: label boxes a badge must not cover."""
+    Each badge takes the first row (going down from the top) where its own mark's x is
+    clear; else the nearest x to the right or left, one gap at a time, with a short
+    leader from its mark line (which still shows where it belongs)."""
     avoid = blocked or []
     first = top + 24
     rows = max(1, int((bottom - first - BADGE_R) // BADGE_GAP) + 1)
     placed: list[list[float]] = [[] for _ in range(rows)]
+    offsets = [0.0] + [side * BADGE_GAP * k for k in range(1, 40) for side in (1.0, -1.0)]
     out: list[tuple[float, float]] = []
     for x in xs:
-        for level, row in enumerate(placed):
-            y = first + BADGE_GAP * level
-            if all(abs(x - other) >= BADGE_GAP for other in row) and _clear(x, y, avoid):
-                row.append(x)
-                out.append((x, first + BADGE_GAP * level))
-                break
-        else:
-            level = min(range(rows), key=lambda k: max(placed[k]))
-            bx = max(placed[level]) + BADGE_GAP
-            placed[level].append(bx)
-            out.append((bx, first + BADGE_GAP * level))
+        others = [lx for lx in (*lines, *xs) if abs(lx - x) > 0.5]
+        spot = _spot(x, offsets=offsets, others=others, placed=placed, first=first, avoid=avoid)
+        placed[spot[0]].append(spot[1])
+        out.append((spot[1], first + BADGE_GAP * spot[0]))
     return out
 
 
+def _spot(
+    x: float,
+    *,
+    offsets: list[float],
+    others: list[float],
+    placed: list[list[float]],
+    first: float,
+    avoid: list[Box],
+) -> tuple[int, float]:
+    """(row, x) of the first clear place for a badge of the mark at ``x``."""
+    for dx in offsets:
+        bx = x + dx
+        if not LEFT + BADGE_R <= bx <= W - RIGHT - BADGE_R:
+            continue
+        if any(abs(bx - lx) < BADGE_R + 1.5 for lx in others):
+            continue
+        for level, row in enumerate(placed):
+            y = first + BADGE_GAP * level
+            if all(abs(bx - o) >= BADGE_GAP for o in row) and _clear(bx, y, avoid):
+                return level, bx
+    return 0, x  # nowhere clear (a plot full of marks): on its own mark
+
+
 def _marks(
-    c: Chart, f: Frame, top: float, bottom: float, blocked: list[Box] | None = None
+    c: Chart,
+    f: Frame,
+    top: float,
+    bottom: float,
+    *,
+    blocked: list[Box] | None = None,
+    lines: tuple[float, ...] = (),
 ) -> list[str]:
     out: list[str] = []
     xs = [f.x(m.t) for m in c.marks]
-    places = badge_places(xs, top, bottom, blocked)
+    places = badge_places(xs, top, bottom, blocked, lines)
     for i, (m, x, (bx, by)) in enumerate(zip(c.marks, xs, places, strict=True), 1):
         out.append(_vline(f"mark {m.kind}", x, top, bottom, m.label))
         if bx != x:  # moved aside: a short leader from its mark line
@@ -373,7 +401,10 @@ def timeline_svg(
     rows = _axis(fr, zero, AXIS, height - AXIS - 8, lang) + body
     deadline = _deadline(c, fr, AXIS, height - 8, lang)
     labels = label_boxes(body + deadline, ("end-label", "deadline-label", "lane"))
-    rows += deadline + _marks(c, fr, AXIS, height - 8, labels)
+    lines = tuple(
+        float(x) for x in re.findall(r'<line class="deadline" x1="([-\d.]+)"', "".join(deadline))
+    )
+    rows += deadline + _marks(c, fr, AXIS, height - 8, blocked=labels, lines=lines)
     return _svg("timeline", height, "时间线" if zh else "Timeline", rows)
 
 
