@@ -10,6 +10,7 @@ import pytest
 
 from conftest import run_skgate
 from skgate.demo.scenarios import scenario_names
+from zh_words import english_words, evidence_names
 
 # End-to-end runs of seconds each: left out of the fast selection (README, Development).
 pytestmark = pytest.mark.slow
@@ -86,6 +87,21 @@ def test_demo_scenario_gives_the_verdict_it_must(tmp_path: Path, scenario: str) 
     if gold is not None:
         attempt = tmp_path / "skgate-runs" / "attempts" / "0001"
         assert _facts(attempt, gold) == gold
+    _chinese_all_through(tmp_path)
+
+
+def _chinese_all_through(where: Path) -> None:
+    """Every root the scenario made, reported in zh (md and html): no English word left
+    outside code, paths, argv, ids and the evidence's own names (issue 30)."""
+    roots = sorted({p.parents[2] for p in where.glob("**/attempts/*/verdict.json")})
+    assert roots
+    for root in roots:
+        names = evidence_names(sorted((root / "attempts").iterdir()))
+        for fmt in ("md", "html"):
+            res = run_skgate("report", "--lang", "zh", "--format", fmt, str(root), cwd=where)
+            assert res.returncode == 0, res.stderr
+            left = english_words(res.stdout, names)
+            assert not left, (root.name, fmt, sorted(set(left)))
 
 
 def test_golden_covers_success_failure_and_timeout() -> None:
@@ -107,14 +123,17 @@ def test_demo_keeps_its_evidence_where_it_says_and_the_next_steps_work(tmp_path:
     assert f"evidence kept in {root}" in res.stdout
     # The commands the demo prints (and the README repeats) work as printed.
     steps = [line.strip() for line in res.stdout.splitlines() if line.startswith("  skgate ")]
+    # ... and the success can serve as a compile-health reference, which is the next
+    # thing a newcomer tries (issue 30): the printed regress command runs and passes.
     assert steps == [
         "skgate status skgate-demo/success/skgate-runs",
         "skgate report --format html -o skgate-demo-report.html skgate-demo/success/skgate-runs",
+        "skgate regress --health --reference skgate-demo/success/skgate-runs/attempts/0001",
     ]
     # Short by default (issue 23): the scenario, the verdict, three lines of why, the
-    # expectation and where the evidence is with the two commands; no report, no echo.
+    # expectation and where the evidence is with the commands; no report, no echo.
     lines = res.stdout.splitlines()
-    assert len(lines) == 9, res.stdout
+    assert len(lines) == 11, res.stdout
     assert lines[1].startswith("SUCCEEDED") and all(x.startswith("  - ") for x in lines[2:5])
     assert "## " not in res.stdout and "skgate-sim:" not in res.stdout
     for step in steps:
@@ -153,3 +172,21 @@ def test_a_demo_blocked_before_launch_exits_3_and_says_so(
     line = next(x for x in res.stdout.splitlines() if "blocked before launch," in x)
     assert said in line and "(exit 3)" in line
     assert "NOT what this scenario must give" not in res.stdout
+
+
+def test_demo_in_chinese_says_everything_in_chinese(tmp_path: Path) -> None:
+    """`skgate demo --lang zh`, short and --verbose: the demo's own lines, the verdict
+    block and the report are Chinese; only commands, paths, ids and the workload's own
+    output (before the verdict) stay as they are (issue 30)."""
+    for verbose in ((), ("--verbose",)):
+        res = run_skgate("demo", "--lang", "zh", *verbose, cwd=tmp_path, env=OWN_COMPILERS)
+        assert res.returncode == 0, res.stdout[-3000:]
+        lines = res.stdout.splitlines()
+        if verbose:  # the workload's echo comes first: its own words, as it printed them
+            lines = lines[next(i for i, x in enumerate(lines) if x.startswith("结论：")) :]
+        assert lines and "符合预期" in res.stdout
+        said = "\n".join(
+            x.replace("skgate demo：", "") for x in lines if not x.startswith("  skgate ")
+        )
+        names = evidence_names(sorted(tmp_path.glob("skgate-demo/success/skgate-runs/attempts/*")))
+        assert not english_words(said, names), (verbose, sorted(set(english_words(said, names))))

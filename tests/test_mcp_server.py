@@ -7,7 +7,9 @@ bounded steps until the outcome is final, read the report. The server runs as
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,13 +18,18 @@ import pytest
 
 import skgate
 from conftest import ENV
-from skgate.agents.mcp_server import RULES
+from skgate.agents.mcp_server import AGENT_NAMES, NOT_FOR_AGENTS, RULES
+from skgate.model.request import RunRequest
 
 pytest.importorskip("mcp", reason="the optional extra skgate[mcp] is not installed")
 
 pytestmark = pytest.mark.slow
 
 TOOLS = {"start", "status", "wait", "stop", "report", "check_outputs", "preflight"}
+
+
+def _server_env() -> dict[str, str]:
+    return {k: v for k, v in ENV.items() if k in ("PATH", "HOME", "SKGATE_COMPILER_NAMES")}
 
 
 def _data(result: Any) -> dict[str, Any]:
@@ -39,7 +46,7 @@ async def _session(tmp: Path) -> None:
 
     markers = tmp / "markers"
     markers.mkdir()
-    env = {k: v for k, v in ENV.items() if k in ("PATH", "HOME", "SKGATE_COMPILER_NAMES")}
+    env = _server_env()
     sim = {"SKGATE_SIM_MARKERS": str(markers), "SKGATE_SIM_OPC_SECONDS": "0.3"}
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "skgate", "mcp", "--max-wait", "1"], env=env, cwd=tmp
@@ -122,3 +129,122 @@ def test_an_agent_drives_a_compile_through_the_mcp_server(tmp_path: Path) -> Non
     import anyio
 
     anyio.run(_session, tmp_path)
+
+
+def _text(result: Any) -> str:
+    assert result.is_error, result.content
+    text: str = getattr(result.content[0], "text", "")
+    return text
+
+
+def _one_line_in_skgates_words(text: str) -> None:
+    assert "\n" not in text and text.count("skgate: ") == 1, text
+    for raw in ("pydantic", "http", "validation error", "Input should"):
+        assert raw not in text, text
+
+
+async def _agents_options(tmp: Path) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    env = _server_env()
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "skgate", "mcp", "--max-wait", "2"], env=env, cwd=tmp
+    )
+    async with Client(params) as client:
+        by_name = {t.name: t for t in (await client.list_tools()).tools}
+        # start (and preflight) take every RunRequest field an agent may set: derived
+        # from the request model, so a new run option reaches agents (issue 30).
+        fields = {f.name for f in dataclasses.fields(RunRequest)} - set(NOT_FOR_AGENTS)
+        wanted = {AGENT_NAMES.get(f, f) for f in fields}
+        assert set(by_name["start"].input_schema["properties"]) == wanted
+        assert set(by_name["preflight"].input_schema["properties"]) == wanted
+        assert by_name["start"].input_schema["required"] == ["command"]
+
+        root = tmp / "r"
+        # verdict_from reaches control.json: `true` is not a compile, its exit decides (C2).
+        started = _data(
+            await client.call_tool(
+                "start",
+                {"command": ["true"], "root": str(root), "verdict_from": "exit-status"},
+            )
+        )
+        attempt = Path(started["attempt"])
+        control = json.loads((attempt / "control.json").read_text())
+        assert control["request"]["verdict_from"] == "exit-status"
+        while (waited := _data(await client.call_tool("wait", {"attempt": str(attempt)})))[
+            "outcome"
+        ] == "in_progress":
+            pass
+        assert (waited["state"], waited["exit_code"]) == ("succeeded", 0)
+
+        # Unknown arguments are refused with one line naming them; nothing is recorded.
+        before = sorted(root.iterdir())
+        refused = _text(
+            await client.call_tool(
+                "start", {"command": ["true"], "root": str(root), "verdict_frm": "exit-status"}
+            )
+        )
+        _one_line_in_skgates_words(refused)
+        assert "unknown argument(s) verdict_frm" in refused and "verdict_from" in refused
+        assert sorted(root.iterdir()) == before
+        stray = _text(await client.call_tool("status", {"attempt": str(attempt), "lang": "zh"}))
+        assert "unknown argument(s) lang" in stray
+        # A wrong type or a missing argument: one line in skgate's words, no validator text.
+        wrong = _text(
+            await client.call_tool(
+                "start", {"command": ["true"], "timeout": "soon", "verdict_from": "exit"}
+            )
+        )
+        _one_line_in_skgates_words(wrong)
+        assert "'timeout' must be a number" in wrong, wrong
+        assert "'verdict_from' must be one of 'summary', 'exit-status'" in wrong, wrong
+        missing = _text(await client.call_tool("start", {"root": str(root)}))
+        _one_line_in_skgates_words(missing)
+        assert "'command' is required" in missing and "exit status 2" in missing
+
+        # report serves html as html, never Markdown in its place; an unknown format fails.
+        html = _data(await client.call_tool("report", {"attempt": str(attempt), "format": "html"}))
+        assert html["format"] == "html" and html["text"].lstrip().lower().startswith("<!doctype")
+        bad = _text(await client.call_tool("report", {"attempt": str(attempt), "format": "pdf"}))
+        _one_line_in_skgates_words(bad)
+        assert "md, json, html" in bad
+
+
+def test_agents_get_every_run_option_and_every_error_in_one_line(tmp_path: Path) -> None:
+    import anyio
+
+    anyio.run(_agents_options, tmp_path)
+
+
+def test_every_request_read_before_stdin_closed_is_answered(tmp_path: Path) -> None:
+    """A client that writes its requests and closes stdin gets every answer (issue 30):
+    the SDK's loop alone ended at end of input and dropped the requests still running."""
+    client = {"name": "t", "version": "0"}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    msgs: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "preflight", "arguments": {"command": ["true"]}},
+        },
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+    ]
+    env = _server_env()
+    done = subprocess.run(
+        [sys.executable, "-m", "skgate", "mcp"],
+        input="".join(json.dumps(m) + "\n" for m in msgs),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0, done.stderr
+    assert sorted(a["id"] for a in answers) == [1, 2, 3]
+    assert all("result" in a for a in answers), answers

@@ -4,6 +4,9 @@ do not contradict themselves, a foreground run that says what it waits for."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from skgate.model.records import State
 from skgate.model.running import ProcessRecord
 from skgate.preflight.foreign import blocker_text, process_label
 from skgate.verdict.words import NEXT_STEP, TEXT
+from skgate.verdict.words_next import NOTHING_TO_DECIDE_NEXT
 
 
 @pytest.mark.slow
@@ -101,3 +105,49 @@ def test_a_file_as_root_is_bad_input_for_every_command(tmp_path: Path, command: 
     assert res.returncode == 2, res.stderr
     assert "not a directory" in res.stderr and "Traceback" not in res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+@pytest.mark.slow
+def test_a_command_with_no_summary_and_no_compiler_is_told_the_way_to_an_answer(
+    tmp_path: Path,
+) -> None:
+    """`run -- true` is UNKNOWN (C2.5), and its next step names --verdict-from exit-status;
+    it never suggests a retry, which would read the same (issue 30)."""
+    res = gated_run(tmp_path, ["true"], quiet=False)
+    assert res.returncode == 5
+    step = next(x for x in res.stdout.splitlines() if x.startswith("  next step: "))
+    assert "--verdict-from exit-status" in step and "skgate retry" not in step
+    for lang in ("en", "zh"):
+        text = run_skgate("report", "--lang", lang, "r", cwd=tmp_path).stdout
+        assert "--verdict-from exit-status" in text and "skgate retry" not in text, lang
+        assert "listed below" not in text and "下面列出" not in text, lang
+
+
+def test_no_next_step_points_below_or_suggests_a_pointless_retry() -> None:
+    # The missing evidence is listed before the next step, in every render.
+    for state, words in NEXT_STEP.items():
+        assert "below" not in words["en"] and "下面" not in words["zh"], state
+    assert "skgate retry" not in NOTHING_TO_DECIDE_NEXT["en"]
+
+
+@pytest.mark.slow
+def test_the_hook_refusal_names_the_interpreter_scanned_and_the_ways_out(tmp_path: Path) -> None:
+    """A command that is not Python (make) refused for a hook in the python3 first on PATH:
+    the one line says which interpreter was scanned, why, and --approve-hook / --python."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python3"
+    site = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "zz_hook.pth").write_text("import os\n")
+    env = {"PATH": os.pathsep.join([str(venv / "bin"), os.environ["PATH"]])}
+    res = gated_run(tmp_path, ["true"], "--verdict-from", "exit-status", env=env, quiet=False)
+    assert res.returncode == 3
+    line = next(x for x in res.stdout.splitlines() if "unapproved start-up hook" in x)
+    assert f"scanned {python}, the python3 first on the workload PATH" in line, line
+    assert "the command is not Python" in line and "--approve-hook " in line
+    assert "name it with --python PATH" in line

@@ -76,6 +76,8 @@ def test_status_watch_on_finished_attempt_exits_with_its_code(tmp_path: Path) ->
     res = run_skgate("status", "r", "--watch", cwd=tmp_path)
     assert res.returncode == 0
     assert "SUCCEEDED" in res.stdout
+    # Piped, the view is a text file: its last line ends with a newline (issue 30).
+    assert res.stdout.endswith("\n") and not res.stdout.endswith("\n\n"), repr(res.stdout[-40:])
 
 
 def test_sampler_shows_cpu_only_from_the_second_reading(tmp_path: Path, reaper: Reaper) -> None:

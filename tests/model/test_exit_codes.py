@@ -99,3 +99,12 @@ def test_top_level_help_has_the_whole_table(capsys: pytest.CaptureFixture[str]) 
         for meaning in row.for_command.values():
             assert " ".join(meaning.split()) in out
     assert "6 in progress (status only)" not in out
+
+
+def test_run_interrupted_by_ctrl_c_exits_with_its_verdict_and_the_table_says_so() -> None:
+    """`run` on Ctrl-C exits 4 with interrupted/external recorded (tests/test_runner.py
+    test_signal_to_runner_is_forwarded_and_recorded_as_external); 130 only when there is
+    no verdict yet (issue 30): the table and the code agree."""
+    rows = dict(exits.rows_for("run"))
+    assert "Ctrl-C" in rows[4] and "interrupted/external" in rows[4]
+    assert "`run` only before the attempt is recorded" in rows[130]

@@ -139,14 +139,22 @@ addEventListener("load", () => {
 
 def probe(tmp: Path, html: str, width: int) -> dict[str, Any]:
     """What the browser laid out: badge boxes (by timeline) and band colours."""
+    return run_probe(tmp, html, width, script=PROBE, svg_tag='<svg class="timeline"', name="probe")
+
+
+def run_probe(
+    tmp: Path, html: str, width: int, *, script: str, svg_tag: str, name: str
+) -> dict[str, Any]:
+    """Lay out a copy of the page (its CSP removed, ``script`` added, each ``svg_tag``
+    numbered) in Chromium at ``width`` and return what the script wrote into the DOM."""
     import json
     import re
 
     html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
     n = iter(range(1000))
-    html = re.sub(r'<svg class="timeline"', lambda m: f'{m.group(0)} data-n="{next(n)}"', html)
-    page = tmp / f"probe-{width}.html"
-    page.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    html = re.sub(re.escape(svg_tag), lambda m: f'{m.group(0)} data-n="{next(n)}"', html)
+    page = tmp / f"{name}-{width}.html"
+    page.write_text(html.replace("</body>", script + "</body>"), encoding="utf-8")
     dom = chromium(
         tmp,
         f"--window-size={width},900",
@@ -250,3 +258,80 @@ def test_page_renders_without_console_messages(tmp_path: Path, name: str, lang: 
         assert shot.returncode == 0, shot.stderr[-2000:]
         assert console_lines(shot.stderr) == []
         assert png_size(png) == size
+
+
+#: Lays out every part of a copy of the page with its <details> open, then writes into the
+#: DOM each table's overflow past its container and the boxes of the timeline's labels
+#: and badges (the badge's own number is inside its circle by design).
+LAYOUT_PROBE = """<script>
+addEventListener("load", () => {
+  document.querySelectorAll("details").forEach((d) => { d.open = true; });
+  const tables = [...document.querySelectorAll("table")].map((t) => {
+    const p = t.parentElement;
+    return [t.className || t.closest("section,details")?.className || "",
+            p.scrollWidth - p.clientWidth,
+            t.getBoundingClientRect().right - p.getBoundingClientRect().right];
+  });
+  const marks = "svg.timeline text:not(.badge-n):not(.tick), svg.timeline circle.badge";
+  const boxes = [...document.querySelectorAll(marks)].map((e) => {
+    const r = e.getBoundingClientRect();
+    return [e.closest("svg").dataset.n, r.left, r.top, r.right, r.bottom,
+            e.textContent || e.getAttribute("class")];
+  }).filter((b) => b[3] > b[1] && b[4] > b[2]);
+  // Each badge and the vertical lines it must not sit on: every mark and deadline line
+  // but its own (the mark line drawn just before it).
+  const crossed = [];
+  document.querySelectorAll("svg.timeline").forEach((svg) => {
+    const vertical = [...svg.querySelectorAll("line.mark, line.deadline")]
+      .filter((l) => l.getAttribute("x1") === l.getAttribute("x2"));
+    let own = null;
+    for (const e of svg.querySelectorAll("line, circle.badge")) {
+      if (e.tagName === "line" && vertical.includes(e) && e.classList.contains("mark")) own = e;
+      if (e.tagName !== "circle") continue;
+      const c = e.getBoundingClientRect();
+      for (const l of vertical) {
+        const r = l.getBoundingClientRect();
+        const x = (r.left + r.right) / 2;
+        const across = x > c.left + 0.5 && x < c.right - 0.5;
+        if (l !== own && across && r.top < c.bottom && c.top < r.bottom)
+          crossed.push([e.getAttribute("class"), l.getAttribute("class"), x]);
+      }
+    }
+  });
+  const out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = JSON.stringify({tables, boxes, crossed});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def layout(tmp: Path, html: str, width: int) -> dict[str, Any]:
+    return run_probe(tmp, html, width, script=LAYOUT_PROBE, svg_tag="<svg", name="layout")
+
+
+@needs_chromium
+@pytest.mark.parametrize("lang", list(Lang))
+@pytest.mark.parametrize("width", [1000, 1400, 1600])
+def test_no_label_overlaps_another_and_no_table_overflows(
+    tmp_path: Path, width: int, lang: Lang
+) -> None:
+    """Boxes, not pixels (issue 30): at desktop widths, in en and zh, the timeline's labels
+    and badges never overlap one another, and no table is wider than its card (the
+    verdict pill of a swallowed failure once widened the attempts table)."""
+    cases = {
+        "timeout-sigkill": make_sigkill_timeout(tmp_path / "a"),
+        "swallowed-failure": make_swallowed_failure(tmp_path / "b"),
+    }
+    root = tmp_path / "root"
+    make_many(root, 6)
+    swallowed = make_swallowed_failure(root, 7)
+    make_attempt(root, 8, State.SUCCEEDED, retry_of=str(swallowed))
+    cases["root"] = root
+    for name, target in cases.items():
+        got = layout(tmp_path, render_html(load.build_report(target), lang), width)
+        wide = [t for t in got["tables"] if t[1] > 1 or t[2] > 1]
+        assert wide == [], (name, wide)
+        assert got["boxes"], name
+        assert overlapping(got["boxes"]) == [], (name, overlapping(got["boxes"]))
+        assert got["crossed"] == [], (name, got["crossed"])

@@ -371,3 +371,36 @@ def test_argv_that_is_not_utf8_renders_as_escapes_in_a_utf8_page(tmp_path: Path)
     assert code == 0
     page = out.read_bytes().decode("utf-8")  # strict: the page is valid UTF-8
     assert "echo" in page and "café \\xff" in page
+
+
+def test_the_page_asks_for_an_installed_cjk_font_before_the_generic_one(tmp_path: Path) -> None:
+    """With no font named, a zh page falls to whatever 'sans-serif' is, often boxes: the
+    body and code stacks name Noto CJK and WenQuanYi first (issue 30)."""
+    page = build(make_swallowed_failure(tmp_path), Lang.ZH)[2]
+    body = re.search(r"body\{[^}]*font:([^;]*);", page)
+    code = re.search(r"code,pre,\.mono\{font-family:([^;]*);", page)
+    assert body is not None and code is not None
+    for stack, generic, cjk in (
+        (body.group(1), "sans-serif", ('"Noto Sans CJK SC"', '"WenQuanYi Micro Hei"')),
+        (code.group(1), "monospace", ('"Noto Sans Mono CJK SC"', '"WenQuanYi Micro Hei Mono"')),
+    ):
+        fonts = [f.strip() for f in stack.split(",")]
+        for font in cjk:
+            assert font in fonts and fonts.index(font) < fonts.index(generic), (font, fonts)
+
+
+@pytest.mark.parametrize(("start", "ended"), [(0.0, "exit 1"), (3.5, "SIGKILL"), (0.2, "SIGKILL")])
+def test_an_exit_or_signal_label_sits_at_its_instant_not_the_bar_start(
+    start: float, ended: str
+) -> None:
+    """A bar that ends near the right edge: its label ends at the bar's end (the instant it
+    names), never at the bar's start, where it would read as at launch (issue 30)."""
+    from skgate.report import svg
+    from skgate.report.chart import Bar
+
+    frame = svg.Frame(0.0, 4.0)
+    bar = Bar(7, "opc", "opc", start, 4.0, False, ended, False, 1)
+    drawn = "".join(svg._bar(bar, frame, 0.0, 0.0, Lang.EN))
+    label = re.search(r'<text class="end-label[^"]*" x="([\d.]+)"[^>]*>([^<]*)</text>', drawn)
+    assert label is not None and label.group(2) == ended, drawn
+    assert abs(float(label.group(1)) - frame.x(4.0)) <= 6, (label.group(1), frame.x(4.0))

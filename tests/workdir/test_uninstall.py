@@ -275,12 +275,26 @@ def test_cli_uninstall_records_every_candidate(inst: Install, tmp_path: Path) ->
     assert data["complete"] is True
     assert [c["action"] for c in data["candidates"]] == ["run", "refused"]
     assert not inst.canary.exists()
-    again = _uninstall_cli(inst, tmp_path, log, "--record", str(record), "--dry-run")
+    again = _uninstall_cli(inst, tmp_path, log, "--record", str(record))
     assert again.returncode == 2  # a record is never overwritten
     assert "never overwritten" in again.stderr
     nolog = run_skgate("uninstall", "--from-log", "missing.log", cwd=tmp_path)
     assert nolog.returncode == 2
     assert "no such log file" in nolog.stderr
+
+
+def test_cli_dry_run_writes_no_record(inst: Install, tmp_path: Path) -> None:
+    """A dry run runs nothing, so it records nothing: no file at --record, none under the
+    root (issue 30)."""
+    log = tmp_path / "run.log"
+    log.write_text(line(str(inst.script("static_kernel_A_1"))), encoding="utf-8")
+    record = tmp_path / "rec.json"
+    res = _uninstall_cli(inst, tmp_path, log, "--record", str(record), "--dry-run")
+    assert res.returncode == 0, res.stderr
+    assert "WOULD-RUN" in res.stdout and "record:" not in res.stderr
+    assert not record.exists()
+    res = _uninstall_cli(inst, tmp_path, log, "--dry-run")
+    assert res.returncode == 0 and not (tmp_path / "skgate-runs").exists()
 
 
 def _uninstall_cli(

@@ -19,10 +19,14 @@ One argument name for the attempt in every tool that takes one: ``attempt`` (iss
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import logging
 import os
+import typing
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skgate import __version__
 from skgate.api import lifecycle
@@ -38,6 +42,9 @@ from skgate.read.liveness import current_verdict
 from skgate.report import facts, load
 from skgate.report import markdown as report
 from skgate.workdir import outputs_check
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 #: The wait tool's bound when the server is started without ``--max-wait``: well under
 #: the few minutes an agent's tool call may last, so a wait never becomes the agent's
@@ -93,89 +100,177 @@ def _attempt(target: str) -> Path:
     return path if is_attempt_dir(path) or (path / EVENTS).is_file() else latest(path)
 
 
-def _request(
-    command: list[str],
-    *,
-    root: str,
-    cwd: str | None,
-    timeout: float,
-    grace: float,
-    jobs: str | None,
-    package: str,
-    foreign: str,
-    lease_timeout: float,
-    devices: list[int],
-    env: dict[str, str],
-    summary_patterns: list[str],
-) -> RunRequest:
-    if package not in {m.value for m in PackageMode}:
-        raise UsageError(f"package {package!r}: use 'required' or 'optional'")
-    return RunRequest(
-        argv=tuple(command),
-        cwd=str(Path(cwd or Path.cwd()).absolute()),
-        root=str(Path(root).absolute()),
-        timeout=timeout,
-        grace=grace,
-        jobs=jobs,
-        package_mode=PackageMode(package),
-        foreign_policy=foreign,
-        lease_timeout=lease_timeout,
-        devices=tuple(sorted(set(devices))),
-        env=dict(env),
-        summary_patterns=tuple(summary_patterns),
-        quiet=True,
+#: RunRequest fields that the tools name as the CLI does (``--package``, ``--foreign``).
+AGENT_NAMES = {"argv": "command", "package_mode": "package", "foreign_policy": "foreign"}
+
+#: RunRequest fields the tools do not take, and why; every other field is an argument
+#: of ``start`` and ``preflight``, derived from the request model so they cannot drift.
+NOT_FOR_AGENTS = {
+    "quiet": "always on: the server's stdout is the protocol",
+    "retry_of": "set by skgate retry, which links a retry to its attempt",
+    "scan_interval": "a test setting, hidden from the CLI too",
+}
+
+
+def _agent_type(hint: Any) -> Any:
+    """A request field's type as JSON carries it: tuples are lists, mappings objects."""
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return list[typing.get_args(hint)[0]]  # type: ignore[misc]
+    if origin is Mapping:
+        return dict[str, str]
+    return hint
+
+
+def request_parameters(*, command_required: bool) -> list[inspect.Parameter]:
+    """The tool arguments of a run request: one per RunRequest field an agent may set."""
+    hints = typing.get_type_hints(RunRequest)
+    params: list[inspect.Parameter] = []
+    for f in dataclasses.fields(RunRequest):
+        if f.name in NOT_FOR_AGENTS:
+            continue
+        kind = inspect.Parameter.KEYWORD_ONLY
+        name, hint = AGENT_NAMES.get(f.name, f.name), _agent_type(hints[f.name])
+        if f.name == "argv":
+            default: Any = inspect.Parameter.empty if command_required else []
+        elif f.name == "cwd":  # the server's working directory
+            hint, default = str | None, None
+        elif f.name == "root":
+            default = str(DEFAULT_ROOT)
+        elif f.default is not dataclasses.MISSING:
+            default = f.default
+        else:
+            default = f.default_factory()  # type: ignore[operator]
+        if isinstance(default, tuple):
+            default = list(default)
+        params.append(inspect.Parameter(name, kind, default=default, annotation=hint))
+    return params
+
+
+def request_from_arguments(arguments: Mapping[str, Any]) -> RunRequest:
+    """The RunRequest of a ``start``/``preflight`` call (arguments already typed)."""
+    back = {agent: field for field, agent in AGENT_NAMES.items()}
+    fields = {back.get(k, k): v for k, v in arguments.items()}
+    for name, value in fields.items():
+        if isinstance(value, list):
+            fields[name] = tuple(value)
+    fields["cwd"] = str(Path(fields.get("cwd") or Path.cwd()).absolute())
+    fields["root"] = str(Path(fields.get("root") or DEFAULT_ROOT).absolute())
+    fields["devices"] = tuple(sorted(set(fields.get("devices", ()))))
+    return RunRequest(**fields, quiet=True)
+
+
+def _with_request_signature(fn: Any, *, command_required: bool) -> Any:
+    """``fn(**arguments)`` with the request's arguments as its signature (the SDK reads
+    it, with ``inspect.signature``, to make the tool's input schema)."""
+    fn.__signature__ = inspect.Signature(
+        request_parameters(command_required=command_required),
+        return_annotation=dict[str, Any],
     )
+    return fn
+
+
+def _schema_phrase(prop: Mapping[str, Any], defs: Mapping[str, Any]) -> str:
+    """What a JSON schema property asks for, in words ('a number', 'one of ...')."""
+    ref = prop.get("$ref")
+    if isinstance(ref, str):
+        prop = defs.get(ref.rsplit("/", 1)[-1], {})
+    if "enum" in prop:
+        return "one of " + ", ".join(repr(v) for v in prop["enum"])
+    options = prop.get("anyOf")
+    if isinstance(options, list):
+        words = [_schema_phrase(o, defs) for o in options if o.get("type") != "null"]
+        return " or ".join(words)
+    kind = str(prop.get("type"))
+    if kind == "array":
+        return f"a list of {_PLURAL.get(str(prop.get('items', {}).get('type')), 'values')}"
+    if kind == "object":
+        return "an object of names to strings"
+    return _SINGULAR.get(kind, "a value")
+
+
+_SINGULAR = {
+    "number": "a number",
+    "integer": "an integer",
+    "string": "a string",
+    "boolean": "true or false",
+}
+_PLURAL = {"number": "numbers", "integer": "integers", "string": "strings"}
+
+
+def arguments_refused(tool: str, arguments: Mapping[str, Any], schema: Mapping[str, Any]) -> str:
+    """One line naming the arguments a tool does not take ('' when all are known)."""
+    known = schema.get("properties", {})
+    unknown = sorted(set(arguments) - set(known))
+    if not unknown:
+        return ""
+    return (
+        f"skgate: {tool}: unknown argument(s) {', '.join(unknown)}; {tool} takes "
+        f"{', '.join(sorted(known))} (exit status {UsageError.exit_code})"
+    )
+
+
+def arguments_wrong(
+    tool: str, errors: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]
+) -> str:
+    """One line, in skgate's words, for the arguments that do not fit the tool's schema
+    (from the validator's error list: the field names, never its own text or links)."""
+    props, defs = schema.get("properties", {}), schema.get("$defs", {})
+    parts: list[str] = []
+    for name in dict.fromkeys(str(e["loc"][0]) for e in errors if e.get("loc")):
+        if any(e.get("type") == "missing" and str(e["loc"][0]) == name for e in errors):
+            parts.append(f"'{name}' is required")
+        else:
+            parts.append(f"'{name}' must be {_schema_phrase(props.get(name, {}), defs)}")
+    said = "; ".join(parts) or "bad arguments"
+    return f"skgate: {tool}: {said} (exit status {UsageError.exit_code})"
+
+
+def _server_class() -> type[MCPServer]:
+    """MCPServer that refuses unknown arguments and says bad ones in skgate's words."""
+    from mcp.server.mcpserver import MCPServer  # noqa: PLC0415
+    from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    class SkgateServer(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            schema = next((t.input_schema for t in await self.list_tools() if t.name == name), None)
+            if schema is not None and (line := arguments_refused(name, arguments, schema)):
+                # The SDK's argument model ignores a name it does not know; an agent that
+                # misspells verdict_from must hear it, not get another run (issue 30).
+                raise ToolError(line)
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if schema is None or not isinstance(exc.__cause__, ValidationError):
+                    raise
+                raise ToolError(arguments_wrong(name, exc.__cause__.errors(), schema)) from None
+
+    return SkgateServer
 
 
 def build_server(max_wait: float | None = None) -> Any:
     """The MCP server with skgate's tools (needs the ``mcp`` package)."""
-    from mcp.server.mcpserver import MCPServer  # noqa: PLC0415
-
     bound = DEFAULT_MAX_WAIT if max_wait is None else max_wait
-    server = MCPServer("skgate", instructions=INSTRUCTIONS, version=__version__)
+    server = _server_class()("skgate", instructions=INSTRUCTIONS, version=__version__)
 
-    @server.tool(
-        description="Start a compile command under the gate with a detached runner and "
-        "return at once: {attempt, state (in_progress | not_started), phase (running | "
-        "waiting_for_blockers | not_started), runner_pid, waiting_for}. The compile keeps "
-        "running after this call and after your own tool call ends. A foreign compiler or "
-        "a leased device is waited for by the runner (never signalled). Next: call wait "
-        "with the attempt. Fails (tool error, exit status 2) on bad input, nothing "
-        "recorded; state not_started (with reasons) when refused before launch."
-    )
-    def start(
-        command: list[str],
-        *,
-        root: str = str(DEFAULT_ROOT),
-        cwd: str | None = None,
-        timeout: float = RunRequest.timeout,
-        grace: float = RunRequest.grace,
-        jobs: str | None = None,
-        package: str = PackageMode.OPTIONAL.value,
-        foreign: str = "wait",
-        lease_timeout: float = RunRequest.lease_timeout,
-        devices: list[int] | None = None,
-        env: dict[str, str] | None = None,
-        summary_patterns: list[str] | None = None,
-    ) -> dict[str, Any]:
+    def start(**arguments: Any) -> dict[str, Any]:
         try:
-            request = _request(
-                command,
-                root=root,
-                cwd=cwd,
-                timeout=timeout,
-                grace=grace,
-                jobs=jobs,
-                package=package,
-                foreign=foreign,
-                lease_timeout=lease_timeout,
-                devices=devices or [],
-                env=env or {},
-                summary_patterns=summary_patterns or [],
-            )
-            return lifecycle.start(request).to_dict()
+            return lifecycle.start(request_from_arguments(arguments)).to_dict()
         except SkgateError as exc:
             raise _fail(exc) from None
+
+    server.add_tool(
+        _with_request_signature(start, command_required=True),
+        name="start",
+        description="Start a compile command under the gate with a detached runner and "
+        "return at once: {attempt, state (in_progress | not_started), phase (running | "
+        "waiting_for_blockers | not_started), runner_pid, waiting_for}. Takes every option "
+        "of 'skgate run' (verdict_from, completion_marker, approved_hooks, python, ...). "
+        "The compile runs on after this call. Next: call wait with the attempt. Fails "
+        "(tool error, exit status 2) on bad input, nothing recorded; state not_started "
+        "(with reasons) when refused before launch.",
+    )
 
     @server.tool(
         description="Read-only state of an attempt (or of the newest attempt of an "
@@ -225,7 +320,8 @@ def build_server(max_wait: float | None = None) -> Any:
         name="report",
         description="The attempt's (or a root's) report in the contract's words, in "
         "lang 'en' or 'zh'; format 'md' gives {format, lang, text} with the Markdown to "
-        "paste as is, 'json' the report record. Fails on a bad lang or format, or a path "
+        "paste as is, 'html' the same with the page (one file, no links out), 'json' the "
+        "report record. Fails on a bad lang or format, or a path "
         "that is neither an attempt nor a root. " + _OLD_NAME,
     )
     def report_tool(  # the tool is named "report"; the function is named apart
@@ -236,13 +332,16 @@ def build_server(max_wait: float | None = None) -> Any:
     ) -> dict[str, Any]:
         try:
             if lang not in LANGS or format not in facts.FORMATS:
-                raise UsageError("lang must be en or zh and format md or json")
+                raise UsageError(
+                    f"lang must be en or zh and format one of {', '.join(facts.FORMATS)}"
+                )
             lg = Lang(lang)  # the MCP edge: a string in, a Lang inside
             rep = load.build_report(Path(_one_name(attempt, target, "report")), current_verdict)
             if format == "json":
                 data: dict[str, Any] = facts.report_json(rep, lg)
                 return data
-            return {"format": "md", "lang": lang, "text": report.render(rep, lg, "md")}
+            # md and html are text to pass on as is; never one in place of the other.
+            return {"format": format, "lang": lang, "text": report.render(rep, lg, format)}
         except SkgateError as exc:
             raise _fail(exc) from None
 
@@ -278,50 +377,87 @@ def build_server(max_wait: float | None = None) -> Any:
         except SkgateError as exc:
             raise _fail(exc) from None
 
-    @server.tool(
-        description="Check a command line before starting it (start-up hooks, compile "
-        "jobs, foreign compilers, leases) without launching, waiting or leasing anything: "
-        "{would_block, blocked, controls}. Fails on bad input (exit status 2)."
-    )
-    def preflight(
-        command: list[str] | None = None,
-        *,
-        root: str = str(DEFAULT_ROOT),
-        cwd: str | None = None,
-        jobs: str | None = None,
-        devices: list[int] | None = None,
-        env: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
+    def preflight(**arguments: Any) -> dict[str, Any]:
         try:
-            request = _request(
-                command or [],
-                root=root,
-                cwd=cwd,
-                timeout=RunRequest.timeout,
-                grace=RunRequest.grace,
-                jobs=jobs,
-                package=PackageMode.OPTIONAL.value,
-                foreign="wait",
-                lease_timeout=RunRequest.lease_timeout,
-                devices=devices or [],
-                env=env or {},
-                summary_patterns=[],
-            )
+            request = request_from_arguments(arguments)
             plan = prepare(request, Path(request.root), None, take_leases=False)
             return preflight_record(plan)
         except SkgateError as exc:
             raise _fail(exc) from None
 
+    server.add_tool(
+        _with_request_signature(preflight, command_required=False),
+        name="preflight",
+        description="Check a command line before starting it (start-up hooks, compile "
+        "jobs, foreign compilers, leases) without launching, waiting or leasing anything: "
+        "{would_block, blocked, controls}. Takes the options of start. Fails on bad input "
+        "(exit status 2).",
+    )
+
     return server
+
+
+async def _serve_stdio(server: Any, bound: float) -> None:
+    """Serve on stdin/stdout and answer every request read before stdin closed.
+
+    The SDK ends its loop at end of input and cancels the requests still running, so a
+    client that writes its requests and closes stdin lost the last answers (issue 30).
+    Here the loop reads through a relay that holds end-of-input back until every
+    request read has had its response or error written, or was cancelled by the client
+    (which then expects none), for at most the longest tool call (``bound``) and a margin.
+    """
+    import anyio  # noqa: PLC0415
+    import mcp_types  # noqa: PLC0415
+    from mcp.server.stdio import stdio_server  # noqa: PLC0415
+
+    lowlevel = server._lowlevel_server  # mcp 2.x: what MCPServer.run_stdio_async runs
+    pending: set[Any] = set()
+    answered = anyio.Event()
+    async with stdio_server() as (read, write):
+        to_loop, loop_in = anyio.create_memory_object_stream[Any](0)
+        loop_out, from_loop = anyio.create_memory_object_stream[Any](0)
+
+        async def relay_in() -> None:
+            nonlocal answered
+            async with to_loop:
+                async for item in read:
+                    message = getattr(item, "message", None)
+                    if isinstance(message, mcp_types.JSONRPCRequest):
+                        pending.add(message.id)
+                    elif isinstance(message, mcp_types.JSONRPCNotification) and (
+                        message.method == "notifications/cancelled"
+                    ):
+                        pending.discard(dict(message.params or {}).get("requestId"))
+                    await to_loop.send(item)
+                with anyio.move_on_after(bound + 30.0):
+                    while pending:  # end of input: the open requests are answered first
+                        await answered.wait()
+                        answered = anyio.Event()
+
+        async def relay_out() -> None:
+            async with from_loop, write:  # the transport ends when its writer closes
+                async for item in from_loop:
+                    await write.send(item)
+                    message = item.message
+                    if isinstance(message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)):
+                        pending.discard(message.id)
+                        answered.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(relay_in)
+            tasks.start_soon(relay_out)
+            async with loop_out:
+                await lowlevel.run(loop_in, loop_out, lowlevel.create_initialization_options())
 
 
 def serve(max_wait: float | None = None) -> int:
     """Run the server on stdin/stdout until the client closes it (``skgate mcp``)."""
     try:
         server = build_server(max_wait)
+        import anyio  # noqa: PLC0415
     except ImportError:
         raise UsageError(
             "the MCP server needs the optional 'mcp' package: pip install 'skgate[mcp]'"
         ) from None
-    server.run("stdio")
+    anyio.run(_serve_stdio, server, DEFAULT_MAX_WAIT if max_wait is None else max_wait)
     return 0

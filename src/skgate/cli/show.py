@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from skgate.model.records import Verdict
-from skgate.verdict.words import headline
+from skgate.model.phrases import Lang
+from skgate.model.records import State, Verdict
+from skgate.verdict.words import headline, next_step_of
 
 
 def print_verdict(verdict: Verdict, as_json: bool) -> None:
@@ -20,3 +21,6 @@ def print_verdict(verdict: Verdict, as_json: bool) -> None:
         print("  missing evidence: " + "; ".join(verdict.missing))
     if verdict.attempt:
         print(f"  evidence: {verdict.attempt}")
+    if verdict.state is State.UNKNOWN:
+        # The headline says "no conclusion"; the step says what can change that (C2.5).
+        print("  next step: " + next_step_of(verdict, Lang.EN).format(a=verdict.attempt or "."))

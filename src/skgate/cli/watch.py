@@ -178,4 +178,8 @@ def watch(
             sleep(interval)
             view = snapshot(attempt, sampler)
             live.update(render(view), refresh=True)
+    if not console.is_terminal:
+        # rich ends its live view with a newline on a terminal only; piped output is a
+        # text file, whose last line ends with one too (issue 30).
+        console.line()
     return view.verdict

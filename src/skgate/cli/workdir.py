@@ -112,7 +112,8 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
     record = Path(args.record) if args.record else uninstall.default_record_path(Path(args.root))
     # The record exists before anything runs: if it cannot be created, nothing runs (exit
     # 2); each script is filled in as it runs, so a crash mid-way still shows what ran.
-    writer = uninstall.RecordWriter.create(record)
+    # A dry run runs nothing and so records nothing: it only prints (issue 30).
+    writer = None if args.dry_run else uninstall.RecordWriter.create(record)
     if log is not None:
         outputs = Path(args.outputs) if args.outputs else uninstall.outputs_for_log(log)
         result = uninstall.uninstall_from_log(
@@ -133,5 +134,6 @@ def cmd_uninstall(args: argparse.Namespace) -> int:
             print(f"REFUSED: {note}")
         if not result.candidates and not result.notes:
             print("no uninstall candidates found")
-        print(f"record: {record}", file=sys.stderr)
+        if writer is not None:
+            print(f"record: {record}", file=sys.stderr)
     return 0 if result.ok else 1

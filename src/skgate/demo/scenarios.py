@@ -19,7 +19,8 @@ from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
 from skgate.runner.run import run_here
-from skgate.verdict.words import headline
+from skgate.verdict.words import headline, in_language, state_words
+from skgate.verdict.words_values import state_short
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,30 @@ def _notify(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+#: What each scenario shows, in Chinese (C7: a zh demo says everything in Chinese).
+WHAT_ZH: dict[str, str] = {
+    "success": "一次健康的编译：自然返回，所有输入成功",
+    "input-failure": "一个输入失败：编译器自然返回并报告失败（C2.3）",
+    "hang-timeout": "一个 opc 永不结束：冻结的超时触发，停止自有进程组（C4）",
+    "leader-exits-early": "启动器在 opc 子进程仍在运行时退出：闸门等待它们（C2.1）",
+    "escape": "一个 opc 后代用 setsid 离开进程组：被观察、被等待，从不发送信号",
+    "ignore-sigterm": "一个 opc 在超时时忽略 SIGTERM：宽限期后向自有进程组发送 SIGKILL",
+    "torchair-success": "torchair 的启动器不打印 [summary] 行：结论来自自然返回后的 "
+    "op_compiler 产物统计（C2）",
+    "torchair-swallowed-failure": "op_compiler 失败，torchair 警告 'execute op_compiler "
+    "error' 并以 0 退出：失败的阶段仍使结论为失败（C2）",
+    "torchair-cache-hit": "第二次运行命中 torchair 的编译缓存：没有运行 op_compiler，结论说明"
+    "没有进行编译（compiled: false），绝不是失败",
+    "torchair-multicard": "两个本地 rank：rank 0 汇集每个 rank 的 JSON 并编译一次，rank 1 "
+    "等待；一个阶段，按其产物统计判定",
+}
+
+
+def _said(lang: Lang, en: str, zh: str) -> str:
+    """One line of the demo's own words, in the language asked for."""
+    return zh if lang is Lang.ZH else en
+
+
 def scenario_names() -> list[str]:
     return sorted([*SCENARIOS, DIAGNOSE, STALE_CACHE])
 
@@ -271,10 +296,17 @@ def run_demo(
     if name == STALE_CACHE:
         return _stale_cache(where, out, hooks)
     sc = SCENARIOS[name]
-    print(f"skgate demo: scenario {name}: {sc.what}", file=out)
+    what = WHAT_ZH[name] if lang is Lang.ZH else sc.what
+    print(
+        _said(lang, f"skgate demo: scenario {name}: ", f"skgate demo：场景 {name}：") + what,
+        file=out,
+    )
     full = verbose or as_json
     if full:
-        print(f"skgate demo: working directory {where}", file=out)
+        print(
+            _said(lang, "skgate demo: working directory ", "skgate demo：工作目录 ") + str(where),
+            file=out,
+        )
 
     def echo(data: bytes) -> None:
         out.buffer.write(data)
@@ -282,15 +314,28 @@ def run_demo(
 
     shown = echo if full else None
     if sc.prime:
-        print("skgate demo: a first run of the same command (it fills the cache)", file=out)
+        print(
+            _said(
+                lang,
+                "skgate demo: a first run of the same command (it fills the cache)",
+                "skgate demo：先把同一命令运行一次（它会填充缓存）",
+            ),
+            file=out,
+        )
         first = run_here(scenario_request(name, where, hooks=hooks), shown, _notify)
-        print(f"skgate demo: first run: {first.state.value}", file=out)
+        said = state_short(first.state, lang)
+        print(_said(lang, "skgate demo: first run: ", "skgate demo：第一次运行：") + said, file=out)
     verdict = run_here(scenario_request(name, where, hooks=hooks), shown, _notify)
     if full:
         print(file=out)
-        show(verdict, as_json)
+        if lang is Lang.ZH and not as_json:
+            _verdict_zh(verdict, None, out)
+        else:
+            show(verdict, as_json)
         if not as_json:
             _print_report(verdict, lang)
+    elif lang is Lang.ZH:
+        _verdict_zh(verdict, WHY_LINES, out)
     else:
         print(headline(verdict), file=out)
         for reason in verdict.reasons[:WHY_LINES]:
@@ -298,30 +343,83 @@ def run_demo(
     if verdict.state is State.NOT_STARTED and sc.expect is not State.NOT_STARTED:
         # Blocked before launch is not a mismatch: nothing ran, so nothing was shown
         # (exit 3, as for run). With --strict-hooks that is what was asked for (C6).
-        asked = (
-            "as --strict-hooks asks (it refuses even the catalogued distribution hooks); "
-            "run without it, or approve the hook with --approve-hook"
-            if hooks is not None and hooks.strict
-            else "see the reasons above"
-        )
-        print(
-            f"skgate demo: blocked before launch, {asked}; nothing ran, so scenario {name} "
-            "was not shown (exit 3)",
-            file=out,
-        )
-        for line in look_at(where):
+        strict = hooks is not None and hooks.strict
+        if lang is Lang.ZH:
+            asked = (
+                "这正是 --strict-hooks 的要求（它连目录中的发行版钩子也拒绝）；去掉它运行，"
+                "或用 --approve-hook 批准该钩子"
+                if strict
+                else "见上面的依据"
+            )
+            line = (
+                f"skgate demo：启动前被阻止，{asked}；没有运行任何进程，"
+                f"因此未展示场景 {name}（退出码 3）"
+            )
+        else:
+            asked = (
+                "as --strict-hooks asks (it refuses even the catalogued distribution hooks); "
+                "run without it, or approve the hook with --approve-hook"
+                if strict
+                else "see the reasons above"
+            )
+            line = (
+                f"skgate demo: blocked before launch, {asked}; nothing ran, so scenario {name} "
+                "was not shown (exit 3)"
+            )
+        print(line, file=out)
+        for line in look_at(where, lang):
             print(line, file=out)
         return EXIT_BLOCKED
     problems = scenario_problems(sc, verdict)
     ok = not problems
-    print(
-        f"skgate demo: expected {sc.expect.value}, the gate said {verdict.state.value}: "
-        + ("as it should" if ok else "NOT what this scenario must give: " + "; ".join(problems)),
-        file=out,
-    )
-    for line in look_at(where):
+    if lang is Lang.ZH:
+        said = (
+            f"skgate demo：预期 {state_short(sc.expect, lang)}，闸门给出 "
+            f"{state_short(verdict.state, lang)}："
+            + ("符合预期" if ok else "不是本场景应给出的结论：" + "；".join(problems))
+        )
+    else:
+        said = f"skgate demo: expected {sc.expect.value}, the gate said {verdict.state.value}: " + (
+            "as it should" if ok else "NOT what this scenario must give: " + "; ".join(problems)
+        )
+    print(said, file=out)
+    for line in look_at(where, lang):
+        print(line, file=out)
+    for line in reference_hint(verdict, lang):
         print(line, file=out)
     return 0 if ok else 1
+
+
+def _verdict_zh(verdict: Verdict, why_lines: int | None, out: TextIO) -> None:
+    """The verdict block in Chinese: the state's words, the reasons, where it is kept."""
+    print(f"结论：{state_words(verdict, Lang.ZH)}", file=out)
+    for reason in verdict.reasons[:why_lines]:
+        print(f"  - {in_language(reason, Lang.ZH)}", file=out)
+    if why_lines is None and verdict.attempt:
+        print(f"  证据：{verdict.attempt}", file=out)
+
+
+def reference_hint(verdict: Verdict, lang: Lang = Lang.EN) -> list[str]:
+    """How to use this attempt as a compile-health reference, when the health gate takes
+    it (the same check ``regress --health`` makes, C6): the next thing a newcomer tries."""
+    if verdict.attempt is None or verdict.state is not State.SUCCEEDED:
+        return []
+    # Imported here: the health gate is only needed once a success is shown.
+    from skgate.model.errors import UsageError  # noqa: PLC0415
+    from skgate.regress.health import check_reference  # noqa: PLC0415
+
+    try:
+        check_reference(Path(verdict.attempt))
+    except UsageError:
+        return []
+    return [
+        _said(
+            lang,
+            "skgate demo: this attempt can serve as the reference of a compile-health check:",
+            "skgate demo：这次尝试可以作为编译健康检查的参考：",
+        ),
+        f"  skgate regress --health --reference {_relative(Path(verdict.attempt))}",
+    ]
 
 
 def scenario_problems(sc: Scenario, verdict: Verdict) -> list[str]:
@@ -336,12 +434,16 @@ def scenario_problems(sc: Scenario, verdict: Verdict) -> list[str]:
     return problems
 
 
-def look_at(where: Path) -> list[str]:
+def look_at(where: Path, lang: Lang = Lang.EN) -> list[str]:
     """How to look at the demo's evidence afterwards (it is kept, never removed)."""
     root = where / "skgate-runs"
     shown = _relative(root)
     return [
-        f"skgate demo: evidence kept in {root}; look at it with:",
+        _said(
+            lang,
+            f"skgate demo: evidence kept in {root}; look at it with:",
+            f"skgate demo：证据保存在 {root}；查看方式：",
+        ),
         f"  skgate status {shown}",
         f"  skgate report --format html -o skgate-demo-report.html {shown}",
     ]

@@ -153,6 +153,14 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         (*VERDICT_COMMANDS, "check-outputs"),
         state="interrupted",
         help_label="interrupted (timeout or external)",
+        # Ctrl-C during `run`: the runner ends its own group and records the attempt as
+        # interrupted/external (C2.4), so the exit is that verdict, which tells a caller
+        # the attempt needs a clean retry; 130 would hide that a verdict exists (issue 30).
+        for_command={
+            "run": f"interrupted: {C7['interruption']['en']}; also when skgate run itself "
+            "gets Ctrl-C (or SIGTERM, SIGHUP) after the attempt was recorded: it ends its "
+            "own group and records interrupted/external"
+        },
     ),
     ExitCode(
         5,
@@ -194,7 +202,8 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
     ExitCode(
         130,
         "keyboard_interrupt",
-        "skgate itself was interrupted (Ctrl-C); evidence already written is kept",
+        "skgate itself was interrupted (Ctrl-C) with no verdict to report (`run` only "
+        "before the attempt is recorded); evidence already written is kept",
         ("*",),
     ),
 )

@@ -17,6 +17,9 @@ _PYTHON_RE = re.compile(r"^python(\d+(\.\d+)*)?$")
 #: Interpreter flags of the command that change start-up, passed to the scan probes.
 _STARTUP_FLAGS = "EsSI"
 _FLAGS_WITH_ARG = ("-X", "-W", "--check-hash-based-pycs")
+#: How an interpreter was found (recorded in the hook scan's ``interpreter.how``).
+_BY_OPTION = "--python"
+_ON_PATH = "python3 on the workload PATH"
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,30 @@ class Interpreter:
     flags: tuple[str, ...] = ()
     command_is_python: bool = False
     note: str | None = None
+
+    @property
+    def guessed(self) -> bool:
+        """Found neither in the command nor by --python: the python3 first on the PATH,
+        scanned because a command that is not Python may still start it (C6)."""
+        return self.how == _ON_PATH
+
+    def scanned_why(self) -> str:
+        """Which interpreter the hook scan inspected, and why (said in a refusal)."""
+        if self.guessed:
+            return (
+                f"scanned {self.path}, the python3 first on the workload PATH, because the "
+                "command is not Python but may start it"
+            )
+        if self.how == _BY_OPTION:
+            return f"scanned {self.path}, given with --python"
+        return f"scanned {self.path}, the interpreter of the command ({self.how})"
+
+    def other_way(self) -> str:
+        """The way out of a refusal besides approving the hook: name the right one, when
+        skgate had to guess it ('' otherwise)."""
+        if not self.guessed:
+            return ""
+        return "or, if the workload runs another interpreter, name it with --python PATH"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,7 +117,7 @@ def find_interpreter(request: RunRequest, env: Mapping[str, str]) -> Interpreter
                 f"--python {request.python} does not exist or is not executable; "
                 "give the interpreter the workload runs"
             )
-        return Interpreter(found, "--python")
+        return Interpreter(found, _BY_OPTION)
     argv = list(request.argv)
     if argv and os.path.basename(argv[0]) == "env":
         rest = argv[1:]
@@ -132,4 +159,4 @@ def find_interpreter(request: RunRequest, env: Mapping[str, str]) -> Interpreter
         return Interpreter(
             None, "none", note="no python3 on the workload PATH: start-up hook scan skipped"
         )
-    return Interpreter(fallback, "python3 on the workload PATH")
+    return Interpreter(fallback, _ON_PATH)

@@ -216,7 +216,7 @@ def _hooks_step(
         "baseline": request.hook_baseline,
         "unmatched": unused,
     }
-    return interp, result, record, result.blocked_reasons()
+    return interp, result, record, result.blocked_reasons(interp.scanned_why(), interp.other_way())
 
 
 # --------------------------------------------------------------------------- prepare

@@ -45,10 +45,11 @@ from skgate.verdict.words import (
     SIGNAL_REASONS_ZH,
     duration,
     in_language,
+    next_step_of,
     phrase,
     state_words,
 )
-from skgate.verdict.words_next import next_step_of
+from skgate.verdict.words_values import cause_word, state_short
 
 SCHEMA_REPORT = "skgate.report/1"
 
@@ -160,9 +161,9 @@ def _event_detail(e: Event, lang: Lang) -> str:
     if isinstance(e, Finished):
         cause = ""
         if e.cause:
-            cause = f"，{phrase('cause', lang)} {e.cause}" if zh else f", cause {e.cause}"
-        state = e.state.value if e.state is not None else None
-        return f"{phrase('state', lang)} {state}{cause}"
+            said = cause_word(e.cause, lang)
+            cause = f"，{phrase('cause', lang)} {said}" if zh else f", cause {said}"
+        return f"{phrase('state', lang)} {state_short(e.state, lang)}{cause}"
     if isinstance(e, Blocked):
         return str(list(e.reasons) or "")
     return ""

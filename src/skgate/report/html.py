@@ -33,7 +33,8 @@ from skgate.report import chart as chart_mod
 from skgate.report import facts, load, svg
 from skgate.report import sentences as say
 from skgate.report.stages import stage_lines, stage_plogs, stage_title
-from skgate.verdict.words import CONTROL_SECTIONS, Kind, in_language, kind_of, phrase
+from skgate.verdict.words import Kind, in_language, kind_of, phrase
+from skgate.verdict.words_values import control_value
 
 #: Rows of the ownership table before "N more" (the manifest itself has them all).
 MAX_PROCESS_ROWS = 200
@@ -75,11 +76,14 @@ CSS = """
 --ink:#1d232a;--muted:#5c6670;--line:#d7dce1;--bg:#f6f7f9}
 *{box-sizing:border-box}
 body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",
-"Noto Sans CJK SC","PingFang SC","Microsoft YaHei",sans-serif;color:var(--ink);background:var(--bg)}
+"Noto Sans CJK SC","Noto Sans SC","Source Han Sans SC","WenQuanYi Micro Hei",
+"WenQuanYi Zen Hei","PingFang SC","Microsoft YaHei",sans-serif;color:var(--ink);
+background:var(--bg)}
 main{max-width:1120px;margin:0 auto;padding:16px 20px 48px}
 h1{font-size:20px;margin:8px 0 4px}h2{font-size:17px;margin:28px 0 8px}
 h3{font-size:15px;margin:20px 0 6px;color:var(--muted);text-transform:none}
-code,pre,.mono{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font-size:13px}
+code,pre,.mono{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,"Noto Sans Mono CJK SC",
+"WenQuanYi Micro Hei Mono",monospace;font-size:13px}
 .meta{color:var(--muted);font-size:13px;overflow-wrap:anywhere}
 .verdict{border-radius:10px;padding:14px 18px;color:#fff;margin:12px 0}
 .verdict .words{font-size:22px;font-weight:700;line-height:1.3}
@@ -104,6 +108,7 @@ margin:10px 0}
 svg{display:block;width:100%;min-width:720px;height:auto}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+td{overflow-wrap:anywhere}td .badge{white-space:normal}
 th{background:#eef1f4;font-weight:600}td.v{overflow-wrap:anywhere;font-family:ui-monospace,monospace}
 pre.summary{background:#0f1720;color:#e6edf3;border-radius:8px;padding:10px 12px;overflow-x:auto}
 details>summary{cursor:pointer;font-weight:600;margin:6px 0}
@@ -382,12 +387,15 @@ def _summary(a: Mapping[str, Any], lang: Lang) -> str:
 
 def _controls(ev: load.AttemptEvidence, a: Mapping[str, Any], lang: Lang) -> str:
     out = [f"<h3>{_e(phrase('controls', lang))}</h3>"]
-    out.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in say.request_lines(ev, lang)) + "</ul>")
+    # The argv and paths as code, as in the Markdown report: data, not words of a language.
+    lines = say.request_lines(ev, lang, lambda t: f"\x00{t}\x01")
+    items = (_e(x).replace("\x00", "<code>").replace("\x01", "</code>") for x in lines)
+    out.append("<ul>" + "".join(f"<li>{x}</li>" for x in items) + "</ul>")
     rows = [
         (
-            _e(CONTROL_SECTIONS.get(r["section"], {}).get(lang, r["section"])),
+            _e(say.section_label(r["section"], lang)),
             f"<code>{_e(r['key'])}</code>",
-            _e(r["value"]),
+            _e(control_value(r["value"], lang)),
         )
         for r in a["controls_table"]
     ]

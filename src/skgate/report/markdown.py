@@ -53,8 +53,8 @@ from skgate.report.sentences import (
     verdict_facts,
 )
 from skgate.report.stages import stage_lines, stage_plogs, stage_title
-from skgate.verdict.words import in_language, phrase
-from skgate.verdict.words_next import next_step_of
+from skgate.verdict.words import in_language, next_step_of, phrase
+from skgate.verdict.words_values import control_value
 
 
 def _fence(lines: Sequence[str]) -> list[str]:
@@ -88,7 +88,10 @@ def _controls(ev: AttemptEvidence, lang: Lang) -> list[str]:
     if not table:
         return []
     head = [phrase("col_section", lang), phrase("col_key", lang), phrase("col_value", lang)]
-    body = [(section_label(r.section, lang), f"`{r.key}`", f"`{r.value}`") for r in table]
+    body = [
+        (section_label(r.section, lang), f"`{r.key}`", f"`{control_value(r.value, lang)}`")
+        for r in table
+    ]
     return ["", *_table(head, body)]
 
 

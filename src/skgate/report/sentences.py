@@ -24,6 +24,7 @@ from skgate.verdict.words import (
     phrase,
     uncompiled,
 )
+from skgate.verdict.words_values import cause_word, package_word, state_short
 
 Code = Callable[[str], str]
 
@@ -69,7 +70,7 @@ def request_lines(ev: AttemptEvidence, lang: Lang, code: Code = plain) -> list[s
     c = colon(lang)
     t, g = duration(r.timeout, lang), duration(r.grace, lang)
     if lang is Lang.ZH:
-        limits = f"超时 {t}，宽限期 {g}，包模式 {r.package_mode.value}"
+        limits = f"超时 {t}，宽限期 {g}，包模式 {package_word(r.package_mode, lang)}"
         where = f"工作目录：{code(r.cwd)}；输出目录：{code(r.outputs or '-')}"
     else:
         limits = f"timeout {t}, grace {g}, package {r.package_mode.value}"
@@ -193,10 +194,15 @@ def section_label(section: str, lang: Lang) -> str:
     return CONTROL_SECTIONS.get(section, {}).get(lang, section)
 
 
+def _value(word: str, lang: Lang, code: Code) -> str:
+    """A record value: as code in English (the record's own word), as words in Chinese."""
+    return word if lang is Lang.ZH else code(word)
+
+
 def verdict_facts(v: Verdict, lang: Lang, code: Code = plain) -> str:
     items = [
-        f"{phrase('state', lang)} {code(v.state.value)}",
-        f"{phrase('cause', lang)} {code(v.cause.value if v.cause else '-')}",
+        f"{phrase('state', lang)} {_value(state_short(v.state, lang), lang, code)}",
+        f"{phrase('cause', lang)} {_value(cause_word(v.cause, lang), lang, code)}",
         f"{phrase('exit_status', lang)} {v.exit_status if v.exit_status is not None else '-'}",
     ]
     if v.exit_signal is not None:

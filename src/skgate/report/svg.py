@@ -14,8 +14,9 @@ CSS classes in :mod:`skgate.report.html` (one place), so the SVG holds geometry 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
-from html import escape
+from html import escape, unescape
 
 from skgate.model.phrases import C7, Lang
 from skgate.report.chart import Bar, Chart, Strip
@@ -42,6 +43,11 @@ def el(tag: str, attrs: Mapping[str, float | int | str], text: str = "", title: 
     a = " ".join(f'{k.replace("_", "-")}="{_t(_n(v))}"' for k, v in attrs.items())
     inner = (f"<title>{_t(title)}</title>" if title else "") + _t(text)
     return f"<{tag} {a}>{inner}</{tag}>" if inner else f"<{tag} {a}/>"
+
+
+#: Width of one character of a small label, in user units (10.5 px text): enough to
+#: tell whether a label fits inside a bar.
+LABEL_CHAR = 6.5
 
 
 def _label(x: float, y: float, text: str, cls: str = "lane", anchor: str = "end") -> str:
@@ -165,34 +171,98 @@ BADGE_R = 7.0
 BADGE_GAP = 2 * BADGE_R + 3
 
 
-def badge_places(xs: list[float], top: float, bottom: float) -> list[tuple[float, float]]:
-    """Centres for numbered badges on marks at ``xs``: never two closer than BADGE_GAP.
+Box = tuple[float, float, float, float]  # left, top, right, bottom
 
-    Each badge takes the first row (going down from the top) where it keeps that distance
-    from every badge placed there; when every row the plot has is taken near its mark, it
-    goes right of the row's last badge (its mark line still shows where it belongs)."""
+
+def label_boxes(parts: list[str], classes: tuple[str, ...]) -> list[Box]:
+    """The boxes of the drawn labels of ``classes`` (end and deadline labels), estimated
+    from their text: badges are placed clear of them (issue 30)."""
+    boxes: list[Box] = []
+    for m in _TEXT.finditer("".join(parts)):
+        if m.group(1).split()[0] not in classes:
+            continue
+        x, y, text = float(m.group(2)), float(m.group(3)), unescape(m.group(5))
+        width = sum(LABEL_CHAR if ord(ch) < 0x2E80 else 2 * LABEL_CHAR for ch in text)
+        left = (
+            x if m.group(4) == "start" else x - width / 2 if m.group(4) == "middle" else x - width
+        )
+        boxes.append((left, y - 10, left + width, y + 3))
+    return boxes
+
+
+_TEXT = re.compile(
+    r'<text class="([^"]*)" x="([-\d.]+)" y="([-\d.]+)" text-anchor="(\w+)">([^<]*)</text>'
+)
+
+
+def _clear(x: float, y: float, blocked: list[Box]) -> bool:
+    r = BADGE_R + 1
+    return all(x + r <= b[0] or x - r >= b[2] or y + r <= b[1] or y - r >= b[3] for b in blocked)
+
+
+def badge_places(
+    xs: list[float],
+    top: float,
+    bottom: float,
+    blocked: list[Box] | None = None,
+    lines: tuple[float, ...] = (),
+) -> list[tuple[float, float]]:
+    """Centres for numbered badges on marks at ``xs``: never two closer than BADGE_GAP,
+    never over a label box in ``blocked``, never crossed by another vertical line (the
+    other marks' and ``lines``, e.g. the deadline).
+
+    Each badge takes the first row (going down from the top) where its own mark's x is
+    clear; else the nearest x to the right or left, one gap at a time, with a short
+    leader from its mark line (which still shows where it belongs)."""
+    avoid = blocked or []
     first = top + 24
     rows = max(1, int((bottom - first - BADGE_R) // BADGE_GAP) + 1)
     placed: list[list[float]] = [[] for _ in range(rows)]
+    offsets = [0.0] + [side * BADGE_GAP * k for k in range(1, 40) for side in (1.0, -1.0)]
     out: list[tuple[float, float]] = []
     for x in xs:
-        for level, row in enumerate(placed):
-            if all(abs(x - other) >= BADGE_GAP for other in row):
-                row.append(x)
-                out.append((x, first + BADGE_GAP * level))
-                break
-        else:
-            level = min(range(rows), key=lambda k: max(placed[k]))
-            bx = max(placed[level]) + BADGE_GAP
-            placed[level].append(bx)
-            out.append((bx, first + BADGE_GAP * level))
+        others = [lx for lx in (*lines, *xs) if abs(lx - x) > 0.5]
+        spot = _spot(x, offsets=offsets, others=others, placed=placed, first=first, avoid=avoid)
+        placed[spot[0]].append(spot[1])
+        out.append((spot[1], first + BADGE_GAP * spot[0]))
     return out
 
 
-def _marks(c: Chart, f: Frame, top: float, bottom: float) -> list[str]:
+def _spot(
+    x: float,
+    *,
+    offsets: list[float],
+    others: list[float],
+    placed: list[list[float]],
+    first: float,
+    avoid: list[Box],
+) -> tuple[int, float]:
+    """(row, x) of the first clear place for a badge of the mark at ``x``."""
+    for dx in offsets:
+        bx = x + dx
+        if not LEFT + BADGE_R <= bx <= W - RIGHT - BADGE_R:
+            continue
+        if any(abs(bx - lx) < BADGE_R + 1.5 for lx in others):
+            continue
+        for level, row in enumerate(placed):
+            y = first + BADGE_GAP * level
+            if all(abs(bx - o) >= BADGE_GAP for o in row) and _clear(bx, y, avoid):
+                return level, bx
+    return 0, x  # nowhere clear (a plot full of marks): on its own mark
+
+
+def _marks(
+    c: Chart,
+    f: Frame,
+    top: float,
+    bottom: float,
+    *,
+    blocked: list[Box] | None = None,
+    lines: tuple[float, ...] = (),
+) -> list[str]:
     out: list[str] = []
     xs = [f.x(m.t) for m in c.marks]
-    places = badge_places(xs, top, bottom)
+    places = badge_places(xs, top, bottom, blocked, lines)
     for i, (m, x, (bx, by)) in enumerate(zip(c.marks, xs, places, strict=True), 1):
         out.append(_vline(f"mark {m.kind}", x, top, bottom, m.label))
         if bx != x:  # moved aside: a short leader from its mark line
@@ -237,10 +307,12 @@ def _bar(bar: Bar, fr: Frame, zero: float, y: float, lang: Lang) -> list[str]:
     if bar.open_end:
         end_text = "存活" if zh else "alive"
     if end_text:
-        # After the bar when there is room; else before it, or inside a bar that fills the row.
+        # Always at the bar's end, the instant it names: after the bar when there is room,
+        # else ending at it (inside the bar, white, when the bar is long enough to hold it).
+        # Never at the bar's start, where an exit or a SIGKILL would read as at launch.
         anchor = "start" if b + 60 < W - RIGHT else "end"
-        inside = anchor == "end" and a <= LEFT + 60
-        tx = b + 4 if anchor == "start" else b - 4 if inside else a - 4
+        inside = anchor == "end" and b - a >= LABEL_CHAR * len(end_text) + 8
+        tx = b + 4 if anchor == "start" else b - 4
         cls_t = "end-label" + (" killed" if bar.ended.startswith("SIG") else "")
         cls_t += " inbar" if inside else ""
         out.append(_label(tx, y + 12, end_text, cls_t, anchor))
@@ -327,7 +399,12 @@ def timeline_svg(
         y += chart_h + 16
     height = y + 8
     rows = _axis(fr, zero, AXIS, height - AXIS - 8, lang) + body
-    rows += _deadline(c, fr, AXIS, height - 8, lang) + _marks(c, fr, AXIS, height - 8)
+    deadline = _deadline(c, fr, AXIS, height - 8, lang)
+    labels = label_boxes(body + deadline, ("end-label", "deadline-label", "lane"))
+    lines = tuple(
+        float(x) for x in re.findall(r'<line class="deadline" x1="([-\d.]+)"', "".join(deadline))
+    )
+    rows += deadline + _marks(c, fr, AXIS, height - 8, blocked=labels, lines=lines)
     return _svg("timeline", height, "时间线" if zh else "Timeline", rows)
 
 
@@ -398,7 +475,7 @@ def concurrency_svg(c: Chart, lang: Lang) -> str:
     out.append(el("polyline", {"class": "series opc", "points": _steps(pts)}, title=peak))
     if c.frozen_jobs is not None:
         y = yy(c.frozen_jobs)
-        lab = f"冻结 jobs {c.frozen_jobs}" if zh else f"frozen jobs {c.frozen_jobs}"
+        lab = f"冻结并发数 {c.frozen_jobs}" if zh else f"frozen jobs {c.frozen_jobs}"
         out.append(
             el("line", {"class": "jobs frozen", "x1": LEFT, "y1": y, "x2": W - RIGHT, "y2": y})
         )

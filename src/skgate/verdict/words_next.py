@@ -38,15 +38,30 @@ NEXT_STEP: Mapping[State, Mapping[str, str]] = {
         "中断现场保持原样（C4）。",
     },
     State.UNKNOWN: {
-        "en": "Do not conclude. Recover the missing evidence listed below, or run a clean "
-        "retry with `skgate retry {a}`; failure is never inferred (C2.5).",
-        "zh": "不要下结论。补齐下面列出的缺失证据，或用 `skgate retry {a}` 做一次干净重试；"
+        # Said where the missing evidence is, not "below": it is listed before this step.
+        "en": "Do not conclude. Recover the evidence named under missing evidence, or run a "
+        "clean retry with `skgate retry {a}`; failure is never inferred (C2.5).",
+        "zh": "不要下结论。补齐“缺失证据”中列出的证据，或用 `skgate retry {a}` 做一次干净重试；"
         "不推断失败（C2.5）。",
     },
     State.NOT_STARTED: {
         "en": "Fix the blocker named in the reasons and run again; nothing was compiled.",
         "zh": "修复依据中列出的阻塞原因后重新运行；本次没有进行任何编译。",
     },
+}
+
+#: The next step when a command returned naturally with no [summary] line and no
+#: op_compiler: nothing can decide, and a retry of the same controls would say the same,
+#: so the step names the two ways that can change the answer (C2, C2.5; issue 30).
+NOTHING_TO_DECIDE_NEXT: Mapping[str, str] = {
+    "en": "Do not conclude: no [summary] line was printed and no op_compiler ran, so nothing "
+    "can decide, and a retry would read the same. If the command is not a compile, declare "
+    "it: run it again with `--verdict-from exit-status` (its exit status then decides). If "
+    "it is a compile, make it print its [summary] lines or pass `--summary-pattern` (C2.5).",
+    "zh": "不要下结论：没有打印 [summary] 行，也没有运行 op_compiler，因此没有任何证据可以判定，"
+    "重试也会得到同样的结论。如果该命令不是编译，请声明这一点：加 `--verdict-from exit-status` "
+    "重新运行（由其退出状态决定结论）。如果它是编译，请让它打印 [summary] 行，或传入 "
+    "`--summary-pattern`（C2.5）。",
 }
 
 # C2: a stage that installed a cached package compiled nothing. The state stays
@@ -104,12 +119,20 @@ CHANGED_NEXT: Mapping[Lang, str] = {
 }
 
 
+#: The classifier's reason when a command returned with no [summary] line and no
+#: op_compiler (verdict.classify, C2.5): no evidence can decide.
+NOTHING_TO_DECIDE = "C2.5: no [summary] line was printed and no op_compiler process was observed"
+
+
 def next_step_of(v: Verdict, lang: Lang) -> str:
-    """The next step of a report for this verdict (``{a}``: the attempt's path)."""
+    """The next step for this verdict (``{a}``: the attempt's path): a retry is suggested
+    only where one can change the answer."""
     if v.breach is not None:
         return CHANGED_NEXT[lang]
     if v.waiting is not None:
         return WAITING_NEXT[lang]
+    if v.state is State.UNKNOWN and any(r.startswith(NOTHING_TO_DECIDE) for r in v.reasons):
+        return NOTHING_TO_DECIDE_NEXT[lang]
     # C8: a failed install after a good compile is never a clean success.
     return install_next_step(v, lang) or next_step(v.state, v.compiled, lang)
 

@@ -268,7 +268,7 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"not counted: earlier runs' artifacts, not this attempt's \(skgate cleanup "
         r"preserves and clears them\)",
         r"C8：启动前输出目录里已有的 \1 项未计入：它们是之前运行的产物，不属于本次尝试"
-        "（skgate cleanup 会先保存再清理）",
+        "（`skgate cleanup` 会先保存再清理）",
     ),
     # --verdict-from exit-status (C2, last paragraph).
     (

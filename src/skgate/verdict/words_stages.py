@@ -112,13 +112,13 @@ STAGE_REASONS_ZH: tuple[tuple[str, str], ...] = (
     (
         r"C2\.3: the launcher reported a failing op_compiler \(execute op_compiler error, "
         r"msg: (.+)\); the launcher's exit status 0 does not turn it into a success \(C2\)",
-        r"C2.3：启动器报告 op_compiler 执行出错（execute op_compiler error, msg: \1）；"
+        r"C2.3：启动器报告 op_compiler 执行出错（原文：「execute op_compiler error, msg: \1」）；"
         "启动器的退出码 0 不能把它变成成功（C2）",
     ),
     (
         r"C2\.3: the launcher reported a failing op_compiler \(execute op_compiler error, "
         r"msg: (.+)\)",
-        r"C2.3：启动器报告 op_compiler 执行出错（execute op_compiler error, msg: \1）",
+        r"C2.3：启动器报告 op_compiler 执行出错（原文：「execute op_compiler error, msg: \1」）",
     ),
     (
         rf"C2\.5: {_STAGE}: its argv names no -p inputs directory and -o result root \((.*)\)",

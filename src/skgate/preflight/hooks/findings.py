@@ -83,12 +83,17 @@ class HookScan:
     def unapproved(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if not f.approved)
 
-    def blocked_reasons(self) -> list[str]:
+    def blocked_reasons(self, scanned: str = "", other_way: str = "") -> list[str]:
+        """One line per refusal; ``scanned`` says which interpreter was inspected and why,
+        ``other_way`` any way out besides the approval, in the same line (issue 30)."""
         reasons = [f"start-up hook scan failed (C6): {p}" for p in self.problems]
         for f in self.unapproved:
+            approve = f"approve it with --approve-hook {f.fingerprint}"
+            out = f"remove it, {approve}, {other_way}" if other_way else f"remove it, or {approve}"
             reasons.append(
-                f"unapproved start-up hook (C6): {f.kind} {f.path} ({f.detail}); remove it, "
-                f"or approve it with --approve-hook {f.fingerprint}"
+                f"unapproved start-up hook (C6): {f.kind} {f.path} ({f.detail})"
+                + (f"; {scanned}" if scanned else "")
+                + f"; {out}"
             )
         return reasons
 
