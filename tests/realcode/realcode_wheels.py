@@ -123,23 +123,26 @@ def _download(pin: Pin, dest: Path) -> None:
         got.replace(dest)  # whole, verified files only ever appear in the cache
 
 
-def wheel(pin: Pin) -> Path:
-    """The pinned wheel in the cache, fetched when missing, verified every time."""
+def wheel(pin: Pin, fetch: bool = True) -> Path:
+    """The pinned wheel in the cache, fetched when missing (unless ``fetch`` is false:
+    the index is known unreachable), verified every time."""
     root = cache_dir() / "wheels"
     root.mkdir(parents=True, exist_ok=True)
     path = root / pin.filename
     if not path.is_file():
+        if not fetch:
+            raise Unavailable(f"torch-npu=={pin.version} is not in the cache")
         _download(pin, path)
     _check(pin, path)
     return path
 
 
-def extracted(pin: Pin) -> Path:
+def extracted(pin: Pin, fetch: bool = True) -> Path:
     """The directory holding ``torch_npu/dynamo/<flavour>/...`` of the needed files only."""
     out = cache_dir() / "src" / f"{pin.version}-{pin.sha256[:12]}"
+    whl = wheel(pin, fetch)  # verified on every use, extracted or not
     if (out / ".complete").is_file():
         return out
-    whl = wheel(pin)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent))
     try:
