@@ -2,8 +2,9 @@
 
 Each worker gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE (= N) and starts in a
 session of its own, as torch's elastic agent starts its workers
-(``subprocess.Popen(..., start_new_session=True)``). Exit status: the first non-zero of
-the workers, else 0.
+(``start_new_session=True`` on POSIX: torch 2.13.0 wheel,
+``torch/distributed/elastic/multiprocessing/subprocess_handler/subprocess_handler.py``
+l.63-68). Exit status: the first non-zero of the workers, else 0.
 """
 
 from __future__ import annotations
