@@ -14,7 +14,6 @@ Only with ``-m realcode`` (a step of its own in .ci/run): the default run leaves
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -28,6 +27,8 @@ from typing import Any
 
 import pytest
 import realcode_wheels as wheels
+
+from conftest import end_groups_by_env, explain_verdict, signal_group, verdict_words
 
 pytestmark = pytest.mark.realcode
 
@@ -155,18 +156,10 @@ class Result:
 
     @property
     def words(self) -> str:
-        summary = self.verdict.get("summary") or {}
-        parts = [self.headline, *(self.verdict.get("reasons") or [])]
-        parts += summary.get("lines") or []
-        parts += [str(m) for m in self.verdict.get("missing") or []]
-        return "\n".join(str(p) for p in parts)
+        return verdict_words(self.verdict, self.headline)
 
     def explain(self) -> str:
-        return (
-            f"skgate run exit {self.returncode}, state {self.state}, headline {self.headline!r}, "
-            f"compiled {self.verdict.get('compiled')}\n{self.words}\n--- tail ---\n"
-            f"{self.output[-3000:]}"
-        )
+        return explain_verdict(self.returncode, self.verdict, self.headline, self.output[-3000:])
 
 
 @dataclass
@@ -283,20 +276,9 @@ class Scene:
         still carrying this test's token in its environment. Never by name (C4)."""
         for proc in self.procs:
             if proc.poll() is None:
-                _signal_group(proc.pid, signal.SIGKILL)
+                signal_group(proc.pid, signal.SIGKILL)
                 proc.wait()
-        needle = f"RC_TOKEN={self.token}".encode()
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and int(entry.name) != os.getpid():
-                with contextlib.suppress(OSError):
-                    if needle in (entry / "environ").read_bytes().split(b"\0"):
-                        _signal_group(os.getpgid(int(entry.name)), signal.SIGKILL)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    if pgid > 1 and pgid != os.getpgrp():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
+        end_groups_by_env(f"RC_TOKEN={self.token}")
 
 
 # --- the cases ------------------------------------------------------------------------
