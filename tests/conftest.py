@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -298,6 +299,44 @@ def end_leftover_sim_processes(markers: Path) -> None:
         info = json.loads(marker.read_text())
         if is_alive(int(info["pid"]), int(info["start_ticks"])):
             os.kill(int(info["pid"]), signal.SIGKILL)
+
+
+def verdict_words(verdict: dict[str, Any], headline: str) -> str:
+    """The headline, every reason, summary line and missing item of a verdict: the text
+    an end-to-end case looks for its key words in."""
+    summary = verdict.get("summary") or {}
+    parts = [headline, *(verdict.get("reasons") or [])]
+    parts += summary.get("lines") or []
+    parts += [str(m) for m in verdict.get("missing") or []]
+    return "\n".join(str(p) for p in parts)
+
+
+def explain_verdict(returncode: int, verdict: dict[str, Any], headline: str, tail: str) -> str:
+    """One assertion message for an end-to-end verdict: exit, state, words, output tail."""
+    return (
+        f"skgate run exit {returncode}, state {verdict.get('state')}, headline {headline!r}, "
+        f"compiled {verdict.get('compiled')}\n{verdict_words(verdict, headline)}\n--- tail ---\n"
+        f"{tail}"
+    )
+
+
+def signal_group(pgid: int, sig: signal.Signals) -> None:
+    """Signal a process group a test made, never the test's own (gone already: fine)."""
+    if pgid > 1 and pgid != os.getpgrp():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+
+
+def end_groups_by_env(needle: str) -> None:
+    """SIGKILL the group of every process whose environment holds ``needle``
+    (``NAME=token``, a token only this test set): what a failed end-to-end case left is
+    ended by identity, never by name (C4)."""
+    key = needle.encode()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                if key in (entry / "environ").read_bytes().split(b"\0"):
+                    signal_group(os.getpgid(int(entry.name)), signal.SIGKILL)
 
 
 #: The sim's compilers as some tests name them (``sk_op_compiler`` / ``sk_opc``), and the

@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from conftest import end_groups_by_env, explain_verdict, signal_group, verdict_words
+
 # End-to-end runs of a second or more each: left out of the fast selection (README).
 pytestmark = pytest.mark.slow
 
@@ -58,18 +60,10 @@ class Result:
     @property
     def words(self) -> str:
         """Every reason, summary line and missing item, for the key words of a case."""
-        summary = self.verdict.get("summary") or {}
-        parts = [self.headline, *(self.verdict.get("reasons") or [])]
-        parts += summary.get("lines") or []
-        parts += [str(m) for m in self.verdict.get("missing") or []]
-        return "\n".join(str(p) for p in parts)
+        return verdict_words(self.verdict, self.headline)
 
     def explain(self) -> str:
-        return (
-            f"skgate run exit {self.returncode}, state {self.state}, headline {self.headline!r}, "
-            f"compiled {self.verdict.get('compiled')}\n{self.words}\n--- tail ---\n"
-            f"{self.output[-2500:]}"
-        )
+        return explain_verdict(self.returncode, self.verdict, self.headline, self.output[-2500:])
 
 
 @dataclass
@@ -172,24 +166,13 @@ class Scene:
         carries this test's token (the workload runs in a session skgate made)."""
         for proc in self.procs:
             if proc.poll() is None:
-                _signal_group(proc.pid, signal.SIGTERM)
+                signal_group(proc.pid, signal.SIGTERM)
                 try:
                     proc.wait(timeout=15)
                 except subprocess.TimeoutExpired:
-                    _signal_group(proc.pid, signal.SIGKILL)
+                    signal_group(proc.pid, signal.SIGKILL)
                     proc.wait()
-        needle = f"STANDIN2_TOKEN={self.token}".encode()
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and int(entry.name) != os.getpid():
-                with contextlib.suppress(OSError):
-                    if needle in (entry / "environ").read_bytes().split(b"\0"):
-                        _signal_group(os.getpgid(int(entry.name)), signal.SIGKILL)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    if pgid > 1 and pgid != os.getpgrp():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
+        end_groups_by_env(f"STANDIN2_TOKEN={self.token}")
 
 
 @pytest.fixture

@@ -1,0 +1,1 @@
+"""Stub ``npugraph_ex._utils``."""

@@ -1,0 +1,1 @@
+"""Stub ``torchair._acl_concrete_graph``."""
