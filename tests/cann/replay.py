@@ -5,8 +5,9 @@ test has already put the case's ``preexisting`` files there): it writes the rest
 tree, prints the case's run-log lines (warnings on stderr, the rest on stdout), runs one
 stand-in ``op_compiler`` per recorded invocation with the recorded argv, and exits with
 the launcher's recorded status. The stand-in is a ``#!/bin/sh`` script named
-``op_compiler`` (the kernel names the process after the script), which lives a moment
-and exits with the recorded status. Nothing here knows skgate.
+``op_compiler`` (the kernel names the process after the script), or ``$REPLAY_COMPILER_NAME``
+(a test on a shared host, where other users' ``op_compiler`` run, gives it a name of its
+own), which lives a moment and exits with the recorded status. Nothing here knows skgate.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def main(case_dir: str) -> int:
         for i, inv in enumerate(spec.get("op_compiler", [])):
             d = bins / str(i)
             d.mkdir()
-            stub = d / "op_compiler"
+            stub = d / os.environ.get("REPLAY_COMPILER_NAME", "op_compiler")
             stub.write_text(f"#!/bin/sh\nsleep 0.3\nexit {int(inv['exit_status'])}\n")
             stub.chmod(0o755)
             argv = [str(stub), *(a.replace("{cwd}", str(cwd)) for a in inv["argv"][1:])]

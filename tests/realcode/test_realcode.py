@@ -28,7 +28,13 @@ from typing import Any
 import pytest
 import realcode_wheels as wheels
 
-from conftest import end_groups_by_env, explain_verdict, signal_group, verdict_words
+from conftest import (
+    end_groups_by_env,
+    explain_verdict,
+    signal_group,
+    skip_beside_other_compilers,
+    verdict_words,
+)
 
 pytestmark = pytest.mark.realcode
 
@@ -238,6 +244,7 @@ class Scene:
     ) -> Result:
         if _BLOCKED:
             pytest.skip(_BLOCKED[0])
+        skip_beside_other_compilers()  # known before launch: no wait for it (issue 28 s10)
         self.prepare()
         root = self.tmp / "runs"
         skgate = str(Path(sys.executable).parent / "skgate")
