@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (
+    ENV,
     Reaper,
     events,
     gated_run,
@@ -339,9 +340,13 @@ def test_unwritable_root_refuses_to_launch(tmp_path: Path) -> None:
     assert not canary.exists(), "nothing may run unrecorded"
 
 
-def test_python_api_returns_the_verdict(tmp_path: Path) -> None:
+def test_python_api_returns_the_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from skgate.api import run
     from skgate.model.records import State
+
+    # The runner child inherits this process's environment: on a shared host another
+    # user's opc must not be this run's foreign compiler (issue 28 s10).
+    monkeypatch.setenv("SKGATE_COMPILER_NAMES", ENV["SKGATE_COMPILER_NAMES"])
 
     cmd = script(tmp_path, "ok.py", f"print({SUMMARY_OK!r})\n")
     verdict = run(cmd, root=tmp_path / "r", cwd=tmp_path, timeout=30)
