@@ -8,11 +8,12 @@ and each candidate line goes through the same line handler (``LogScanner.on_line
 the streaming scan. The lines of a launcher error message that goes on over several lines
 (launcher_lines) hold no literal: they are read by offset after its hit (``_Lines``), in
 the same order the streaming scan hands them over, so such a log keeps the fast path
-(issue 29: it used to fall back to a whole Python pass, 17x slower). User regexes keep the pure-Python scan
-(Python regex semantics over decoded text cannot be reproduced exactly by grep's ERE).
-Any doubt (grep or wc missing or failing, unexpected output, the file changing while it
-is read) falls back to the pure-Python scan; ``SKGATE_NO_GREP=1`` forces it. The live
-``LogScanner.feed`` (the runner's use while a compile streams) is always pure Python.
+(issue 29: it used to fall back to a whole Python pass, 17x slower). User regexes keep
+the pure-Python scan (Python regex semantics over decoded text cannot be reproduced
+exactly by grep's ERE). Any doubt (grep or wc missing or failing, unexpected output,
+the file changing while it is read) falls back to the pure-Python scan;
+``SKGATE_NO_GREP=1`` forces it. The live ``LogScanner.feed`` (the runner's use while a
+compile streams) is always pure Python.
 
 This module only finds candidate lines and counts; what a line means is decided by
 :class:`skgate.evidence.logscan.LogScanner` alone, so both paths give the same ``LogScan``.
