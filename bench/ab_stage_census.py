@@ -26,10 +26,20 @@ from skgate.evidence import stage_census as new
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("old", help="path of the other stage_census.py")
+    ap.add_argument("old", nargs="?", help="path of the other stage_census.py (--quick: this one)")
     ap.add_argument("--inputs", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, seconds, no targets (CI)"
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.inputs, args.repeat = 300, 2
+    if args.old is None:
+        if not args.quick:
+            print("error: give the path of the other stage_census.py")
+            return 2
+        args.old = new.__file__  # the smoke run compares this version with itself
     spec = importlib.util.spec_from_file_location("census_old", args.old)
     if spec is None or spec.loader is None:
         print(f"error: cannot load {args.old}; give the path of a stage_census.py")

@@ -152,7 +152,12 @@ def main() -> None:
         metavar="PYTHON",
         help="also time start under this interpreter (another skgate), interleaved",
     )
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, seconds, no targets (CI)"
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.runs = 2
     if not shutil.which("setsid"):
         raise SystemExit("needs setsid (util-linux)")
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-agents-"))

@@ -83,7 +83,12 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--dir", default=tempfile.gettempdir())
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, seconds, no targets (CI)"
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.files, args.repeat = 2000, 2
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-census-", dir=args.dir))
     try:
         top = work / "static_kernel_compile_outputs"
@@ -119,7 +124,7 @@ def main() -> int:
         print(json.dumps(result, indent=2))
         ok = counted == found and result["census_over_find_time"] <= 1.5
         print(f"target (same count, <= 1.5x find's time): {'met' if ok else 'NOT met'}")
-        return 0 if ok else 1
+        return 0 if ok or (args.quick and counted == found) else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -106,7 +106,12 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=3)
     ap.add_argument("--forks", type=int, default=10)
     ap.add_argument("--seed", type=int, default=21)
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, seconds, no targets (CI)"
+    )
     a = ap.parse_args()
+    if a.quick:
+        a.attempts, a.parallel, a.forks = 3, 2, 3
     rng = random.Random(a.seed)
     with tempfile.TemporaryDirectory(prefix="skgate-bench-exact-") as tmp:
         work = Path(tmp)

@@ -18,14 +18,28 @@ import platform
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from skgate.evidence import ledger, seal
-from skgate.evidence.files import CONTROL, write_json_new
-from skgate.model.request import RunRequest
+from bench_runner import QUIET_ENV, approvals  # bench/ is sys.path[0] when run as a script
+from skgate.evidence import seal
 from skgate.workdir import cleanup as artifacts
+
+
+def real_attempt(work: Path, root: Path) -> Path:
+    """A finished attempt made by ``skgate run`` itself (its own writers: control.json,
+    journal, ledger, seal), never evidence written by hand: a hand-made ``control.json``
+    rots as its schema grows (this bench crashed on a missing ``runner``, issue 29)."""
+    work.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "skgate", "run", "--root", str(root), "--quiet",
+         *approvals(sys.executable, work), "--verdict-from", "exit-status", "--", "true"],
+        cwd=work, check=True, stdout=subprocess.DEVNULL, env=QUIET_ENV,
+    )  # fmt: skip
+    (attempt,) = sorted((root / "attempts").iterdir())
+    return attempt
 
 
 def make_evidence(attempt: Path, total: int, files: int) -> list[Path]:
@@ -33,7 +47,7 @@ def make_evidence(attempt: Path, total: int, files: int) -> list[Path]:
     per = total // files
     paths = []
     for i in range(files):
-        p = attempt / ("run.log" if i == 0 else f"extra/part{i:02d}.bin")
+        p = attempt / "extra" / f"part{i:02d}.bin"
         p.parent.mkdir(exist_ok=True)
         with p.open("wb") as fh:
             for _ in range(per >> 20):
@@ -43,9 +57,7 @@ def make_evidence(attempt: Path, total: int, files: int) -> list[Path]:
 
 
 def bench_seal(base: Path, gib: float, runs: int) -> dict[str, object]:
-    root = base / "runs"
-    attempt = ledger.allocate(root)
-    write_json_new(attempt / CONTROL, {"schema": "skgate.control/1"})
+    attempt = real_attempt(base / "seal-work", base / "runs")
     paths = make_evidence(attempt, int(gib * (1 << 30)), 8)
     size = sum(p.stat().st_size for p in paths)
     subprocess.run(["cat", *map(str, paths)], stdout=subprocess.DEVNULL, check=True)  # warm
@@ -85,11 +97,8 @@ def make_tree(out: Path, count: int) -> None:
 def bench_cleanup(base: Path, count: int) -> dict[str, object]:
     case = base / f"cleanup{count}"
     work = case / "work"
-    work.mkdir(parents=True)
     root = case / "runs"
-    attempt = ledger.allocate(root)
-    req = RunRequest(argv=("true",), cwd=str(work), root=str(root))
-    write_json_new(attempt / CONTROL, {"schema": "skgate.control/1", "request": req.to_dict()})
+    real_attempt(work, root)
     make_tree(work / "static_kernel_compile_outputs", count)
     res = artifacts.cleanup(work, root)
     ref_tree = case / "ref"
@@ -114,10 +123,10 @@ def main() -> None:
     ap.add_argument("--gb", type=float, default=1.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--counts", default="1000,10000,100000")
-    ap.add_argument("--quick", action="store_true", help="0.25 GiB, counts 1000,10000")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 0.05 GiB, 1000 files, 1 run")
     args = ap.parse_args()
     if args.quick:
-        args.gb, args.counts = 0.25, "1000,10000"
+        args.gb, args.counts, args.runs = 0.05, "1000", 1
     with tempfile.TemporaryDirectory(prefix="skgate-bench-", dir=os.environ.get("TMPDIR")) as d:
         base = Path(d)
         result = {

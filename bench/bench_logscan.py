@@ -38,7 +38,15 @@ GREP_PATTERN = (
 CHILD = """
 import json, resource, sys, time
 from pathlib import Path
+import skgate.evidence.logscan_fast as fast
 from skgate.evidence.logscan_file import scan_file
+taken = []
+plain = fast.scan_file_fast
+def watched(*a, **k):
+    r = plain(*a, **k)
+    taken.append(r is not None)
+    return r
+fast.scan_file_fast = watched
 t = time.perf_counter()
 res = scan_file(Path(sys.argv[1]))
 dt = time.perf_counter() - t
@@ -46,7 +54,7 @@ rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"seconds": dt, "rss_kib": rss, "children_rss_kib": kids, "lines": res.lines,
                   "summary_lines": len(res.summary.lines) + res.omitted.get("summary_lines", 0),
-                  "truncated": res.truncated_lines}))
+                  "truncated": res.truncated_lines, "grep_path": any(taken)}))
 """
 
 
@@ -87,8 +95,28 @@ def make_block(seed: int) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def generate(path: Path, size: int) -> None:
-    blocks = [make_block(s) for s in range(4)]
+def make_dense_block(seed: int) -> bytes:
+    """About 4 MiB of a log full of the launcher's multi-line error messages (torchair
+    warnings: header line, continuation lines, the ``warnings.warn`` source line)."""
+    lines: list[bytes] = []
+    i = 0
+    while len(lines) < 60_000:
+        h = f"{(seed * 7919 + i * 104729) & 0xFFFFFFFFFFFF:012x}"
+        lines.append(f"[INFO] opc[{4000 + i % 64}] compiling static_kernel_{h} {i % 100}%".encode())
+        if i % 4 == 0:
+            lines += [
+                f"/w/torchair/static_kernel.py:241: UserWarning: Rank {i % 8}: execute "
+                f"op_compiler error, msg: opc exited 1 for static_kernel_{h}".encode(),
+                f"  E{i % 90000:05d}: kernel {h} failed to compile".encode(),
+                b"  see the compile log for details",
+                b"  warnings.warn(msg)",
+            ]
+        i += 1
+    return b"\n".join(lines) + b"\n"
+
+
+def generate(path: Path, size: int, dense: bool = False) -> None:
+    blocks = [(make_dense_block if dense else make_block)(s) for s in range(4)]
     written = 0
     with path.open("wb") as fh:
         n = 0
@@ -124,13 +152,23 @@ def main() -> int:
     ap.add_argument("--dir", default=tempfile.gettempdir())
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--no-grep", action="store_true", help="measure the pure-Python path")
+    ap.add_argument(
+        "--launcher-errors",
+        action="store_true",
+        help="a log full of the launcher's multi-line error messages (target >= 0.5x grep)",
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, seconds, no targets (CI)"
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.size, args.repeat = "16M", 1
     size = parse_size(args.size)
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-logscan-", dir=args.dir))
     try:
         log = work / "run.log"
         t = time.perf_counter()
-        generate(log, size)
+        generate(log, size, args.launcher_errors)
         gen = time.perf_counter() - t
         actual = log.stat().st_size
         run_grep(log)  # warm the page cache
@@ -159,6 +197,7 @@ def main() -> int:
             "scan_MBps": round(actual / s_med / 1e6, 1),
             "scan_over_grep_throughput": round(g_med / s_med, 3),
             "scan_path": "python" if args.no_grep else "default (grep path for a finished log)",
+            "log": "launcher error messages" if args.launcher_errors else "compile noise",
             "scan_peak_rss_MiB": round(max(rss) / 1024, 1),
             "scan_children_peak_rss_MiB": round(max(kids) / 1024, 1),
             "scan_plus_children_peak_rss_MiB": round(
@@ -168,14 +207,16 @@ def main() -> int:
             "scan_lines": last.get("lines"),
             "scan_summary_lines": last.get("summary_lines"),
             "scan_truncated_lines": last.get("truncated"),
+            "grep_path_taken": last.get("grep_path"),
             "runs": {"grep": [round(x, 3) for x in greps], "scan": [round(x, 3) for x in scans]},
         }
         print(json.dumps(result, indent=2))
-        ok = (
-            g_med / s_med >= 0.5 and max(r + k for r, k in zip(rss, kids, strict=True)) / 1024 <= 64
-        )
-        print(f"targets (>= 0.5x grep throughput, <= 64 MiB RSS): {'met' if ok else 'NOT met'}")
-        return 0 if ok else 1
+        # Issue 29: >= 1x grep on the compile-noise log, >= 0.5x on one full of messages.
+        floor = 0.5 if args.launcher_errors else 1.0
+        peak = max(r + k for r, k in zip(rss, kids, strict=True)) / 1024
+        ok = g_med / s_med >= floor and peak <= 64
+        print(f"targets (>= {floor}x grep throughput, <= 64 MiB RSS): {'met' if ok else 'NOT met'}")
+        return 0 if ok or args.quick else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -188,7 +188,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--only", choices=["overhead", "burst", "latency"], action="append")
     ap.add_argument("--combos", default=",".join(COMBOS))
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, seconds, no targets (CI)"
+    )
     a = ap.parse_args()
+    if a.quick:
+        a.opc, a.seconds, a.burst, a.runs = 4, 1.0, 200, 1
     parts = set(a.only or ["overhead", "burst", "latency"])
     combos = a.combos.split(",")
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-own-"))

@@ -72,7 +72,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--processes", type=int, default=10_000, help="owned processes in the tree")
     ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (median)")
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, seconds, no targets (CI)"
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.processes, args.repeat = 200, 1
     browser = shutil.which("chromium") or shutil.which("google-chrome")
     with tempfile.TemporaryDirectory(prefix="skgate-bench-html-") as tmp:
         work = Path(tmp)

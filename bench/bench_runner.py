@@ -181,7 +181,7 @@ def main() -> None:
     )
     a = ap.parse_args()
     if a.quick:
-        a.opc, a.seconds, a.runs = 8, 2.0, 5
+        a.opc, a.seconds, a.runs = 8, 1.0, 3
     parts = set(a.only or ["overhead", "latency", "startup"])
     if "overhead" in parts:
         report_overhead(a.opc, a.seconds)

@@ -36,7 +36,12 @@ def _time(cmd: list[str], env: dict[str, str], n: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, seconds, no targets (CI)"
+    )
     ns = ap.parse_args()
+    if ns.quick:
+        ns.calls = 8
     tmp = Path(tempfile.mkdtemp(prefix="skgate-bench-shim-"))
     try:
         real, shim_dir, calls = tmp / "real", tmp / "shim", tmp / "calls"

@@ -73,7 +73,12 @@ def main() -> int:
     ap.add_argument("--inputs", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--dir", default=tempfile.gettempdir())
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, seconds, no targets (CI)"
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.inputs, args.repeat = 300, 2
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-stages-", dir=args.dir))
     try:
         root = work / "static_kernel_compile_outputs" / "ts20261201000000000000_pid4242_outputs"
@@ -116,7 +121,7 @@ def main() -> int:
         print(json.dumps(result, indent=2))
         ok = right and c_med <= 0.5 and result["census_over_find_time"] <= 1.5
         print(f"target (right counts, <= 0.5 s, <= 1.5x find's time): {'met' if ok else 'NOT met'}")
-        return 0 if ok else 1
+        return 0 if ok or (args.quick and right) else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -195,7 +195,12 @@ def main() -> int:
     ap.add_argument("--attempts", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--disk", action="store_true", help="full-disk cases (root: mounts tmpfs)")
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: small sizes, seconds, no targets (CI)"
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.attempts = 3
     if args.disk and os.geteuid() != 0:
         print("error: --disk mounts a tmpfs and needs root; run it as root or drop --disk")
         return 2

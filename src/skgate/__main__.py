@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from skgate.cli.main import entry
+from skgate.cli.console import entry
 
 entry()

@@ -22,6 +22,7 @@ from skgate.cli import table
 from skgate.model import exits
 from skgate.model.errors import SkgateError
 from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE
+from skgate.proc import startup_signals
 
 # Not ``typing.TYPE_CHECKING``: ``skgate --help`` never imports ``typing`` (a tenth of its
 # start-up, issue 22 s5); type checkers treat this name alike.
@@ -152,6 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # --help, --version and usage errors: argparse has printed; main() still returns.
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
     args.command_argv = command
+    if args.command != "run":
+        # The start-up handlers (console entry) end here; only 'run' hands them to its
+        # runner, which records a signal kept after its early work started.
+        startup_signals.release()
     _exit_at_once[0] = bool(getattr(args, "exit_at_once", False))
     try:
         code: int = args.handler(args)
@@ -194,6 +199,9 @@ def _internal_error(exc: Exception) -> int:
 
 def entry() -> NoReturn:
     code = main()
+    kept = startup_signals.pending()
+    if kept:  # kept at start-up and never handed to a runner (its start failed): not lost
+        code = 128 + kept[0]
     if _exit_at_once[0]:
         from skgate.proc.signals import exit_now  # noqa: PLC0415 - only these commands
 

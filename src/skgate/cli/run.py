@@ -21,6 +21,7 @@ from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
 from skgate.model.records import Verdict
+from skgate.proc import startup_signals
 from skgate.verdict.words import headline
 
 if TYPE_CHECKING:
@@ -59,6 +60,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from skgate.preflight.request import validate  # noqa: PLC0415
 
     validate(request)
+    # From here children may exist: a stop signal is kept for the runner, which records
+    # it (the attempt ends not started), instead of ending this process at once.
+    startup_signals.hold()
     early = EarlyWork.begin(request)
     try:
         from skgate.runner.run import run_here  # noqa: PLC0415

@@ -71,6 +71,20 @@ LITERALS: tuple[bytes, ...] = (
     PACKAGE_SUCCESS,
 )
 
+#: A line can add a fact only if it holds one of these (each is in, or implied by, what
+#: ``LauncherCollector.on_line`` looks for: ``_START`` needs ``[Ss]tarting static kernel
+#: compilation``, an unpacking line adds nothing). Lines that merely close an open error
+#: message are read by the grep path around its hits, so they need no trigger.
+TRIGGERS: tuple[bytes, ...] = (
+    b"tarting static kernel compilation",
+    COMPILER_ERROR,
+    CACHE_HIT,
+    CACHE_MISS,
+    NO_RUN_FILES,
+    INSTALL_VERIFY,
+    UNINSTALL_WARNING,
+)
+
 # ``<file>:<lineno>: <Category>: `` as warnings.formatwarning writes it.
 _WARNING_HEADER = re.compile(r"^.*?:\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): ")
 _RANK = re.compile(r"^Rank (?P<rank>\d+): ")
@@ -132,7 +146,6 @@ class LauncherCollector:
         self._uninstall = 0
         self._ranks: set[int] = set()
         self._message: list[str] | None = None  # the error message being continued
-        self.saw_continuation = False
 
     def _add(self, kind: str, item: Any) -> bool:
         items = self._lists[kind]
@@ -156,7 +169,6 @@ class LauncherCollector:
             message = [first.strip()[:MAX_TEXT]]
             if self._add("compiler_errors", {"rank": rank, "message": message}):
                 self._message = message
-                self.saw_continuation = True
             seen = True
         m = _START.search(msg)
         if m is not None:

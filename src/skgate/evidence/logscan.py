@@ -47,6 +47,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from skgate.evidence.launcher_lines import LITERALS as LAUNCHER_LITERALS
+from skgate.evidence.launcher_lines import TRIGGERS as LAUNCHER_TRIGGERS
 from skgate.evidence.launcher_lines import LauncherCollector
 from skgate.model.errors import UsageError
 from skgate.model.logscan import LogScan
@@ -72,6 +73,11 @@ _OWN_LITERALS = (_SUMMARY, _ROOT, _PACKAGE, _COMPILER_ERROR, _UNINSTALL)
 #: Every literal a line must hold to be looked at: this module's and the launcher table's
 #: (:mod:`skgate.evidence.launcher_lines`, the real torchair lines).
 LITERALS = _OWN_LITERALS + tuple(x for x in LAUNCHER_LITERALS if x not in _OWN_LITERALS)
+#: What the grep path searches for: every line that can change the result outside an open
+#: launcher message holds one of these (``_ROOT`` holds the launcher's start trigger); the
+#: lines of an open message are read by offset around the hits. Fewer, longer literals
+#: than ``LITERALS``: GNU grep's cost grows fast with the literal set (issue 29).
+GREP_TRIGGERS = (_SUMMARY, _PACKAGE, _UNINSTALL, *LAUNCHER_TRIGGERS)
 
 _KV = re.compile(r"\b(stage|inputs|succeeded|failed)=(\S+)")
 _PACKAGE_RE = re.compile(r"generate run package (\S+) success")
@@ -257,23 +263,29 @@ class LogScanner:
                     starts.add(ls)
                 i = data.find(literal, data.find(b"\n", i, e) + 1, e)
 
-        # An error message of the launcher left open by the previous block goes on here.
-        if self._launcher.continuing:
-            self._continue(data, s, e)
-
         # Summary candidates: (line number, text, parsed numbers or None, truncated).
         found: dict[int, tuple[str, tuple[str, ...] | None, bool]] = {}
         counted_to, counted = s, base
+        # Lines go to an open launcher message in order, each once (``handed``: where the
+        # next unhanded line starts), then a hit line to ``on_line``: the same order as
+        # the grep path (logscan_fast), which reads those lines by offset.
+        handed = s
         for ls in sorted(starts):
             counted += data.count(b"\n", counted_to, ls)
             counted_to = ls
             le = data.find(b"\n", ls, e)
             long = le - ls > m or (first_truncated and ls == s)
-            summary = self.on_line(data[ls : min(le, ls + m)])
+            head = data[ls : min(le, ls + m)]
+            if self._launcher.continuing:
+                self._continue(data, handed, ls)
+                if self._launcher.continuing:
+                    self.on_continuation(head)
+            summary = self.on_line(head)
             if summary is not None:
                 found[counted] = (summary, None, long)
-            if self._launcher.continuing:
-                self._continue(data, le + 1, e)
+            handed = le + 1
+        if self._launcher.continuing:
+            self._continue(data, handed, e)
         # One newline count over the block in total (the hits above counted a prefix).
         self._lines = counted + data.count(b"\n", counted_to, e)
 
@@ -300,22 +312,24 @@ class LogScanner:
         self._truncated = truncated
 
     def _continue(self, data: bytes | bytearray, pos: int, e: int) -> None:
-        """Hand the lines from ``pos`` to the launcher table while its message is open.
-
-        Only the pure-Python scan sees lines that hold no literal, so the grep path gives
-        way to it when a message was opened (see ``needs_full_scan``).
-        """
+        """Hand the lines of data[pos:e] to the open launcher message until it closes."""
         m = self._max
         while self._launcher.continuing and pos < e:
             nl = data.find(b"\n", pos, e)
             le = nl if nl >= 0 else e
-            self._launcher.on_continuation(_decode(data[pos : min(le, pos + m)]))
+            self.on_continuation(data[pos : min(le, pos + m)])
             pos = le + 1
 
     @property
-    def needs_full_scan(self) -> bool:
-        """A launcher error message may go on over lines grep did not list."""
-        return self._launcher.saw_continuation
+    def continuing(self) -> bool:
+        """A launcher error message is open: the next lines may belong to it, whether or
+        not they hold a literal (launcher_lines); the grep path reads them by offset."""
+        return self._launcher.continuing
+
+    def on_continuation(self, kept: bytes | bytearray) -> None:
+        """One line (its kept part, no newline) after an open launcher message, in order,
+        before ``on_line`` if it is a hit line too."""
+        self._launcher.on_continuation(_decode(kept))
 
     def on_line(self, kept: bytes | bytearray) -> str | None:
         """The per-line handler shared by both scan paths (``feed`` and grep's candidates).

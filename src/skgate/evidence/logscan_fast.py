@@ -1,14 +1,19 @@
 """The grep/wc fast path of :func:`skgate.evidence.logscan_file.scan_file` for a finished log (C3).
 
 ``scan_file`` on a finished log (no user regexes) takes a faster path with the same
-result: the system ``grep -a -n -E`` (C locale) lists the lines that hold one of the fixed
-literals, ``wc -l`` counts lines on the other core, long lines are counted with a few
-small reads, and each candidate line goes through the same line handler
-(``LogScanner.on_line``) as the streaming scan. User regexes keep the pure-Python scan
-(Python regex semantics over decoded text cannot be reproduced exactly by grep's ERE).
-Any doubt (grep or wc missing or failing, unexpected output, the file changing while it
-is read) falls back to the pure-Python scan; ``SKGATE_NO_GREP=1`` forces it. The live
-``LogScanner.feed`` (the runner's use while a compile streams) is always pure Python.
+result: the system ``grep -a -n -b -E`` (C locale) lists the lines that hold one of the
+trigger literals (``logscan.GREP_TRIGGERS``) with their line numbers and byte offsets,
+``wc -l`` counts lines on the other core, long lines are counted with a few small reads,
+and each candidate line goes through the same line handler (``LogScanner.on_line``) as
+the streaming scan. The lines of a launcher error message that goes on over several lines
+(launcher_lines) hold no literal: they are read by offset after its hit (``_Lines``), in
+the same order the streaming scan hands them over, so such a log keeps the fast path
+(issue 29: it used to fall back to a whole Python pass, 17x slower). User regexes keep
+the pure-Python scan (Python regex semantics over decoded text cannot be reproduced
+exactly by grep's ERE). Any doubt (grep or wc missing or failing, unexpected output,
+the file changing while it is read) falls back to the pure-Python scan;
+``SKGATE_NO_GREP=1`` forces it. The live ``LogScanner.feed`` (the runner's use while a
+compile streams) is always pure Python.
 
 This module only finds candidate lines and counts; what a line means is decided by
 :class:`skgate.evidence.logscan.LogScanner` alone, so both paths give the same ``LogScan``.
@@ -26,16 +31,16 @@ import threading
 from pathlib import Path
 
 from skgate.evidence import regular
-from skgate.evidence.logscan import LITERALS, LogScanner
+from skgate.evidence.logscan import GREP_TRIGGERS, LogScanner
 from skgate.model.errors import EvidenceError
 from skgate.model.logscan import LogScan
 
 #: Address-space cap of the grep and wc children (see ``_spawn``).
 CHILD_AS_LIMIT = 256 << 20
 
-#: ERE alternation of the fixed literals; grep finds candidate lines, the shared Python
+#: ERE alternation of the trigger literals; grep finds candidate lines, the shared Python
 #: line handler (``LogScanner.on_line``) decides, so grep only has to over-approximate.
-_GREP_PATTERN = "|".join(re.sub(r"([][.*^$+?(){}|\\])", r"\\\1", x.decode()) for x in LITERALS)
+_GREP_PATTERN = "|".join(re.sub(r"([][.*^$+?(){}|\\])", r"\\\1", x.decode()) for x in GREP_TRIGGERS)
 
 
 class _FastPathUnusable(Exception):
@@ -127,16 +132,69 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
         proc.stdout.close()
 
 
-def _grep_candidates(scanner: LogScanner, stdout: int, max_line: int) -> None:
-    """Stream grep's ``LINENO:LINE`` output through the shared line handler.
+class _Lines:
+    """Reads the lines of an open launcher message by offset (few preads, bounded).
+
+    The grep path lists only hit lines; the lines after an ``execute op_compiler error``
+    hit may belong to its message without holding a literal (launcher_lines), so they are
+    read here, in order, each once, from a 64 KiB window that follows the hits.
+    """
+
+    def __init__(self, fd: int, size: int, max_line: int) -> None:
+        self._fd, self.size, self._max = fd, size, max_line
+        self._buf = b""
+        self._at = 0  # file offset of _buf[0]
+
+    def _read(self, pos: int, n: int) -> bytes:
+        buf = os.pread(self._fd, min(n, self.size - pos), pos)
+        if len(buf) != min(n, self.size - pos):
+            raise _FastPathUnusable("the log shrank while it was scanned")
+        return buf
+
+    def line(self, pos: int) -> tuple[bytes, int]:
+        """(kept part, offset of the next line) of the line starting at ``pos``."""
+        rel = pos - self._at
+        nl = self._buf.find(b"\n", rel, rel + self._max + 1) if 0 <= rel < len(self._buf) else -1
+        if nl < 0:
+            self._at, self._buf = pos, self._read(pos, max(1 << 16, self._max + 1))
+            rel = 0
+            nl = self._buf.find(b"\n", 0, self._max + 1)
+        if nl >= 0:
+            return self._buf[rel:nl], self._at + nl + 1
+        kept = self._buf[rel : rel + self._max]
+        if pos + len(self._buf) >= self.size:
+            return kept, self.size  # an unterminated last line
+        # A long line: skip to its newline in 1 MiB reads, never holding it whole.
+        q = pos + self._max + 1
+        while q < self.size:
+            chunk = self._read(q, 1 << 20)
+            r = chunk.find(b"\n")
+            if r >= 0:
+                return kept, q + r + 1
+            q += len(chunk)
+        return kept, self.size
+
+    def hand(self, scanner: LogScanner, pos: int, stop: int) -> None:
+        """Give the lines from ``pos`` up to ``stop`` to the open message until it closes."""
+        while scanner.continuing and pos < stop:
+            kept, pos = self.line(pos)
+            scanner.on_continuation(kept)
+
+
+def _grep_candidates(scanner: LogScanner, stdout: int, lines: _Lines, max_line: int) -> None:
+    """Stream grep's ``LINENO:OFFSET:LINE`` output through the shared line handler.
 
     Reads 64 KiB at a time; of each line only max_line bytes are kept, however long
-    grep's output line is (a multi-MB line is never held whole by this process).
+    grep's output line is (a multi-MB line is never held whole by this process). The lines
+    of an open launcher message are read by offset (``_Lines``), in the order the
+    pure-Python scan hands them over: unlisted lines first, then the hit line itself.
     """
     header = bytearray()
     kept = bytearray()
     length = 0
-    lineno = 0
+    lineno = offset = 0
+    handed = 0  # where the next line not yet handed to an open message starts
+    colons = 0
     in_line = False
     while True:
         chunk = os.read(stdout, 1 << 16)
@@ -145,18 +203,27 @@ def _grep_candidates(scanner: LogScanner, stdout: int, max_line: int) -> None:
         pos, n = 0, len(chunk)
         while pos < n:
             if not in_line:
+                # The header is two numbers, each ended by a colon.
                 colon = chunk.find(b":", pos)
                 header += chunk[pos : colon if colon >= 0 else n]
-                if len(header) > 20 or (colon >= 0 and not header.isdigit()):
+                if len(header) > 42:
                     raise _FastPathUnusable("unexpected grep output")
                 if colon < 0:
                     break
-                previous, lineno = lineno, int(header)
-                if lineno <= previous:
-                    raise _FastPathUnusable("grep reported line numbers out of order")
-                header.clear()
-                in_line = True
                 pos = colon + 1
+                colons += 1
+                if colons == 1:
+                    header += b":"
+                    continue
+                number, _, at = bytes(header).partition(b":")
+                if not (number.isdigit() and at.isdigit()):
+                    raise _FastPathUnusable("unexpected grep output")
+                previous, lineno, offset = lineno, int(number), int(at)
+                if lineno <= previous or offset < handed:
+                    raise _FastPathUnusable("grep reported lines out of order")
+                header.clear()
+                colons = 0
+                in_line = True
                 continue
             nl = chunk.find(b"\n", pos)
             stop = nl if nl >= 0 else n
@@ -166,15 +233,21 @@ def _grep_candidates(scanner: LogScanner, stdout: int, max_line: int) -> None:
             length += stop - pos
             if nl < 0:
                 break
+            if scanner.continuing:
+                lines.hand(scanner, handed, offset)
+                if scanner.continuing:
+                    scanner.on_continuation(kept)
             summary = scanner.on_line(kept)
             if summary is not None:
                 scanner.on_summary(lineno, summary, None, length > max_line)
+            handed = offset + length + 1
             kept.clear()
             length = 0
             in_line = False
             pos = nl + 1
     if in_line or header:
         raise _FastPathUnusable("grep output ended in the middle of a line")
+    lines.hand(scanner, handed, lines.size)
 
 
 def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
@@ -199,7 +272,7 @@ def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
         try:
             inode = (before.st_dev, before.st_ino)
             # grep first: it is the longest of the three jobs (C-speed, one core each).
-            procs.append(_spawn([grep, "-a", "-n", "-E", "-e", _GREP_PATTERN], path, inode))
+            procs.append(_spawn([grep, "-a", "-n", "-b", "-E", "-e", _GREP_PATTERN], path, inode))
             procs.append(_spawn([wc, "-l"], path, inode))
         except OSError:
             return None
@@ -219,7 +292,9 @@ def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
         grep_proc, wc_proc = procs
         assert grep_proc.stdout is not None and wc_proc.stdout is not None
         try:
-            _grep_candidates(scanner, grep_proc.stdout.fileno(), max_line)
+            _grep_candidates(
+                scanner, grep_proc.stdout.fileno(), _Lines(fd, size, max_line), max_line
+            )
         finally:
             worker.join()
         wc_out = wc_proc.stdout.read(64)
@@ -236,8 +311,6 @@ def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
         last = os.pread(fd, 1, size - 1) if size else b"\n"
         # An unterminated last line counts as a line.
         scanner.set_counts(newlines + (last != b"\n"), size, counted[0])
-        if scanner.needs_full_scan:
-            return None  # a launcher message spans lines grep did not list (launcher_lines)
         return scanner.finish()
     except (_FastPathUnusable, OSError):
         return None

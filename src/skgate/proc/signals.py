@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from skgate.model.signals import signal_name
+from skgate.proc import startup_signals
 
 #: The signals that ask the runner to stop (the Supervisor forwards the same set).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -93,13 +94,18 @@ class StopSignals:
 
     def install(self) -> None:
         global _active
+        # The console entry's start-up handlers (startup_signals) step aside: what they
+        # kept is received here, before launch; restore() gives back what they found.
+        kept, original = startup_signals.handover()
         ignored = []
         for sig in STOP_SIGNALS:
             if inherited_ignore(sig):
                 ignored.append(int(sig))
                 continue
-            self._old[sig] = signal.signal(sig, self._on_signal)
+            old = signal.signal(sig, self._on_signal)
+            self._old[sig] = original.get(sig, old)
         self.ignored = tuple(ignored)
+        self.received.extend((s, Phase.BEFORE_LAUNCH) for s in kept)
         _active = self
 
     def restore(self, *, late: Callable[[str], None] | None = None) -> None:

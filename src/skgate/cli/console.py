@@ -1,0 +1,21 @@
+"""The console script ``skgate`` (and ``python -m skgate``): stop signals first.
+
+:func:`skgate.proc.startup_signals.install` runs before the command line's first import
+that takes time, so a SIGINT or SIGTERM at any instant of start-up ends the command with
+128 + n, never with a traceback and never swallowed (issue 28 s5); see that module.
+"""
+
+from __future__ import annotations
+
+from skgate.proc import startup_signals
+
+TYPE_CHECKING = False  # not ``typing``'s: this module runs before anything is imported
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+
+def entry() -> NoReturn:
+    startup_signals.install()
+    from skgate.cli.main import entry as main_entry  # noqa: PLC0415 - after the handlers
+
+    main_entry()
