@@ -47,6 +47,12 @@ NO_RUN_FILES = b"no run files were found"
 INSTALL_VERIFY = b"Verifying archive integrity"
 INSTALL_UNPACK = b"Uncompressing STATIC KERNEL RUN PACKAGE"
 UNINSTALL_WARNING = b"manually uninstall the static kernel package"
+#: The multi-card dump failed (2.9, 2.14 ``warnings.warn``); the Gloo probe's skip line
+#: holds START (``Rank N: skipping static kernel compilation for multi card: ...``).
+DUMP_FAILED = b"Failed to execute dump json"
+SKIPPING = "skipping static kernel compilation"
+#: torch-npu 2.7.1's start line names no build directory (static_kernel.py l.27).
+_BARE_START = re.compile(r"^Starting static kernel compilation\s*$")
 
 #: Literals the log scanner looks for on this module's behalf.
 LITERALS: tuple[bytes, ...] = (
@@ -58,6 +64,7 @@ LITERALS: tuple[bytes, ...] = (
     INSTALL_VERIFY,
     INSTALL_UNPACK,
     UNINSTALL_WARNING,
+    DUMP_FAILED,
 )
 
 # ``<file>:<lineno>: <Category>: `` as warnings.formatwarning writes it.
@@ -109,7 +116,9 @@ class LauncherCollector:
             "cache_hits": [],
             "cache_misses": [],
             "no_run_files": [],
+            "skips": [],
         }
+        self._bare_starts = 0
         self._omitted: dict[str, int] = {}
         self._installs = 0
         self._uninstall = 0
@@ -164,6 +173,12 @@ class LauncherCollector:
             # Verbatim: the runtime's words, quoted, never skgate's verdict (C7).
             self._add("no_run_files", text.strip()[:MAX_TEXT])
             seen = True
+        if SKIPPING in msg or DUMP_FAILED.decode() in msg:
+            self._add("skips", text.strip()[:MAX_TEXT])
+            seen = True
+        if _BARE_START.match(msg.strip()) is not None:
+            self._bare_starts += 1
+            seen = True
         if INSTALL_VERIFY.decode() in msg:
             self._installs += 1
             seen = True
@@ -197,5 +212,7 @@ class LauncherCollector:
             installs=self._installs,
             uninstall_warnings=self._uninstall,
             ranks=tuple(sorted(self._ranks)),
+            skips=tuple(self._lists["skips"]),
+            bare_starts=self._bare_starts,
             omitted={k: v for k, v in self._omitted.items() if v},
         )

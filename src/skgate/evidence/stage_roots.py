@@ -55,7 +55,7 @@ def _is_regular(path: str) -> bool:
         return False
 
 
-def _subdirs(root: str, suffixes: tuple[str, ...]) -> list[str]:
+def subdirs(root: str, suffixes: tuple[str, ...]) -> list[str]:
     """The directories directly under ``root`` whose names end with one of ``suffixes``
     (never through a link)."""
     try:
@@ -72,8 +72,8 @@ def _root_counts(root: str) -> tuple[int, int, int, int | None]:
     directory; chosen is None where no chosen-inputs directory was made (torchair's
     cache-compile path looks up ``<pid>_opcompile`` itself, fact 1e)."""
     walk = walk_root(root)
-    inputs = sum(len(input_stems(d) or ()) for d in _subdirs(root, (DUMP_DIR_SUFFIX,)))
-    chosen_dirs = list(_subdirs(root, CHOSEN_SUFFIXES))
+    inputs = sum(len(input_stems(d) or ()) for d in subdirs(root, (DUMP_DIR_SUFFIX,)))
+    chosen_dirs = list(subdirs(root, CHOSEN_SUFFIXES))
     chosen = sum(len(input_stems(d) or ()) for d in chosen_dirs) if chosen_dirs else None
     return inputs, walk.logs, len(walk.runs), chosen
 
@@ -147,7 +147,7 @@ CHOSEN_SUFFIXES = ("_opcompile_selected", "_opcompile_gathered")
 
 def chosen_dirs(root: str) -> list[str]:
     """The chosen-inputs directories of a build directory (an op_compiler's ``-p``)."""
-    return sorted(_subdirs(root, CHOSEN_SUFFIXES))
+    return sorted(subdirs(root, CHOSEN_SUFFIXES))
 
 
 def cache_keys(root: str) -> frozenset[str]:
@@ -159,7 +159,7 @@ def cache_keys(root: str) -> frozenset[str]:
     so all four combinations are given.
     """
     keys: set[str] = set()
-    for d in _subdirs(root, CHOSEN_SUFFIXES):
+    for d in subdirs(root, CHOSEN_SUFFIXES):
         digests = []
         for stem in (input_stems(d) or ())[:MAX_HASHED]:
             digest = file_digest(os.path.join(d, stem + INPUT_SUFFIX))

@@ -393,7 +393,7 @@ def _classify(ev: Evidence) -> Verdict:
             None,
             (
                 "C2.2: the command returned naturally with exit status 0",
-                "C2.2: " + stage_rules.no_compile_reason(view, ev.stages),
+                *("C2.2: " + r for r in stage_rules.no_compile_reasons(view, ev.stages)),
                 *escapes,
             ),
             view=view,
@@ -411,7 +411,7 @@ def _classify(ev: Evidence) -> Verdict:
         if ev.leader_exit_status:
             why.append(exit_reason(ev, view))
         if hit_failed:
-            why.append("C2.3: " + stage_rules.no_compile_reason(view, ev.stages))
+            why.extend("C2.3: " + r for r in stage_rules.no_compile_reasons(view, ev.stages))
         if (
             view.source != stage_rules.SOURCE_STAGES
             and summary is not None
@@ -544,9 +544,9 @@ def _classify(ev: Evidence) -> Verdict:
             "not return naturally; failure is not inferred"
         )
     if view.compiled is False and ev.leader_exit_status:
-        reasons.append(
-            f"C2.5: {stage_rules.no_compile_reason(view, ev.stages)}; exit status "
-            f"{ev.leader_exit_status} is therefore not a compiler result"
+        reasons.extend(
+            f"C2.5: {r}; exit status {ev.leader_exit_status} is therefore not a compiler result"
+            for r in stage_rules.no_compile_reasons(view, ev.stages)
         )
     if summary is not None and summary.problems:
         reasons.extend(f"C2.5: the final summary contradicts itself: {p}" for p in summary.problems)

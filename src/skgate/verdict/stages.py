@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from skgate.model.idle import Idle, IdleKind, idle_reason
 from skgate.model.records import Evidence, Stage, Summary, Verdict
 from skgate.model.signals import signal_name
 from skgate.model.stages import (
@@ -269,6 +270,8 @@ class SummaryView:
     hit_seen: bool = True
     #: Build directories announced while no op_compiler ran (the start line came first).
     announced: tuple[AnnouncedRoot, ...] = ()
+    #: Ways the launcher ran no compile by design, seen on disk (issue 27).
+    idle: tuple[Idle, ...] = ()
 
     @property
     def usable(self) -> bool:
@@ -310,7 +313,14 @@ def summary_view(ev: Evidence, natural: bool) -> SummaryView:
     errors = tuple(launcher.error_messages()) if launcher is not None else ()
     hits = tuple(str(h.get("path", "")) for h in launcher.cache_hits) if launcher else ()
     silent = () if hits else silent_cache_hit(ev.stages)
-    compiled: bool | None = True if found.observed else (False if hits or silent else None)
+    shown = found.observed or hits or silent
+    idle = ev.stages.idle if ev.stages is not None and not shown else ()
+    empty = any(i.kind is IdleKind.NO_OPERATORS for i in idle)
+    if empty and launcher is not None and launcher.skips:
+        # The launcher said it skipped (a Gloo probe failed) or its dump failed: an empty
+        # build directory is then no sign of a graph without operators (C2.5).
+        idle = ()
+    compiled: bool | None = True if found.observed else (False if hits or silent or idle else None)
     notes: list[str] = []
     mismatch = jobs_mismatch(found.effective_jobs, ev.frozen_jobs)
     if mismatch is not None:
@@ -332,6 +342,7 @@ def summary_view(ev: Evidence, natural: bool) -> SummaryView:
         notes=tuple(notes),
         hit_seen=bool(hits),
         announced=announced_without_compile(ev.stages) if not found.observed else (),
+        idle=idle,
     )
 
 
@@ -376,6 +387,14 @@ def silent_cache_hit(record: Stages | None) -> tuple[str, ...]:
 
 def cache_paths(record: Stages | None) -> tuple[str, ...]:
     return tuple(c.path for c in record.caches) if record is not None else ()
+
+
+def no_compile_reasons(view: SummaryView, record: Stages | None = None) -> tuple[str, ...]:
+    """Why nothing was compiled, one sentence per finding: a cache hit, or each way the
+    launcher had nothing to compile (issue 27), each naming what it saw on disk."""
+    if view.idle:
+        return tuple(dict.fromkeys(idle_reason(i) for i in view.idle[:MAX_LISTED]))
+    return (no_compile_reason(view, record),)
 
 
 def no_compile_reason(view: SummaryView, record: Stages | None = None) -> str:

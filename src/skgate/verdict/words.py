@@ -18,6 +18,7 @@ from skgate.model.outcomes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
 from skgate.verdict.words_next import (
+    IDLE_HEADLINE,
     NEXT_STEP,
     UNCOMPILED_COUNT,
     UNCOMPILED_HEADLINE,
@@ -122,7 +123,10 @@ def headline(v: Verdict) -> str:
         tail = "; the launcher exited 0, which never makes a success" if status == 0 else ""
         return f"FAILED: {C7['final_failure']['en']} in an op_compiler stage{tail}"
     if kind is Kind.NOT_COMPILED:
-        return UNCOMPILED_HEADLINE  # C2: a cache hit compiled nothing (issue 19)
+        # C2: a cache hit compiled nothing (issue 19); a launcher with nothing to compile
+        # installed nothing either (issue 27): the headline never says it did.
+        cached = any("cached package" in r for r in v.reasons)
+        return UNCOMPILED_HEADLINE if cached or not v.reasons else IDLE_HEADLINE
     return HEADLINE[v.state]
 
 
