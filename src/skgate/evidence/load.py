@@ -268,6 +268,7 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
         stages=load_stages(attempt_dir / files.STAGES),
         launcher=scan.launcher if scan is not None else None,
         frozen_jobs=frozen_jobs(control.controls),
+        torch_npu=control.controls.torch_npu_version,
         package_mode=control.request.package_mode,
         verdict_from=control.request.verdict_from,
         journal_missing=journal_missing,

@@ -78,8 +78,9 @@ def _root_counts(root: str) -> tuple[int, int, int, int | None]:
     return inputs, walk.logs, len(walk.runs), chosen
 
 
-#: torchair's build directory name (fact 1a): ``ts<%Y%m%d%H%M%S%f>_pid<pid>_outputs``.
-_ROOT_NAME = re.compile(r"ts\d{20}_pid(\d+)_outputs")
+#: torchair's build directory name (fact 1a): ``ts<%Y%m%d%H%M%S%f>_pid<pid>_outputs``;
+#: torch-npu 2.7's ``<%Y%m%d%H%M%S%f>_<pid>_outputs`` (2.7.1.post2 static_kernel.py l.273).
+_ROOT_NAME = re.compile(r"(?:ts\d{20}_pid|\d{20}_)(\d+)_outputs")
 
 
 def owned_unannounced_roots(

@@ -213,6 +213,9 @@ class Evidence:
     launcher: LauncherFacts | None = None
     #: The frozen NPU_STATIC_KERNEL_COMPILE_JOBS of control.json (None: not frozen).
     frozen_jobs: int | None = None
+    #: The installed torch-npu version of control.json (issue 27: its release's rules
+    #: explain what the verdict did not see); None when not found or not recorded.
+    torch_npu: str | None = None
     #: ``skgate recover`` finished this attempt after its runner died: when it died
     #: (one of :data:`RECOVERED_WHEN`), else None.
     recovered: RecoveredWhen | None = None

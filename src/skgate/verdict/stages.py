@@ -21,6 +21,13 @@ from dataclasses import dataclass
 
 from skgate.model.idle import Idle, IdleKind, idle_reason
 from skgate.model.records import Evidence, Stage, Summary, Verdict
+from skgate.model.releases import (
+    Release,
+    jobs_explained,
+    release_for,
+    release_of_root,
+    unseen_failure_note,
+)
 from skgate.model.signals import signal_name
 from skgate.model.stages import (
     AnnouncedRoot,
@@ -230,14 +237,22 @@ def disagreements(summary: Summary, record: Stages | None, tree_natural: bool) -
     return problems
 
 
-def jobs_mismatch(effective: Sequence[int], frozen: int | None) -> str | None:
-    """C5: a reason when op_compiler ran with a -j other than the frozen jobs value."""
+def jobs_mismatch(
+    effective: Sequence[int], frozen: int | None, release: Release | None = None
+) -> str | None:
+    """C5: a reason when op_compiler ran with a -j other than the frozen jobs value; with
+    the launcher's release known, what its own ``-j`` rule did (issue 27)."""
     if frozen is None:
         return None
     other = sorted({j for j in effective if j != frozen})
     if not other:
         return None
     shown = ", ".join(f"-j {j}" for j in other)
+    if release is not None:
+        return (
+            f"C5: frozen jobs {frozen}, but op_compiler ran with {shown}: "
+            f"{jobs_explained(release, other[0])}; the control was not in effect"
+        )
     return (
         f"C5: frozen jobs {frozen}, but op_compiler ran with {shown}: the launcher does not "
         "honour the frozen value (NPU_STATIC_KERNEL_COMPILE_JOBS); the control was not in "
@@ -272,6 +287,8 @@ class SummaryView:
     announced: tuple[AnnouncedRoot, ...] = ()
     #: Ways the launcher ran no compile by design, seen on disk (issue 27).
     idle: tuple[Idle, ...] = ()
+    #: Start lines that named no build directory (torch-npu 2.7).
+    bare_starts: int = 0
 
     @property
     def usable(self) -> bool:
@@ -322,9 +339,14 @@ def summary_view(ev: Evidence, natural: bool) -> SummaryView:
         idle = ()
     compiled: bool | None = True if found.observed else (False if hits or silent or idle else None)
     notes: list[str] = []
-    mismatch = jobs_mismatch(found.effective_jobs, ev.frozen_jobs)
+    release = launcher_release(ev)
+    mismatch = jobs_mismatch(found.effective_jobs, ev.frozen_jobs, release)
     if mismatch is not None:
         notes.append(mismatch)
+    unseen = unseen_failure_note(release) if release is not None else None
+    if unseen is not None and found.failures and not errors:
+        # Issue 27: why no launcher line names the failure (the release table).
+        notes.append(f"C7: {unseen}")
     for line in launcher.no_run_files if launcher is not None else ():
         notes.append(
             f"C7: the runtime printed {_quoted(line)}: its own words, quoted; they are not "
@@ -343,7 +365,22 @@ def summary_view(ev: Evidence, natural: bool) -> SummaryView:
         hit_seen=bool(hits),
         announced=announced_without_compile(ev.stages) if not found.observed else (),
         idle=idle,
+        bare_starts=launcher.bare_starts if launcher is not None else 0,
     )
+
+
+def launcher_release(ev: Evidence) -> Release | None:
+    """The launcher's torch-npu release: the installed version preflight recorded, else
+    what an op_compiler's result root shows (only 2.7's layout is its own)."""
+    recorded = release_for(ev.torch_npu)
+    if recorded is not None:
+        return recorded
+    stages = ev.stages.stages if ev.stages is not None else ()
+    for st in stages:
+        shown = release_of_root(st.args.output) if st.args.output else None
+        if shown is not None:
+            return shown
+    return None
 
 
 #: How to get a real compile when the launcher installed a cached package.
@@ -422,7 +459,10 @@ def _made(view: SummaryView) -> str:
     named = ", ".join(a.root for a in shown if not a.unannounced)
     hidden = ", ".join(a.root for a in shown if a.unannounced)
     said = [f"announced {named}"] if named else []
-    if hidden:
+    if hidden and view.bare_starts:
+        # torch-npu 2.7: its start line names no directory (static_kernel.py l.27).
+        said.append(f"made {hidden} after a start line that names no directory")
+    elif hidden:
         said.append(f"made {hidden} without a start line")
     return " and ".join(said)
 

@@ -390,6 +390,7 @@ def _fragments_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
         (re.compile(r"启动器announced "), "启动器宣布了 "),
         (re.compile(r"启动器made "), "启动器创建了 "),
         (re.compile(r" without a start line"), "（未打印启动行）"),
+        (re.compile(r" after a start line that names no directory"), "（启动行未指明目录）"),
         (re.compile(r"（succeeded）"), "（成功）"),
         (re.compile(r"（failed）"), "（失败）"),
         (re.compile(r"表明 succeeded"), "表明成功"),
