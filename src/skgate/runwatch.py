@@ -170,6 +170,7 @@ def finish_after_return(
         announced=[(str(s.get("root", "")), s.get("rank")) for s in starts if s.get("root")],
         outputs=outputs,
         before=before,
+        uninstall_paths=scan.uninstall_paths,
     )
     if request.enforce_jobs:
         # Loaded only now, after the launch (start latency, issue 13).

@@ -173,6 +173,7 @@ class StageTracker:
         announced: Iterable[tuple[str, int | None]] = (),
         outputs: Path | None = None,
         before: Collection[tuple[str, int]] = (),
+        uninstall_paths: Iterable[str] = (),
     ) -> Stages:
         """``stages.json`` from the final manifest, with each stage's census taken now.
 
@@ -230,7 +231,18 @@ class StageTracker:
             )
         # Issue 27: no op_compiler ran; what on disk shows the launcher had nothing to
         # compile (each finding positive evidence, else nothing is claimed: C2.5).
-        idle = () if found else find_idle(roots, recs, self.cwd, self.created)
+        idle = (
+            ()
+            if found
+            else find_idle(
+                roots,
+                recs,
+                self.cwd,
+                self.created,
+                uninstall_paths=uninstall_paths,
+                outputs=os.fspath(outputs) if outputs is not None else None,
+            )
+        )
         # The attempt began when the tracker was made (before launch): a cache file not
         # modified since was there before, so a hit could have come from it.
         return Stages(

@@ -115,3 +115,26 @@ def test_cached_install_is_read_from_the_owned_exec_of_a_cached_run(tmp_path: Pa
     loose.write_text("")
     os.utime(loose, (old, old))
     assert cached_installs([_proc((str(loose),))], None, since) == ()
+
+
+def test_an_install_too_short_to_read_is_said_from_the_printed_uninstall_line(
+    tmp_path: Path,
+) -> None:
+    """The cache-compile path prints only the uninstall warning (2.9.0.post2
+    static_kernel.py l.563-566): its package names the cached .run when it is in the
+    outputs' ts*_outputs from before launch; else the install is said as printed."""
+    outputs = tmp_path / "static_kernel_compile_outputs"
+    cached = outputs / "ts20261101000000000001_pid7_outputs"
+    cached.mkdir(parents=True)
+    run = cached / "static_kernel_1_7.run"
+    run.write_text("")
+    old = time.time() - 3600
+    os.utime(run, (old, old))
+    line = "/usr/local/Ascend/cann/opp/static_kernel/ai_core/static_kernel_1_7/uninstall.sh"
+    found = find_idle((), (), None, time.time() - 60, uninstall_paths=[line], outputs=str(outputs))
+    assert len(found) == 1 and found[0].kind is IdleKind.CACHED_INSTALL
+    assert found[0].directory == str(cached)
+    other = line.replace("static_kernel_1_7", "static_kernel_2_8")
+    said = find_idle((), (), None, time.time() - 60, uninstall_paths=[other], outputs=str(outputs))
+    assert said[0].kind is IdleKind.PRINTED_INSTALL and said[0].packages == ("static_kernel_2_8",)
+    assert find_idle((), (), None, None) == ()  # nothing printed, nothing seen: no claim

@@ -25,6 +25,10 @@ FINDINGS = {
         Idle(IdleKind.CACHED_INSTALL, CACHED, 1, ("static_kernel_1_7.run",)),
         f"cached packages from {CACHED} were installed",
     ),
+    IdleKind.PRINTED_INSTALL: (
+        Idle(IdleKind.PRINTED_INSTALL, "/a/opp/static_kernel/ai_core", 1, ("static_kernel_2",)),
+        "package(s) static_kernel_2 were installed",
+    ),
     IdleKind.NO_OPERATORS: (
         Idle(IdleKind.NO_OPERATORS, ROOT),
         f"the launcher dumped no operator into {ROOT}",
@@ -68,8 +72,9 @@ def test_each_way_of_doing_nothing_succeeds_without_compiling(kind: IdleKind) ->
     assert len(said) == 1 and seen in said[0] and "for a real compile" in said[0], said
     zh = reason_zh(said[0])
     assert zh is not None and "没有运行编译" in zh and "如需真正编译" in zh, said[0]
-    # Only a cache-compile install says a package was installed.
-    assert ("cached package" in headline(v)) is (kind is IdleKind.CACHED_INSTALL)
+    # Only an install says a cached package was installed.
+    installs = (IdleKind.CACHED_INSTALL, IdleKind.PRINTED_INSTALL)
+    assert ("cached package" in headline(v)) is (kind in installs)
 
 
 def test_without_a_finding_the_same_run_stays_unknown() -> None:

@@ -16,6 +16,7 @@ Directories are listed without following links, and only a bounded number is rea
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterable, Sequence
 
@@ -113,13 +114,57 @@ def cached_installs(
     return tuple(out)
 
 
+#: The uninstall path torchair prints after an install (``save_uninstall_info``).
+_UNINSTALL = re.compile(r"(?P<dir>.*/opp/static_kernel/ai_core)/(?P<pkg>[^/]+)/uninstall\.sh")
+
+
+def printed_installs(
+    uninstall_paths: Iterable[str], outputs: str | None, since: float | None
+) -> tuple[Idle, ...]:
+    """Installs the launcher printed (its uninstall warning names each package): a cached
+    ``.run`` of that name in a ``ts*_outputs`` of ``outputs`` from before launch names the
+    source; else the install is said as printed, nothing more."""
+    cached: dict[str, list[str]] = {}
+    printed: dict[str, list[str]] = {}
+    for path in list(uninstall_paths)[:MAX_ITEMS]:
+        m = _UNINSTALL.fullmatch(path.strip())
+        if m is None:
+            continue
+        pkg = m.group("pkg")
+        source = None
+        for root in sorted(subdirs(outputs, ("_outputs",))) if outputs else ():
+            source = _cached_root(os.path.join(root, pkg + ".run"), since)
+            if source is not None:
+                break
+        if source is not None:
+            cached.setdefault(source, []).append(pkg + ".run")
+        else:
+            printed.setdefault(m.group("dir"), []).append(pkg)
+    out = [
+        Idle(IdleKind.CACHED_INSTALL, d, len(set(p)), tuple(sorted(set(p))))
+        for d, p in sorted(cached.items())
+    ]
+    out += [
+        Idle(IdleKind.PRINTED_INSTALL, d, len(set(p)), tuple(sorted(set(p))))
+        for d, p in sorted(printed.items())
+    ]
+    return tuple(out)
+
+
 def find_idle(
     roots: Sequence[AnnouncedRoot],
     records: Iterable[ProcessRecord],
     cwd: str | None,
     since: float | None,
+    *,
+    uninstall_paths: Iterable[str] = (),
+    outputs: str | None = None,
 ) -> tuple[Idle, ...]:
-    """Every finding of an attempt in which no op_compiler ran (the caller checks that)."""
+    """Every finding of an attempt in which no op_compiler ran (the caller checks that).
+
+    A fresh build directory not shown idle makes the whole attempt unexplained (()).
+    An install seen from its exec comes first; an install only printed (the exec too
+    short to read its argv) is said from the launcher's uninstall line."""
     found: list[Idle] = []
     fresh = [a for a in roots if a.exists and not a.preexisting]
     for a in fresh[:MAX_ITEMS]:
@@ -130,4 +175,6 @@ def find_idle(
             return ()  # one fresh root unexplained: the attempt is not shown idle
         found.append(idle)
     installs = cached_installs(records, cwd, since)
+    if not installs and not found:
+        installs = printed_installs(uninstall_paths, outputs, since)
     return (*installs, *found)

@@ -35,6 +35,9 @@ class IdleKind(enum.Enum):
     CACHED_INSTALL = "cached_install"
     #: The dump left no operator JSON in the build directory.
     NO_OPERATORS = "no_operators"
+    #: A package was installed (the launcher printed its uninstall path) and no
+    #: op_compiler ran, with no cached ``.run`` of that name found to name its source.
+    PRINTED_INSTALL = "printed_install"
     #: Every dumped input went to the blacklist directory.
     ALL_BLACKLISTED = "all_blacklisted"
     #: The selection is empty with no blacklist: every input was compiled before in
@@ -97,6 +100,10 @@ IDLE_ADVICE: Mapping[IdleKind, str] = {
         "turn the launcher's cache compile off (static_kernel_compile.use_cache_compile) or "
         "move that cached build directory away (after `skgate cleanup`) for a real compile"
     ),
+    IdleKind.PRINTED_INSTALL: (
+        "turn the launcher's cache compile off (static_kernel_compile.use_cache_compile) "
+        "for a real compile"
+    ),
     IdleKind.NO_OPERATORS: (
         "run a graph whose operators the launcher dumps (aclnn operators) for a real compile"
     ),
@@ -131,6 +138,12 @@ def idle_reason(idle: Idle) -> str:
         else:
             seen = f"cached packages from {d} were installed ({_join(idle.packages)})"
         said = f"{seen}; no start line, no build directory and no op_compiler"
+    elif idle.kind is IdleKind.PRINTED_INSTALL:
+        said = (
+            f"package(s) {_join(idle.packages)} were installed (the launcher printed their "
+            f"uninstall path under {d}) with no start line, no build directory and no "
+            "op_compiler"
+        )
     elif idle.kind is IdleKind.NO_OPERATORS:
         said = f"the launcher dumped no operator into {d}, so it started no op_compiler"
     elif idle.kind is IdleKind.ALL_BLACKLISTED:

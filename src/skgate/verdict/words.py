@@ -125,7 +125,7 @@ def headline(v: Verdict) -> str:
     if kind is Kind.NOT_COMPILED:
         # C2: a cache hit compiled nothing (issue 19); a launcher with nothing to compile
         # installed nothing either (issue 27): the headline never says it did.
-        cached = any("cached package" in r for r in v.reasons)
+        cached = any("no compile ran:" in r and " installed" in r for r in v.reasons)
         return UNCOMPILED_HEADLINE if cached or not v.reasons else IDLE_HEADLINE
     return HEADLINE[v.state]
 

@@ -219,6 +219,9 @@ _IDLE_ADVICE_ZH: Mapping[IdleKind, str] = {
         "如需真正编译，请关闭启动器的缓存编译（static_kernel_compile.use_cache_compile），"
         "或（在 `skgate cleanup` 之后）移走该缓存构建目录"
     ),
+    IdleKind.PRINTED_INSTALL: (
+        "如需真正编译，请关闭启动器的缓存编译（static_kernel_compile.use_cache_compile）"
+    ),
     IdleKind.NO_OPERATORS: "如需真正编译，请运行启动器会导出其算子的图（aclnn 算子）",
     IdleKind.ALL_BLACKLISTED: "如需真正编译，请将这些算子移出静态 kernel 黑名单",
     IdleKind.EMPTY_SELECTION: (
@@ -245,6 +248,13 @@ _IDLE_SAID_ZH: tuple[tuple[IdleKind, str, str], ...] = (
         r"non-zero \((.*)\); no start line, no build directory and no op_compiler",
         r"运行了来自 \2 的缓存包以进行安装，其中 \3 次安装以非零退出码结束（\4）；"
         "没有启动行、没有构建目录，也没有 op_compiler",
+    ),
+    (
+        IdleKind.PRINTED_INSTALL,
+        r"package\(s\) (.*) were installed \(the launcher printed their uninstall path under "
+        r"(.*)\) with no start line, no build directory and no op_compiler",
+        r"已安装包 \2（启动器打印了其位于 \3 下的卸载路径），没有启动行、没有构建目录，"
+        "也没有 op_compiler",
     ),
     (
         IdleKind.NO_OPERATORS,
