@@ -88,14 +88,21 @@ def test_nothing_is_claimed_where_the_disk_does_not_show_it(tmp_path: Path) -> N
     assert find_idle((_fresh(other), _fresh(root)), (), None, None) == ()
 
 
-def test_cached_install_is_read_from_the_owned_exec_of_a_cached_run(tmp_path: Path) -> None:
-    outputs = tmp_path / "cache" / "static_kernel_compile_outputs"
+def _cached_run(outputs: Path, name: str) -> tuple[Path, Path, float]:
+    """A .run of an earlier compile in ``outputs``' ts root: (root, run, its mtime)."""
     cached = outputs / "ts20261101000000000001_pid7_outputs"
     cached.mkdir(parents=True)
-    run = cached / "static_kernel_20261101_7.run"
+    run = cached / name
     run.write_text("#!/bin/sh\n")
     old = time.time() - 3600
     os.utime(run, (old, old))
+    return cached, run, old
+
+
+def test_cached_install_is_read_from_the_owned_exec_of_a_cached_run(tmp_path: Path) -> None:
+    cached, run, old = _cached_run(
+        tmp_path / "cache" / "static_kernel_compile_outputs", "static_kernel_20261101_7.run"
+    )
     since = time.time() - 60
     # A shell .run is exec'ed through its interpreter: argv[1] names it.
     found = cached_installs([_proc(("/bin/sh", str(run)))], None, since)
@@ -124,12 +131,7 @@ def test_an_install_too_short_to_read_is_said_from_the_printed_uninstall_line(
     static_kernel.py l.563-566): its package names the cached .run when it is in the
     outputs' ts*_outputs from before launch; else the install is said as printed."""
     outputs = tmp_path / "static_kernel_compile_outputs"
-    cached = outputs / "ts20261101000000000001_pid7_outputs"
-    cached.mkdir(parents=True)
-    run = cached / "static_kernel_1_7.run"
-    run.write_text("")
-    old = time.time() - 3600
-    os.utime(run, (old, old))
+    cached, _, _ = _cached_run(outputs, "static_kernel_1_7.run")
     line = "/usr/local/Ascend/cann/opp/static_kernel/ai_core/static_kernel_1_7/uninstall.sh"
     found = find_idle((), (), None, time.time() - 60, uninstall_paths=[line], outputs=str(outputs))
     assert len(found) == 1 and found[0].kind is IdleKind.CACHED_INSTALL

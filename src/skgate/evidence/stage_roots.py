@@ -151,16 +151,36 @@ def chosen_dirs(root: str) -> list[str]:
     return sorted(subdirs(root, CHOSEN_SUFFIXES))
 
 
+#: The super-kernel part of torchair's cache key (torch-npu 2.14.0 static_kernel.py
+#: l.1087-1106 ``_get_super_kernel_config_str``): nothing without a config, ``False``
+#: when off, ``True`` + the options as sorted compact JSON when on (the default, no
+#: options, is the only one computable from disk; older code: ``str(flag)`` only).
+_SK_PARTS = (
+    b"",
+    b"False",
+    b"True",
+    b'True{"debug_options":null,"optimize_options":null}',
+)
+#: The deterministic part: ``"1"``/``"0"``, then (2.11, 2.14: l.1128-1130) the level
+#: ``str(torch_npu.npu._get_deterministic_level())``; absent in older code.
+_DET_PARTS = tuple(
+    det + level for det in (b"0", b"1") for level in (b"", b"0", b"1", b"2", b"None")
+)
+
+
 def cache_keys(root: str) -> frozenset[str]:
     """The static-kernel cache keys torchair would compute for a root's chosen inputs.
 
     torchair's key: sha256 over the sorted sha256 hex of every JSON of the chosen
-    directory, then ``str(super_kernel_optimize)``, then ``"1"``/``"0"`` for
-    deterministic mode (``docs/cann-static-compile.md``). The two flags are not on disk,
-    so all four combinations are given.
+    directory (the selection, the gathered inputs, or ``<pid>_opcompile`` on the
+    cache-compile path), then the super-kernel config, then the deterministic mode and
+    level (``docs/cann-static-compile.md``). The config and level are not on disk, so
+    every computable combination is given; a key set with super-kernel options matches
+    none (``key_matches`` is then None, never False).
     """
     keys: set[str] = set()
-    for d in subdirs(root, CHOSEN_SUFFIXES):
+    dirs = subdirs(root, CHOSEN_SUFFIXES) or subdirs(root, (DUMP_DIR_SUFFIX,))
+    for d in dirs:
         digests = []
         for stem in (input_stems(d) or ())[:MAX_HASHED]:
             digest = file_digest(os.path.join(d, stem + INPUT_SUFFIX))
@@ -171,11 +191,10 @@ def cache_keys(root: str) -> frozenset[str]:
             base = hashlib.sha256()
             for digest in sorted(digests):
                 base.update(digest.encode())
-            for sk in (b"False", b"True"):
-                for det in (b"0", b"1"):
+            for sk in _SK_PARTS:
+                for det in _DET_PARTS:
                     h = base.copy()
-                    h.update(sk)
-                    h.update(det)
+                    h.update(sk + det)
                     keys.add(h.hexdigest())
     return frozenset(keys)
 
@@ -210,7 +229,10 @@ def read_cache_file(
             omitted += 1
             continue
         run = value if os.path.isabs(value) else os.path.join(base, value)
-        entries.append(CacheEntry(str(key), value, _is_regular(run), str(key) in keys))
+        # A key none of ours matches proves no difference: it may cover super-kernel
+        # options (issue 27); only a match is said.
+        matched = True if str(key) in keys else None
+        entries.append(CacheEntry(str(key), value, _is_regular(run), matched))
     return CacheFile(path, preexisting, tuple(entries), None, omitted)
 
 
