@@ -259,6 +259,7 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
         tree_ended=tree_ended,
         escaped_alive=escaped_alive,
         escaped_total=len(ownership.escaped) if ownership else 0,
+        escaped_torchrun=len(ownership.torchrun_escaped) if ownership else 0,
         timeout_fired=timeout_fired,
         signals_sent=tuple(signals),
         external_signals=tuple(external),

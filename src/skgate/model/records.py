@@ -193,6 +193,9 @@ class Evidence:
     #: Escaped owned processes still alive when the runner finished.
     escaped_alive: int = 0
     escaped_total: int = 0
+    #: Of them, torchrun's workers (and their children): in a session a torchrun child
+    #: started (torchrun's ``start_new_session=True``; issue 27).
+    escaped_torchrun: int = 0
     timeout_fired: bool = False
     signals_sent: tuple[SignalSent, ...] = ()
     external_signals: tuple[int, ...] = ()

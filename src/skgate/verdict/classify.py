@@ -83,14 +83,26 @@ _PRINTED = (stage_rules.SOURCE_SUMMARY_LINES, stage_rules.SOURCE_PATTERN)
 def _escape_note(ev: Evidence) -> list[str]:
     if not ev.escaped_total:
         return []
-    they = "it was" if ev.escaped_total == 1 else "they were"
-    note = (
-        f"C4: {count(ev.escaped_total, 'owned process')} left the process group (setsid); "
-        f"{they} watched, never signalled"
-    )
+    notes: list[str] = []
+    calm = min(ev.escaped_torchrun, ev.escaped_total)
+    if calm:
+        # Issue 27: torchrun starts every worker with start_new_session=True: the
+        # launcher's normal shape, said once and calmly (still watched, C4).
+        notes.append(
+            f"C4: {count(calm, 'owned process')} in torchrun's worker sessions (torchrun "
+            "starts each worker in a session of its own): watched like the rest, never "
+            "signalled"
+        )
+    others = ev.escaped_total - calm
+    if others:
+        they = "it was" if others == 1 else "they were"
+        notes.append(
+            f"C4: {count(others, 'owned process')} left the process group (setsid); "
+            f"{they} watched, never signalled"
+        )
     if ev.escaped_alive:
-        note += f", and {ev.escaped_alive} still lived when the runner finished"
-    return [note]
+        notes[-1] += f", and {ev.escaped_alive} still lived when the runner finished"
+    return notes
 
 
 def _preexisting_note(ev: Evidence) -> list[str]:
