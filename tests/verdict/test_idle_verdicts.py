@@ -105,3 +105,23 @@ def test_an_empty_root_after_the_launcher_said_it_skipped_is_no_graph_without_op
     said = "Rank 1: skipping static kernel compilation for multi card: local Gloo probe failed"
     v = classify(replace(ev((idle,)), launcher=LauncherFacts(skips=(said,))))
     assert v.state is State.UNKNOWN and v.compiled is None
+
+
+def test_regress_refuses_an_idle_attempt_with_its_own_words() -> None:
+    """A launcher with nothing to compile is no compile-health evidence either, and the
+    refusal never says a cached package was installed when none was (C6)."""
+    from skgate.verdict.stages import compile_evidence_refusals
+
+    idle, seen = FINDINGS[IdleKind.ALL_BLACKLISTED]
+    why = compile_evidence_refusals(classify(ev((idle,))), None)
+    assert len(why) == 1 and seen in why[0] and "cached package" not in why[0]
+
+
+def test_the_report_and_the_reach_check_say_it_as_found_in_both_languages() -> None:
+    from skgate.model.phrases import Lang
+    from skgate.verdict.words import idle_said
+
+    idle, seen = FINDINGS[IdleKind.EMPTY_SELECTION]
+    assert seen in idle_said(idle, Lang.EN)
+    zh = idle_said(idle, Lang.ZH)
+    assert zh.startswith("没有运行编译") and "选择为空" in zh

@@ -492,7 +492,11 @@ def compile_evidence_refusals(verdict: Verdict, frozen: int | None) -> list[str]
     """
     why: list[str] = []
     if verdict.compiled is False:
-        why.append(f"{NO_COMPILE}; {CACHE_ADVICE}")
+        # Issue 27: the verdict's own sentence when the launcher had nothing to compile;
+        # a cache hit keeps the one sentence the regress words know.
+        said = [r.split(": ", 1)[1] for r in verdict.reasons if ": no compile ran: " in r]
+        idle = [r for r in said if not r.startswith(NO_COMPILE)]
+        why.append(idle[0] if idle else f"{NO_COMPILE}; {CACHE_ADVICE}")
     mismatch = jobs_mismatch(verdict.effective_jobs, frozen)
     if mismatch is not None:
         why.append("undeclared difference: " + mismatch.removeprefix("C5: ") + " (C5)")

@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Mapping
 
+from skgate.model.idle import Idle, idle_reason
 from skgate.model.outcomes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
@@ -476,6 +477,16 @@ def _coverage_zh(reason: str) -> str | None:
         else:
             return None
     return f"C3：进程归属记录来源 {match.group(1)}：" + "；".join(parts)
+
+
+def idle_said(idle: Idle, lang: Lang) -> str:
+    """One way the launcher ran no compile (issue 27), in ``lang`` (the reason's words
+    without its rule prefix)."""
+    en = idle_reason(idle)
+    if lang is not Lang.ZH:
+        return en
+    zh = reason_zh(f"C2.2: {en}")
+    return zh.removeprefix("C2.2：") if zh is not None else en
 
 
 def reason_zh(reason: str) -> str | None:
