@@ -32,4 +32,5 @@ def test_escapes_in_sessions_torchrun_started_are_counted_as_its_workers() -> No
     plain = _ownership(_p(10, 1, 10, ("python3", "launch.py")), w1, w2)
     assert plain.torchrun_escaped == ()
     assert is_torchrun(("python3", "-m", "torch.distributed.run", "x.py"))
-    assert is_torchrun(("torchrun", "x.py")) and not is_torchrun(("python3", "torchrun.txt"))
+    assert is_torchrun(("torchrun", "x.py")) and is_torchrun(("python3", "/t/rc_torchrun.py"))
+    assert not is_torchrun(("python3", "/torchrun/x.py", "torchrun"))

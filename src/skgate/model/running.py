@@ -177,10 +177,11 @@ class Coverage:
 
 
 def is_torchrun(argv: tuple[str, ...]) -> bool:
-    """``torchrun ...``, ``python .../torchrun ...`` or ``python -m torch.distributed.run``
-    (or the older ``torch.distributed.launch``)."""
+    """``torchrun ...``, ``python .../torchrun ...`` (or a script named after it, such as a
+    ``torchrun`` stand-in ``rc_torchrun.py``) or ``python -m torch.distributed.run`` (or
+    the older ``torch.distributed.launch``)."""
     head = argv[:3]
-    return any(a.rsplit("/", 1)[-1] == "torchrun" for a in head[:2]) or any(
+    return any("torchrun" in a.rsplit("/", 1)[-1] for a in head[:2]) or any(
         a in ("torch.distributed.run", "torch.distributed.launch") for a in head
     )
 
