@@ -250,8 +250,8 @@ def jobs_mismatch(
     shown = ", ".join(f"-j {j}" for j in other)
     if release is not None:
         return (
-            f"C5: frozen jobs {frozen}, but op_compiler ran with {shown}: "
-            f"{jobs_explained(release, other[0])}; the control was not in effect"
+            f"C5: frozen jobs {frozen}; {jobs_explained(release, other[0])}; the control was "
+            "not in effect"
         )
     return (
         f"C5: frozen jobs {frozen}, but op_compiler ran with {shown}: the launcher does not "

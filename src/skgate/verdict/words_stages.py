@@ -185,18 +185,18 @@ STAGE_REASONS_ZH: tuple[tuple[str, str], ...] = (
         "（NPU_STATIC_KERNEL_COMPILE_JOBS）；该控制项没有生效",
     ),
     (
-        r"C5: frozen jobs (\d+), but op_compiler ran with (.+): torch-npu (\S+) passes -j "
+        r"C5: frozen jobs (\d+); ()torch-npu (\S+) passes -j "
         r"os\.cpu_count\(\) // LOCAL_WORLD_SIZE to each rank's op_compiler \(-j (\d+) here\) "
         r"and reads no NPU_STATIC_KERNEL_COMPILE_JOBS; the control was not in effect",
-        r"C5：冻结的并发数为 \1，但 op_compiler 实际以 \2 运行：torch-npu \3 给每个 rank 的 "
+        r"C5：冻结的并发数为 \1\2；torch-npu \3 给每个 rank 的 "
         r"op_compiler 传入 -j os.cpu_count() // LOCAL_WORLD_SIZE（此处为 -j \4），"
         "不读取 NPU_STATIC_KERNEL_COMPILE_JOBS；该控制项没有生效",
     ),
     (
-        r"C5: frozen jobs (\d+), but op_compiler ran with (.+): torch-npu (\S+) passes -j "
+        r"C5: frozen jobs (\d+); ()torch-npu (\S+) passes -j "
         r"os\.cpu_count\(\) \(-j (\d+) here\) and reads no NPU_STATIC_KERNEL_COMPILE_JOBS; "
         r"the control was not in effect",
-        r"C5：冻结的并发数为 \1，但 op_compiler 实际以 \2 运行：torch-npu \3 传入 -j "
+        r"C5：冻结的并发数为 \1\2；torch-npu \3 传入 -j "
         r"os.cpu_count()（此处为 -j \4），不读取 NPU_STATIC_KERNEL_COMPILE_JOBS；该控制项没有生效",
     ),
     (
