@@ -148,3 +148,31 @@ def test_count_tree_collects_the_first_names_when_asked(tmp_path: Path) -> None:
         "ts20261101120000000001_pid11_outputs/static_kernel_20261101120001_11.run",
         "misc/old.run",
     ]
+
+
+def test_a_torch_npu_2_7_run_is_counted_in_its_own_outputs_directory(tmp_path: Path) -> None:
+    """Issue 27: 2.7.1 writes ``aclnn_static_shape_kernel_outputs/<ts>_<pid>_outputs``
+    (static_kernel.py l.267, l.273-274); with no outputs directory given, that is the
+    one counted, never ``exists: false`` with totals 0."""
+    from skgate.evidence.census import census_outputs, is_result_root, take_census, top_entries
+
+    default = tmp_path / "static_kernel_compile_outputs"
+    legacy = tmp_path / "aclnn_static_shape_kernel_outputs"
+    legacy.mkdir()
+    (legacy / "20261101000000000001_7_outputs").mkdir()  # an earlier run's
+    before = top_entries(default) | top_entries(legacy)
+    root = legacy / "20261203000000000001_41_outputs"
+    (root / "41_compile_log").mkdir(parents=True)
+    (root / "41_compile_log" / "Add_x_compile_succ.log").write_text("")
+    (root / "static_kernel_1_41.run").write_text("")
+    assert is_result_root(root.name)
+    chosen = census_outputs(default, legacy, before)
+    assert chosen == legacy
+    c = take_census(chosen, live=False, exclude=before)
+    assert c.exists and c.succ_logs == 1 and c.run_packages == 1 and c.preexisting == 1
+    assert [r.root for r in c.roots] == [root.name]
+    # Given an outputs directory, or with new entries in the default one, it is that one.
+    assert census_outputs(default, None, before) == default
+    default.mkdir()
+    (default / "ts20261203000000000002_pid42_outputs").mkdir()
+    assert census_outputs(default, legacy, before) == default

@@ -59,3 +59,21 @@ def test_same_result_in_any_chunking_and_from_a_file(tmp_path: Path) -> None:
     log.write_bytes(LOG)
     assert scan_file(log, use_grep=True) == expected  # the grep path gives way here
     assert scan_file(log, use_grep=False) == expected
+
+
+def test_skip_lines_and_the_bare_start_of_torch_npu_2_7_are_kept() -> None:
+    """Issue 27: 2.7.1's start line names no directory (static_kernel.py l.27); the
+    launcher's own skip words are kept verbatim, so an empty root is not over-read."""
+    from skgate.evidence.launcher_lines import LauncherCollector
+
+    c = LauncherCollector()
+    for line in (
+        "/x/static_kernel.py:27: UserWarning: Starting static kernel compilation",
+        "/x/static_kernel.py:159: UserWarning: Rank 1: skipping static kernel compilation "
+        "for multi card: local Gloo probe failed or timed out (probe timeout 180s).",
+        "/x/static_kernel.py:354: UserWarning: Failed to execute dump json: boom",
+    ):
+        c.on_line(line)
+    facts = c.result()
+    assert facts.bare_starts == 1 and not facts.starts
+    assert len(facts.skips) == 2 and "Gloo probe failed" in facts.skips[0]

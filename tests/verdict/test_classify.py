@@ -861,3 +861,24 @@ def test_a_launch_intent_without_launched_is_unknown_never_not_started() -> None
     live = Evidence(launched=False, launch_unconfirmed=True, owned_alive=1)
     assert classify(live).state is State.IN_PROGRESS
     assert classify(Evidence(launched=False, runner_finished=True)).state is State.NOT_STARTED
+
+
+def test_torchrun_workers_are_said_once_calmly_and_other_escapes_as_before() -> None:
+    """Issue 27: torchrun starts every worker with start_new_session=True (C4)."""
+    from skgate.verdict.words import reason_zh
+
+    calm = classify(natural(escaped_total=3, escaped_torchrun=3))
+    c4 = [r for r in calm.reasons if r.startswith("C4:")]
+    assert len(c4) == 1 and "torchrun" in c4[0] and "left the process group" not in c4[0]
+    assert "never signalled" in c4[0] and reason_zh(c4[0]) is not None
+    mixed = [
+        r
+        for r in classify(natural(escaped_total=3, escaped_torchrun=2)).reasons
+        if r.startswith("C4:")
+    ]
+    assert len(mixed) == 2 and "2 owned processes in torchrun" in mixed[0]
+    assert mixed[1].startswith("C4: 1 owned process left the process group (setsid)")
+    plain = [r for r in classify(natural(escaped_total=2)).reasons if r.startswith("C4:")]
+    assert plain == [
+        "C4: 2 owned processes left the process group (setsid); they were watched, never signalled"
+    ]

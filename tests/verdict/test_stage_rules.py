@@ -36,7 +36,7 @@ from skgate.verdict.stages import (
     not_final_reason,
     returned_naturally,
 )
-from skgate.verdict.words import headline, in_language
+from skgate.verdict.words import headline, in_language, reason_zh
 
 ARGV = ("op_compiler", "-p", "/o/r/1_opcompile_selected", "-v", "S", "-j", "2", "-o", "/o/r")
 
@@ -435,3 +435,36 @@ def test_no_summary_properties_and_their_coverage() -> None:
         "interrupted",
     }
     assert wanted <= reached, f"strategy never reached {sorted(wanted - reached)}"
+
+
+def test_torch_npu_2_7_jobs_rule_is_said_not_a_bare_mismatch() -> None:
+    """Issue 27: two ranks under 2.7 pass -j cpu_count // LOCAL_WORLD_SIZE (2.7.1.post2
+    static_kernel.py l.284-298): the note says so, from the root's layout or from the
+    release preflight recorded, in English and Chinese."""
+    root = "/w/aclnn_static_shape_kernel_outputs/20261203000000000001_41_outputs"
+    argv = ("op_compiler", "-p", root + "/41_opcompile", "-v", "S", "-l", "info", "-j", "1")
+    v = classify(ev(stage(argv=(*argv, "-o", root)), frozen=2))
+    said = [r for r in v.reasons if r.startswith("C5:")]
+    assert said and "torch-npu 2.7 passes -j os.cpu_count() // LOCAL_WORLD_SIZE" in said[0]
+    assert "does not honour" not in said[0] and "ran with -j" not in said[0]
+    zh = reason_zh(said[0])
+    assert zh is not None and "LOCAL_WORLD_SIZE" in zh and "torch-npu 2.7" in zh
+    # Recorded by preflight: the same words with the 2.9 root layout.
+    recorded = classify(ev(stage(), frozen=1, torch_npu="2.14.0"))
+    c5 = [r for r in recorded.reasons if r.startswith("C5:")]
+    assert c5 and "torch-npu 2.14 passes -j os.cpu_count()" in c5[0], recorded.reasons
+    assert reason_zh(c5[0]) is not None
+
+
+def test_a_failure_2_7_never_printed_is_explained_by_its_release() -> None:
+    """Issue 27: 2.7 logs op_compiler failures with logger.warning (2.7.1.post2
+    static_kernel.py l.72), hidden at the default level: the verdict says where it read
+    the failure instead; with the launcher's own line printed, nothing is added."""
+    failing = stage(census(ok=2, bad=1))
+    v = classify(ev(failing, torch_npu="2.7.1.post2"))
+    assert v.state is State.FAILED
+    note = [r for r in v.reasons if "below the default level" in r]
+    assert note and reason_zh(note[0]) is not None
+    assert not any("below the default level" in r for r in classify(ev(failing)).reasons)
+    printed = classify(ev(failing, torch_npu="2.7.1.post2", errors=1))
+    assert not any("below the default level" in r for r in printed.reasons)

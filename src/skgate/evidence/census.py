@@ -42,12 +42,33 @@ SUCC_SUFFIX = "_compile_succ.log"
 RUN_SUFFIX = ".run"
 OTHER_ROOT = "."
 
-_RESULT_ROOT = re.compile(r"ts.*_pid.*_outputs\Z", re.DOTALL)
+# ``ts<time>_pid<pid>_outputs`` from torch-npu 2.9 on; ``<time>_<pid>_outputs`` in 2.7
+# (static_kernel.py l.273-274 of 2.7.1.post2).
+_RESULT_ROOT = re.compile(r"(?:ts.*_pid.*|\d+_\d+)_outputs\Z", re.DOTALL)
 
 
 def is_result_root(name: str) -> bool:
-    """Does a directory name look like a CANN result root (``ts<time>_pid<pid>_outputs``)?"""
+    """Does a directory name look like a CANN result root (``ts<time>_pid<pid>_outputs``,
+    or 2.7's ``<time>_<pid>_outputs``)?"""
     return _RESULT_ROOT.match(name) is not None
+
+
+def _has_new(outputs: Path, before: Collection[tuple[str, int]]) -> bool:
+    try:
+        with os.scandir(outputs) as it:
+            return any((e.name, e.inode()) not in before for e in it)
+    except OSError:
+        return False
+
+
+def census_outputs(default: Path, legacy: Path | None, before: Collection[tuple[str, int]]) -> Path:
+    """The outputs directory this attempt wrote into: the request's, or torch-npu 2.7's
+    ``aclnn_static_shape_kernel_outputs`` when no directory was given, the default one got
+    nothing new and the legacy one did (issue 27: a 2.7 run is counted, never ``exists:
+    false``). ``before`` holds the entries of both taken before launch."""
+    if legacy is None or _has_new(default, before) or not _has_new(legacy, before):
+        return default
+    return legacy
 
 
 @dataclass

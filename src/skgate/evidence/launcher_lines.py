@@ -56,6 +56,12 @@ UNINSTALL_WARNING = b"manually uninstall the static kernel package"
 #: Matches both "X.run install failed" and "X/uninstall.sh uninstall failed".
 PACKAGE_FAILED = b"install failed"
 PACKAGE_SUCCESS = b"install success"
+#: The multi-card dump failed (2.9, 2.14 ``warnings.warn``); the Gloo probe's skip line
+#: holds START (``Rank N: skipping static kernel compilation for multi card: ...``).
+DUMP_FAILED = b"Failed to execute dump json"
+SKIPPING = "skipping static kernel compilation"
+#: torch-npu 2.7.1's start line names no build directory (static_kernel.py l.27).
+_BARE_START = re.compile(r"^Starting static kernel compilation\s*$")
 
 #: Literals the log scanner looks for on this module's behalf.
 LITERALS: tuple[bytes, ...] = (
@@ -69,6 +75,7 @@ LITERALS: tuple[bytes, ...] = (
     UNINSTALL_WARNING,
     PACKAGE_FAILED,
     PACKAGE_SUCCESS,
+    DUMP_FAILED,
 )
 
 #: A line can add a fact only if it holds one of these (each is in, or implied by, what
@@ -83,6 +90,12 @@ TRIGGERS: tuple[bytes, ...] = (
     NO_RUN_FILES,
     INSTALL_VERIFY,
     UNINSTALL_WARNING,
+    # Merged from two branches (issue 27's install lines and its skip lines): each is a
+    # fact of its own that no other trigger's line holds.
+    PACKAGE_FAILED,
+    PACKAGE_SUCCESS,
+    DUMP_FAILED,
+    SKIPPING.encode(),
 )
 
 # ``<file>:<lineno>: <Category>: `` as warnings.formatwarning writes it.
@@ -140,7 +153,9 @@ class LauncherCollector:
             "cache_misses": [],
             "no_run_files": [],
             "package_lines": [],
+            "skips": [],
         }
+        self._bare_starts = 0
         self._omitted: dict[str, int] = {}
         self._installs = 0
         self._uninstall = 0
@@ -193,6 +208,12 @@ class LauncherCollector:
             # Verbatim: the runtime's words, quoted, never skgate's verdict (C7).
             self._add("no_run_files", text.strip()[:MAX_TEXT])
             seen = True
+        if SKIPPING in msg or DUMP_FAILED.decode() in msg:
+            self._add("skips", text.strip()[:MAX_TEXT])
+            seen = True
+        if _BARE_START.match(msg.strip()) is not None:
+            self._bare_starts += 1
+            seen = True
         if INSTALL_VERIFY.decode() in msg:
             self._installs += 1
             seen = True
@@ -242,5 +263,7 @@ class LauncherCollector:
             installs=self._installs,
             uninstall_warnings=self._uninstall,
             ranks=tuple(sorted(self._ranks)),
+            skips=tuple(self._lists["skips"]),
+            bare_starts=self._bare_starts,
             omitted={k: v for k, v in self._omitted.items() if v},
         )

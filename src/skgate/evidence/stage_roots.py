@@ -55,7 +55,7 @@ def _is_regular(path: str) -> bool:
         return False
 
 
-def _subdirs(root: str, suffixes: tuple[str, ...]) -> list[str]:
+def subdirs(root: str, suffixes: tuple[str, ...]) -> list[str]:
     """The directories directly under ``root`` whose names end with one of ``suffixes``
     (never through a link)."""
     try:
@@ -72,14 +72,15 @@ def _root_counts(root: str) -> tuple[int, int, int, int | None]:
     directory; chosen is None where no chosen-inputs directory was made (torchair's
     cache-compile path looks up ``<pid>_opcompile`` itself, fact 1e)."""
     walk = walk_root(root)
-    inputs = sum(len(input_stems(d) or ()) for d in _subdirs(root, (DUMP_DIR_SUFFIX,)))
-    chosen_dirs = list(_subdirs(root, CHOSEN_SUFFIXES))
+    inputs = sum(len(input_stems(d) or ()) for d in subdirs(root, (DUMP_DIR_SUFFIX,)))
+    chosen_dirs = list(subdirs(root, CHOSEN_SUFFIXES))
     chosen = sum(len(input_stems(d) or ()) for d in chosen_dirs) if chosen_dirs else None
     return inputs, walk.logs, len(walk.runs), chosen
 
 
-#: torchair's build directory name (fact 1a): ``ts<%Y%m%d%H%M%S%f>_pid<pid>_outputs``.
-_ROOT_NAME = re.compile(r"ts\d{20}_pid(\d+)_outputs")
+#: torchair's build directory name (fact 1a): ``ts<%Y%m%d%H%M%S%f>_pid<pid>_outputs``;
+#: torch-npu 2.7's ``<%Y%m%d%H%M%S%f>_<pid>_outputs`` (2.7.1.post2 static_kernel.py l.273).
+_ROOT_NAME = re.compile(r"(?:ts\d{20}_pid|\d{20}_)(\d+)_outputs")
 
 
 def owned_unannounced_roots(
@@ -147,19 +148,39 @@ CHOSEN_SUFFIXES = ("_opcompile_selected", "_opcompile_gathered")
 
 def chosen_dirs(root: str) -> list[str]:
     """The chosen-inputs directories of a build directory (an op_compiler's ``-p``)."""
-    return sorted(_subdirs(root, CHOSEN_SUFFIXES))
+    return sorted(subdirs(root, CHOSEN_SUFFIXES))
+
+
+#: The super-kernel part of torchair's cache key (torch-npu 2.14.0 static_kernel.py
+#: l.1087-1106 ``_get_super_kernel_config_str``): nothing without a config, ``False``
+#: when off, ``True`` + the options as sorted compact JSON when on (the default, no
+#: options, is the only one computable from disk; older code: ``str(flag)`` only).
+_SK_PARTS = (
+    b"",
+    b"False",
+    b"True",
+    b'True{"debug_options":null,"optimize_options":null}',
+)
+#: The deterministic part: ``"1"``/``"0"``, then (2.11, 2.14: l.1128-1130) the level
+#: ``str(torch_npu.npu._get_deterministic_level())``; absent in older code.
+_DET_PARTS = tuple(
+    det + level for det in (b"0", b"1") for level in (b"", b"0", b"1", b"2", b"None")
+)
 
 
 def cache_keys(root: str) -> frozenset[str]:
     """The static-kernel cache keys torchair would compute for a root's chosen inputs.
 
     torchair's key: sha256 over the sorted sha256 hex of every JSON of the chosen
-    directory, then ``str(super_kernel_optimize)``, then ``"1"``/``"0"`` for
-    deterministic mode (``docs/cann-static-compile.md``). The two flags are not on disk,
-    so all four combinations are given.
+    directory (the selection, the gathered inputs, or ``<pid>_opcompile`` on the
+    cache-compile path), then the super-kernel config, then the deterministic mode and
+    level (``docs/cann-static-compile.md``). The config and level are not on disk, so
+    every computable combination is given; a key set with super-kernel options matches
+    none (``key_matches`` is then None, never False).
     """
     keys: set[str] = set()
-    for d in _subdirs(root, CHOSEN_SUFFIXES):
+    dirs = subdirs(root, CHOSEN_SUFFIXES) or subdirs(root, (DUMP_DIR_SUFFIX,))
+    for d in dirs:
         digests = []
         for stem in (input_stems(d) or ())[:MAX_HASHED]:
             digest = file_digest(os.path.join(d, stem + INPUT_SUFFIX))
@@ -170,11 +191,10 @@ def cache_keys(root: str) -> frozenset[str]:
             base = hashlib.sha256()
             for digest in sorted(digests):
                 base.update(digest.encode())
-            for sk in (b"False", b"True"):
-                for det in (b"0", b"1"):
+            for sk in _SK_PARTS:
+                for det in _DET_PARTS:
                     h = base.copy()
-                    h.update(sk)
-                    h.update(det)
+                    h.update(sk + det)
                     keys.add(h.hexdigest())
     return frozenset(keys)
 
@@ -209,7 +229,10 @@ def read_cache_file(
             omitted += 1
             continue
         run = value if os.path.isabs(value) else os.path.join(base, value)
-        entries.append(CacheEntry(str(key), value, _is_regular(run), str(key) in keys))
+        # A key none of ours matches proves no difference: it may cover super-kernel
+        # options (issue 27); only a match is said.
+        matched = True if str(key) in keys else None
+        entries.append(CacheEntry(str(key), value, _is_regular(run), matched))
     return CacheFile(path, preexisting, tuple(entries), None, omitted)
 
 

@@ -86,6 +86,9 @@ class FrozenControls:
     host_cpu_model: str | None = None
     host_cpu_count: int | None = None
     host_cann_version: str | None = None
+    #: The installed torch-npu version preflight read from its dist-info (issue 27);
+    #: None when not found or not recorded (older attempts).
+    torch_npu_version: str | None = None
     #: (name, inode) of each outputs entry present before launch (C8: never this
     #: attempt's); None when not recorded (older attempts: only the first names were).
     outputs_before_ids: frozenset[tuple[str, int]] | None = None
@@ -121,6 +124,7 @@ class FrozenControls:
             host_cpu_model=_text(host.get("cpu_model")),
             host_cpu_count=_int(host.get("cpu_count")),
             host_cann_version=_text(host.get("cann_version")),
+            torch_npu_version=_text(_sub(data, "torch_npu").get("version")),
             outputs_before_ids=_ids(_sub(data, "outputs_before").get("ids")),
             raw=dict(data),
         )

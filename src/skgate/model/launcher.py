@@ -27,6 +27,13 @@ class LauncherFacts:
     installs: int = 0
     uninstall_warnings: int = 0
     ranks: tuple[int, ...] = ()
+    #: The launcher's words that it skipped the compile or its dump failed (a Gloo probe
+    #: that failed, ``Failed to execute dump json``), verbatim (issue 27): an empty build
+    #: directory is then no sign of a graph without operators.
+    skips: tuple[str, ...] = ()
+    #: Start lines that name no build directory (torch-npu 2.7.1: ``Starting static
+    #: kernel compilation``).
+    bare_starts: int = 0
     omitted: Mapping[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -40,6 +47,8 @@ class LauncherFacts:
             "installs": self.installs,
             "uninstall_warnings": self.uninstall_warnings,
             "ranks": list(self.ranks),
+            "skips": list(self.skips),
+            "bare_starts": self.bare_starts,
             "omitted": dict(self.omitted),
         }
 
@@ -62,6 +71,9 @@ class LauncherFacts:
                 raise EvidenceError(f"{where}: launcher field {key!r} has the wrong type")
             return value
 
+        skips = data.get("skips", [])
+        if not isinstance(skips, list):
+            raise EvidenceError(f"{where}: launcher field 'skips' has the wrong type")
         notes = data.get("no_run_files", [])
         ranks = data.get("ranks", [])
         if not isinstance(notes, list) or not isinstance(ranks, list):
@@ -77,6 +89,8 @@ class LauncherFacts:
             installs=num("installs"),
             uninstall_warnings=num("uninstall_warnings"),
             ranks=tuple(int(r) for r in ranks),
+            skips=tuple(str(x) for x in skips),
+            bare_starts=num("bare_starts"),
             omitted=dict(omitted) if isinstance(omitted, dict) else {},
         )
 

@@ -198,6 +198,9 @@ class Evidence:
     #: Escaped owned processes still alive when the runner finished.
     escaped_alive: int = 0
     escaped_total: int = 0
+    #: Of them, torchrun's workers (and their children): in a session a torchrun child
+    #: started (torchrun's ``start_new_session=True``; issue 27).
+    escaped_torchrun: int = 0
     timeout_fired: bool = False
     signals_sent: tuple[SignalSent, ...] = ()
     external_signals: tuple[int, ...] = ()
@@ -221,6 +224,9 @@ class Evidence:
     launcher: LauncherFacts | None = None
     #: The frozen NPU_STATIC_KERNEL_COMPILE_JOBS of control.json (None: not frozen).
     frozen_jobs: int | None = None
+    #: The installed torch-npu version of control.json (issue 27: its release's rules
+    #: explain what the verdict did not see); None when not found or not recorded.
+    torch_npu: str | None = None
     #: ``skgate recover`` finished this attempt after its runner died: when it died
     #: (one of :data:`RECOVERED_WHEN`), else None.
     recovered: RecoveredWhen | None = None

@@ -32,6 +32,9 @@ CLEANUP_OUTPUTS = (
 #: own files).
 OPTIONAL_CLEANUP_OUTPUTS = ("log", "tmp", "profiling")
 
+#: Where torch-npu 2.7 writes them instead (``static_kernel.py`` l.267 of 2.7.1.post2).
+LEGACY_OUTPUTS_DIRNAME = "aclnn_static_shape_kernel_outputs"
+
 DEFAULT_TIMEOUT = 3 * 3600.0
 DEFAULT_GRACE = 30.0
 
@@ -98,6 +101,11 @@ class RunRequest:
     def outputs_path(self) -> str:
         """The outputs directory of this run (the one home of that rule, C1 / C8)."""
         return outputs_path(self.cwd, self.outputs)
+
+    def legacy_outputs_path(self) -> str | None:
+        """torch-npu 2.7's outputs directory below ``cwd`` when no outputs directory was
+        given (``aclnn_static_shape_kernel_outputs``; issue 27), else None."""
+        return None if self.outputs else posixpath.join(self.cwd, LEGACY_OUTPUTS_DIRNAME)
 
     def to_dict(self) -> dict[str, Any]:
         return {

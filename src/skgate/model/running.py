@@ -188,6 +188,16 @@ class Coverage:
         )
 
 
+def is_torchrun(argv: tuple[str, ...]) -> bool:
+    """``torchrun ...``, ``python .../torchrun ...`` (or a script named after it, such as a
+    ``torchrun`` stand-in ``rc_torchrun.py``) or ``python -m torch.distributed.run`` (or
+    the older ``torch.distributed.launch``)."""
+    head = argv[:3]
+    return any("torchrun" in a.rsplit("/", 1)[-1] for a in head[:2]) or any(
+        a in ("torch.distributed.run", "torch.distributed.launch") for a in head
+    )
+
+
 @record
 class Ownership:
     """What the attempt owns: the leader, every observed descendant, and foreign compilers.
@@ -213,6 +223,23 @@ class Ownership:
     @property
     def escaped(self) -> tuple[ProcessRecord, ...]:
         return tuple(p for p in self.owned if p.escaped)
+
+    @property
+    def torchrun_escaped(self) -> tuple[ProcessRecord, ...]:
+        """Escaped processes in a session torchrun made: the session's leader is a child
+        of a torchrun process (torchrun starts every worker with
+        ``start_new_session=True``), read from the recorded argv and parent (C4: the
+        launcher's normal shape, still watched and never signalled)."""
+        by_pid = {p.pid: p for p in self.owned}
+        if self.leader is not None:
+            by_pid.setdefault(self.leader.pid, self.leader)
+        out: list[ProcessRecord] = []
+        for p in self.escaped:
+            head = by_pid.get(p.sid)
+            parent = by_pid.get(head.ppid) if head is not None else None
+            if parent is not None and is_torchrun(parent.argv):
+                out.append(p)
+        return tuple(out)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -123,10 +123,11 @@ WORDS: dict[SkipKind, dict[str, str]] = {
 #: The detail clauses, English / Chinese.
 DETAIL = {
     "cache_key": {
-        "en": "the key covers only the ops' hashes, super_kernel_optimize and deterministic "
-        "mode, not super_kernel_optimize_options, debug options or replaced .o files",
-        "zh": "缓存键只包含算子哈希、super_kernel_optimize 和确定性模式，"
-        "不包含 super_kernel_optimize_options、调试选项或被替换的 .o 文件",
+        "en": "the key covers only the ops' hashes, the super-kernel config (torch-npu 2.11 "
+        "and later: its optimize and debug options too) and deterministic mode and level, "
+        "not replaced .o files",
+        "zh": "缓存键只包含算子哈希、super-kernel 配置（torch-npu 2.11 及以后还包含其优化与调试"
+        "选项）以及确定性模式与级别，不包含被替换的 .o 文件",
     },
     "cache_fix": {
         "en": "to compile for real: set the torchair option disable_static_kernel_compile_cache, "

@@ -85,9 +85,11 @@ class CacheEntry:
     #: silent miss and a recompile, not a hit).
     run_exists: bool
     #: The key equals one torchair would compute from an announced root's chosen inputs
-    #: (sorted sha256 of each JSON, the SuperKernel flag, deterministic mode): the hit
-    #: is then shown, not only possible.
-    key_matches: bool = False
+    #: (sorted sha256 of each JSON, the super-kernel config, deterministic mode and, from
+    #: torch-npu 2.11, its level): the hit is then shown, not only possible. None: no
+    #: computed key matched, which proves nothing (the key also covers super-kernel
+    #: options that are not on disk, issue 27); never a claim that the key differs.
+    key_matches: bool | None = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,7 +105,11 @@ class CacheEntry:
             key=require(data, "key", str, where),
             run_path=require(data, "run_path", str, where),
             run_exists=require(data, "run_exists", bool, where),
-            key_matches=bool(data.get("key_matches", False)),
+            key_matches=(
+                None if data.get("key_matches", False) is None else bool(data["key_matches"])
+            )
+            if "key_matches" in data
+            else False,
         )
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import EvidenceError
+from skgate.model.idle import Idle, idles_from
 from skgate.model.schema import SCHEMA_STAGES, SCHEMA_STAGES_V1, check_schema, opt_int, require
 from skgate.model.stage_roots import AnnouncedRoot, CacheEntry, CacheFile
 
@@ -516,10 +517,13 @@ class Stages:
     announced: tuple[AnnouncedRoot, ...] = ()
     #: Static-kernel cache files beside the outputs (C2, C6).
     caches: tuple[CacheFile, ...] = ()
+    #: Ways the launcher ran no compile by design, each seen on disk (issue 27).
+    idle: tuple[Idle, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA_STAGES,
+            "idle": [i.to_dict() for i in self.idle],
             "stages": [s.to_dict() for s in self.stages],
             "peak_opc": self.peak_opc,
             "compiler_names": list(self.compiler_names),
@@ -547,6 +551,7 @@ class Stages:
                 AnnouncedRoot.from_dict(a, where) for a in _objects(d, "announced", where)
             ),
             caches=tuple(CacheFile.from_dict(c, where) for c in _objects(d, "caches", where)),
+            idle=idles_from(d.get("idle"), where),
         )
 
     @property

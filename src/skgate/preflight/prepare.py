@@ -42,7 +42,7 @@ from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.events import Event, Preflight, PreflightStep
 from skgate.model.request import RunRequest
 from skgate.model.running import ProcessRecord
-from skgate.preflight import jobs, self_hooks
+from skgate.preflight import jobs, self_hooks, torch_npu
 from skgate.preflight.env import (
     REDACTED,
     base_env,
@@ -291,6 +291,13 @@ def prepare(
         [dict(e) for e in scan.pythonpath] if scan is not None else ordered_pythonpath(env)
     )
     controls["host"] = host_facts(env)
+    # Issue 27: the workload's torch-npu, from its dist-info where that interpreter
+    # imports from (never imported, never skgate's own interpreter's).
+    controls["torch_npu"] = torch_npu.torch_npu_record(
+        torch_npu.search_dirs(scan.pythonpath, scan.interpreter.get("sitedirs") or ())
+        if scan is not None
+        else None
+    )
     # The hooks skgate's own process already ran (C6 for skgate itself, issue 21): not
     # undone, but said and recorded, so an attempt made under them is never trusted blind.
     controls["skgate_self"] = self_hooks.own_hooks()

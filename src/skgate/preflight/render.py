@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from skgate.model.skips import findings_of
-from skgate.preflight import jobs, self_hooks
+from skgate.preflight import jobs, self_hooks, torch_npu
 
 if TYPE_CHECKING:
     from skgate.preflight.prepare import LaunchPlan
@@ -51,6 +51,9 @@ def render_lines(plan: LaunchPlan) -> list[str]:
         + (f", Python {py['version']}" if py.get("version") else "")
         + (f" flags {' '.join(py['flags'])}" if py.get("flags") else "")
     )
+    tn = c.get("torch_npu")
+    if isinstance(tn, dict):
+        lines.extend(torch_npu.render(tn))  # issue 27: the release's static-kernel rules
     j = c.get("jobs", {})
     lines.append(f"compile jobs: {jobs.JOBS_VAR}={j.get('value')} ({j.get('rule')})")
     for note in j.get("notes", []):

@@ -54,3 +54,9 @@ def validate(request: RunRequest) -> None:
 def outputs_dir(request: RunRequest) -> Path:
     """The request's outputs directory (rule: :meth:`RunRequest.outputs_path`)."""
     return Path(request.outputs_path())
+
+
+def legacy_outputs_dir(request: RunRequest) -> Path | None:
+    """torch-npu 2.7's outputs directory, looked at only when none was given."""
+    legacy = request.legacy_outputs_path()
+    return Path(legacy) if legacy is not None else None

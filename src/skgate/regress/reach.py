@@ -45,6 +45,7 @@ from skgate.model.stages import Stages
 from skgate.preflight.kernel_meta import KernelMetaObject, from_controls, stale_kernel_meta
 from skgate.regress.change import Change
 from skgate.verdict.stages import CACHE_ADVICE, MAX_LISTED, cache_paths
+from skgate.verdict.words import idle_said
 
 #: The finding's headline, and its Chinese form (docs/contract.md, C6).
 NOT_REACHED = "the declared change did not reach the compile"
@@ -80,9 +81,12 @@ MAX_PACKAGE_BYTES = 4 << 30
 
 
 class ReachCheck(str, enum.Enum):
-    """Which of the four checks found that the change did not reach the compile."""
+    """Which of the checks found that the change did not reach the compile."""
 
     CACHE_HIT = "cache_hit"
+    #: The launcher had nothing to compile (issue 27: no operators, all blacklisted,
+    #: an empty selection, a cache-compile install).
+    NOTHING_COMPILED = "nothing_compiled"
     OP_TYPES = "op_types"
     KERNEL_META = "kernel_meta"
     SAME_PACKAGE = "same_package"
@@ -197,7 +201,19 @@ def not_reached(
         return ()
     out: list[ReachFinding] = []
     stages = _stages(candidate)
-    if verdict.compiled is False:
+    idle = stages.idle if stages is not None else ()
+    if verdict.compiled is False and idle:
+        # Issue 27: the launcher had nothing to compile: said as found (en, zh).
+        out.append(
+            ReachFinding(
+                ReachCheck.NOTHING_COMPILED,
+                idle_said(idle[0], Lang.EN),  # the sentence ends with how to compile
+                idle_said(idle[0], Lang.ZH),
+                "then run the candidate again",
+                "然后重新运行候选",
+            )
+        )
+    elif verdict.compiled is False:
         caches = _listed(cache_paths(stages))
         out.append(
             ReachFinding(

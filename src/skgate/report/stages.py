@@ -17,6 +17,7 @@ from skgate.model.records import State, Verdict
 from skgate.model.running import Ownership
 from skgate.model.stages import InputOutcome, Stages, parse_compiler_argv
 from skgate.verdict.stages import CACHE_ADVICE, MAX_LISTED
+from skgate.verdict.words import idle_said
 
 _WORDS = {
     "title": {
@@ -128,7 +129,11 @@ def stage_lines(
     sep = "，" if lang is Lang.ZH else ", "
     colon = "：" if lang is Lang.ZH else ": "
     out.append(f"- {_w('source', lang)}{colon}{shown}")
-    if verdict.compiled is False:
+    idle = stages.idle if stages is not None else ()
+    if verdict.compiled is False and idle:
+        # Issue 27: nothing to compile is said as found, never as a cache hit.
+        out.extend(f"- {idle_said(i, lang)}" for i in idle[:MAX_LISTED])
+    elif verdict.compiled is False:
         out.append(f"- {_w('cache', lang)}")
     if stages is None:
         out.append(f"- {_w('no_record', lang)}")

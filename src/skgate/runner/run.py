@@ -47,7 +47,7 @@ from skgate.model.signals import signal_name
 from skgate.preflight import prepare as preflight
 from skgate.preflight.early import EarlyWork
 from skgate.preflight.interpreter import resolve_command
-from skgate.preflight.request import outputs_dir, validate
+from skgate.preflight.request import legacy_outputs_dir, outputs_dir, validate
 from skgate.proc.cgroup import leaf_name
 from skgate.proc.keeper import PipeKeeper
 from skgate.proc.signals import (
@@ -283,7 +283,12 @@ def _preflight(run: _Run) -> Verdict | None:
     run.held.callback(plan.release)  # the leases are held until the attempt is finished
     att.foreign = plan.foreign
     # C8: what the outputs directory already holds belongs to earlier runs.
-    run.before, controls = top_entries(outputs_dir(request)), dict(plan.controls)
+    # Issue 27: torch-npu 2.7's own outputs directory too, when none was given.
+    legacy = legacy_outputs_dir(request)
+    run.before = top_entries(outputs_dir(request)) | (
+        top_entries(legacy) if legacy is not None else frozenset()
+    )
+    controls = dict(plan.controls)
     controls["outputs_before"] = outputs_record(outputs_dir(request), run.before)
     with deferred():
         att.write_control(controls)

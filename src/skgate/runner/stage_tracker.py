@@ -173,6 +173,7 @@ class StageTracker:
         announced: Iterable[tuple[str, int | None]] = (),
         outputs: Path | None = None,
         before: Collection[tuple[str, int]] = (),
+        uninstall_paths: Iterable[str] = (),
     ) -> Stages:
         """``stages.json`` from the final manifest, with each stage's census taken now.
 
@@ -180,6 +181,7 @@ class StageTracker:
         and ``outputs`` the attempt's outputs directory: with ``before`` (its top entries
         before launch) they give the announced roots and the cache files (C2).
         """
+        from skgate.evidence.idle import find_idle  # noqa: PLC0415
         from skgate.evidence.stage_census import stage_census  # noqa: PLC0415
         from skgate.evidence.stage_roots import (  # noqa: PLC0415
             announced_roots,
@@ -227,9 +229,24 @@ class StageTracker:
                     args_from=ArgsFrom.ANNOUNCED_ROOT if rec.pid in recognised else ArgsFrom.ARGV,
                 )
             )
+        # Issue 27: no op_compiler ran; what on disk shows the launcher had nothing to
+        # compile (each finding positive evidence, else nothing is claimed: C2.5).
+        idle = (
+            ()
+            if found
+            else find_idle(
+                roots,
+                recs,
+                self.cwd,
+                self.created,
+                uninstall_paths=uninstall_paths,
+                outputs=os.fspath(outputs) if outputs is not None else None,
+            )
+        )
         # The attempt began when the tracker was made (before launch): a cache file not
         # modified since was there before, so a hit could have come from it.
         return Stages(
+            idle=idle,
             stages=tuple(stages),
             peak_opc=self.peak_opc,
             compiler_names=self.names,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from skgate.evidence import files, plog
 from skgate.evidence.census import (
     OBSERVATION_EVERY,
+    census_outputs,
     observer,
     take_census,
 )
@@ -28,7 +29,7 @@ from skgate.evidence.logscan import LogScanner
 from skgate.model.events import Event
 from skgate.model.running import Coverage, ProcessRecord
 from skgate.preflight import prepare as preflight
-from skgate.preflight.request import outputs_dir
+from skgate.preflight.request import legacy_outputs_dir, outputs_dir
 from skgate.proc.echo import TerminalEcho
 from skgate.proc.supervise import Outcome
 from skgate.runner.attempt import Attempt
@@ -159,15 +160,18 @@ def finish_after_return(
     request = att.request
     att.record_signals()
     scan = watcher.scanner.finish()
-    census = take_census(outputs_dir(request), live=outcome.escaped_alive > 0, exclude=before)
+    # Issue 27: a torch-npu 2.7 run writes into its own outputs directory.
+    outputs = census_outputs(outputs_dir(request), legacy_outputs_dir(request), before)
+    census = take_census(outputs, live=outcome.escaped_alive > 0, exclude=before)
     # After the tree ended: each stage's per-input logs are final now (C1), not before.
     starts = scan.launcher.starts if scan.launcher is not None else ()
     stages = watcher.tracker.finish(
         records,
         after_return=outcome.escaped_alive == 0,
         announced=[(str(s.get("root", "")), s.get("rank")) for s in starts if s.get("root")],
-        outputs=outputs_dir(request),
+        outputs=outputs,
         before=before,
+        uninstall_paths=scan.uninstall_paths,
     )
     if request.enforce_jobs:
         # Loaded only now, after the launch (start latency, issue 13).
@@ -182,7 +186,7 @@ def finish_after_return(
     # C8: the installed static binaries of this attempt's packages, as the tree left them
     # (torchair uninstalls at exit, so "no manifest" is recorded, never concluded).
     installed = inst.installed_binaries(
-        str(outputs_dir(request)),
+        str(outputs),
         plog_env.get("ASCEND_OPP_PATH") or None,
         frozenset(name for name, _ in before),
     )

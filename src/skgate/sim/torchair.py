@@ -30,9 +30,9 @@ this flavour behaves like torchair's public ``static_kernel.py`` (see
   <stderr>``, no package installed, inference carries on, **exit 0**;
 - ``--cache``: a compile cache ``static_kernel_cache/CANN-<version>_<soc>.json`` (a flat
   ``{key: run_path}``, plus a ``.lock``) keyed by the selected inputs' hashes, the
-  SuperKernel flag and deterministic mode only: a hit installs the cached ``.run`` and
-  runs no op_compiler; a miss compiles and adds the entry; a cached entry whose ``.run``
-  is gone is a silent miss and a recompile. The hit and miss lines
+  super-kernel config and deterministic mode and level (2.14's key): a hit installs the
+  cached ``.run`` and runs no op_compiler; a miss compiles and adds the entry; a cached
+  entry whose ``.run`` is gone is a silent miss and a recompile. The hit and miss lines
   (``Static kernel cache hit: PATH``, ``No matching cache found for key : KEY``) are
   logger INFO lines, printed only with ``TORCH_COMPILE_DEBUG=1``: **by default a cache
   hit prints nothing** but the start line;
@@ -168,15 +168,18 @@ def _info(message: str) -> None:
 
 
 def _cache_key(selected: Path, super_kernel: bool, deterministic: bool) -> str:
-    """Over the ops' hashes, the SuperKernel flag and deterministic mode only: a changed
-    kernel ``.o`` or ``super_kernel_optimize_options`` does not change it (C6)."""
+    """Over the ops' hashes, the super-kernel config, deterministic mode and level, as
+    torch-npu 2.14.0 computes it (static_kernel.py l.1087-1132; the sim sets no
+    super-kernel options and level 0): a changed kernel ``.o`` does not change it (C6)."""
     h = hashlib.sha256()
     for digest in sorted(
         hashlib.sha256(p.read_bytes()).hexdigest() for p in selected.glob("*.json")
     ):
         h.update(digest.encode())
-    h.update(str(super_kernel).encode())
+    config = 'True{"debug_options":null,"optimize_options":null}' if super_kernel else "False"
+    h.update(config.encode())
     h.update(b"1" if deterministic else b"0")
+    h.update(b"0")  # str(torch_npu.npu._get_deterministic_level())
     return h.hexdigest()
 
 

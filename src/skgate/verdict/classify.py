@@ -85,14 +85,26 @@ _PRINTED = (stage_rules.SOURCE_SUMMARY_LINES, stage_rules.SOURCE_PATTERN)
 def _escape_note(ev: Evidence) -> list[str]:
     if not ev.escaped_total:
         return []
-    they = "it was" if ev.escaped_total == 1 else "they were"
-    note = (
-        f"C4: {count(ev.escaped_total, 'owned process')} left the process group (setsid); "
-        f"{they} watched, never signalled"
-    )
+    notes: list[str] = []
+    calm = min(ev.escaped_torchrun, ev.escaped_total)
+    if calm:
+        # Issue 27: torchrun starts every worker with start_new_session=True: the
+        # launcher's normal shape, said once and calmly (still watched, C4).
+        notes.append(
+            f"C4: {count(calm, 'owned process')} in torchrun's worker sessions (torchrun "
+            "starts each worker in a session of its own): watched like the rest, never "
+            "signalled"
+        )
+    others = ev.escaped_total - calm
+    if others:
+        they = "it was" if others == 1 else "they were"
+        notes.append(
+            f"C4: {count(others, 'owned process')} left the process group (setsid); "
+            f"{they} watched, never signalled"
+        )
     if ev.escaped_alive:
-        note += f", and {ev.escaped_alive} still lived when the runner finished"
-    return [note]
+        notes[-1] += f", and {ev.escaped_alive} still lived when the runner finished"
+    return notes
 
 
 def _when_died(ev: Evidence, natural: bool) -> str:
@@ -419,7 +431,7 @@ def _classify(ev: Evidence) -> Verdict:
             None,
             (
                 "C2.2: the command returned naturally with exit status 0",
-                "C2.2: " + stage_rules.no_compile_reason(view, ev.stages),
+                *("C2.2: " + r for r in stage_rules.no_compile_reasons(view, ev.stages)),
                 *escapes,
             ),
             view=view,
@@ -437,7 +449,7 @@ def _classify(ev: Evidence) -> Verdict:
         if ev.leader_exit_status:
             why.append(exit_reason(ev, view))
         if hit_failed:
-            why.append("C2.3: " + stage_rules.no_compile_reason(view, ev.stages))
+            why.extend("C2.3: " + r for r in stage_rules.no_compile_reasons(view, ev.stages))
         if (
             view.source != stage_rules.SOURCE_STAGES
             and summary is not None
@@ -570,9 +582,9 @@ def _classify(ev: Evidence) -> Verdict:
             "not return naturally; failure is not inferred"
         )
     if view.compiled is False and ev.leader_exit_status:
-        reasons.append(
-            f"C2.5: {stage_rules.no_compile_reason(view, ev.stages)}; exit status "
-            f"{ev.leader_exit_status} is therefore not a compiler result"
+        reasons.extend(
+            f"C2.5: {r}; exit status {ev.leader_exit_status} is therefore not a compiler result"
+            for r in stage_rules.no_compile_reasons(view, ev.stages)
         )
     if summary is not None and summary.problems:
         reasons.extend(f"C2.5: the final summary contradicts itself: {p}" for p in summary.problems)

@@ -19,7 +19,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from skgate.model.idle import Idle, IdleKind, idle_reason
 from skgate.model.records import Evidence, Stage, Summary, Verdict
+from skgate.model.releases import (
+    Release,
+    jobs_explained,
+    release_for,
+    release_of_root,
+    unseen_failure_note,
+)
 from skgate.model.signals import signal_name
 from skgate.model.stages import (
     AnnouncedRoot,
@@ -229,14 +237,22 @@ def disagreements(summary: Summary, record: Stages | None, tree_natural: bool) -
     return problems
 
 
-def jobs_mismatch(effective: Sequence[int], frozen: int | None) -> str | None:
-    """C5: a reason when op_compiler ran with a -j other than the frozen jobs value."""
+def jobs_mismatch(
+    effective: Sequence[int], frozen: int | None, release: Release | None = None
+) -> str | None:
+    """C5: a reason when op_compiler ran with a -j other than the frozen jobs value; with
+    the launcher's release known, what its own ``-j`` rule did (issue 27)."""
     if frozen is None:
         return None
     other = sorted({j for j in effective if j != frozen})
     if not other:
         return None
     shown = ", ".join(f"-j {j}" for j in other)
+    if release is not None:
+        return (
+            f"C5: frozen jobs {frozen}; {jobs_explained(release, other[0])}; the control was "
+            "not in effect"
+        )
     return (
         f"C5: frozen jobs {frozen}, but op_compiler ran with {shown}: the launcher does not "
         "honour the frozen value (NPU_STATIC_KERNEL_COMPILE_JOBS); the control was not in "
@@ -269,6 +285,10 @@ class SummaryView:
     hit_seen: bool = True
     #: Build directories announced while no op_compiler ran (the start line came first).
     announced: tuple[AnnouncedRoot, ...] = ()
+    #: Ways the launcher ran no compile by design, seen on disk (issue 27).
+    idle: tuple[Idle, ...] = ()
+    #: Start lines that named no build directory (torch-npu 2.7).
+    bare_starts: int = 0
 
     @property
     def usable(self) -> bool:
@@ -310,11 +330,23 @@ def summary_view(ev: Evidence, natural: bool) -> SummaryView:
     errors = tuple(launcher.error_messages()) if launcher is not None else ()
     hits = tuple(str(h.get("path", "")) for h in launcher.cache_hits) if launcher else ()
     silent = () if hits else silent_cache_hit(ev.stages)
-    compiled: bool | None = True if found.observed else (False if hits or silent else None)
+    shown = found.observed or hits or silent
+    idle = ev.stages.idle if ev.stages is not None and not shown else ()
+    empty = any(i.kind is IdleKind.NO_OPERATORS for i in idle)
+    if empty and launcher is not None and launcher.skips:
+        # The launcher said it skipped (a Gloo probe failed) or its dump failed: an empty
+        # build directory is then no sign of a graph without operators (C2.5).
+        idle = ()
+    compiled: bool | None = True if found.observed else (False if hits or silent or idle else None)
     notes: list[str] = []
-    mismatch = jobs_mismatch(found.effective_jobs, ev.frozen_jobs)
+    release = launcher_release(ev)
+    mismatch = jobs_mismatch(found.effective_jobs, ev.frozen_jobs, release)
     if mismatch is not None:
         notes.append(mismatch)
+    unseen = unseen_failure_note(release) if release is not None else None
+    if unseen is not None and found.failures and not errors:
+        # Issue 27: why no launcher line names the failure (the release table).
+        notes.append(f"C7: {unseen}")
     for line in launcher.no_run_files if launcher is not None else ():
         notes.append(
             f"C7: the runtime printed {_quoted(line)}: its own words, quoted; they are not "
@@ -332,7 +364,23 @@ def summary_view(ev: Evidence, natural: bool) -> SummaryView:
         notes=tuple(notes),
         hit_seen=bool(hits),
         announced=announced_without_compile(ev.stages) if not found.observed else (),
+        idle=idle,
+        bare_starts=launcher.bare_starts if launcher is not None else 0,
     )
+
+
+def launcher_release(ev: Evidence) -> Release | None:
+    """The launcher's torch-npu release: the installed version preflight recorded, else
+    what an op_compiler's result root shows (only 2.7's layout is its own)."""
+    recorded = release_for(ev.torch_npu)
+    if recorded is not None:
+        return recorded
+    stages = ev.stages.stages if ev.stages is not None else ()
+    for st in stages:
+        shown = release_of_root(st.args.output) if st.args.output else None
+        if shown is not None:
+            return shown
+    return None
 
 
 #: How to get a real compile when the launcher installed a cached package.
@@ -378,6 +426,14 @@ def cache_paths(record: Stages | None) -> tuple[str, ...]:
     return tuple(c.path for c in record.caches) if record is not None else ()
 
 
+def no_compile_reasons(view: SummaryView, record: Stages | None = None) -> tuple[str, ...]:
+    """Why nothing was compiled, one sentence per finding: a cache hit, or each way the
+    launcher had nothing to compile (issue 27), each naming what it saw on disk."""
+    if view.idle:
+        return tuple(dict.fromkeys(idle_reason(i) for i in view.idle[:MAX_LISTED]))
+    return (no_compile_reason(view, record),)
+
+
 def no_compile_reason(view: SummaryView, record: Stages | None = None) -> str:
     shown = ", ".join(view.cache_hits[:MAX_LISTED]) or "(path not printed)"
     if view.hit_seen:
@@ -403,7 +459,10 @@ def _made(view: SummaryView) -> str:
     named = ", ".join(a.root for a in shown if not a.unannounced)
     hidden = ", ".join(a.root for a in shown if a.unannounced)
     said = [f"announced {named}"] if named else []
-    if hidden:
+    if hidden and view.bare_starts:
+        # torch-npu 2.7: its start line names no directory (static_kernel.py l.27).
+        said.append(f"made {hidden} after a start line that names no directory")
+    elif hidden:
         said.append(f"made {hidden} without a start line")
     return " and ".join(said)
 
@@ -433,7 +492,11 @@ def compile_evidence_refusals(verdict: Verdict, frozen: int | None) -> list[str]
     """
     why: list[str] = []
     if verdict.compiled is False:
-        why.append(f"{NO_COMPILE}; {CACHE_ADVICE}")
+        # Issue 27: the verdict's own sentence when the launcher had nothing to compile;
+        # a cache hit keeps the one sentence the regress words know.
+        said = [r.split(": ", 1)[1] for r in verdict.reasons if ": no compile ran: " in r]
+        idle = [r for r in said if not r.startswith(NO_COMPILE)]
+        why.append(idle[0] if idle else f"{NO_COMPILE}; {CACHE_ADVICE}")
     mismatch = jobs_mismatch(verdict.effective_jobs, frozen)
     if mismatch is not None:
         why.append("undeclared difference: " + mismatch.removeprefix("C5: ") + " (C5)")

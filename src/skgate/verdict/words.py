@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Mapping
 
+from skgate.model.idle import Idle, idle_reason
 from skgate.model.outcomes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
@@ -26,6 +27,7 @@ from skgate.verdict.words_installs import (
     install_state_words,
 )
 from skgate.verdict.words_next import (
+    IDLE_HEADLINE,
     NEXT_STEP,
     UNCOMPILED_COUNT,
     UNCOMPILED_HEADLINE,
@@ -138,7 +140,10 @@ def headline(v: Verdict) -> str:
         tail = "; the launcher exited 0, which never makes a success" if status == 0 else ""
         return f"FAILED: {C7['final_failure']['en']} in an op_compiler stage{tail}"
     if kind is Kind.NOT_COMPILED:
-        return UNCOMPILED_HEADLINE  # C2: a cache hit compiled nothing (issue 19)
+        # C2: a cache hit compiled nothing (issue 19); a launcher with nothing to compile
+        # installed nothing either (issue 27): the headline never says it did.
+        cached = any("no compile ran:" in r and " installed" in r for r in v.reasons)
+        return UNCOMPILED_HEADLINE if cached or not v.reasons else IDLE_HEADLINE
     return HEADLINE[v.state]
 
 
@@ -430,6 +435,7 @@ def _fragments_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
         (re.compile(r"启动器announced "), "启动器宣布了 "),
         (re.compile(r"启动器made "), "启动器创建了 "),
         (re.compile(r" without a start line"), "（未打印启动行）"),
+        (re.compile(r" after a start line that names no directory"), "（启动行未指明目录）"),
         (re.compile(r"（succeeded）"), "（成功）"),
         (re.compile(r"（failed）"), "（失败）"),
         (re.compile(r"表明 succeeded"), "表明成功"),
@@ -449,6 +455,16 @@ SIGNAL_REASONS_ZH: Mapping[str, str] = {
     "grace-expired": "宽限期已过",
     "forwarded": "转发外部信号",
 }
+
+
+def idle_said(idle: Idle, lang: Lang) -> str:
+    """One way the launcher ran no compile (issue 27), in ``lang`` (the reason's words
+    without its rule prefix)."""
+    en = idle_reason(idle)
+    if lang is not Lang.ZH:
+        return en
+    zh = reason_zh(f"C2.2: {en}")
+    return zh.removeprefix("C2.2：") if zh is not None else en
 
 
 def reason_zh(reason: str) -> str | None:

@@ -71,17 +71,25 @@ UNCOMPILED_HEADLINE = (
     "SUCCEEDED without compiling: a cached package was installed and no compile ran; "
     "this is not compile evidence"
 )
+#: Issue 27: the launcher had nothing to compile (no operators, all blacklisted, an
+#: empty selection); the reasons name what was seen on disk.
+IDLE_HEADLINE = (
+    "SUCCEEDED without compiling: the launcher had nothing to compile and ran no "
+    "op_compiler; this is not compile evidence"
+)
 UNCOMPILED_WORDS: Mapping[str, str] = {
     "en": "succeeded without compiling",
     "zh": "成功（未编译）",
 }
 UNCOMPILED_NEXT: Mapping[str, str] = {
-    "en": "This is not compile evidence: no compile ran, a cached package was installed. "
-    "For a real compile, turn the launcher's static kernel compile cache off, or clear "
-    "static_kernel_compile_outputs/static_kernel_cache after `skgate cleanup` (which "
+    "en": "This is not compile evidence: no compile ran; the reasons say what the launcher "
+    "found instead (a cached package, or nothing left to compile) and how to get a real "
+    "compile. For a cached package, turn the launcher's static kernel compile cache off, or "
+    "clear static_kernel_compile_outputs/static_kernel_cache after `skgate cleanup` (which "
     "preserves this scene first), then run again.",
-    "zh": "这不是编译证据：没有运行编译，安装的是缓存中的包。如需真正编译，请关闭启动器的"
-    "静态 kernel 编译缓存，或在 `skgate cleanup`（会先保留本次现场）之后清除 "
+    "zh": "这不是编译证据：没有运行编译；依据中说明了启动器实际发现的情况（缓存中的包，或没有"
+    "需要编译的内容）以及如何真正编译。若安装的是缓存中的包，请关闭启动器的静态 kernel "
+    "编译缓存，或在 `skgate cleanup`（会先保留本次现场）之后清除 "
     "static_kernel_compile_outputs/static_kernel_cache，然后重新运行。",
 }
 #: "N of them without a compile" beside the succeeded count of a root summary.

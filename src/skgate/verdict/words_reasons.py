@@ -245,6 +245,19 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         "C2.5：证据缺失；结论被阻止，不推断为失败",
     ),
     (
+        r"C4: (\d+) owned process(?:es)? in torchrun's worker sessions \(torchrun starts each "
+        r"worker in a session of its own\): watched like the rest, never signalled, and (\d+) "
+        r"still lived when the runner finished",
+        r"C4：\1 个自有进程位于 torchrun 的 worker 会话中（torchrun 让每个 worker 运行在自己的"
+        r"会话中）：与其他进程一样被观察，从未被发送信号；运行器结束时仍有 \2 个存活",
+    ),
+    (
+        r"C4: (\d+) owned process(?:es)? in torchrun's worker sessions \(torchrun starts each "
+        r"worker in a session of its own\): watched like the rest, never signalled",
+        r"C4：\1 个自有进程位于 torchrun 的 worker 会话中（torchrun 让每个 worker 运行在自己的"
+        "会话中）：与其他进程一样被观察，从未被发送信号",
+    ),
+    (
         r"C4: (\d+) owned process(?:es)? left the process group \(setsid\); (?:it was|they "
         r"were) watched, never signalled, and (\d+) still lived when the runner finished",
         r"C4：\1 个自有进程离开了进程组（setsid）；它们被观察，从未被发送信号；"

@@ -7,7 +7,10 @@ English side must match the reason exactly as the classifier writes it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+
+from skgate.model.idle import IDLE_ADVICE, IdleKind
 
 _STAGE = r"(op_compiler pid \d+)"
 
@@ -182,12 +185,115 @@ STAGE_REASONS_ZH: tuple[tuple[str, str], ...] = (
         "（NPU_STATIC_KERNEL_COMPILE_JOBS）；该控制项没有生效",
     ),
     (
+        r"C5: frozen jobs (\d+); ()torch-npu (\S+) passes -j "
+        r"os\.cpu_count\(\) // LOCAL_WORLD_SIZE to each rank's op_compiler \(-j (\d+) here\) "
+        r"and reads no NPU_STATIC_KERNEL_COMPILE_JOBS; the control was not in effect",
+        r"C5：冻结的并发数为 \1\2；torch-npu \3 给每个 rank 的 "
+        r"op_compiler 传入 -j os.cpu_count() // LOCAL_WORLD_SIZE（此处为 -j \4），"
+        "不读取 NPU_STATIC_KERNEL_COMPILE_JOBS；该控制项没有生效",
+    ),
+    (
+        r"C5: frozen jobs (\d+); ()torch-npu (\S+) passes -j "
+        r"os\.cpu_count\(\) \(-j (\d+) here\) and reads no NPU_STATIC_KERNEL_COMPILE_JOBS; "
+        r"the control was not in effect",
+        r"C5：冻结的并发数为 \1\2；torch-npu \3 传入 -j "
+        r"os.cpu_count()（此处为 -j \4），不读取 NPU_STATIC_KERNEL_COMPILE_JOBS；该控制项没有生效",
+    ),
+    (
+        r"C7: torch-npu (\S+) logs op_compiler failures below the default level; the failure "
+        r"was read from op_compiler's exit status and its logs",
+        r"C7：torch-npu \1 以低于默认级别的日志记录 op_compiler 失败；该失败是从 op_compiler "
+        "的退出码及其日志读出的",
+    ),
+    (
         r"C7: the runtime printed (\".*\"): its own words, quoted; they are not skgate's "
         r"verdict \(the state above is\)",
         r"C7：运行时打印了 \1：这是运行时自己的话，仅作引用；"
         "不是 skgate 的结论（结论以上面的状态为准）",
     ),
 )
+
+#: Issue 27: how to get a real compile after each way the launcher ran none.
+_IDLE_ADVICE_ZH: Mapping[IdleKind, str] = {
+    IdleKind.CACHED_INSTALL: (
+        "如需真正编译，请关闭启动器的缓存编译（static_kernel_compile.use_cache_compile），"
+        "或（在 `skgate cleanup` 之后）移走该缓存构建目录"
+    ),
+    IdleKind.PRINTED_INSTALL: (
+        "如需真正编译，请关闭启动器的缓存编译（static_kernel_compile.use_cache_compile）"
+    ),
+    IdleKind.NO_OPERATORS: "如需真正编译，请运行启动器会导出其算子的图（aclnn 算子）",
+    IdleKind.ALL_BLACKLISTED: "如需真正编译，请将这些算子移出静态 kernel 黑名单",
+    IdleKind.EMPTY_SELECTION: (
+        "如需真正编译，请启动新进程（启动器在每个进程中对每个输入只编译一次）"
+    ),
+}
+_IDLE_SAID_ZH: tuple[tuple[IdleKind, str, str], ...] = (
+    (
+        IdleKind.CACHED_INSTALL,
+        r"cached packages from (.*) were installed \((.*)\); no start line, no build directory "
+        r"and no op_compiler",
+        r"已安装来自 \2 的缓存包（\3）；没有启动行、没有构建目录，也没有 op_compiler",
+    ),
+    (
+        IdleKind.CACHED_INSTALL,
+        r"cached packages from (.*) were run to install \((.*); their exit status was not "
+        r"observed\); no start line, no build directory and no op_compiler",
+        r"运行了来自 \2 的缓存包以进行安装（\3；未观察到其退出码）；没有启动行、没有构建目录，"
+        "也没有 op_compiler",
+    ),
+    (
+        IdleKind.CACHED_INSTALL,
+        r"cached packages from (.*) were run to install, and (\d+) install\(s\) exited "
+        r"non-zero \((.*)\); no start line, no build directory and no op_compiler",
+        r"运行了来自 \2 的缓存包以进行安装，其中 \3 次安装以非零退出码结束（\4）；"
+        "没有启动行、没有构建目录，也没有 op_compiler",
+    ),
+    (
+        IdleKind.PRINTED_INSTALL,
+        r"package\(s\) (.*) were installed \(the launcher printed their uninstall path under "
+        r"(.*)\) with no start line, no build directory and no op_compiler",
+        r"已安装包 \2（启动器打印了其位于 \3 下的卸载路径），没有启动行、没有构建目录，"
+        "也没有 op_compiler",
+    ),
+    (
+        IdleKind.NO_OPERATORS,
+        r"the launcher dumped no operator into (.*), so it started no op_compiler",
+        r"启动器没有向 \2 导出任何算子，因此没有启动 op_compiler",
+    ),
+    (
+        IdleKind.ALL_BLACKLISTED,
+        r"(\d+) input\(s\) blacklisted to (.*), none left to compile",
+        r"\2 个输入被列入黑名单并移到 \3，没有剩余需要编译的输入",
+    ),
+    (
+        IdleKind.EMPTY_SELECTION,
+        r"empty selection in (.*): each of the (\d+) dumped input\(s\) was compiled earlier "
+        r"in the same process",
+        r"\2 中的选择为空：导出的 \3 个输入都已在同一进程中较早编译过",
+    ),
+)
+
+
+def _idle_reasons_zh() -> tuple[tuple[str, str], ...]:
+    """The idle reasons (``skgate.model.idle.idle_reason``), with and without the C2.5
+    tail of an unknown verdict (group 1 is the rule)."""
+    out: list[tuple[str, str]] = []
+    for kind, said, zh in _IDLE_SAID_ZH:
+        en = r"C2\.([235]): no compile ran: " + said + "; " + re.escape(IDLE_ADVICE[kind])
+        cn = r"C2.\1：没有运行编译：" + zh + "；" + _IDLE_ADVICE_ZH[kind]
+        out.append((en, cn))
+        out.append(
+            (
+                en + r"; exit status (?P<status>-?\d+) is therefore not a compiler result",
+                cn + r"；因此退出码 \g<status> 不是编译结果",
+            )
+        )
+    return tuple(out)
+
+
+STAGE_REASONS_ZH = STAGE_REASONS_ZH + _idle_reasons_zh()
+
 
 STAGE_MISSING_ZH: Mapping[str, str] = {
     "final aggregate summary ([summary] lines, a --summary-pattern match, or an "

@@ -39,7 +39,7 @@ from typing import Any
 
 from skgate import __version__
 from skgate.evidence import files, ledger, seal
-from skgate.evidence.census import take_census
+from skgate.evidence.census import census_outputs, take_census
 from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import read_journal
 from skgate.evidence.load import load_control, load_evidence
@@ -51,7 +51,7 @@ from skgate.model.frozen import replace
 from skgate.model.records import RecoveredWhen, Verdict
 from skgate.model.request import RunRequest
 from skgate.model.schema import SCHEMA_CONTROL
-from skgate.preflight.request import outputs_dir
+from skgate.preflight.request import legacy_outputs_dir, outputs_dir
 from skgate.proc.keeper import KEPT_LOG
 from skgate.read.liveness import refuse_while_live
 from skgate.verdict.classify import classify
@@ -193,7 +193,8 @@ def _late_files(attempt: Path, when: RecoveredWhen) -> tuple[dict[str, str], lis
         )
     if not files.present(attempt / files.CENSUS):
         exclude = control.controls.outputs_before_ids or frozenset()
-        census = take_census(outputs_dir(request), live=False, exclude=exclude)
+        outputs = census_outputs(outputs_dir(request), legacy_outputs_dir(request), exclude)
+        census = take_census(outputs, live=False, exclude=exclude)
         data = census.to_dict()
         data["late"] = {
             "taken_at": time.time(),
