@@ -54,8 +54,6 @@ SAME = ["HcPre:bfloat16:32x4x5120", "HcPre:bfloat16:8x4x5120", "MatMulV2:float:1
 #: Op types opbase dumps to ``<pid>_debug/`` only: the launcher falls back to that dir.
 DEBUG_ONLY = ["GatherV2:float16:16x16", "ReduceSum:float16:8x8"]
 EXIT = {"succeeded": 0, "failed": 1, "interrupted": 4, "unknown": 5}
-NOOP = "issue 27: lands with branch h/noop"
-INSTALL = "issue 27: lands with branch h/install"
 
 #: Default dispositions for the signals skgate's tests rely on, whatever pytest inherited.
 _RESET_EXEC = (
@@ -324,7 +322,6 @@ class Case:
     needs: Callable[[Release], str | None] = lambda _r: None
     #: (release, debug level -> xfail reason or None): a verdict another branch of
     #: issue 27 brings.
-    pending: Callable[[Release, bool], str | None] = lambda _r, _debug: None
     #: extra check of the result (release, result) -> failure text or None
     check: Callable[[Release, Result], str | None] = lambda _r, _res: None
 
@@ -364,20 +361,6 @@ def _no_jobs_complaint(rel: Release, res: Result) -> str | None:
     return "the verdict complains about -j" if "ran with -j" in res.words else None
 
 
-def _noop_target(rel: Release, debug: bool) -> str | None:
-    return NOOP
-
-
-def _is_27(rel: Release, debug: bool) -> str | None:
-    return NOOP if rel.version.startswith("2.7.") else None
-
-
-def _default_level(rel: Release, debug: bool) -> str | None:
-    """Pending at the default level only: with TORCH_COMPILE_DEBUG=1 the launcher prints
-    its cache-hit lines and skgate already reads the attempt right."""
-    return None if debug else NOOP
-
-
 CACHE = "static_kernel_cache"
 UCC = "use_cache_compile"
 BLACK = "_set_static_kernel_blacklist"
@@ -392,7 +375,7 @@ CASES: dict[str, Case] = {
     ),
     # The census of the release's own root (2.7: aclnn_static_shape_kernel_outputs/
     # <ts>_<pid>_outputs) is recognised: the verdict's census exists.
-    "layout-recognised": Case(check=_layout_census, pending=_is_27),
+    "layout-recognised": Case(check=_layout_census),
     # 2.11/2.14 static_kernel_cache hit: no op_compiler, "without compiling" (C2).
     "cache-hit": Case(
         seed="cache",
@@ -406,7 +389,6 @@ CASES: dict[str, Case] = {
         compiled=False,
         needs=lambda r: r.lacks(CACHE, "static_kernel_cache"),
         check=_cache_key_matches,
-        pending=_noop_target,
     ),
     # use_cache_compile: the cached .run is installed, no op_compiler, no start line.
     "use-cache-compile": Case(
@@ -415,7 +397,6 @@ CASES: dict[str, Case] = {
         compiled=False,
         words=("without compiling",),
         needs=lambda r: r.lacks(UCC, "use_cache_compile path"),
-        pending=_noop_target,
     ),
     # Everything already compiled in this process: the first graph a cache hit, the
     # second's selection empty ("Static compilation skipped"). Nothing was compiled.
@@ -425,19 +406,15 @@ CASES: dict[str, Case] = {
         compiled=False,
         words=("without compiling",),
         needs=lambda r: r.lacks(CACHE, "static_kernel_cache") or r.lacks(SELECTED, "selection"),
-        pending=_default_level,
     ),
     # A graph with no operators: no dump dir, no op_compiler, by design.
-    "no-operators": Case(
-        graphs=((),), compiled=False, words=("without compiling",), pending=_noop_target
-    ),
+    "no-operators": Case(graphs=((),), compiled=False, words=("without compiling",)),
     # Every operator blacklisted (2.11, 2.14): empty selection, no op_compiler.
     "all-blacklisted": Case(
         blacklist=("_",),
         compiled=False,
         words=("without compiling",),
         needs=lambda r: r.lacks(BLACK, "static kernel blacklist"),
-        pending=_noop_target,
     ),
     # The package install fails after a good compile: never a clean success.
     "install-failure": Case(
@@ -448,7 +425,6 @@ CASES: dict[str, Case] = {
             if res.verdict.get("installed") is False
             else f"verdict.json installed is {res.verdict.get('installed')!r}, not false"
         ),
-        pending=lambda _r, _debug: INSTALL,
     ),
     # C2.4: the frozen timeout fires while every opc hangs.
     "hang-timeout": Case(
@@ -473,7 +449,6 @@ CASES: dict[str, Case] = {
         ranks=2,
         rank_graphs=(tuple(SAME), ("Add:float16:16x16",)),
         check=_no_jobs_complaint,
-        pending=_is_27,
     ),
     # The same run: torchrun's own setsid is said once, calmly, naming torchrun.
     "two-ranks-setsid-calm": Case(
@@ -481,7 +456,6 @@ CASES: dict[str, Case] = {
         rank_graphs=(tuple(SAME), ("Add:float16:16x16",)),
         words=("torchrun",),
         not_words=("left the process group",),
-        pending=_noop_target,
     ),
     # 2.7.1 deadlocks by design here: the failing rank skips the install barriers (SK27
     # l.71-76, 189-199) and its peer waits at one until gloo's timeout, 30 s in this case.
@@ -558,17 +532,12 @@ def scene_factory(tmp_path: Path, standin_bin: Path) -> Iterator[Any]:
 
 
 @pytest.mark.parametrize(("version", "level", "name"), _params())
-def test_realcode_verdict(
-    version: str, level: str, name: str, scene_factory: Any, request: pytest.FixtureRequest
-) -> None:
+def test_realcode_verdict(version: str, level: str, name: str, scene_factory: Any) -> None:
     rel = release(version)
     case = CASES[name]
     why_not = case.needs(rel)
     if why_not:
         pytest.skip(why_not)
-    pending = case.pending(rel, LEVELS[level])
-    if pending:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=pending))
     scene: Scene = scene_factory(rel, LEVELS[level])
     extra = dict(case.env)
     _seed(scene, case, extra)
