@@ -191,7 +191,9 @@ def finish_after_return(
         frozenset(name for name, _ in before),
     )
     # C8: every package the owned tree installed or uninstalled, with its exit status.
-    installs = attempt_installs(records, scan.launcher, outputs_dir(request))
+    # The outputs the census counted (torch-npu 2.7's own directory included): a failing
+    # ``.run`` gone before its argv was read is named from the packages found there.
+    installs = attempt_installs(records, scan.launcher, outputs)
     try:
         own_fd = os.open(att.dir / files.OWNERSHIP, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
