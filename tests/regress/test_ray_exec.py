@@ -251,10 +251,18 @@ def test_killed_node_gives_unknown_others_finish_and_resume_runs_only_it(
     result: MatrixResult = out["result"]
     by_arm = {r.arm: r for r in (result.baseline, *result.rows)}
     lost = by_arm["profiler"].runs[0]
-    assert lost.state == "unknown" and lost.status == "invalid"
-    assert lost.detail.startswith(NODE_LOST)
     assert by_arm["baseline"].runs[0].state == "succeeded"
     assert by_arm["sk-trace"].runs[0].state == "succeeded"
+    if lost.state != "unknown":
+        # Issue 28 s9: the runner is detached, so the raylet's death (this cluster's "node"
+        # is a raylet on this host) no longer takes the runner with it. When the worker
+        # outlives the compile (how long it takes to notice is Ray's, and load-dependent),
+        # the sealed attempt still comes home and its own verdict stands: never failed,
+        # never a guess.
+        assert lost.state == "succeeded" and lost.attempt is not None, (lost.state, lost.detail)
+        assert result.complete and seal.verify(root) == []
+        return
+    assert lost.status == "invalid" and lost.detail.startswith(NODE_LOST)
     assert "profiler" in result.invalid and not result.complete
     # The runner on the lost node was in its own session: let it end on its own (it
     # seals its node-local attempt), never kill it by name.
