@@ -341,8 +341,13 @@ def _launch(run: _Run) -> Verdict | None:
     if proc is None:
         # Issue 21 s4: a stop signal that came before the fork refuses it (nothing ran).
         _unkeep_output(run, sup)
+        pending = list(sup.pending_stops())
         sup.restore_handlers()
-        signum = early if early is not None else next(iter(sup.pending_stops()))
+        if early is None:
+            # The Supervisor's handlers caught it: it goes on record all the same (issue
+            # 28 s5: a signal at any instant of start-up is never swallowed).
+            att.stops.add(pending)
+        signum = early if early is not None else pending[0]
         return att.stopped_before_launch(signum, "while launching")
     run.launched_mono, run.launched_wall = time.monotonic(), time.time()
     wall = run.launched_wall
