@@ -135,3 +135,25 @@ def test_install_reasons_have_their_chinese_forms() -> None:
             assert english not in zh, zh
     assert reason_zh(c8[0]) is not None
     assert f"C8：{PHRASE_ZH}（static_kernel_1_2.run 以退出码 1 结束）" in {reason_zh(r) for r in c8}
+
+
+def test_a_release_that_hides_install_failures_is_named() -> None:
+    """Issue 27: torch-npu 2.7 and 2.9 log a failed install below the default level, so no
+    line of the run log names it; the verdict says why (the release table), in en and zh.
+    2.14 warns visibly: no such note."""
+    note = (
+        "C7: torch-npu 2.7 logs package install failures below the default level; the "
+        "failure was read from the package run's exit status"
+    )
+    hidden = classify(natural(Installs(runs=(run(1),)), torch_npu="2.7.1.post2"))
+    assert note in hidden.reasons
+    zh = reason_zh(note)
+    assert zh is not None and "包安装失败" in zh
+    shown = classify(natural(Installs(runs=(run(1),)), torch_npu="2.14.0"))
+    assert not any("below the default level" in r for r in shown.reasons)
+    # A launcher line that said it leaves nothing to explain.
+    line = PackageRun(
+        PackageAction.INSTALL, "static_kernel_1_2.run", None, RunSource.LINE, ok=False
+    )
+    said = classify(natural(Installs(runs=(run(1), line)), torch_npu="2.7.1.post2"))
+    assert note not in said.reasons

@@ -173,6 +173,16 @@ def jobs_explained(release: Release, jobs: int) -> str:
     )
 
 
+def unseen_install_note(release: Release) -> str | None:
+    """Why a failed package install may show in no line of the run log (or None)."""
+    if release.install_failures_visible:
+        return None
+    return (
+        f"torch-npu {release.series} logs package install failures below the default level; "
+        "the failure was read from the package run's exit status"
+    )
+
+
 def unseen_failure_note(release: Release) -> str | None:
     """Why a failure may show in no line of the run log, for the verdict (or None)."""
     if release.compiler_failures_visible:

@@ -19,7 +19,9 @@ from skgate.model.frozen import replace
 from skgate.model.installs import Installs, PackageRun, RunSource
 from skgate.model.outcomes import PackageMode
 from skgate.model.records import Evidence, State, Verdict
+from skgate.model.releases import unseen_install_note
 from skgate.model.signals import signal_name
+from skgate.verdict.stages import launcher_release
 from skgate.verdict.words_installs import REQUIRED_REASON
 
 #: Failed installs named in the reason; the rest are counted.
@@ -97,6 +99,12 @@ def with_installs(ev: Evidence, v: Verdict) -> Verdict:
     installed = installs.installed
     if installed is False:
         first.append(install_reason(v, installs))
+        release = launcher_release(ev)
+        unseen = unseen_install_note(release) if release is not None else None
+        said = any(r.source is RunSource.LINE and r.failed for r in installs.runs)
+        if unseen is not None and not said:
+            # Issue 27: why no launcher line names it (the release table).
+            first.append(f"C7: {unseen}")
         if ev.package_mode is PackageMode.REQUIRED and v.state is State.SUCCEEDED:
             state = State.FAILED  # C8: a failed output check in required mode (exit 1)
             first.append(REQUIRED_REASON)

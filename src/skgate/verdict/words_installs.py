@@ -36,6 +36,11 @@ GLOBAL_UNINSTALL: Mapping[str, str] = {
 #: The reasons of :mod:`skgate.verdict.installs` as (English regex, Chinese template).
 INSTALL_REASONS_ZH: tuple[tuple[str, str], ...] = (
     (
+        r"C7: torch-npu (\S+) logs package install failures below the default level; the "
+        r"failure was read from the package run's exit status",
+        r"C7：torch-npu \1 以低于默认级别的日志记录包安装失败；该失败是从包运行的退出码读出的",
+    ),
+    (
         r"C8: compiled, but the package install failed: inference ran without these static "
         r"kernels \((.+)\)",
         r"C8：" + INSTALL_FAILED["zh"] + r"（\1）",
