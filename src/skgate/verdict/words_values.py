@@ -60,6 +60,22 @@ def package_word(mode: PackageMode, lang: Lang) -> str:
 #: The fixed English notes of control.json (written by preflight and the runner), as a zh
 #: report says them; matched whole, so a note that changes shows in English, not wrongly.
 _NOTES_ZH: tuple[tuple[str, str], ...] = (
+    # controls.torch_npu (preflight/torch_npu.py, issue 27).
+    (
+        r"no torch_npu dist-info in the workload interpreter's PYTHONPATH or site "
+        r"directories: the static-kernel behaviour of its release is not stated",
+        "工作负载解释器的 PYTHONPATH 和 site 目录中没有 torch_npu 的 dist-info："
+        "无法说明其版本的静态 kernel 行为",
+    ),
+    (
+        r"the workload interpreter is not known, so its torch-npu is not read",
+        "工作负载的解释器未知，因此未读取其 torch-npu 版本",
+    ),
+    (
+        r"torch-npu (\S+) is not in skgate's release table; its static-kernel behaviour is "
+        r"not stated",
+        r"torch-npu \1 不在 skgate 的版本表中；无法说明其静态 kernel 行为",
+    ),
     (
         r"--jobs (\d+) is above the (\d+) usable CPUs \(kept as asked\)",
         r"--jobs \1 高于可用的 \2 个 CPU（按要求保留）",
