@@ -415,9 +415,12 @@ def silent_cache_hit(record: Stages | None) -> tuple[str, ...]:
     roots = announced_without_compile(record)
     if not roots or len(roots) != len([a for a in record.announced if not a.preexisting]):
         return ()
-    if any(a.chosen == 0 for a in roots):
-        # Nothing chosen (every input blacklisted): torchair returns before its cache
-        # lookup, so no cached package was installed either (stand-in 2).
+    if all(a.chosen == 0 for a in roots):
+        # Nothing chosen (every input blacklisted, or all compiled already): torchair
+        # returns before its cache lookup, so no cached package was installed either
+        # (stand-in 2). A root with inputs chosen beside such roots still had its lookup
+        # (torch-npu 2.11/2.14: a hit, then a graph whose operators were all compiled
+        # already in this process; realcode 'already-compiled').
         return ()
     return record.cached_packages
 
