@@ -320,6 +320,32 @@ def explain_verdict(returncode: int, verdict: dict[str, Any], headline: str, tai
     )
 
 
+class GateVerdictView:
+    """What the stand-in suites read of one gated run (their result records mix it in):
+    the state, every word of the verdict for a case's key words, and an explanation for a
+    failed assertion (the last ``TAIL`` characters of the run's output)."""
+
+    returncode: int
+    verdict: dict[str, Any]
+    headline: str
+    output: str
+    TAIL = 2500
+
+    @property
+    def state(self) -> str:
+        return str(self.verdict.get("state"))
+
+    @property
+    def words(self) -> str:
+        """Every reason, summary line and missing item, for the key words of a case."""
+        return verdict_words(self.verdict, self.headline)
+
+    def explain(self) -> str:
+        return explain_verdict(
+            self.returncode, self.verdict, self.headline, self.output[-self.TAIL :]
+        )
+
+
 def signal_group(pgid: int, sig: signal.Signals) -> None:
     """Signal a process group a test made, never the test's own (gone already: fine)."""
     if pgid > 1 and pgid != os.getpgrp():

@@ -25,11 +25,10 @@ from typing import Any
 import pytest
 
 from conftest import (
+    GateVerdictView,
     end_groups_by_env,
-    explain_verdict,
     signal_group,
     skip_beside_other_compilers,
-    verdict_words,
 )
 
 # End-to-end runs of a second or more each: left out of the fast selection (README).
@@ -60,24 +59,12 @@ _RESET_EXEC = (
 
 
 @dataclass
-class Result:
+class Result(GateVerdictView):
     returncode: int
     verdict: dict[str, Any]
     reclassified: dict[str, Any]
     headline: str
     output: str
-
-    @property
-    def state(self) -> str:
-        return str(self.verdict.get("state"))
-
-    @property
-    def words(self) -> str:
-        """Every reason, summary line and missing item, for the key words of a case."""
-        return verdict_words(self.verdict, self.headline)
-
-    def explain(self) -> str:
-        return explain_verdict(self.returncode, self.verdict, self.headline, self.output[-2500:])
 
 
 @dataclass

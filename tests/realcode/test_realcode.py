@@ -29,11 +29,10 @@ import pytest
 import realcode_wheels as wheels
 
 from conftest import (
+    GateVerdictView,
     end_groups_by_env,
-    explain_verdict,
     signal_group,
     skip_beside_other_compilers,
-    verdict_words,
 )
 
 pytestmark = pytest.mark.realcode
@@ -153,23 +152,13 @@ def standin_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @dataclass
-class Result:
+class Result(GateVerdictView):
     returncode: int
     verdict: dict[str, Any]
     headline: str
     output: str
     stages: dict[str, Any]
-
-    @property
-    def state(self) -> str:
-        return str(self.verdict.get("state"))
-
-    @property
-    def words(self) -> str:
-        return verdict_words(self.verdict, self.headline)
-
-    def explain(self) -> str:
-        return explain_verdict(self.returncode, self.verdict, self.headline, self.output[-3000:])
+    TAIL = 3000
 
 
 @dataclass
