@@ -100,7 +100,20 @@ TRIGGERS: tuple[bytes, ...] = (
 
 # ``<file>:<lineno>: <Category>: `` as warnings.formatwarning writes it.
 _WARNING_HEADER = re.compile(r"^.*?:\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): ")
-_RANK = re.compile(r"^Rank (?P<rank>\d+): ")
+# The same header found by a search from its first colon: on a line (no newline, which
+# ``.`` would not cross) the leftmost match is the one the lazy ``^.*?`` finds, at a
+# fraction of the cost (the lazy prefix retries the tail at every byte; issue 29).
+_WARNING_TAIL = re.compile(r":\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): ")
+
+
+def _header(text: str) -> re.Match[str] | None:
+    """``_WARNING_HEADER.match(text)``, faster on a line without a newline."""
+    if "\n" in text:
+        return _WARNING_HEADER.match(text)
+    return _WARNING_TAIL.search(text)
+
+
+_RANK_AT = re.compile(r"Rank (?P<rank>\d+): ")
 _START = re.compile(
     r"[Ss]tarting static kernel compilation(?P<multi> for multi card)?, "
     r"the build directory is (?P<root>.+?)\s*$"
@@ -113,31 +126,40 @@ _MSG = "execute op_compiler error, msg:"
 _PACKAGE = re.compile(
     r"(?:Rank (?P<rank>\d+): )?(?P<path>\S+) (?P<kind>un)?install (?P<res>failed|success)\b"
 )
+# The literal each check above needs, decoded once (``_START`` and ``_BARE_START`` need
+# ``[Ss]tarting static kernel compilation``, ``_PACKAGE`` needs ``install failed`` or
+# ``install success``): a regex runs only on a line holding its literal.
+_S_START = TRIGGERS[0].decode()
+_S_COMPILER_ERROR = COMPILER_ERROR.decode()
+_S_CACHE_HIT = CACHE_HIT.decode()
+_S_CACHE_MISS = CACHE_MISS.decode()
+_S_NO_RUN_FILES = NO_RUN_FILES.decode()
+_S_DUMP_FAILED = DUMP_FAILED.decode()
+_S_INSTALL_VERIFY = INSTALL_VERIFY.decode()
+_S_UNINSTALL_WARNING = UNINSTALL_WARNING.decode()
+_S_PACKAGE_FAILED = PACKAGE_FAILED.decode()
+_S_PACKAGE_SUCCESS = PACKAGE_SUCCESS.decode()
 
 
 def split_line(text: str) -> tuple[str | None, int | None, str]:
     """(warning category or None, rank or None, message) of one log line."""
     category = None
-    msg = text
-    m = _WARNING_HEADER.match(msg)
+    at = 0
+    m = _header(text)
     if m is not None:
         category = m.group("category")
-        msg = msg[m.end() :]
-    r = _RANK.match(msg)
-    rank = int(r.group("rank")) if r is not None else None
+        at = m.end()
+    # ``_RANK_AT.match(text, at)`` is ``_RANK.match(text[at:])`` without the copy.
+    r = _RANK_AT.match(text, at)
     if r is not None:
-        msg = msg[r.end() :]
-    return category, rank, msg
+        return category, int(r.group("rank")), text[r.end() :]
+    return category, None, text[at:] if at else text
 
 
 def _ends_message(text: str) -> bool:
     """The line after a warning's message: its source line, a new warning, or a blank."""
     stripped = text.strip()
-    return (
-        not stripped
-        or stripped.startswith("warnings.warn")
-        or _WARNING_HEADER.match(text) is not None
-    )
+    return not stripped or stripped.startswith("warnings.warn") or _header(text) is not None
 
 
 class LauncherCollector:
@@ -176,65 +198,77 @@ class LauncherCollector:
         return self._message is not None
 
     def on_line(self, text: str) -> None:
-        """One line holding one of ``LITERALS`` (whole, decoded, no newline)."""
+        """One line holding one of ``LITERALS`` (whole, decoded, no newline).
+
+        Each regex runs only when the literal it needs is in the line (``_GATES``): a log
+        full of error messages pays a few ``in`` tests per line, not five regex searches
+        (issue 29; ``_PACKAGE`` alone is quadratic in a long path token).
+        """
         _, rank, msg = split_line(text)
         seen = False
-        if COMPILER_ERROR.decode() in msg:
-            first = msg.split(_MSG, 1)[1] if _MSG in msg else msg
-            message = [first.strip()[:MAX_TEXT]]
-            if self._add("compiler_errors", {"rank": rank, "message": message}):
+        if _S_COMPILER_ERROR in msg:
+            if len(self._lists["compiler_errors"]) < MAX_ITEMS:
+                first = msg.split(_MSG, 1)[1] if _MSG in msg else msg
+                message = [first.strip()[:MAX_TEXT]]
+                self._add("compiler_errors", {"rank": rank, "message": message})
                 self._message = message
+            else:  # full: only counted (``_add``), the message is not built
+                self._add("compiler_errors", None)
             seen = True
-        m = _START.search(msg)
-        if m is not None:
-            self._add(
-                "starts",
-                {
-                    "rank": rank,
-                    "root": m.group("root")[:MAX_TEXT],
-                    "multi_card": m.group("multi") is not None,
-                },
-            )
-            seen = True
-        m = _CACHE_HIT.search(msg)
-        if m is not None:
-            self._add("cache_hits", {"rank": rank, "path": m.group("path")[:MAX_TEXT]})
-            seen = True
-        m = _CACHE_MISS.search(msg)
-        if m is not None:
-            self._add("cache_misses", {"rank": rank, "key": m.group("key")[:MAX_TEXT]})
-            seen = True
-        if NO_RUN_FILES.decode() in msg:
+        if _S_START in msg:
+            m = _START.search(msg)
+            if m is not None:
+                self._add(
+                    "starts",
+                    {
+                        "rank": rank,
+                        "root": m.group("root")[:MAX_TEXT],
+                        "multi_card": m.group("multi") is not None,
+                    },
+                )
+                seen = True
+            if _BARE_START.match(msg.strip()) is not None:
+                self._bare_starts += 1
+                seen = True
+        if _S_CACHE_HIT in msg:
+            m = _CACHE_HIT.search(msg)
+            if m is not None:
+                self._add("cache_hits", {"rank": rank, "path": m.group("path")[:MAX_TEXT]})
+                seen = True
+        if _S_CACHE_MISS in msg:
+            m = _CACHE_MISS.search(msg)
+            if m is not None:
+                self._add("cache_misses", {"rank": rank, "key": m.group("key")[:MAX_TEXT]})
+                seen = True
+        if _S_NO_RUN_FILES in msg:
             # Verbatim: the runtime's words, quoted, never skgate's verdict (C7).
             self._add("no_run_files", text.strip()[:MAX_TEXT])
             seen = True
-        if SKIPPING in msg or DUMP_FAILED.decode() in msg:
+        if SKIPPING in msg or _S_DUMP_FAILED in msg:
             self._add("skips", text.strip()[:MAX_TEXT])
             seen = True
-        if _BARE_START.match(msg.strip()) is not None:
-            self._bare_starts += 1
-            seen = True
-        if INSTALL_VERIFY.decode() in msg:
+        if _S_INSTALL_VERIFY in msg:
             self._installs += 1
             seen = True
-        if UNINSTALL_WARNING.decode() in msg:
+        if _S_UNINSTALL_WARNING in msg:
             self._uninstall += 1
             seen = True
-        m = _PACKAGE.search(msg)
-        if m is not None:
-            line_rank = int(m.group("rank")) if m.group("rank") else rank
-            self._add(
-                "package_lines",
-                {
-                    "rank": line_rank,
-                    "path": m.group("path")[:MAX_TEXT],
-                    "uninstall": m.group("kind") is not None,
-                    "ok": m.group("res") == "success",
-                },
-            )
-            if line_rank is not None:
-                self._ranks.add(line_rank)
-            seen = True
+        if _S_PACKAGE_FAILED in msg or _S_PACKAGE_SUCCESS in msg:
+            m = _PACKAGE.search(msg)
+            if m is not None:
+                line_rank = int(m.group("rank")) if m.group("rank") else rank
+                self._add(
+                    "package_lines",
+                    {
+                        "rank": line_rank,
+                        "path": m.group("path")[:MAX_TEXT],
+                        "uninstall": m.group("kind") is not None,
+                        "ok": m.group("res") == "success",
+                    },
+                )
+                if line_rank is not None:
+                    self._ranks.add(line_rank)
+                seen = True
         if seen and rank is not None:
             self._ranks.add(rank)
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from skgate.evidence.launcher_lines import LITERALS as LAUNCHER_LITERALS
 from skgate.evidence.launcher_lines import TRIGGERS as LAUNCHER_TRIGGERS
@@ -78,6 +79,9 @@ LITERALS = _OWN_LITERALS + tuple(x for x in LAUNCHER_LITERALS if x not in _OWN_L
 #: lines of an open message are read by offset around the hits. Fewer, longer literals
 #: than ``LITERALS``: GNU grep's cost grows fast with the literal set (issue 29).
 GREP_TRIGGERS = (_SUMMARY, _PACKAGE, _UNINSTALL, *LAUNCHER_TRIGGERS)
+#: The same literals as text, for the line handler's tests on an ASCII line.
+_OWN_STR = tuple(x.decode() for x in _OWN_LITERALS)
+_LAUNCHER_STR = tuple(x.decode() for x in LAUNCHER_LITERALS)
 
 _KV = re.compile(r"\b(stage|inputs|succeeded|failed)=(\S+)")
 _PACKAGE_RE = re.compile(r"generate run package (\S+) success")
@@ -165,12 +169,6 @@ class LogScanner:
         self._uninstall = _Capped(MAX_LIST)
         self._result: LogScan | None = None
         self._launcher = LauncherCollector()
-        self._handlers: tuple[tuple[bytes, Callable[[str], None]], ...] = (
-            (_ROOT, self._on_root),
-            (_PACKAGE, self._on_package),
-            (_COMPILER_ERROR, self._on_compiler_error),
-            (_UNINSTALL, self._on_uninstall),
-        )
 
     # -- input -------------------------------------------------------------------------
 
@@ -331,6 +329,19 @@ class LogScanner:
         before ``on_line`` if it is a hit line too."""
         self._launcher.on_continuation(_decode(kept))
 
+    def on_unlisted(self, kept: bytes | bytearray) -> None:
+        """A line the grep path did not list, read by offset while a message is open.
+
+        The same as ``feed`` does with it: it goes to the open message, and if it holds a
+        literal that is no grep trigger (``Uncompressing STATIC KERNEL RUN PACKAGE``, a bare
+        ``static kernel compilation``) ``on_line`` sees it too, which closes the message.
+        Such a line adds no fact otherwise (every fact needs a trigger), so grep may leave
+        it out once no message is open.
+        """
+        self._launcher.on_continuation(_decode(kept))
+        if any(literal in kept for literal in LITERALS):
+            self.on_line(kept)
+
     def on_line(self, kept: bytes | bytearray) -> str | None:
         """The per-line handler shared by both scan paths (``feed`` and grep's candidates).
 
@@ -343,19 +354,31 @@ class LogScanner:
             # The indented source line Python prints under a warning (torchair's lines
             # are warnings): it quotes the message's template, it is not a message.
             return None
-        text: str | None = None
-        for literal, handler in self._handlers:
-            if literal in kept:
-                if text is None:
-                    text = _decode(kept)
-                handler(text)
-        for literal in LAUNCHER_LITERALS:
-            if literal in kept:
-                self._launcher.end_message()  # a new launcher line closes an open message
-                self._launcher.on_line(text if text is not None else _decode(kept))
+        # Unrolled (no handler table): this runs once per hit, hundreds of thousands of
+        # times on a log full of error messages (issue 29). Same order as before: root,
+        # package, compiler error, uninstall, then the launcher table. On an ASCII line the
+        # literals are looked for in the decoded text (the same characters, and ``in`` on
+        # str is the cheaper test); otherwise in the bytes, where a literal must lie.
+        text = kept.decode("utf-8", "backslashreplace").rstrip("\r")
+        ascii_line = kept.isascii()
+        hay: Any = text if ascii_line else kept
+        own: tuple[Any, ...] = _OWN_STR if ascii_line else _OWN_LITERALS
+        if own[1] in hay:
+            self._on_root(text)
+        if own[2] in hay:
+            self._on_package(text)
+        if own[3] in hay:
+            self._errors.add(text[:MAX_KEPT_LINE], dedupe=False)
+        if own[4] in hay:
+            self._on_uninstall(text)
+        for literal in _LAUNCHER_STR if ascii_line else LAUNCHER_LITERALS:
+            if literal in hay:
+                launcher = self._launcher
+                launcher.end_message()  # a new launcher line closes an open message
+                launcher.on_line(text)
                 break
-        if kept.lstrip().startswith(_SUMMARY):
-            return text if text is not None else _decode(kept)
+        if own[0] in hay and kept.lstrip().startswith(_SUMMARY):
+            return text
         return None
 
     def _regex_lines(
@@ -467,9 +490,6 @@ class LogScanner:
     def _on_package(self, line: str) -> None:
         for name in _PACKAGE_RE.findall(line):
             self._packages.add(name[:MAX_KEPT_LINE])
-
-    def _on_compiler_error(self, line: str) -> None:
-        self._errors.add(line[:MAX_KEPT_LINE], dedupe=False)
 
     def _on_uninstall(self, line: str) -> None:
         for path in (p for p in uninstall_paths(line) if "/" in p):

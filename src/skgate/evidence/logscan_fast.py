@@ -154,18 +154,22 @@ class _Lines:
     def line(self, pos: int) -> tuple[bytes, int]:
         """(kept part, offset of the next line) of the line starting at ``pos``."""
         rel = pos - self._at
-        nl = self._buf.find(b"\n", rel, rel + self._max + 1) if 0 <= rel < len(self._buf) else -1
-        if nl < 0:
+        end = self._at + len(self._buf)
+        if rel < 0 or (pos + self._max + 1 > end and end < self.size):
+            # The window that decides (max_line + 1 bytes) is not all in the buffer.
             self._at, self._buf = pos, self._read(pos, max(1 << 16, self._max + 1))
             rel = 0
-            nl = self._buf.find(b"\n", 0, self._max + 1)
+        buf = self._buf
+        nl = buf.find(b"\n", rel, rel + self._max + 1)
         if nl >= 0:
-            return self._buf[rel:nl], self._at + nl + 1
-        kept = self._buf[rel : rel + self._max]
-        if pos + len(self._buf) >= self.size:
-            return kept, self.size  # an unterminated last line
-        # A long line: skip to its newline in 1 MiB reads, never holding it whole.
-        q = pos + self._max + 1
+            return buf[rel:nl], self._at + nl + 1
+        kept = buf[rel : rel + self._max]
+        # A long line (or the unterminated last one): find its end, in what is read
+        # already, then in 1 MiB reads, never holding it whole.
+        nl = buf.find(b"\n", rel + self._max + 1)
+        if nl >= 0:
+            return kept, self._at + nl + 1
+        q = self._at + len(buf)
         while q < self.size:
             chunk = self._read(q, 1 << 20)
             r = chunk.find(b"\n")
@@ -178,76 +182,84 @@ class _Lines:
         """Give the lines from ``pos`` up to ``stop`` to the open message until it closes."""
         while scanner.continuing and pos < stop:
             kept, pos = self.line(pos)
-            scanner.on_continuation(kept)
+            scanner.on_unlisted(kept)
 
 
 def _grep_candidates(scanner: LogScanner, stdout: int, lines: _Lines, max_line: int) -> None:
     """Stream grep's ``LINENO:OFFSET:LINE`` output through the shared line handler.
 
-    Reads 64 KiB at a time; of each line only max_line bytes are kept, however long
-    grep's output line is (a multi-MB line is never held whole by this process). The lines
-    of an open launcher message are read by offset (``_Lines``), in the order the
+    Reads 1 MiB at a time and splits whole output lines in C (``bytes.split``), so a log
+    with hundreds of thousands of hits costs one Python step per hit, not per header byte
+    (issue 29). A line longer than what was read is carried over reads with at most
+    max_line bytes (plus its header) kept, so a multi-MB line is never held whole. The
+    lines of an open launcher message are read by offset (``_Lines``), in the order the
     pure-Python scan hands them over: unlisted lines first, then the hit line itself.
     """
-    header = bytearray()
-    kept = bytearray()
-    length = 0
-    lineno = offset = 0
-    handed = 0  # where the next line not yet handed to an open message starts
-    colons = 0
-    in_line = False
+    hits = _Hits(scanner, lines, max_line)
+    hit = hits.hit
+    carry = bytearray()
+    carry_len = 0  # full length of the carried (partial) output line
+    cap = max_line + 64  # header: two numbers and two colons
     while True:
-        chunk = os.read(stdout, 1 << 16)
+        chunk = os.read(stdout, 1 << 20)
         if not chunk:
             break
-        pos, n = 0, len(chunk)
-        while pos < n:
-            if not in_line:
-                # The header is two numbers, each ended by a colon.
-                colon = chunk.find(b":", pos)
-                header += chunk[pos : colon if colon >= 0 else n]
-                if len(header) > 42:
-                    raise _FastPathUnusable("unexpected grep output")
-                if colon < 0:
-                    break
-                pos = colon + 1
-                colons += 1
-                if colons == 1:
-                    header += b":"
-                    continue
-                number, _, at = bytes(header).partition(b":")
-                if not (number.isdigit() and at.isdigit()):
-                    raise _FastPathUnusable("unexpected grep output")
-                previous, lineno, offset = lineno, int(number), int(at)
-                if lineno <= previous or offset < handed:
-                    raise _FastPathUnusable("grep reported lines out of order")
-                header.clear()
-                colons = 0
-                in_line = True
-                continue
-            nl = chunk.find(b"\n", pos)
-            stop = nl if nl >= 0 else n
-            room = max_line - len(kept)
-            if room > 0:
-                kept += chunk[pos : min(stop, pos + room)]
-            length += stop - pos
+        start = 0
+        if carry_len:
+            nl = chunk.find(b"\n")
+            end = nl if nl >= 0 else len(chunk)
+            if len(carry) < cap:
+                carry += chunk[: min(end, cap - len(carry))]
+            carry_len += end
             if nl < 0:
-                break
-            if scanner.continuing:
-                lines.hand(scanner, handed, offset)
-                if scanner.continuing:
-                    scanner.on_continuation(kept)
-            summary = scanner.on_line(kept)
-            if summary is not None:
-                scanner.on_summary(lineno, summary, None, length > max_line)
-            handed = offset + length + 1
-            kept.clear()
-            length = 0
-            in_line = False
-            pos = nl + 1
-    if in_line or header:
+                continue
+            hit(bytes(carry), carry_len)
+            carry.clear()
+            carry_len = 0
+            start = nl + 1
+        last = chunk.rfind(b"\n", start)
+        if last >= 0:
+            for line in chunk[start:last].split(b"\n"):
+                hit(line, len(line))
+            start = last + 1
+        if start < len(chunk):
+            carry += chunk[start : start + cap]
+            carry_len = len(chunk) - start
+    if carry_len:
         raise _FastPathUnusable("grep output ended in the middle of a line")
-    lines.hand(scanner, handed, lines.size)
+    lines.hand(scanner, hits.handed, lines.size)
+
+
+class _Hits:
+    """Hands grep's hit lines, in order, to the shared line handler."""
+
+    def __init__(self, scanner: LogScanner, lines: _Lines, max_line: int) -> None:
+        self._scanner, self._lines, self._max = scanner, lines, max_line
+        self.lineno = 0  # of the last hit
+        self.handed = 0  # offset of the next line not yet handed to an open message
+
+    def hit(self, line: bytes, total: int) -> None:
+        """One ``LINENO:OFFSET:LINE`` output line (``total``: its full length, of which
+        ``line`` holds at least the header and max_line bytes of the log line)."""
+        number, _, rest = line.partition(b":")
+        at, colon, kept = rest.partition(b":")
+        if not (colon and number.isdigit() and at.isdigit()):
+            raise _FastPathUnusable("unexpected grep output")
+        lineno, offset = int(number), int(at)
+        if lineno <= self.lineno or offset < self.handed:
+            raise _FastPathUnusable("grep reported lines out of order")
+        length = total - len(number) - len(at) - 2
+        if length > self._max:
+            kept = kept[: self._max]
+        scanner = self._scanner
+        if scanner.continuing:
+            self._lines.hand(scanner, self.handed, offset)
+            if scanner.continuing:
+                scanner.on_continuation(kept)
+        summary = scanner.on_line(kept)
+        if summary is not None:
+            scanner.on_summary(lineno, summary, None, length > self._max)
+        self.lineno, self.handed = lineno, offset + length + 1
 
 
 def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
