@@ -119,6 +119,7 @@ PIECES = [
     b"\xff",
     b"plain compile noise",
     b"[summary] stage=a inputs=1 succeeded=1 failed=0",
+    b"[summary] stage=a inputs=2 succeeded=1 failed=0",  # its problem names its line
     b"Rank 1: ",
     WARNING,
     b"execute op_compiler error, msg: boom",
@@ -159,10 +160,24 @@ def test_random_logs_give_the_same_answer_on_both_paths(
     with pytest.MonkeyPatch.context() as monkeypatch:
         fast, full = both_paths(data, monkeypatch, max_line=256)
     assert fast == full
+    # The same cut into byte ranges scanned by greps side by side (on a big log, one per
+    # core): line numbers and open messages carry over the range boundaries.
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "run.log"
+        log.write_bytes(data)
+        for parts in (2, 3):
+            assert logscan_fast.scan_file_fast(log, 256, parts=parts) == full
+    middle = data.find(b"\n", len(data) // 2)
+    if 0 <= middle < len(data) - 1:
+        event("two ranges")
+        if b"op_compiler error" in b"".join(data[:middle].split(b"\n")[-3:]):
+            event("a range starts at most 3 lines after an error line")
     # The states where the two paths could part, counted by hypothesis (its statistics
     # show how often each is reached: pytest --hypothesis-show-statistics).
     if any(len(e["message"]) > 1 for e in full.launcher.compiler_errors):
         event("a launcher message over several lines")
+    if any("line" in p for p in full.summary.problems):
+        event("a problem naming a line number")
     if full.truncated_lines:
         event("a line longer than max_line")
     if b"\r\n" in data:
@@ -174,3 +189,25 @@ def test_random_logs_give_the_same_answer_on_both_paths(
         trigger = any(x in after for x in GREP_TRIGGERS)
         if b"op_compiler error" in before and literal and not trigger:
             event("a message closed by a literal that is no grep trigger")
+
+
+@needs_grep
+def test_a_failing_range_grep_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Any grep of a cut log failing makes the whole grep path unusable: scan_file then
+    # answers with the full scan (C3: the answer never depends on the path).
+    data = (b"[summary] stage=a inputs=1 succeeded=1 failed=0\n" + error_message(0, 2)) * 50
+    log = tmp_path / "run.log"
+    log.write_bytes(data)
+    real = shutil.which("grep")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "grep"
+    # The grep that reads a pipe (a range before the last) fails; the others work.
+    fake.write_text(f'#!/bin/sh\nif [ -p /dev/stdin ]; then exit 2; fi\nexec {real} "$@"\n')
+    fake.chmod(0o755)
+    wc = shutil.which("wc")
+    assert wc is not None
+    (bin_dir / "wc").symlink_to(wc)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert logscan_fast.scan_file_fast(log, parts=2) is None
+    assert logscan_fast.scan_file_fast(log, parts=1) == full_scan(data)

@@ -22,12 +22,14 @@ This module only finds candidate lines and counts; what a line means is decided 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import resource
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from skgate.evidence import regular
@@ -37,6 +39,12 @@ from skgate.model.logscan import LogScan
 
 #: Address-space cap of the grep and wc children (see ``_spawn``).
 CHILD_AS_LIMIT = 256 << 20
+#: Byte ranges scanned by greps side by side (at most one per core), for a log of at
+#: least ``PARALLEL_MIN_BYTES`` (below it the extra processes cost more than they save).
+PARTS = 2
+PARALLEL_MIN_BYTES = 64 << 20
+#: Output of a later range's grep held while an earlier range is handled.
+DRAIN_CAP = 8 << 20
 
 #: ERE alternation of the trigger literals; grep finds candidate lines, the shared Python
 #: line handler (``LogScanner.on_line``) decides, so grep only has to over-approximate.
@@ -100,15 +108,20 @@ def _count_long_lines(fd: int, size: int, max_line: int) -> int:
     return count
 
 
-def _spawn(argv: list[str], path: Path, inode: tuple[int, int]) -> subprocess.Popen[bytes]:
-    # argv list, never a shell; the log is the child's stdin (opened here, read-only, and
-    # checked to be the file we scan), so no file name is ever parsed as an option, and
-    # each child has its own file offset. C locale: bytes, not characters.
+def _spawn(
+    argv: list[str], path: Path, inode: tuple[int, int], offset: int = 0, pipe: int | None = None
+) -> subprocess.Popen[bytes]:
+    # argv list, never a shell; the child's stdin is the log (opened here, read-only,
+    # checked to be the file we scan, at ``offset``) or a pipe this process fills from it,
+    # so no file name is ever parsed as an option and each child has its own file offset.
+    # C locale: bytes, not characters.
     env = {**os.environ, "LC_ALL": "C"}
-    with open(regular.open_fd(path), "rb") as stdin:
-        st = os.fstat(stdin.fileno())
-        if (st.st_dev, st.st_ino) != inode:
-            raise _FastPathUnusable("the log was replaced while it was scanned")
+    with open(regular.open_fd(path) if pipe is None else pipe, "rb") as stdin:
+        if pipe is None:
+            st = os.fstat(stdin.fileno())
+            if (st.st_dev, st.st_ino) != inode:
+                raise _FastPathUnusable("the log was replaced while it was scanned")
+            os.lseek(stdin.fileno(), offset, os.SEEK_SET)
         proc = subprocess.Popen(  # fixed argv of a tool found with which()
             argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
@@ -185,25 +198,19 @@ class _Lines:
             scanner.on_unlisted(kept)
 
 
-def _grep_candidates(scanner: LogScanner, stdout: int, lines: _Lines, max_line: int) -> None:
-    """Stream grep's ``LINENO:OFFSET:LINE`` output through the shared line handler.
+def _grep_candidates(hits: _Hits, chunks: Iterable[bytes], max_line: int) -> None:
+    """Stream grep's ``LINENO:OFFSET:LINE`` output (in ``chunks``) through ``hits``.
 
-    Reads 1 MiB at a time and splits whole output lines in C (``bytes.split``), so a log
-    with hundreds of thousands of hits costs one Python step per hit, not per header byte
+    Whole output lines are split in C (``bytes.split``) from reads of 1 MiB, so a log with
+    hundreds of thousands of hits costs one Python step per hit, not per header byte
     (issue 29). A line longer than what was read is carried over reads with at most
-    max_line bytes (plus its header) kept, so a multi-MB line is never held whole. The
-    lines of an open launcher message are read by offset (``_Lines``), in the order the
-    pure-Python scan hands them over: unlisted lines first, then the hit line itself.
+    max_line bytes (plus its header) kept, so a multi-MB line is never held whole.
     """
-    hits = _Hits(scanner, lines, max_line)
     hit = hits.hit
     carry = bytearray()
     carry_len = 0  # full length of the carried (partial) output line
     cap = max_line + 64  # header: two numbers and two colons
-    while True:
-        chunk = os.read(stdout, 1 << 20)
-        if not chunk:
-            break
+    for chunk in chunks:
         start = 0
         if carry_len:
             nl = chunk.find(b"\n")
@@ -227,14 +234,20 @@ def _grep_candidates(scanner: LogScanner, stdout: int, lines: _Lines, max_line: 
             carry_len = len(chunk) - start
     if carry_len:
         raise _FastPathUnusable("grep output ended in the middle of a line")
-    lines.hand(scanner, hits.handed, lines.size)
 
 
 class _Hits:
-    """Hands grep's hit lines, in order, to the shared line handler."""
+    """Hands grep's hit lines, in file order, to the shared line handler.
+
+    The lines of an open launcher message are read by offset (``_Lines``), in the order
+    the pure-Python scan hands them over: unlisted lines first, then the hit line itself.
+    ``base_line`` and ``base_offset`` turn the numbers of a grep that read one byte range
+    of the log into the log's own.
+    """
 
     def __init__(self, scanner: LogScanner, lines: _Lines, max_line: int) -> None:
         self._scanner, self._lines, self._max = scanner, lines, max_line
+        self.base_line = self.base_offset = 0
         self.lineno = 0  # of the last hit
         self.handed = 0  # offset of the next line not yet handed to an open message
 
@@ -245,7 +258,7 @@ class _Hits:
         at, colon, kept = rest.partition(b":")
         if not (colon and number.isdigit() and at.isdigit()):
             raise _FastPathUnusable("unexpected grep output")
-        lineno, offset = int(number), int(at)
+        lineno, offset = int(number) + self.base_line, int(at) + self.base_offset
         if lineno <= self.lineno or offset < self.handed:
             raise _FastPathUnusable("grep reported lines out of order")
         length = total - len(number) - len(at) - 2
@@ -262,15 +275,124 @@ class _Hits:
         self.lineno, self.handed = lineno, offset + length + 1
 
 
-def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
+def _starts(fd: int, size: int, parts: int) -> list[int]:
+    """Start offsets of up to ``parts`` byte ranges of the log, each at a line start."""
+    starts = [0]
+    for i in range(1, parts):
+        pos = max(size * i // parts, starts[-1])
+        while pos < size:
+            buf = os.pread(fd, min(1 << 16, size - pos), pos)
+            if not buf:
+                raise _FastPathUnusable("the log shrank while it was scanned")
+            r = buf.find(b"\n")
+            if r >= 0:
+                pos += r + 1
+                break
+            pos += len(buf)
+        if pos >= size:
+            break  # no line starts after this point: fewer ranges
+        starts.append(pos)
+    return starts
+
+
+class _Worker:
+    """A thread of this scan whose failure makes the grep path unusable."""
+
+    def __init__(self, name: str, job: Callable[[], None]) -> None:
+        self.failed: BaseException | None = None
+        self._job = job
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._job()
+        except BaseException as exc:  # reported by the scan, in its own thread
+            self.failed = exc
+
+    def join(self) -> None:
+        self._thread.join()
+
+
+def _feed_range(fd: int, start: int, end: int, pipe: int) -> Callable[[], None]:
+    """A job that copies log[start:end) into a grep's stdin pipe, in the kernel."""
+
+    def job() -> None:
+        try:
+            with contextlib.suppress(OSError, AttributeError):
+                fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, 1 << 20)  # fewer wake-ups
+            pos = start
+            while pos < end:
+                sent = os.sendfile(pipe, fd, pos, min(1 << 22, end - pos))
+                if sent == 0:
+                    raise _FastPathUnusable("the log shrank while it was scanned")
+                pos += sent
+        finally:
+            os.close(pipe)
+
+    return job
+
+
+def _drain(stdout: int, kept: list[bytes]) -> Callable[[], None]:
+    """A job that reads up to ``DRAIN_CAP`` bytes of a later range's grep output while
+    the earlier ranges are handled, so that grep does not wait on a full pipe; past the
+    cap grep waits, and the rest is read when its turn comes (bounded memory)."""
+
+    def job() -> None:
+        held = 0
+        while held < DRAIN_CAP:
+            chunk = os.read(stdout, 1 << 20)
+            if not chunk:
+                break
+            kept.append(chunk)
+            held += len(chunk)
+
+    return job
+
+
+def _chunks(stdout: int, first: list[bytes]) -> Iterator[bytes]:
+    """What a drain kept, then the rest of the pipe."""
+    while first:
+        yield first.pop(0)
+    while chunk := os.read(stdout, 1 << 20):
+        yield chunk
+
+
+def _count(proc: subprocess.Popen[bytes]) -> int:
+    """The number ``wc -l`` printed."""
+    assert proc.stdout is not None
+    out = proc.stdout.read(64)
+    if proc.wait() != 0:
+        raise _FastPathUnusable("wc failed")
+    try:
+        return int(out.split()[0])
+    except (ValueError, IndexError):
+        raise _FastPathUnusable("unexpected wc output") from None
+
+
+def _parts(size: int) -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(PARTS, cpus)) if size >= PARALLEL_MIN_BYTES else 1
+
+
+def scan_file_fast(
+    path: Path, max_line: int = 64 * 1024, parts: int | None = None
+) -> LogScan | None:
     """The grep path of ``scan_file`` for a finished log without user regexes.
 
-    ``grep -a -b -E`` (the system grep, C locale) lists the lines holding one of the
-    fixed literals with their byte offsets, ``wc -l`` counts newlines on the other core,
-    and this process counts long lines with a few small reads; each candidate line goes
-    through the same handler as the pure-Python scan, so the result is identical. Returns
-    None when this path cannot be trusted (grep or wc missing or failing, unexpected
-    output, the file changed while it was read): the caller then scans in Python.
+    The log is cut into ``parts`` byte ranges at line starts (default: 2 on a machine
+    with two cores or more, for a log of ``PARALLEL_MIN_BYTES`` or more; else 1), each
+    read by its own ``grep -a -n -b -E`` (the system grep, C locale): the last one reads
+    the log from its range's start, the others a pipe this process fills with
+    ``sendfile`` (no copy through Python). ``wc -l`` from each range's start gives the
+    line numbers the later ranges' greps count from; this process counts long lines
+    with a few small reads. Each candidate line goes through the same handler as the
+    pure-Python scan, in file order, so the result is identical. Returns None when this
+    path cannot be trusted (grep or wc missing or failing, unexpected output, the file
+    changed while it was read): the caller then scans in Python.
     """
     scanner = LogScanner(max_line=max_line)
     grep, wc = shutil.which("grep"), shutil.which("wc")
@@ -278,44 +400,61 @@ def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
         return None
     fd = _open_log(path)
     procs: list[subprocess.Popen[bytes]] = []
+    workers: list[_Worker] = []
     try:
         before = os.fstat(fd)
         size = before.st_size
+        inode = (before.st_dev, before.st_ino)
+        starts = _starts(fd, size, _parts(size) if parts is None else parts)
+        ends = [*starts[1:], size]
+        greps: list[subprocess.Popen[bytes]] = []
+        counts: list[subprocess.Popen[bytes]] = []
+        argv = [grep, "-a", "-n", "-b", "-E", "-e", _GREP_PATTERN]
         try:
-            inode = (before.st_dev, before.st_ino)
-            # grep first: it is the longest of the three jobs (C-speed, one core each).
-            procs.append(_spawn([grep, "-a", "-n", "-b", "-E", "-e", _GREP_PATTERN], path, inode))
-            procs.append(_spawn([wc, "-l"], path, inode))
+            for start, end in zip(starts, ends, strict=True):
+                if end == size:
+                    greps.append(_spawn(argv, path, inode, offset=start))
+                else:
+                    r, w = os.pipe()
+                    try:
+                        greps.append(_spawn(argv, path, inode, pipe=r))
+                    except BaseException:
+                        os.close(w)
+                        raise
+                    workers.append(_Worker("skgate-range", _feed_range(fd, start, end, w)))
+                procs.append(greps[-1])
+                counts.append(_spawn([wc, "-l"], path, inode, offset=start))
+                procs.append(counts[-1])
         except OSError:
             return None
+        outputs = [proc.stdout.fileno() for proc in greps if proc.stdout is not None]
+        kept: list[list[bytes]] = [[] for _ in greps]
+        # Later ranges' output is drained while the first is handled, up to a cap.
+        drains = {
+            k: _Worker("skgate-drain", _drain(outputs[k], kept[k])) for k in range(1, len(greps))
+        }
+        workers += drains.values()
         counted: list[int] = []
-        failed: list[BaseException] = []
 
         def long_lines() -> None:
-            try:
-                counted.append(_count_long_lines(fd, size, max_line))
-            except BaseException as exc:  # reported below, in this thread
-                failed.append(exc)
+            counted.append(_count_long_lines(fd, size, max_line))
 
-        # Long lines are counted in a thread (pread releases the GIL) while this thread
-        # reads grep's output, so grep never waits on a full pipe.
-        worker = threading.Thread(target=long_lines, name="skgate-long-lines", daemon=True)
-        worker.start()
-        grep_proc, wc_proc = procs
-        assert grep_proc.stdout is not None and wc_proc.stdout is not None
-        try:
-            _grep_candidates(
-                scanner, grep_proc.stdout.fileno(), _Lines(fd, size, max_line), max_line
-            )
-        finally:
+        workers.append(_Worker("skgate-long-lines", long_lines))
+        lines = _Lines(fd, size, max_line)
+        hits = _Hits(scanner, lines, max_line)
+        total = 0
+        for k, start in enumerate(starts):
+            if k:
+                total = total or _count(counts[0])
+                hits.base_line, hits.base_offset = total - _count(counts[k]), start
+                drains[k].join()  # it stopped at its cap or at the end of grep's output
+            _grep_candidates(hits, _chunks(outputs[k], kept[k]), max_line)
+        lines.hand(scanner, hits.handed, size)
+        for worker in workers:
             worker.join()
-        wc_out = wc_proc.stdout.read(64)
-        if grep_proc.wait() not in (0, 1) or wc_proc.wait() != 0 or failed:
+        if any(proc.wait() not in (0, 1) for proc in greps) or any(w.failed for w in workers):
             return None  # grep exits 1 when no line matches; 2 is an error
-        try:
-            newlines = int(wc_out.split()[0])
-        except (ValueError, IndexError):
-            return None
+        newlines = total or _count(counts[0])
         after = os.fstat(fd)
         same = path.stat()
         if _identity(before) != _identity(after) or _identity(after) != _identity(same):
@@ -329,4 +468,6 @@ def scan_file_fast(path: Path, max_line: int = 64 * 1024) -> LogScan | None:
     finally:
         for proc in procs:
             _end(proc)
+        for worker in workers:
+            worker.join()  # feeders end on a broken pipe, drains at EOF
         os.close(fd)
