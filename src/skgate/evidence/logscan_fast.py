@@ -94,18 +94,22 @@ def _count_long_lines(fd: int, size: int, max_line: int) -> int:
             p = q + 1
             continue
         count += 1  # no newline within max_line + 1 bytes of a line start: a long line
-        pos = end
-        p = size
-        while pos < size:
-            buf = os.pread(fd, min(1 << 20, size - pos), pos)
-            if not buf:
-                raise _FastPathUnusable("the log shrank while it was scanned")
-            r = buf.find(b"\n")
-            if r >= 0:
-                p = pos + r + 1
-                break
-            pos += len(buf)
+        p = _next_line(fd, end, size)
     return count
+
+
+def _next_line(fd: int, pos: int, size: int) -> int:
+    """Offset just after the first newline at or after ``pos`` (``size`` if none), found
+    in 1 MiB reads: a multi-MB line is never held whole."""
+    while pos < size:
+        buf = os.pread(fd, min(1 << 20, size - pos), pos)
+        if not buf:
+            raise _FastPathUnusable("the log shrank while it was scanned")
+        r = buf.find(b"\n")
+        if r >= 0:
+            return pos + r + 1
+        pos += len(buf)
+    return size
 
 
 def _spawn(
@@ -182,14 +186,7 @@ class _Lines:
         nl = buf.find(b"\n", rel + self._max + 1)
         if nl >= 0:
             return kept, self._at + nl + 1
-        q = self._at + len(buf)
-        while q < self.size:
-            chunk = self._read(q, 1 << 20)
-            r = chunk.find(b"\n")
-            if r >= 0:
-                return kept, q + r + 1
-            q += len(chunk)
-        return kept, self.size
+        return kept, _next_line(self._fd, self._at + len(buf), self.size)
 
     def hand(self, scanner: LogScanner, pos: int, stop: int) -> None:
         """Give the lines from ``pos`` up to ``stop`` to the open message until it closes."""
@@ -279,16 +276,7 @@ def _starts(fd: int, size: int, parts: int) -> list[int]:
     """Start offsets of up to ``parts`` byte ranges of the log, each at a line start."""
     starts = [0]
     for i in range(1, parts):
-        pos = max(size * i // parts, starts[-1])
-        while pos < size:
-            buf = os.pread(fd, min(1 << 16, size - pos), pos)
-            if not buf:
-                raise _FastPathUnusable("the log shrank while it was scanned")
-            r = buf.find(b"\n")
-            if r >= 0:
-                pos += r + 1
-                break
-            pos += len(buf)
+        pos = _next_line(fd, max(size * i // parts, starts[-1]), size)
         if pos >= size:
             break  # no line starts after this point: fewer ranges
         starts.append(pos)
