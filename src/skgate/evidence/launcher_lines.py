@@ -182,7 +182,8 @@ class LauncherCollector:
         self._installs = 0
         self._uninstall = 0
         self._ranks: set[int] = set()
-        self._message: list[str] | None = None  # the error message being continued
+        #: The error message being continued, or None (read by the log scan's grep path).
+        self.message: list[str] | None = None
 
     def _add(self, kind: str, item: Any) -> bool:
         items = self._lists[kind]
@@ -195,7 +196,7 @@ class LauncherCollector:
     @property
     def continuing(self) -> bool:
         """An error message is open: the scanner hands over the following lines."""
-        return self._message is not None
+        return self.message is not None
 
     def on_line(self, text: str) -> None:
         """One line holding one of ``LITERALS`` (whole, decoded, no newline).
@@ -211,7 +212,7 @@ class LauncherCollector:
                 first = msg.split(_MSG, 1)[1] if _MSG in msg else msg
                 message = [first.strip()[:MAX_TEXT]]
                 self._add("compiler_errors", {"rank": rank, "message": message})
-                self._message = message
+                self.message = message
             else:  # full: only counted (``_add``), the message is not built
                 self._add("compiler_errors", None)
             seen = True
@@ -274,19 +275,19 @@ class LauncherCollector:
 
     def on_continuation(self, text: str) -> None:
         """The line after an open error message: part of it, or its end."""
-        message = self._message
+        message = self.message
         if message is None:
             return
         if _ends_message(text) or len(message) > MAX_MESSAGE_LINES:
-            self._message = None
+            self.message = None
             return
         message.append(text.rstrip()[:MAX_TEXT])
 
     def end_message(self) -> None:
-        self._message = None
+        self.message = None
 
     def result(self) -> LauncherFacts:
-        self._message = None
+        self.message = None
         return LauncherFacts(
             starts=tuple(self._lists["starts"]),
             compiler_errors=tuple(self._lists["compiler_errors"]),

@@ -169,6 +169,8 @@ class LogScanner:
         self._uninstall = _Capped(MAX_LIST)
         self._result: LogScan | None = None
         self._launcher = LauncherCollector()
+        #: The same collector, for the grep path's per-hit test of an open message.
+        self.launcher = self._launcher
 
     # -- input -------------------------------------------------------------------------
 
@@ -368,7 +370,11 @@ class LogScanner:
         if own[2] in hay:
             self._on_package(text)
         if own[3] in hay:
-            self._errors.add(text[:MAX_KEPT_LINE], dedupe=False)
+            errors = self._errors
+            if len(errors.items) < errors.limit:
+                errors.items.append(text[:MAX_KEPT_LINE])
+            else:  # full: counted (as ``_Capped.add`` does, without the call)
+                errors.omitted += 1
         if own[4] in hay:
             self._on_uninstall(text)
         for literal in _LAUNCHER_STR if ascii_line else LAUNCHER_LITERALS:

@@ -244,8 +244,8 @@ class _Hits:
 
     def __init__(self, scanner: LogScanner, lines: _Lines, max_line: int) -> None:
         self._scanner, self._lines, self._max = scanner, lines, max_line
+        self._launcher = scanner.launcher
         self.base_line = self.base_offset = 0
-        self.lineno = 0  # of the last hit
         self.handed = 0  # offset of the next line not yet handed to an open message
 
     def hit(self, line: bytes, total: int) -> None:
@@ -255,21 +255,21 @@ class _Hits:
         at, colon, kept = rest.partition(b":")
         if not (colon and number.isdigit() and at.isdigit()):
             raise _FastPathUnusable("unexpected grep output")
-        lineno, offset = int(number) + self.base_line, int(at) + self.base_offset
-        if lineno <= self.lineno or offset < self.handed:
+        offset = int(at) + self.base_offset
+        if offset < self.handed:  # each hit starts after the end of the one before
             raise _FastPathUnusable("grep reported lines out of order")
         length = total - len(number) - len(at) - 2
         if length > self._max:
             kept = kept[: self._max]
         scanner = self._scanner
-        if scanner.continuing:
+        if self._launcher.message is not None:  # an open message (``continuing``)
             self._lines.hand(scanner, self.handed, offset)
-            if scanner.continuing:
+            if self._launcher.message is not None:
                 scanner.on_continuation(kept)
         summary = scanner.on_line(kept)
-        if summary is not None:
-            scanner.on_summary(lineno, summary, None, length > self._max)
-        self.lineno, self.handed = lineno, offset + length + 1
+        if summary is not None:  # the only use of the line number
+            scanner.on_summary(int(number) + self.base_line, summary, None, length > self._max)
+        self.handed = offset + length + 1
 
 
 def _starts(fd: int, size: int, parts: int) -> list[int]:
