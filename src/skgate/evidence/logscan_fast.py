@@ -3,17 +3,31 @@
 ``scan_file`` on a finished log (no user regexes) takes a faster path with the same
 result: the system ``grep -a -n -b -E`` (C locale) lists the lines that hold one of the
 trigger literals (``logscan.GREP_TRIGGERS``) with their line numbers and byte offsets,
-``wc -l`` counts lines on the other core, long lines are counted with a few small reads,
-and each candidate line goes through the same line handler (``LogScanner.on_line``) as
-the streaming scan. The lines of a launcher error message that goes on over several lines
-(launcher_lines) hold no literal: they are read by offset after its hit (``_Lines``), in
-the same order the streaming scan hands them over, so such a log keeps the fast path
-(issue 29: it used to fall back to a whole Python pass, 17x slower). User regexes keep
-the pure-Python scan (Python regex semantics over decoded text cannot be reproduced
-exactly by grep's ERE). Any doubt (grep or wc missing or failing, unexpected output,
-the file changing while it is read) falls back to the pure-Python scan;
-``SKGATE_NO_GREP=1`` forces it. The live ``LogScanner.feed`` (the runner's use while a
-compile streams) is always pure Python.
+``wc -l`` counts lines, long lines are counted with a few small reads, and each candidate
+line goes through the same line handler (``LogScanner.on_line``) as the streaming scan.
+A log of ``PARALLEL_MIN_BYTES`` or more is cut at line starts into one byte range per
+core (``PARTS``), each read by its own grep (the last from a descriptor at its offset,
+the others from a pipe filled with ``sendfile``); ``wc -l`` from each range start turns
+the later ranges' line numbers into the log's, and their output is drained (up to
+``DRAIN_CAP``) while the first range is handled, then handed over in file order.
+
+The lines of a launcher error message that goes on over several lines (launcher_lines)
+hold no literal: they are read by offset after its hit (``_Lines``), in the same order the
+streaming scan hands them over (``LogScanner.on_unlisted``: a non-trigger literal among
+them closes the message, as it does there), so such a log keeps the fast path (issue
+29). grep's output is split in C per 1 MiB read, so a log of hundreds of thousands of
+hits costs one Python step per hit. User regexes keep the pure-Python scan (Python regex
+semantics over decoded text cannot be reproduced exactly by grep's ERE). Any doubt (grep
+or wc missing or failing, unexpected output, the file changing while it is read) falls
+back to the pure-Python scan; ``SKGATE_NO_GREP=1`` forces it. The live
+``LogScanner.feed`` (the runner's use while a compile streams) is always pure Python.
+
+What grep costs depends on its pattern more than on anything here (measured, issue 29):
+GNU grep skips to a substring every alternative shares (its "must" string) with
+``memchr``; the five literals of the bench's reference all hold a ``u``, which its
+generated noise never does, so it reads at copy speed. The fourteen triggers share no
+such substring (five hold no ``u``), and grep's DFA (``-E``) or Aho-Corasick (``-F -f``,
+slower here) then visits every byte.
 
 This module only finds candidate lines and counts; what a line means is decided by
 :class:`skgate.evidence.logscan.LogScanner` alone, so both paths give the same ``LogScan``.
