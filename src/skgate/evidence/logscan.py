@@ -79,6 +79,8 @@ LITERALS = _OWN_LITERALS + tuple(x for x in LAUNCHER_LITERALS if x not in _OWN_L
 #: lines of an open message are read by offset around the hits. Fewer, longer literals
 #: than ``LITERALS``: GNU grep's cost grows fast with the literal set (issue 29).
 GREP_TRIGGERS = (_SUMMARY, _PACKAGE, _UNINSTALL, *LAUNCHER_TRIGGERS)
+#: The literals a line grep does not list can hold (each other literal holds a trigger).
+_UNLISTED = tuple(x for x in LITERALS if not any(t in x for t in GREP_TRIGGERS))
 #: The same literals as text, for the line handler's tests on an ASCII line.
 _OWN_STR = tuple(x.decode() for x in _OWN_LITERALS)
 _LAUNCHER_STR = tuple(x.decode() for x in LAUNCHER_LITERALS)
@@ -335,13 +337,14 @@ class LogScanner:
         """A line the grep path did not list, read by offset while a message is open.
 
         The same as ``feed`` does with it: it goes to the open message, and if it holds a
-        literal that is no grep trigger (``Uncompressing STATIC KERNEL RUN PACKAGE``, a bare
-        ``static kernel compilation``) ``on_line`` sees it too, which closes the message.
-        Such a line adds no fact otherwise (every fact needs a trigger), so grep may leave
-        it out once no message is open.
+        literal (``feed`` then calls ``on_line``) the message closes. Such a line holds no
+        trigger (grep would have listed it), so its literal is one of ``_UNLISTED`` (``Un-
+        compressing STATIC KERNEL RUN PACKAGE``, a bare ``static kernel compilation``) and
+        closing the message is all ``on_line`` does with it: nothing to do once it is shut.
         """
-        self._launcher.on_continuation(_decode(kept))
-        if any(literal in kept for literal in LITERALS):
+        launcher = self._launcher
+        launcher.on_continuation(_decode(kept))
+        if launcher.message is not None and any(literal in kept for literal in _UNLISTED):
             self.on_line(kept)
 
     def on_line(self, kept: bytes | bytearray) -> str | None:

@@ -185,15 +185,21 @@ class _Lines:
     def line(self, pos: int) -> tuple[bytes, int]:
         """(kept part, offset of the next line) of the line starting at ``pos``."""
         rel = pos - self._at
-        end = self._at + len(self._buf)
-        if rel < 0 or (pos + self._max + 1 > end and end < self.size):
-            # The window that decides (max_line + 1 bytes) is not all in the buffer.
-            self._at, self._buf = pos, self._read(pos, max(1 << 16, self._max + 1))
-            rel = 0
         buf = self._buf
-        nl = buf.find(b"\n", rel, rel + self._max + 1)
-        if nl >= 0:
-            return buf[rel:nl], self._at + nl + 1
+        if 0 <= rel < len(buf):
+            nl = buf.find(b"\n", rel, rel + self._max + 1)
+            if nl >= 0:
+                return buf[rel:nl], self._at + nl + 1
+        if rel < 0 or (
+            pos + self._max + 1 > self._at + len(buf) and self._at + len(buf) < self.size
+        ):
+            # The window that decides (max_line + 1 bytes) is not all in the buffer.
+            self._at, self._buf = pos, self._read(pos, max(1 << 18, 4 * (self._max + 1)))
+            rel = 0
+            buf = self._buf
+            nl = buf.find(b"\n", 0, self._max + 1)
+            if nl >= 0:
+                return buf[:nl], pos + nl + 1
         kept = buf[rel : rel + self._max]
         # A long line (or the unterminated last one): find its end, in what is read
         # already, then in 1 MiB reads, never holding it whole.
