@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skgate.evidence.launcher_lines import split_line
 from skgate.evidence.logscan import LogScanner
 from skgate.evidence.logscan_file import scan_file
 
@@ -77,3 +82,29 @@ def test_skip_lines_and_the_bare_start_of_torch_npu_2_7_are_kept() -> None:
     facts = c.result()
     assert facts.bare_starts == 1 and not facts.starts
     assert len(facts.skips) == 2 and "Gloo probe failed" in facts.skips[0]
+
+
+# What split_line means, written the plain way: the warning header as the lazy prefix
+# regex finds it, then a ``Rank N: `` at the start of what is left. The module finds both
+# with one search (issue 29: it runs once per hit); the two must never differ.
+_PLAIN_HEADER = re.compile(r"^.*?:\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): ")
+_PLAIN_RANK = re.compile(r"^Rank (?P<rank>\d+): ")
+
+
+def plain_split(text: str) -> tuple[str | None, int | None, str]:
+    category, msg = None, text
+    m = _PLAIN_HEADER.match(msg)
+    if m is not None:
+        category, msg = m.group("category"), msg[m.end() :]
+    r = _PLAIN_RANK.match(msg)
+    return category, int(r.group("rank")) if r is not None else None, msg[r.end() :] if r else msg
+
+
+PIECES = ["a.py:1: UserWarning: ", ":2: ", "Rank 3: ", "Rank x: ", "Warning: ", "x:12: FooError: "]
+PIECES += [" ", "msg", ":", "1", "Rank ", "RuntimeWarning", ": ", "\n", "\r", "\u00e9", "\u0663"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=8).map("".join))
+def test_split_line_is_header_then_rank(text: str) -> None:
+    assert split_line(text) == plain_split(text)

@@ -114,6 +114,9 @@ def _header(text: str) -> re.Match[str] | None:
 
 
 _RANK_AT = re.compile(r"Rank (?P<rank>\d+): ")
+_HEADER_RANK = re.compile(
+    r":\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): (?:Rank (?P<rank>\d+): )?"
+)
 _START = re.compile(
     r"[Ss]tarting static kernel compilation(?P<multi> for multi card)?, "
     r"the build directory is (?P<root>.+?)\s*$"
@@ -143,9 +146,17 @@ _S_PACKAGE_SUCCESS = PACKAGE_SUCCESS.decode()
 
 def split_line(text: str) -> tuple[str | None, int | None, str]:
     """(warning category or None, rank or None, message) of one log line."""
+    if "\n" not in text:
+        # One search finds the header and the rank after it: the optional rank cannot
+        # move the leftmost header, and after it it is ``_RANK_AT.match`` (issue 29).
+        m = _HEADER_RANK.search(text)
+        if m is not None:
+            rank = m.group("rank")
+            return m.group("category"), int(rank) if rank else None, text[m.end() :]
+    else:
+        m = _WARNING_HEADER.match(text)
     category = None
     at = 0
-    m = _header(text)
     if m is not None:
         category = m.group("category")
         at = m.end()
