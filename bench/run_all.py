@@ -43,6 +43,10 @@ BENCHES: dict[str, tuple[list[str], str]] = {
         ["bench_logscan.py", "--size", "2G", "--repeat", "3", "--launcher-errors"],
         "the same on a log full of the launcher's multi-line error messages",
     ),
+    "logscan-realistic": (
+        ["bench_logscan.py", "--size", "2G", "--repeat", "3", "--realistic"],
+        "the same on compile noise shaped like CANN's own log lines",
+    ),
     "logscan-python": (
         ["bench_logscan.py", "--size", "512M", "--repeat", "3", "--no-grep"],
         "the pure-Python scan (`SKGATE_NO_GREP=1`) vs `grep -c -E`",
@@ -89,6 +93,8 @@ def run(name: str, quick: bool) -> tuple[dict[str, str], bool]:
     args = ["--quick"] if quick else argv[1:]
     if name == "logscan-launcher-errors" and quick:
         args.append("--launcher-errors")
+    if name == "logscan-realistic" and quick:
+        args.append("--realistic")
     if name == "logscan-python" and quick:
         args.append("--no-grep")
     cmd = [sys.executable, str(HERE / script), *args]
