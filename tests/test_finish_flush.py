@@ -11,7 +11,9 @@ fewest flushes on the way:
 * every final file's content is fsync'd before it is linked, and linked before
   verdict.json is; verdict.json's own content is fsync'd before its link;
 * one directory fsync, after the verdict's link and before ``finished``, serves every
-  link (none between the final files' links and the verdict's).
+  link (none between the final files' links and the verdict's);
+* the pipe keeper, whose pipe is drained, is released only after ``finished`` (its exit
+  never delays the verdict) and before the seal, which then lists no ``run.kept.log``.
 """
 
 from __future__ import annotations
@@ -78,6 +80,17 @@ def emit(self, event, **kwargs):
 
 
 files.Journal.emit = emit
+from skgate.proc.keeper import PipeKeeper
+
+real_release = PipeKeeper.release
+
+
+def release(self, *args, **kwargs):
+    note("keeper released")
+    return real_release(self, *args, **kwargs)
+
+
+PipeKeeper.release = release
 from skgate.cli.main import main
 
 sys.exit(main(sys.argv[2:]))
@@ -123,3 +136,14 @@ def test_the_verdict_is_linked_after_one_flush_of_everything_it_stands_on(
     dir_syncs = [i for i, s in enumerate(steps) if s.startswith("fsync dir:")]
     assert not [i for i in dir_syncs if first_link < i < verdict_link], steps[first_link:finished]
     assert [i for i in dir_syncs if verdict_link < i < finished], steps[verdict_link:finished]
+
+
+def test_the_pipe_keeper_is_released_after_the_verdict_and_before_the_seal(
+    tmp_path: Path,
+) -> None:
+    steps = traced_run(tmp_path)
+    released = steps.index("keeper released")
+    assert steps.index("line finished sync=True") < released < steps.index("link seal.json")
+    attempt = tmp_path / "r" / "attempts" / "0001"
+    assert not (attempt / "run.kept.log").exists()
+    assert "run.kept.log" not in (attempt / "seal.json").read_text()

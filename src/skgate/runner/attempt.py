@@ -96,6 +96,9 @@ class Attempt:
         self.pgid: int | None = None
         self.leader: ProcessRecord | None = None
         self.frozen_jobs: dict[str, Any] | None = None
+        #: Work that need not delay the verdict, done right after ``finished`` is on
+        #: record and before the seal (the pipe keeper's release, issue 29).
+        self.after_verdict: list[Callable[[], None]] = []
 
     def emit(self, event: Event) -> Event:
         with deferred():  # a journal line is written whole, never cut by a stop signal
@@ -243,6 +246,8 @@ class Attempt:
             )
         )
         self.journal.close()
+        for work in self.after_verdict:
+            work()
         # Seal first, so the ledger's end entry carries the seal's hash (C4: the scene
         # can be verified later, and a rebuilt seal.json breaks the chain).
         seal.seal_attempt(self.dir, chain=False)
