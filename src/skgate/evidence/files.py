@@ -13,7 +13,9 @@ Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
 - the ownership manifest is a snapshot while the attempt runs, replaced atomically
   (temp file + rename), so a reader never sees half a file;
 - ``events.jsonl`` is append-only, one JSON object per line, flushed and fsync'd as each
-  event happens, so a runner that is killed leaves its journal up to that moment.
+  event happens, so a runner that is killed leaves its journal up to that moment (the
+  runner's tree-end lines are written at once and fsync'd with what follows them, before
+  ``verdict.json``: see ``skgate.runner.attempt.SYNCED_LATER``).
 """
 
 from __future__ import annotations
