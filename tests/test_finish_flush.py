@@ -13,7 +13,9 @@ fewest flushes on the way:
 * one directory fsync, after the verdict's link and before ``finished``, serves every
   link (none between the final files' links and the verdict's);
 * the pipe keeper, whose pipe is drained, is released only after ``finished`` (its exit
-  never delays the verdict) and before the seal, which then lists no ``run.kept.log``.
+  never delays the verdict) and before the seal, which then lists no ``run.kept.log``;
+* no module is imported between ``tree_ended`` and ``finished``: what finishing needs is
+  loaded while the command runs (an import there compiles it, without cached bytecode).
 """
 
 from __future__ import annotations
@@ -73,9 +75,18 @@ files._link_new = link
 real_emit = files.Journal.emit
 
 
+loaded = set()
+
+
 def emit(self, event, **kwargs):
     out = real_emit(self, event, **kwargs)
-    note(f"line {out.to_dict()['event']} sync={kwargs.get('sync', True)}")
+    kind = out.to_dict()["event"]
+    note(f"line {kind} sync={kwargs.get('sync', True)}")
+    if kind == "tree_ended":
+        loaded.update(sys.modules)
+    elif kind == "finished":
+        for name in sorted(set(sys.modules) - loaded):
+            note(f"imported {name}")
     return out
 
 
@@ -147,3 +158,19 @@ def test_the_pipe_keeper_is_released_after_the_verdict_and_before_the_seal(
     attempt = tmp_path / "r" / "attempts" / "0001"
     assert not (attempt / "run.kept.log").exists()
     assert "run.kept.log" not in (attempt / "seal.json").read_text()
+
+
+def test_nothing_is_imported_between_the_last_exit_and_the_verdict(tmp_path: Path) -> None:
+    # A compile-like workload: a summary line, so the stage and census paths all run.
+    work = tmp_path / "w.py"
+    work.write_text("print('[summary] stage=compile inputs=1 succeeded=1 failed=0')\n")
+    trace = tmp_path / "trace"
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(trace), "run", "--root", "r", "--quiet",
+         "--", sys.executable, str(work)],
+        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    steps = trace.read_text().splitlines()
+    assert "line finished sync=True" in steps
+    assert [s for s in steps if s.startswith("imported ")] == []
