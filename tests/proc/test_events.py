@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 import subprocess
+import sys
 import time
 
 import pytest
@@ -78,5 +79,37 @@ def test_real_subscription_sees_a_child_fork_exec_and_exit() -> None:
         assert exit_ev.exit_code == 3 << 8
         # The event clock, converted, is the start time /proc would have given.
         assert conn.start_ticks(seen[0], 100) > 0
+    finally:
+        conn.close()
+
+
+THREADS_THEN_CHILD = """
+import subprocess, threading
+threads = [threading.Thread(target=lambda: None) for _ in range(20)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+subprocess.run(["true"], check=True)
+"""
+
+
+def test_threads_events_are_dropped_in_the_kernel_and_processes_kept() -> None:
+    """Issue 29: the socket filter drops every thread's event before it is queued (the
+    runner follows processes only); a process's fork, exec and exit, and its child's,
+    all still arrive."""
+    conn = real_connector()
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", THREADS_THEN_CHILD])
+        assert proc.wait() == 0
+        seen: list[ProcEvent] = []
+        deadline = time.monotonic() + 20
+        while not any(e.kind is Kind.EXIT and e.pid == proc.pid for e in seen):
+            assert time.monotonic() < deadline, "no exit event for the child"
+            seen.extend(e for e in conn.read() if proc.pid in (e.tgid, e.parent_tgid))
+        assert not [e for e in seen if e.is_thread], seen
+        kinds = [e.kind for e in seen if e.tgid == proc.pid]
+        assert kinds[0] is Kind.FORK and Kind.EXEC in kinds and kinds[-1] is Kind.EXIT
+        assert any(e.kind is Kind.FORK and e.tgid != proc.pid for e in seen)  # `true`
     finally:
         conn.close()

@@ -37,6 +37,38 @@ def test_tree_finds_children_and_grandchildren(
     assert observe.direct_children(parent.pid) == [kid]
 
 
+# A child whose second thread starts the grandchild (the kernel lists it under that
+# thread's own children file), says its pid, and waits to be ended by pid.
+THREADED = """
+import signal, subprocess, sys, threading
+from pathlib import Path
+got, forever = [], threading.Event()
+def fork_and_stay():  # the thread lives on: the grandchild stays its child
+    got.append(subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"]))
+    forever.wait()
+t = threading.Thread(target=fork_and_stay, daemon=True)
+t.start()
+while not got:
+    forever.wait(0.01)
+m = Path(sys.argv[1]); (m / "t").write_text(f"{got[0].pid}\\n"); (m / "t").rename(m / "kid")
+signal.pause()
+"""
+
+
+def test_tree_finds_a_grandchild_forked_by_another_thread(tmp_path: Path, reaper: Reaper) -> None:
+    """Issue 29: a single-threaded process's children are read without listing its tasks;
+    a process with more threads still has every task's children read."""
+    parent = reaper.popen(subprocess.Popen([sys.executable, "-c", THREADED, str(tmp_path)]))
+    kid = reaper.add(int(wait_file(tmp_path / "kid")))
+    found = observe.tree(observe.self_stat().pid)
+    assert found[parent.pid].threads == 2
+    assert found[kid].threads == 1
+    assert found[kid].ppid == parent.pid
+    # It is listed under the forking thread's children only, not the main thread's.
+    main = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()
+    assert str(kid) not in main
+
+
 def test_a_compiler_script_under_an_interpreter_is_a_compiler() -> None:
     """``#!/usr/bin/env python3`` makes the name and argv[0] the interpreter's (issue 19)."""
     names = ("opc", "op_compiler")

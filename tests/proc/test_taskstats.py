@@ -60,6 +60,31 @@ def test_an_exit_record_is_parsed_with_its_name_pid_and_start() -> None:
     assert parse(data, FAMILY + 1) == []  # another family's message is not ours
 
 
+class _Queued:
+    """A listener socket with datagrams queued (what ``recv`` returns, then empty)."""
+
+    def __init__(self, *datagrams: bytes) -> None:
+        self.queue = list(datagrams)
+
+    def recv(self, _size: int, _flags: int = 0) -> bytes:
+        if not self.queue:
+            raise BlockingIOError
+        return self.queue.pop(0)
+
+
+def test_drain_keeps_only_the_records_of_the_pids_of_interest() -> None:
+    """Issue 29: the listener hears every exit of the machine; a foreign record is
+    skipped before it is parsed, and nothing of interest is lost, whatever the layout."""
+    ours, theirs = _datagram(4321, 1, b"opc", 9), _datagram(77, 1, b"bash", 9)
+    glued = _datagram(78, 1, b"make", 9) + _datagram(4322, 1, b"opc", 9)  # two messages
+    sock = _Queued(theirs, ours, glued, theirs)
+    records = taskstats.ExitRecords(sock, FAMILY, b"0\0")  # type: ignore[arg-type]
+    got = records.drain(interest={4321, 4322})
+    assert [(r.pid, r.comm) for r in got] == [(4321, "opc"), (4322, "opc")]
+    sock.queue = [theirs, ours]
+    assert [r.pid for r in records.drain()] == [77, 4321]  # no interest: every record
+
+
 def test_a_record_names_only_the_process_born_at_its_start_second() -> None:
     """C4: never a pid alone: a record whose start differs is another process's."""
     tree = OwnedTree()

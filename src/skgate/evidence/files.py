@@ -13,7 +13,9 @@ Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
 - the ownership manifest is a snapshot while the attempt runs, replaced atomically
   (temp file + rename), so a reader never sees half a file;
 - ``events.jsonl`` is append-only, one JSON object per line, flushed and fsync'd as each
-  event happens, so a runner that is killed leaves its journal up to that moment.
+  event happens, so a runner that is killed leaves its journal up to that moment (the
+  runner's tree-end lines are written at once and fsync'd with what follows them, before
+  ``verdict.json``: see ``skgate.runner.attempt.SYNCED_LATER``).
 """
 
 from __future__ import annotations
@@ -207,7 +209,11 @@ def write_new(path: Path, text: str | bytes) -> None:
 
 
 def write_batch_new(
-    directory: Path, items: Mapping[str, str | bytes], also_sync: Iterable[int] = ()
+    directory: Path,
+    items: Mapping[str, str | bytes],
+    also_sync: Iterable[int] = (),
+    *,
+    sync_dir: bool = True,
 ) -> None:
     """Create several evidence files, each whole or not at all, durable all at once.
 
@@ -215,7 +221,9 @@ def write_batch_new(
     then linked to their final names, and the directory is fsync'd once: concurrent
     fsyncs share one journal commit on ext4/xfs, so four files cost about one flush
     instead of eight (the runner's last-exit-to-verdict latency). ``also_sync`` adds
-    already open descriptors (the run log) to the same flush.
+    already open descriptors (the run log) to the same flush. ``sync_dir=False`` leaves
+    the directory's fsync to the caller's next write in it (the runner's verdict.json:
+    one directory fsync makes its links and these durable, in the order they were made).
     """
     for name in items:
         if os.path.lexists(directory / name):
@@ -258,7 +266,8 @@ def write_batch_new(
         for tmp, _ in temps:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-    fsync_dir(directory)
+    if sync_dir:
+        fsync_dir(directory)
 
 
 def write_json_new(path: Path, data: Any) -> None:
@@ -301,20 +310,35 @@ class Journal:
         # Regular file only, never through a link: a recover must not write outside the
         # attempt (issue 21).
         self._fd = regular.open_append(path)
+        #: Lines written since the last fsync (``emit(sync=False)``).
+        self.unsynced = False
 
-    def emit(self, event: Event) -> Event:
+    def emit(self, event: Event, *, sync: bool = True) -> Event:
         """Append ``event``, stamped with the time now; the stamped event is returned.
 
         The line is the envelope and the fields in their declared order
-        (``Event.to_dict``): the same bytes as every earlier version wrote (C3)."""
+        (``Event.to_dict``): the same bytes as every earlier version wrote (C3).
+        ``sync=False``: the line is written (a reader, or a runner killed a moment later,
+        still finds it) but made durable only by the next synced line or :meth:`sync`."""
         import dataclasses  # noqa: PLC0415 - the write path only (status start-up)
 
         stamped = dataclasses.replace(event, t=time.time())
         line = json_text(stamped.to_dict()) + "\n"
         os.write(self._fd, line.encode("utf-8"))
         # fsync per event: a runner killed a moment later still leaves this record (C3).
-        os.fsync(self._fd)
+        if sync:
+            os.fsync(self._fd)
+        self.unsynced = not sync
         return stamped
+
+    def sync(self) -> None:
+        """Make the lines written with ``sync=False`` durable (one fsync), if any."""
+        if self.unsynced and self._fd >= 0:
+            os.fsync(self._fd)
+            self.unsynced = False
+
+    def fileno(self) -> int:
+        return self._fd
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -135,22 +135,31 @@ def _write_pid(procs: Path, pid: int) -> None:
 
 
 def read_pids(cgroup: Path) -> list[int]:
-    """Members of ``cgroup`` and of any sub-cgroup below it (read-only); [] if gone."""
+    """Members of ``cgroup`` and of any sub-cgroup below it (read-only); [] if gone.
+
+    Plain ``os`` calls on ``str`` paths: the supervisor reads it at every scan (issue 29)."""
     pids: list[int] = []
-    for path in _walk(cgroup):
+    for path in _walk(os.fspath(cgroup)):
         with contextlib.suppress(OSError, ValueError):
-            pids.extend(int(x) for x in (path / "cgroup.procs").read_text().split())
+            fd = os.open(f"{path}/cgroup.procs", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                chunks = []
+                while chunk := os.read(fd, 65536):
+                    chunks.append(chunk)
+            finally:
+                os.close(fd)
+            pids.extend(int(x) for x in b"".join(chunks).split())
     return pids
 
 
-def _walk(cgroup: Path) -> Iterator[Path]:
-    if not cgroup.is_dir():
+def _walk(cgroup: str) -> Iterator[str]:
+    if not os.path.isdir(cgroup):
         return
     yield cgroup
     with contextlib.suppress(OSError):
         for entry in os.scandir(cgroup):
             if entry.is_dir(follow_symlinks=False):
-                yield from _walk(Path(entry.path))
+                yield from _walk(entry.path)
 
 
 def is_populated(cgroup: Path) -> bool | None:

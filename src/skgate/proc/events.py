@@ -31,6 +31,7 @@ Identity by (pid, start time) is done by :mod:`skgate.proc.owned`, which knows t
 
 from __future__ import annotations
 
+import array
 import contextlib
 import enum
 import errno
@@ -133,6 +134,58 @@ def parse(buf: bytes) -> ProcEvent | None:
     return None
 
 
+#: ``SO_ATTACH_FILTER`` (``asm-generic/socket.h``).
+SO_ATTACH_FILTER = 26
+_INSN = struct.Struct("=HBBI")  # struct sock_filter: code, jt, jf, k
+_LD_ABS, _TAX, _JEQ_K, _JEQ_X, _RET_K = 0x20, 0x07, 0x15, 0x1D, 0x06
+
+
+def _be(value: int) -> int:
+    """A native-order u32 as a classic-BPF absolute load reads it (network order)."""
+    return int.from_bytes(struct.pack("=I", value), "big")
+
+
+def thread_filter() -> bytes:
+    """A classic BPF program that drops threads' events in the kernel (issue 29).
+
+    The connector sends every event of the machine, threads' included, and skgate follows
+    processes only (``ProcEvent.is_thread`` events are skipped by every consumer): a
+    thread's event is one whose subject pid is not its tgid (for a fork, the child's).
+    Both words are loaded the same way, so their equality does not depend on byte order.
+    """
+    fork_child = _DATA + 8  # child_pid, then child_tgid
+    prog = [
+        (_LD_ABS, 0, 0, _HDR),  # what
+        (_JEQ_K, 0, 4, _be(Kind.FORK)),
+        (_LD_ABS, 0, 0, fork_child),
+        (_TAX, 0, 0, 0),
+        (_LD_ABS, 0, 0, fork_child + 4),
+        (_JEQ_X, 4, 5, 0),  # -> keep / drop
+        (_LD_ABS, 0, 0, _DATA),  # pid
+        (_TAX, 0, 0, 0),
+        (_LD_ABS, 0, 0, _DATA + 4),  # tgid
+        (_JEQ_X, 0, 1, 0),
+        (_RET_K, 0, 0, 0xFFFFFFFF),  # keep the whole datagram
+        (_RET_K, 0, 0, 0),  # drop it
+    ]
+    return b"".join(_INSN.pack(*insn) for insn in prog)
+
+
+def _drop_threads(sock: socket.socket) -> bool:
+    """Attach :func:`thread_filter`; False where the kernel refuses (nothing is lost
+    then: the consumers skip threads' events themselves)."""
+    code = array.array("B", thread_filter())
+    address, _ = code.buffer_info()
+    # struct sock_fprog {unsigned short len; struct sock_filter *filter;}, native layout:
+    # the kernel copies the program during the call.
+    prog = struct.pack("@HP", len(code) // _INSN.size, address)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, prog)
+    except OSError:
+        return False
+    return True
+
+
 def _control(op: int, seq: int = 0) -> bytes:
     payload = struct.pack("=I", op)
     cn = _CN.pack(CN_IDX_PROC, CN_VAL_PROC, seq, 0, len(payload), 0) + payload
@@ -229,6 +282,7 @@ def open_connector(rcvbuf: int = RCVBUF) -> Connector:
         seq = (os.getpid() << 8 | (time.monotonic_ns() & 0xFF)) & 0xFFFFFFFF
         sock.send(_control(PROC_CN_MCAST_LISTEN, seq))
         err = _await_ack(sock, seq)
+        _drop_threads(sock)  # after the answer: the filter reads event fields only
         sock.setblocking(False)
     except OSError as exc:
         sock.close()

@@ -311,7 +311,8 @@ class OwnedTree:
             if conn.received == before:
                 break
         if conn.exit_records is not None:
-            changed = self.exit_names(conn.exit_records.drain()) or changed
+            records = conn.exit_records.drain(interest=_ExitInterest(self))
+            changed = self.exit_names(records) or changed
         return changed
 
     def exit_names(self, records: Iterable[ExitRecord]) -> bool:
@@ -524,6 +525,20 @@ class OwnedTree:
         return sum(
             1 for p in self.procs.values() if SEEN_EVENTS not in p.seen_by and p.pid != self.leader
         )
+
+
+class _ExitInterest:
+    """The pids whose exit records :meth:`OwnedTree.exit_names` keeps: the taskstats
+    pre-filter (the listener hears every exit of the machine; issue 29)."""
+
+    __slots__ = ("_tree",)
+
+    def __init__(self, tree: OwnedTree) -> None:
+        self._tree = tree
+
+    def __contains__(self, pid: object) -> bool:
+        t = self._tree
+        return pid in t.unnamed or pid in t.alive or pid in t._gone
 
 
 def journal_alive(lines: Iterable[bytes | str]) -> dict[tuple[int, int], dict[str, Any]]:

@@ -31,6 +31,7 @@ import errno
 import os
 import socket
 import struct
+from collections.abc import Container
 from dataclasses import dataclass
 
 NETLINK_GENERIC = 16
@@ -48,6 +49,11 @@ _COMM_AT, _COMM_LEN, _IDS_AT = 80, 32, 128
 _IDS = struct.Struct("=III")
 #: Exit records of the whole machine's registered CPUs queue here between two drains.
 RCVBUF = 8 << 20
+#: Where a one-message datagram of a per-task record keeps its pid: after the netlink
+#: and genetlink headers (16 + 4), the ``AGGR_PID`` attribute's header (4) and the
+#: nested ``PID`` attribute's header (4): ``(len, type)`` pairs at 20 and 24.
+_HEADS = struct.Struct("=HHHHI")
+_HEADS_AT = _NLMSG.size + _GENL.size
 
 
 class ExitRecordsUnavailable(Exception):
@@ -143,12 +149,17 @@ class ExitRecords:
     def fileno(self) -> int:
         return self._sock.fileno()
 
-    def drain(self, limit: int = 65536) -> list[ExitRecord]:
-        """Every record queued now (never blocks)."""
+    def drain(self, limit: int = 65536, interest: Container[int] | None = None) -> list[ExitRecord]:
+        """Every record queued now (never blocks).
+
+        ``interest``: only records of these pids are parsed (issue 29: the listener hears
+        every exit of the machine; a foreign one costs a ``recv`` and one ``unpack``, not
+        a parse). A datagram of another layout is parsed whole, then filtered."""
         got: list[ExitRecord] = []
+        recv, heads = self._sock.recv, _HEADS.unpack_from
         for _ in range(limit):
             try:
-                data = self._sock.recv(65536, socket.MSG_DONTWAIT)
+                data = recv(65536, socket.MSG_DONTWAIT)
             except BlockingIOError:
                 break
             except OSError as exc:
@@ -156,7 +167,19 @@ class ExitRecords:
                     self.overruns += 1  # the kernel dropped some: names may be missing
                     continue
                 break
-            got.extend(parse(data, self._family))
+            if interest is not None and len(data) >= _HEADS_AT + _HEADS.size:
+                size, kind = _NLMSG.unpack_from(data)[:2]
+                outer, otype, inner, itype, pid = heads(data, _HEADS_AT)
+                if (
+                    (size, kind) == (len(data), self._family)  # one message, a record
+                    and otype & 0x3FFF == _TYPE_AGGR_PID
+                    and (inner, itype & 0x3FFF) == (_NLA.size + 4, _TYPE_PID)
+                    and outer >= inner
+                    and pid not in interest
+                ):
+                    continue
+            records = parse(data, self._family)
+            got.extend(r for r in records if interest is None or r.pid in interest)
         return got
 
     def close(self) -> None:

@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Any
 from skgate import __version__
 from skgate.evidence import files, ledger
 from skgate.model.errors import SkgateError, UnfinishedError
-from skgate.model.events import Blocked, Event, Finished, FinishingCutShort, RunnerSignal
+from skgate.model.events import (
+    Blocked,
+    Event,
+    Finished,
+    FinishingCutShort,
+    LeaderExited,
+    Reaped,
+    RunnerSignal,
+    TreeEnded,
+)
 from skgate.model.request import RunRequest
 from skgate.model.running import Coverage, Ownership, ProcessRecord
 from skgate.model.schema import SCHEMA_CONTROL
@@ -46,6 +55,14 @@ Notify = Callable[[str], None]
 OnEvent = Callable[[Event], None]
 #: Returns the pending ``skgate stop`` request of an attempt, if any (skgate.api.lifecycle).
 StopRequest = Callable[[Path], "dict[str, Any] | None"]
+
+#: Journalled without an fsync of their own (issue 29: last exit to verdict.json). The
+#: tree's end is followed at once by the finishing flush, which fsyncs the journal with
+#: the final files before verdict.json is linked (runner.watch.finish_after_return): the
+#: verdict is never durable without them. While the tree lives on, the next synced line
+#: or the next scan tick (:meth:`Attempt.sync_journal`) makes them durable. Each is written
+#: at once either way: a reader, or a runner killed a moment later, finds it (C3).
+SYNCED_LATER = (LeaderExited, Reaped, TreeEnded)
 
 
 class Attempt:
@@ -79,13 +96,23 @@ class Attempt:
         self.pgid: int | None = None
         self.leader: ProcessRecord | None = None
         self.frozen_jobs: dict[str, Any] | None = None
+        #: Work that need not delay the verdict, done right after ``finished`` is on
+        #: record and before the seal (the pipe keeper's release, issue 29).
+        self.after_verdict: list[Callable[[], None]] = []
 
     def emit(self, event: Event) -> Event:
         with deferred():  # a journal line is written whole, never cut by a stop signal
-            record = self.journal.emit(dataclasses.replace(event, mono=time.monotonic()))
+            record = self.journal.emit(
+                dataclasses.replace(event, mono=time.monotonic()),
+                sync=not isinstance(event, SYNCED_LATER),
+            )
         if self.on_event is not None:
             self.on_event(record)
         return record
+
+    def sync_journal(self) -> None:
+        """Make the lines of :data:`SYNCED_LATER` durable now (one fsync, if any)."""
+        self.journal.sync()
 
     def record_signals(self) -> None:
         """Journal the stop signals received outside supervision (the Supervisor journals
@@ -219,6 +246,8 @@ class Attempt:
             )
         )
         self.journal.close()
+        for work in self.after_verdict:
+            work()
         # Seal first, so the ledger's end entry carries the seal's hash (C4: the scene
         # can be verified later, and a rebuilt seal.json breaks the chain).
         seal.seal_attempt(self.dir, chain=False)

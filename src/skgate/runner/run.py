@@ -73,6 +73,10 @@ _FINISHING = (
     "skgate.evidence.load",
     "skgate.verdict.classify",
     "skgate.evidence.installed",
+    # Loaded by the stage tracker's finish (issue 29: imported after the last exit they
+    # cost the verdict ~15 ms where bytecode is not cached, PYTHONDONTWRITEBYTECODE).
+    "skgate.evidence.idle",
+    "skgate.evidence.stage_roots",
 )
 
 
@@ -403,8 +407,12 @@ def _supervise(run: _Run) -> Verdict | None:
         sup.finish_manifest()
         if run.keeper is not None:
             # The pipe is drained to its end: the keeper has nothing to keep. Only on this
-            # path: a runner failing here leaves it to drain whatever still comes.
-            run.keeper.release()
+            # path: a runner failing here leaves it to drain whatever still comes. Released
+            # right after verdict.json, before the seal (issue 29: its exit is off the last
+            # exit's path to the verdict; its empty run.kept.log is gone before the seal
+            # lists the files); if finishing fails, when the attempt's stack closes.
+            att.after_verdict.append(run.keeper.release)
+            run.held.callback(run.keeper.release)  # again after the verdict: a no-op
     finally:
         # Back to the runner's handlers, which only record (the tree has returned or the
         # runner is failing); what the Supervisor caught after its last look is kept.

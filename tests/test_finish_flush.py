@@ -1,0 +1,176 @@
+"""The runner's finishing flushes, in order (C2, issue 29: last exit to verdict.json).
+
+The runner's durable writes are traced by a small wrapper (every ``fsync``, every evidence
+link, every journal line and whether it was fsync'd itself), and the test checks the
+order that makes a durable ``verdict.json`` imply durable evidence beneath it, with the
+fewest flushes on the way:
+
+* the tree-end lines (``leader_exited``, ``tree_ended``) are written at once but get no
+  fsync of their own: the journal is flushed in the one round of fsyncs with the final
+  files, run.log, procs.jsonl and the final manifest;
+* every final file's content is fsync'd before it is linked, and linked before
+  verdict.json is; verdict.json's own content is fsync'd before its link;
+* one directory fsync, after the verdict's link and before ``finished``, serves every
+  link (none between the final files' links and the verdict's);
+* the pipe keeper, whose pipe is drained, is released only after ``finished`` (its exit
+  never delays the verdict) and before the seal, which then lists no ``run.kept.log``;
+* no module is imported between ``tree_ended`` and ``finished``: what finishing needs is
+  loaded while the command runs (an import there compiles it, without cached bytecode).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ENV
+
+WRAPPER = """\
+import os, sys, threading
+from pathlib import Path
+
+trace = sys.argv[1]
+lock = threading.Lock()
+
+
+def note(line):
+    with lock, open(trace, "a") as fh:
+        fh.write(line + "\\n")
+
+
+def name_of(fd):
+    try:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return "?"
+    if os.path.isdir(path):
+        return "dir:" + os.path.basename(path)
+    base = os.path.basename(path)
+    if base.startswith(".") and base.endswith(".tmp"):  # files.temp_name: .NAME.PID.HEX.tmp
+        return "temp:" + base[1:].rsplit(".", 3)[0]
+    return base
+
+
+real_fsync = os.fsync
+
+
+def fsync(fd):
+    real_fsync(fd)
+    note("fsync " + name_of(fd))
+
+
+os.fsync = fsync
+from skgate.evidence import files
+
+real_link = files._link_new
+
+
+def link(tmp, path):
+    real_link(tmp, path)
+    note("link " + Path(path).name)
+
+
+files._link_new = link
+real_emit = files.Journal.emit
+
+
+loaded = set()
+
+
+def emit(self, event, **kwargs):
+    out = real_emit(self, event, **kwargs)
+    kind = out.to_dict()["event"]
+    note(f"line {kind} sync={kwargs.get('sync', True)}")
+    if kind == "tree_ended":
+        loaded.update(sys.modules)
+    elif kind == "finished":
+        for name in sorted(set(sys.modules) - loaded):
+            note(f"imported {name}")
+    return out
+
+
+files.Journal.emit = emit
+from skgate.proc.keeper import PipeKeeper
+
+real_release = PipeKeeper.release
+
+
+def release(self, *args, **kwargs):
+    note("keeper released")
+    return real_release(self, *args, **kwargs)
+
+
+PipeKeeper.release = release
+from skgate.cli.main import main
+
+sys.exit(main(sys.argv[2:]))
+"""
+
+FINAL_FILES = ("summary.txt", "logscan.json", "census.json", "stages.json", "plog.json")
+APPENDED = ("run.log", "procs.jsonl", "ownership.json", "events.jsonl")
+
+
+def traced_run(tmp_path: Path) -> list[str]:
+    trace = tmp_path / "trace"
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(trace), "run", "--root", "r", "--quiet",
+         "--verdict-from", "exit-status", "--", "true"],
+        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return trace.read_text().splitlines()
+
+
+def test_the_verdict_is_linked_after_one_flush_of_everything_it_stands_on(
+    tmp_path: Path,
+) -> None:
+    steps = traced_run(tmp_path)
+    ended = steps.index("line tree_ended sync=False")
+    left = steps.index("line leader_exited sync=False")
+    verdict_link = steps.index("link verdict.json")
+    finished = steps.index("line finished sync=True")
+    assert left < ended < verdict_link < finished
+    # No fsync of the journal of its own between the tree's end and the final flush.
+    first_link = min(steps.index(f"link {name}") for name in FINAL_FILES)
+    batch = steps[ended:first_link]
+    assert batch.count("fsync events.jsonl") == 1, batch
+    assert "fsync events.jsonl" not in steps[left:ended]
+    # The one round: every appended file and every final file's content, before any link.
+    for name in APPENDED:
+        assert f"fsync {name}" in batch, (name, batch)
+    for name in FINAL_FILES:
+        assert f"fsync temp:{name}" in batch, (name, batch)
+        assert steps.index(f"link {name}") < verdict_link
+    # verdict.json: its content fsync'd, then linked, then the one directory fsync.
+    assert steps.index("fsync temp:verdict.json") < verdict_link
+    dir_syncs = [i for i, s in enumerate(steps) if s.startswith("fsync dir:")]
+    assert not [i for i in dir_syncs if first_link < i < verdict_link], steps[first_link:finished]
+    assert [i for i in dir_syncs if verdict_link < i < finished], steps[verdict_link:finished]
+
+
+def test_the_pipe_keeper_is_released_after_the_verdict_and_before_the_seal(
+    tmp_path: Path,
+) -> None:
+    steps = traced_run(tmp_path)
+    released = steps.index("keeper released")
+    assert steps.index("line finished sync=True") < released < steps.index("link seal.json")
+    attempt = tmp_path / "r" / "attempts" / "0001"
+    assert not (attempt / "run.kept.log").exists()
+    assert "run.kept.log" not in (attempt / "seal.json").read_text()
+
+
+def test_nothing_is_imported_between_the_last_exit_and_the_verdict(tmp_path: Path) -> None:
+    # A compile-like workload: a summary line, so the stage and census paths all run.
+    work = tmp_path / "w.py"
+    work.write_text("print('[summary] stage=compile inputs=1 succeeded=1 failed=0')\n")
+    trace = tmp_path / "trace"
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(trace), "run", "--root", "r", "--quiet",
+         "--", sys.executable, str(work)],
+        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    steps = trace.read_text().splitlines()
+    assert "line finished sync=True" in steps
+    assert [s for s in steps if s.startswith("imported ")] == []
