@@ -359,7 +359,11 @@ def test_foreign_process_in_the_attempts_cgroup_is_never_signalled(
     )  # fmt: skip
     wait_file(tmp_path / "leader.pid")
     att = attempt(tmp_path / "r")
-    launched = next(e for e in events(att) if e["event"] == "launched")
+    # The leader can write its pid before the runner has journalled ``launched``.
+    launched = wait_for(
+        lambda: next((e for e in events(att) if e["event"] == "launched"), None),
+        "the launched event",
+    )
     leaf = Path(launched["cgroup"])
     # The test, as root, puts a stranger into the attempt's cgroup.
     (leaf / "cgroup.procs").write_text(f"{foreign.pid}\n")
