@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from skgate import __version__
 from skgate.cli import table
+from skgate.cli.top import columns
 from skgate.model import exits
 from skgate.model.errors import SkgateError
 from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE
@@ -45,22 +46,6 @@ COMMAND_AREA = table.COMMAND_AREA
 _exit_at_once = [False]
 
 
-def _columns() -> int:
-    """``shutil.get_terminal_size().columns`` (``COLUMNS``, else the terminal, else 80),
-    without importing ``shutil`` and its compression modules (``skgate --help`` start-up,
-    issue 22 s5)."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
-
-
 class _Formatter(argparse.HelpFormatter):
     """Wraps prose; keeps the exit-status lists (indented lines) as they are written."""
 
@@ -72,7 +57,7 @@ class _Formatter(argparse.HelpFormatter):
         width: int | None = None,
     ) -> None:
         super().__init__(
-            prog, indent_increment, max_help_position, _columns() - 2 if width is None else width
+            prog, indent_increment, max_help_position, columns() - 2 if width is None else width
         )
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
@@ -109,7 +94,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """
     parser = _Parser(
         prog="skgate",
-        description="Process-safety gate for Ascend SuperKernel static compilation.",
+        description=table.DESCRIPTION,
         epilog=exits.verdict_help(),
     )
     parser.add_argument("--version", action="version", version=f"skgate {__version__}")

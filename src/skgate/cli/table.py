@@ -9,8 +9,6 @@ command order of the exit-code table (:data:`skgate.model.exits.COMMANDS`).
 
 from __future__ import annotations
 
-import importlib
-
 # Plain classes, not ``typing.NamedTuple``: ``skgate --help`` never imports ``typing``
 # (a tenth of its start-up). Type checkers treat this name as ``typing.TYPE_CHECKING``.
 TYPE_CHECKING = False
@@ -43,11 +41,16 @@ class Handler:
         return f"Handler({self.module!r}, {self.function!r})"
 
     def __call__(self, args: argparse.Namespace) -> int:
+        import importlib  # noqa: PLC0415 - only when a command runs (--help start-up)
+
         fn: Callable[[argparse.Namespace], int] = getattr(
             importlib.import_module(self.module), self.function
         )
         return fn(args)
 
+
+#: What skgate is, the first line of ``skgate --help``.
+DESCRIPTION = "Process-safety gate for Ascend SuperKernel static compilation."
 
 #: The command areas (``skgate.cli.<area>``), in the order ``skgate --help`` lists them.
 AREAS = ("run", "demo", "preflight", "evidence", "workdir", "regress", "agents")
