@@ -8,7 +8,6 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from skgate.cli.args import (
     command_after_dashes,
@@ -24,6 +23,8 @@ from skgate.model.records import Verdict
 from skgate.proc import startup_signals
 from skgate.verdict.words import headline
 
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from skgate.model.events import Event
 

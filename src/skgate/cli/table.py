@@ -41,10 +41,10 @@ class Handler:
         return f"Handler({self.module!r}, {self.function!r})"
 
     def __call__(self, args: argparse.Namespace) -> int:
-        import importlib  # noqa: PLC0415 - only when a command runs (--help start-up)
-
+        # ``__import__`` with a from-list gives the module itself, without the
+        # ``importlib`` package (start-up, issue 29).
         fn: Callable[[argparse.Namespace], int] = getattr(
-            importlib.import_module(self.module), self.function
+            __import__(self.module, fromlist=[self.function]), self.function
         )
         return fn(args)
 

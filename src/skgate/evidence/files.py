@@ -23,16 +23,18 @@ import errno
 import json
 import os
 import stat
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import regular, sealed
 from skgate.model.errors import EvidenceError, UsageError
 
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     # An annotation only: reading verdict.json (skgate status) loads no event types.
     from skgate.model.events import Event
 
@@ -228,7 +230,10 @@ def write_batch_new(
             temps.append((tmp, directory / name))
             fds.append(fd)
         # Plain threads (not concurrent.futures): that import alone costs the start-up
-        # of every run more than this whole flush does.
+        # of every run more than this whole flush does; imported here, not at the top:
+        # a read (``skgate status``) never writes (issue 29).
+        import threading  # noqa: PLC0415
+
         errors: list[OSError] = []
 
         def flush(fd: int) -> None:

@@ -31,7 +31,6 @@ import os
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import regular
 from skgate.evidence.digest import new_sha256, sha256_bytes, sha256_file
@@ -48,7 +47,11 @@ from skgate.evidence.files import (
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
 from skgate.model.frozen import record
 
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from skgate.model.records import Verdict
 
 ATTEMPTS = "attempts"
