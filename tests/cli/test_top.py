@@ -89,51 +89,6 @@ def test_the_command_line_prints_what_argparse_prints(args: tuple[str, ...], col
     )
 
 
-def _imported_by(*args: str) -> set[str]:
-    """Every module ``python -X importtime -m skgate ARGS`` imported (its stderr)."""
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", *SKGATE[1:], *args],
-        env={**ENV, "COLUMNS": "80"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return {
-        line.rsplit("|", 1)[1].strip()
-        for line in done.stderr.splitlines()
-        if line.startswith("import time:") and "|" in line
-    }
-
-
-#: What ``skgate --help`` no longer loads (issue 29): the parser and its translation
-#: machinery, the text wrapper, the enum-wrapped ``signal``, the command code.
-NOT_FOR_HELP = (
-    "argparse",
-    "gettext",
-    "locale",
-    "textwrap",
-    "signal",
-    "typing",
-    "shutil",
-    "skgate.cli.main",
-    "skgate.cli.specs",
-    "skgate.cli.args",
-)
-
-
-@pytest.mark.parametrize("args", [("--help",), ("--version",), ()])
-def test_help_loads_no_parser(args: tuple[str, ...]) -> None:
-    loaded = _imported_by(*args)
-    assert {"skgate.cli.top", "skgate.proc.startup_signals"} <= loaded
-    assert loaded & set(NOT_FOR_HELP) == set()
-
-
-def test_the_import_check_sees_argparse() -> None:
-    # The check above can fail: a command line argparse parses does load it.
-    assert {"argparse", "skgate.cli.main"} <= _imported_by("--he")
-
-
 def test_columns_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "123")
     assert top.columns() == 123

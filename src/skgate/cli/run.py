@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -44,8 +43,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     def late(message: str) -> None:
         # From a signal handler: one write(2), never print() (a handler that interrupts a
         # print to stderr would make the buffered writer raise "reentrant call").
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - contextlib is an import status does without (issue 29)
             os.write(2, (message + "\n").encode(errors="backslashreplace"))
+        except OSError:
+            pass
 
     def stream(event: Event) -> None:
         record = event.to_dict()

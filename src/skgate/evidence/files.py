@@ -18,7 +18,6 @@ Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -119,10 +118,17 @@ def create_exclusive(path: Path, text: str | bytes) -> int:
         _write_all(fd, payload)
     except BaseException:
         os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(path)  # never a half-written file left behind
+        _unlink_quietly(path)  # never a half-written file left behind
         raise
     return fd
+
+
+def _unlink_quietly(path: Path) -> None:
+    # Not ``contextlib.suppress``: an import ``skgate status`` does without (issue 29).
+    try:  # noqa: SIM105
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def temp_name(path: Path) -> Path:
@@ -175,8 +181,7 @@ def replace_text(
             os.close(fd)
         _publish(tmp, path, only_new)
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        _unlink_quietly(tmp)
     if sync:
         fsync_dir(path.parent)
 
@@ -261,8 +266,7 @@ def write_batch_new(
         for fd in fds:
             os.close(fd)
         for tmp, _ in temps:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            _unlink_quietly(tmp)
     fsync_dir(directory)
 
 

@@ -20,7 +20,6 @@ directories refuse linked directories themselves (``ledger.list_attempts``, ``re
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import fcntl
 import os
@@ -247,14 +246,27 @@ def iter_fd_lines(fd: int, max_line: int = LINE_LIMIT, chunk: int = CHUNK) -> It
         yield Line(number + 1, buf, complete=False)
 
 
-@contextlib.contextmanager
-def opened(path: Path | str) -> Iterator[int]:
+class _Opened:
+    """``with opened(path) as fd``: a plain class, not ``contextlib.contextmanager``
+    (``contextlib`` is an import ``skgate status`` does without, issue 29)."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> int:
+        self.fd = open_fd(self.path)
+        return self.fd
+
+    def __exit__(self, *_exc: object) -> None:
+        os.close(self.fd)
+
+
+def opened(path: Path | str) -> _Opened:
     """:func:`open_fd` as a context manager (the descriptor is closed on exit)."""
-    fd = open_fd(path)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
+    return _Opened(path)
 
 
 def iter_lines(path: Path | str, max_line: int = LINE_LIMIT) -> Iterator[Line]:
