@@ -17,7 +17,7 @@ import math
 import os
 
 from skgate.model.errors import UsageError
-from skgate.model.outcomes import PackageMode, VerdictFrom
+from skgate.model.modes import PackageMode, VerdictFrom
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False

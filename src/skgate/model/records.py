@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import field, record, replace
-from skgate.model.outcomes import PackageMode, VerdictFrom
+from skgate.model.modes import PackageMode, VerdictFrom
 from skgate.model.running import (
     EXIT_CODES,
     Cause,

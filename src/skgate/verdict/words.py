@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 
 from skgate.model.idle import Idle, idle_reason
-from skgate.model.outcomes import SOURCE_EXIT_STATUS
+from skgate.model.modes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
 from skgate.verdict.changed import waiting_words
