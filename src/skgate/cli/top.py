@@ -86,7 +86,10 @@ def render_help(width: int) -> str | None:
         out += [" " * help_position + line for line in lines[1:]]
     # The epilog's lines are kept as written (main._Formatter): wrapped in model.exits.
     out += ["", *verdict_help().splitlines()]
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    # ASCII only: main.main makes stdout replace what its encoding cannot say; this path
+    # writes before that, so anything else is argparse's to print.
+    return text if text.isascii() else None
 
 
 def render_version(width: int) -> str | None:
