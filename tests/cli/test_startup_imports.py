@@ -59,7 +59,7 @@ NOT_FOR_HELP = {
 }
 
 #: Never loaded by ``skgate status`` of a finished attempt: what its modules once pulled
-#: in for annotations, one ``suppress``, one writer's threads or the help epilog; the
+#: in for annotations, one ``suppress``, one writer's threads or lock, the help epilog; the
 #: dataclass machinery; OpenSSL; the classifier, the live look and the run machinery.
 NOT_FOR_STATUS = {
     "typing",
@@ -72,6 +72,7 @@ NOT_FOR_STATUS = {
     "signal",
     "shutil",
     "_hashlib",
+    "fcntl",
     "skgate.verdict.classify",
     "skgate.read.liveness",
     "skgate.evidence.load",

@@ -24,7 +24,6 @@ Schema history: ``skgate.ledger/1``: first version (2026-11).
 from __future__ import annotations
 
 import enum
-import fcntl
 import json
 import os
 import time
@@ -282,6 +281,8 @@ class _LockedLedger:
             raise EvidenceError(
                 f"{path}: cannot open the ledger ({exc.strerror}); check the --root permissions"
             ) from None
+        import fcntl  # noqa: PLC0415 - the writers' lock; a read (status) never loads it
+
         try:
             # flock serialises writers in any process: the tail read and the append below
             # must be one step, or two writers would chain to the same previous entry.

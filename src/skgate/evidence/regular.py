@@ -21,7 +21,6 @@ directories refuse linked directories themselves (``ledger.list_attempts``, ``re
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import stat
 from collections.abc import Iterator
@@ -107,9 +106,9 @@ def open_fd(path: Path | str) -> int:
                 f"{path}: is {_kind(mode)}, not a regular file; evidence is only read "
                 "from regular files"
             )
-        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        if flags & os.O_NONBLOCK:
-            fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        # F_GETFL, then F_SETFL without O_NONBLOCK if it was set (``os.set_blocking``:
+        # the same two calls, without loading ``fcntl`` for them, issue 29).
+        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
@@ -140,7 +139,7 @@ def open_append(path: Path | str, *, read: bool = False) -> int:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise NotRegularError(f"{path}: is {_kind(mode)}, not a regular file")
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
