@@ -59,8 +59,9 @@ NOT_FOR_HELP = {
 }
 
 #: Never loaded by ``skgate status`` of a finished attempt: what its modules once pulled
-#: in for annotations, one ``suppress``, one writer's threads or lock, the help epilog; the
-#: dataclass machinery; OpenSSL; the classifier, the live look and the run machinery.
+#: in for annotations, one ``suppress``, one writer's threads or lock, the help epilog and
+#: its wrapper, the Chinese reason tables; the dataclass machinery; OpenSSL; the
+#: classifier, the live look and the run machinery.
 NOT_FOR_STATUS = {
     "typing",
     "threading",
@@ -74,6 +75,10 @@ NOT_FOR_STATUS = {
     "_hashlib",
     "fcntl",
     "skgate.verdict.classify",
+    "skgate.verdict.words_reasons",
+    "skgate.verdict.words_stages",
+    "skgate.cli.top",
+    "skgate.model.wrap",
     "skgate.read.liveness",
     "skgate.evidence.load",
     "skgate.evidence.unsealed",

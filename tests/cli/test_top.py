@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ENV, SKGATE
 from skgate.cli import main as cli
-from skgate.cli import top
+from skgate.cli import table, top
 
 
 def _argparse_says(args: list[str]) -> tuple[int, str, str]:
@@ -91,11 +91,11 @@ def test_the_command_line_prints_what_argparse_prints(args: tuple[str, ...], col
 
 def test_columns_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "123")
-    assert top.columns() == 123
+    assert table.columns() == 123
 
     def no_terminal(_fd: int) -> os.terminal_size:
         raise OSError("not a terminal")
 
     monkeypatch.setenv("COLUMNS", "x")
     monkeypatch.setattr(os, "get_terminal_size", no_terminal)
-    assert top.columns() == 80
+    assert table.columns() == 80

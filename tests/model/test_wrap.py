@@ -9,6 +9,7 @@ import pytest
 
 from skgate.cli import table
 from skgate.model import exits
+from skgate.model import wrap as wrap_module
 from skgate.model.wrap import word_chunks, wrap
 
 
@@ -72,5 +73,5 @@ def test_what_it_leaves_to_textwrap() -> None:
 
 def test_the_exit_table_epilogs_are_textwrap_s(monkeypatch: pytest.MonkeyPatch) -> None:
     fast = [exits.verdict_help(), *(exits.command_epilog(c) for c in exits.COMMANDS)]
-    monkeypatch.setattr(exits, "wrap", lambda *_a, **_k: None)  # textwrap for every line
+    monkeypatch.setattr(wrap_module, "wrap", lambda *_a, **_k: None)  # textwrap for every line
     assert fast == [exits.verdict_help(), *(exits.command_epilog(c) for c in exits.COMMANDS)]

@@ -22,11 +22,16 @@ def entry() -> NoReturn:
     startup_signals.install()
     import sys  # noqa: PLC0415 - loaded at start-up; kept after the handlers all the same
 
-    from skgate.cli.top import answer  # noqa: PLC0415 - after the handlers
+    from skgate.cli.table import TOP_ANSWERS  # noqa: PLC0415 - after the handlers
 
-    code = answer(sys.argv[1:])
-    if code is not None:
-        sys.exit(code)
+    args = sys.argv[1:]
+    # Any other command line loads the parser, and not top.py.
+    if not args or (len(args) == 1 and args[0] in TOP_ANSWERS):
+        from skgate.cli.top import answer  # noqa: PLC0415 - after the handlers
+
+        code = answer(args)
+        if code is not None:
+            sys.exit(code)
     from skgate.cli.main import entry as main_entry  # noqa: PLC0415 - after the handlers
 
     main_entry()

@@ -17,7 +17,7 @@ import sys
 
 from skgate import __version__
 from skgate.cli import table
-from skgate.cli.top import columns
+from skgate.cli.table import columns
 from skgate.model import exits
 from skgate.model.errors import SkgateError
 from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE

@@ -17,11 +17,10 @@ parsed by argparse, unchanged.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from skgate import __version__
-from skgate.cli.table import COMMANDS, DESCRIPTION
+from skgate.cli.table import COMMANDS, DESCRIPTION, TOP_ANSWERS, columns
 from skgate.model.exits import EXIT_USAGE, verdict_help
 from skgate.model.wrap import wrap
 
@@ -34,21 +33,6 @@ OPTIONS = (
 USAGE = "skgate [-h] [--version] COMMAND ..."
 #: What argparse says when no command is given (through ``main._Parser.error``).
 NO_COMMAND = "skgate: error: the following arguments are required: COMMAND (see 'skgate --help')\n"
-
-
-def columns() -> int:
-    """``shutil.get_terminal_size().columns`` (``COLUMNS``, else the terminal, else 80),
-    without importing ``shutil`` and its compression modules (issue 22 s5)."""
-    try:
-        found = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        found = 0
-    if found <= 0:
-        try:
-            found = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            found = 0
-    return found if found > 0 else 80
 
 
 def _fill(text: str, width: int) -> list[str] | None:
@@ -113,7 +97,7 @@ def answer(args: list[str]) -> int | None:
     if not args:
         _write(sys.stderr, NO_COMMAND)
         return EXIT_USAGE
-    if len(args) != 1 or args[0] not in ("-h", "--help", "--version"):
+    if len(args) != 1 or args[0] not in TOP_ANSWERS:
         return None
     width = columns() - 2  # main._Formatter's width
     text = render_version(width) if args[0] == "--version" else render_help(width)

@@ -17,7 +17,6 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from skgate.model.phrases import C7
-from skgate.model.wrap import wrap
 
 # Not ``typing.TYPE_CHECKING``: ``skgate --help`` renders this table (issue 29).
 TYPE_CHECKING = False
@@ -252,6 +251,8 @@ def _wrapped(text: str) -> list[str]:
     # Indented lines: the help formatter keeps them as they are, so wrap them here;
     # ``textwrap`` only for what skgate.model.wrap leaves to it (``skgate --help``'s
     # start-up, issue 29).
+    from skgate.model.wrap import wrap  # noqa: PLC0415 - help output only (status start-up)
+
     lines = wrap(text, 76, "  ", "      ", break_on_hyphens=False)
     if lines is None:
         import textwrap  # noqa: PLC0415
