@@ -60,18 +60,36 @@ def test_other_spellings_are_left_to_argparse() -> None:
         assert top.answer(args) is None
 
 
-def _skgate(*args: str, columns: str = "80") -> subprocess.CompletedProcess[bytes]:
+def _close_stdout() -> None:
+    os.close(1)  # in the child, before exec: it starts with no standard output
+
+
+def _skgate(
+    *args: str, columns: str = "80", no_stdout: bool = False
+) -> subprocess.CompletedProcess[bytes]:
     env = {**ENV, "COLUMNS": columns}
-    return subprocess.run([*SKGATE, *args], env=env, capture_output=True, timeout=60, check=False)
+    return subprocess.run(
+        [*SKGATE, *args],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+        preexec_fn=_close_stdout if no_stdout else None,
+    )
 
 
 def _argparse_in_a_subprocess(
-    *args: str, columns: str = "80"
+    *args: str, columns: str = "80", no_stdout: bool = False
 ) -> subprocess.CompletedProcess[bytes]:
     code = "import sys; from skgate.cli.main import main; sys.exit(main(sys.argv[1:]))"
     env = {**ENV, "COLUMNS": columns}
     return subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, timeout=60, check=False
+        [sys.executable, "-c", code, *args],
+        env=env,
+        capture_output=True,
+        timeout=60,
+        check=False,
+        preexec_fn=_close_stdout if no_stdout else None,
     )
 
 
@@ -87,6 +105,16 @@ def test_the_command_line_prints_what_argparse_prints(args: tuple[str, ...], col
         slow.stdout,
         slow.stderr,
     )
+
+
+@pytest.mark.parametrize("args", [("--help",), ("--version",)])
+def test_with_no_standard_output_the_answer_goes_to_stderr_as_argparse_s(
+    args: tuple[str, ...],
+) -> None:
+    fast = _skgate(*args, no_stdout=True)
+    slow = _argparse_in_a_subprocess(*args, no_stdout=True)
+    assert fast.stderr.startswith(b"usage: skgate" if args == ("--help",) else b"skgate ")
+    assert (fast.returncode, fast.stderr) == (slow.returncode, slow.stderr)
 
 
 def test_columns_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

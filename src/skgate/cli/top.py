@@ -24,6 +24,11 @@ from skgate.cli.table import COMMANDS, DESCRIPTION, TOP_ANSWERS, columns
 from skgate.model.exits import EXIT_USAGE, verdict_help
 from skgate.model.wrap import wrap
 
+# Not ``typing.TYPE_CHECKING``: ``skgate --help`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
+
 #: The options of the top-level parser: (invocation, help), as argparse words them.
 OPTIONS = (
     ("-h, --help", "show this help message and exit"),
@@ -82,11 +87,12 @@ def render_version(width: int) -> str | None:
     return None if lines is None else "\n".join(lines) + "\n"
 
 
-def _write(stream: object, text: str) -> None:
-    # As argparse's _print_message: a closed or missing stream is no error. Not
+def _write(stream: TextIO | None, text: str) -> None:
+    # As argparse's _print_message: no stream (a process started with it closed) means
+    # stderr, and a stream that cannot be written is no error. Not
     # ``contextlib.suppress``: ``contextlib`` is an import this path does without.
     try:  # noqa: SIM105
-        stream.write(text)  # type: ignore[attr-defined]
+        (stream or sys.stderr).write(text)
     except (AttributeError, OSError):
         pass
 
