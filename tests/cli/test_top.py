@@ -40,7 +40,7 @@ def test_help_is_argparse_s_byte_for_byte(columns: int, monkeypatch: pytest.Monk
     assert _argparse_says(["--help"]) == (0, expected, "")
 
 
-@pytest.mark.parametrize("columns", [20, 44, 45, 80, 200])
+@pytest.mark.parametrize("columns", [1, 10, 13, 20, 44, 45, 80, 200])
 def test_version_is_argparse_s(columns: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", str(columns))
     code, out, err = _argparse_says(["--version"])
