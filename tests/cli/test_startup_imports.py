@@ -2,9 +2,9 @@
 
 Their start-up is most of their cost, and one import added on the way (``typing`` in a
 model module, ``contextlib`` for one ``suppress``) silently gives back what was saved. So
-these tests run the command as its console script does (``import re, sys``, then
-``skgate.cli.console.entry``) under ``python -X importtime``, which names every module the
-process imports, and check the heavy ones stay out. They check modules, never times.
+these tests run the console script itself (``scripts/skgate``) under ``python -X
+importtime``, which names every module the process imports, and check the heavy ones stay
+out. They check modules, never times.
 """
 
 from __future__ import annotations
@@ -17,17 +17,14 @@ import pytest
 
 from conftest import ENV, run_skgate
 
-#: The console script pip writes for ``skgate`` (``import re``, ``import sys``, the entry).
-CONSOLE = (
-    "import re, sys; from skgate.cli.console import entry; sys.argv[0] = 'skgate'; "
-    "sys.exit(entry())"
-)
+#: The console script as installed (pyproject ``script-files``): ``#!python``, no ``re``.
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "skgate"
 
 
 def _imports(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
     """Every module ``skgate ARGS`` imported, and how it ended."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", CONSOLE, *args],
+        [sys.executable, "-X", "importtime", str(SCRIPT), *args],
         env={**ENV, "COLUMNS": "80"},
         capture_output=True,
         text=True,
@@ -42,9 +39,13 @@ def _imports(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
     return loaded, done
 
 
-#: Never loaded by ``skgate --help``, ``--version`` or ``skgate`` alone: the parser and
-#: its translation machinery, the text wrapper, the enum-wrapped ``signal``, any spec.
+#: Never loaded by ``skgate --help``, ``--version`` or ``skgate`` alone: ``re`` and
+#: ``enum`` (the wrapper pip writes for an entry point imports them), the parser and its
+#: translation machinery, the text wrapper, the enum-wrapped ``signal``, any spec.
 NOT_FOR_HELP = {
+    "re",
+    "enum",
+    "types",
     "argparse",
     "gettext",
     "locale",
@@ -87,6 +88,14 @@ NOT_FOR_STATUS = {
     "skgate.runner",
     "skgate.preflight",
 }
+
+
+def test_the_console_script_is_installed_as_written() -> None:
+    # pyproject installs scripts/skgate itself (script-files), not an entry-point wrapper.
+    text = SCRIPT.read_text()
+    assert text.startswith("#!python\n")
+    assert "import re" not in text
+    assert "from skgate.cli.console import entry" in text
 
 
 @pytest.mark.parametrize("args", [("--help",), ("--version",), ()])

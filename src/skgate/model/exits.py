@@ -14,14 +14,16 @@ blocked launch and never a compile result); the other rows are outcomes of skgat
 
 from __future__ import annotations
 
-from types import MappingProxyType
-
-from skgate.model.phrases import C7
+from skgate.model.c7 import C7
 
 # Not ``typing.TYPE_CHECKING``: ``skgate --help`` renders this table (issue 29).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from types import MappingProxyType
+else:
+    # ``types``' own definition, without importing ``types`` (``skgate --help``).
+    MappingProxyType = type(type.__dict__)
 
 #: Every command of the CLI, in the order ``skgate --help`` lists them.
 COMMANDS = (
