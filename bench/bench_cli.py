@@ -1,14 +1,25 @@
-"""CLI start-up benchmark (issue 22 s5), run by hand: ``python bench/bench_cli.py``.
+"""CLI start-up benchmark (issues 22 s5, 29), run by hand: ``python bench/bench_cli.py``.
 
 Times, side by side and interleaved (one of each per round, so a change in the host's
 speed touches all of them alike), the wall time of:
 
-- ``python -c pass`` under the same interpreter (the floor: interpreter start-up);
-- ``skgate --help`` (the static command table, no command code imported);
-- ``skgate status ROOT`` of a finished attempt (its area, the ledger and the verdict
-  reader, nothing of the runner).
+- ``python -c pass`` under the same interpreter (the reference: interpreter start-up);
+- ``python -c 'import re, sys'``: what the wrapper pip writes for an entry-point console
+  script imports before any of skgate's code runs (1.5x on its own here; skgate installs
+  its own ``scripts/skgate`` instead, which does not: a reference, issue 29);
+- ``python -c 'import re, argparse, json, pathlib'``, where ``gettext`` and ``locale``
+  come in as argparse's first message is translated: the standard modules ``skgate
+  status`` keeps (the parser, the evidence's JSON, the paths the evidence API takes);
+- ``skgate --help`` (the static command table, no parser: skgate.cli.top);
+- ``skgate status ROOT`` of a finished attempt (its spec, the ledger and the recorded
+  verdict's reader, nothing of the runner or the classifier).
 
-Targets: ``--help`` within 3x and ``status`` within 5x of ``python -c pass`` (medians).
+Targets (issue 29): ``--help`` within 1.5x and ``status`` within 2x of ``python -c pass``
+(medians of the wall time); the reference row says what pip's wrapper alone would take,
+the floor row what the standard modules status keeps take before skgate does anything.
+The console script timed
+is the one installed beside this interpreter: after a change to ``scripts/skgate`` or
+pyproject's ``script-files``, reinstall (``pip install -e .``) before timing.
 The bytecode of skgate is compiled first (``compileall``), as ``pip install`` leaves it:
 this machine sets ``PYTHONDONTWRITEBYTECODE=1``, and an editable install would otherwise
 compile every module from source on every run.
@@ -29,6 +40,10 @@ import time
 from pathlib import Path
 
 import skgate
+
+#: Issue 29's targets: medians of the wall time, as a multiple of ``python -c pass``.
+HELP_TARGET = 1.5
+STATUS_TARGET = 2.0
 
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float]:
@@ -84,8 +99,11 @@ def main() -> int:
         )
         if not (root / "attempts" / "0001" / "verdict.json").is_file():
             sys.exit(f"bench: no finished attempt under {root}; check 'skgate run' here")
+        kept = "import re, argparse, json, pathlib; argparse.ArgumentParser()"
         cases: dict[str, tuple[list[str], dict[str, str] | None]] = {
             "python -c pass": ([sys.executable, "-c", "pass"], None),
+            "ref: pip wrapper re": ([sys.executable, "-c", "import re, sys"], None),
+            "floor: status stdlib": ([sys.executable, "-c", kept], None),
             "skgate --help": ([*skg, "--help"], None),
             "skgate status ROOT": ([*skg, "status", str(root)], None),
         }
@@ -112,14 +130,14 @@ def main() -> int:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, xs in walls.items():
         print(
-            f"{name:20} wall median {med[name]:6.1f} ms (min {min(xs) * 1000:.1f}, max "
+            f"{name:22} wall median {med[name]:6.1f} ms (min {min(xs) * 1000:.1f}, max "
             f"{max(xs) * 1000:.1f}) {med[name] / floor:5.2f}x;  CPU median "
             f"{cpu_med[name]:6.1f} ms {cpu_med[name] / cpu_floor:5.2f}x"
         )
-    ok_help = med["skgate --help"] <= 3 * floor
-    ok_status = med["skgate status ROOT"] <= 5 * floor
-    print(f"wall: --help within 3x: {'PASS' if ok_help else 'FAIL'}; ", end="")
-    print(f"status within 5x: {'PASS' if ok_status else 'FAIL'}")
+    ok_help = med["skgate --help"] <= HELP_TARGET * floor
+    ok_status = med["skgate status ROOT"] <= STATUS_TARGET * floor
+    print(f"wall: --help within {HELP_TARGET}x: {'PASS' if ok_help else 'NOT met'}; ", end="")
+    print(f"status within {STATUS_TARGET}x: {'PASS' if ok_status else 'NOT met'}")
     return 0 if (ok_help and ok_status) or args.quick else 1
 
 

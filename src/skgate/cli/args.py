@@ -15,11 +15,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from typing import TYPE_CHECKING
 
 from skgate.model.errors import UsageError
-from skgate.model.outcomes import PackageMode, VerdictFrom
+from skgate.model.modes import PackageMode, VerdictFrom
 
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from skgate.model.request import RunRequest
 

@@ -11,14 +11,13 @@ reaches a user.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import os
 import sys
-from collections.abc import Sequence
 
 from skgate import __version__
 from skgate.cli import table
+from skgate.cli.table import columns
 from skgate.model import exits
 from skgate.model.errors import SkgateError
 from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE
@@ -28,6 +27,7 @@ from skgate.proc import startup_signals
 # start-up, issue 22 s5); type checkers treat this name alike.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
     from typing import Any, NoReturn
 
 #: The table's names, kept here for callers and tests (tests/cli/test_specs.py checks
@@ -45,22 +45,6 @@ COMMAND_AREA = table.COMMAND_AREA
 _exit_at_once = [False]
 
 
-def _columns() -> int:
-    """``shutil.get_terminal_size().columns`` (``COLUMNS``, else the terminal, else 80),
-    without importing ``shutil`` and its compression modules (``skgate --help`` start-up,
-    issue 22 s5)."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
-
-
 class _Formatter(argparse.HelpFormatter):
     """Wraps prose; keeps the exit-status lists (indented lines) as they are written."""
 
@@ -72,7 +56,7 @@ class _Formatter(argparse.HelpFormatter):
         width: int | None = None,
     ) -> None:
         super().__init__(
-            prog, indent_increment, max_help_position, _columns() - 2 if width is None else width
+            prog, indent_increment, max_help_position, columns() - 2 if width is None else width
         )
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
@@ -91,11 +75,30 @@ class _Parser(argparse.ArgumentParser):
     Every parser, the sub-parsers too, formats with :class:`_Formatter` from the start:
     argparse builds a formatter in every ``add_argument``, and its own default imports
     ``shutil`` for the terminal width (a few ms of each command's start-up, issue 22 s5).
+    An epilog given by :meth:`epilog_from` is rendered on first use: only help output
+    shows it, and rendering the exit-code table is a part of ``skgate status``'s start-up
+    worth saving (issue 29).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._epilog_of: Callable[[], str] | None = None
+        self._epilog: str | None = None
         kwargs["formatter_class"] = _Formatter
         super().__init__(*args, **kwargs)
+
+    @property
+    def epilog(self) -> str | None:
+        if self._epilog is None and self._epilog_of is not None:
+            self._epilog = self._epilog_of()
+        return self._epilog
+
+    @epilog.setter
+    def epilog(self, text: str | None) -> None:
+        self._epilog = text
+
+    def epilog_from(self, make: Callable[[], str]) -> None:
+        """The epilog is ``make()``, called when it is first shown."""
+        self._epilog_of = make
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"skgate: error: {message} (see '{self.prog} --help')\n")
@@ -107,11 +110,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     Either way no handler is imported: each is a :class:`~skgate.cli.table.Handler`,
     which imports its area module when :func:`main` calls it.
     """
-    parser = _Parser(
-        prog="skgate",
-        description="Process-safety gate for Ascend SuperKernel static compilation.",
-        epilog=exits.verdict_help(),
-    )
+    parser = _Parser(prog="skgate", description=table.DESCRIPTION)
+    parser.epilog_from(exits.verdict_help)
     parser.add_argument("--version", action="version", version=f"skgate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -125,8 +125,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     SPECS[command](sub)  # that command's parser only, not its whole area's
     # Its epilog lists its own exit statuses, from the one table (model/).
-    if command in exits.COMMANDS:
-        sub.choices[command].epilog = exits.command_epilog(command)
+    chosen = sub.choices[command]
+    if command in exits.COMMANDS and isinstance(chosen, _Parser):
+        chosen.epilog_from(lambda: exits.command_epilog(command))
     return parser
 
 
@@ -136,8 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
-            with contextlib.suppress(ValueError, OSError):
+            try:  # noqa: SIM105 - contextlib is an import status does without (issue 29)
                 reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
     args_list = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first '--' is the workload's command, verbatim: argparse never
     # sees it, so the command's own options can never be taken for skgate's.

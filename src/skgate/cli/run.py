@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from skgate.cli.args import (
     command_after_dashes,
@@ -24,6 +22,8 @@ from skgate.model.records import Verdict
 from skgate.proc import startup_signals
 from skgate.verdict.words import headline
 
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from skgate.model.events import Event
 
@@ -43,8 +43,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     def late(message: str) -> None:
         # From a signal handler: one write(2), never print() (a handler that interrupts a
         # print to stderr would make the buffered writer raise "reentrant call").
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105 - contextlib is an import status does without (issue 29)
             os.write(2, (message + "\n").encode(errors="backslashreplace"))
+        except OSError:
+            pass
 
     def stream(event: Event) -> None:
         record = event.to_dict()

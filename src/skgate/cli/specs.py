@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
 
 from skgate.cli.args import (
     DEFAULT_ROOT,
@@ -24,6 +23,11 @@ from skgate.cli.args import (
     seconds,
 )
 from skgate.cli.table import SUMMARY, Handler
+
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RAW = argparse.RawDescriptionHelpFormatter
 

@@ -9,7 +9,8 @@ command order of the exit-code table (:data:`skgate.model.exits.COMMANDS`).
 
 from __future__ import annotations
 
-import importlib
+import os
+import sys
 
 # Plain classes, not ``typing.NamedTuple``: ``skgate --help`` never imports ``typing``
 # (a tenth of its start-up). Type checkers treat this name as ``typing.TYPE_CHECKING``.
@@ -43,11 +44,20 @@ class Handler:
         return f"Handler({self.module!r}, {self.function!r})"
 
     def __call__(self, args: argparse.Namespace) -> int:
+        # ``__import__`` with a from-list gives the module itself, without the
+        # ``importlib`` package (start-up, issue 29).
         fn: Callable[[argparse.Namespace], int] = getattr(
-            importlib.import_module(self.module), self.function
+            __import__(self.module, fromlist=[self.function]), self.function
         )
         return fn(args)
 
+
+#: What skgate is, the first line of ``skgate --help``.
+DESCRIPTION = "Process-safety gate for Ascend SuperKernel static compilation."
+
+#: The one-word command lines skgate.cli.top answers without the parser (with ``skgate``
+#: alone); every other command line is argparse's.
+TOP_ANSWERS = ("-h", "--help", "--version")
 
 #: The command areas (``skgate.cli.<area>``), in the order ``skgate --help`` lists them.
 AREAS = ("run", "demo", "preflight", "evidence", "workdir", "regress", "agents")
@@ -115,3 +125,18 @@ COMMANDS = (
 
 COMMAND_AREA = {c.name: c.area for c in COMMANDS}
 SUMMARY = {c.name: c.summary for c in COMMANDS}
+
+
+def columns() -> int:
+    """``shutil.get_terminal_size().columns`` (``COLUMNS``, else the terminal, else 80),
+    without importing ``shutil`` and its compression modules (issue 22 s5)."""
+    try:
+        found = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        found = 0
+    if found <= 0:
+        try:
+            found = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            found = 0
+    return found if found > 0 else 80

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from skgate.evidence import regular
 from skgate.model.errors import EvidenceError
 
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import hashlib
 
@@ -30,11 +31,11 @@ def sha256_small(data: bytes) -> str:
     """sha256 of a small buffer (an evidence file checked against its seal on read)
     without loading OpenSSL: ``_hashlib`` costs ``skgate status`` a tenth of its start-up,
     the interpreter's built-in sha256 a fraction of that (issue 28, bench/bench_cli.py)."""
-    import importlib  # noqa: PLC0415 - already loaded by the interpreter
-
     for name in _BUILTIN_SHA256:
         try:
-            module = importlib.import_module(name)
+            # ``__import__``, not ``importlib.import_module``: no ``importlib`` package
+            # for one built-in module (status start-up, issue 29).
+            module = __import__(name)
         except ImportError:
             continue
         return str(module.sha256(data).hexdigest())

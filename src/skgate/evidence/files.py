@@ -20,21 +20,22 @@ Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
 import stat
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import regular, sealed
 from skgate.model.errors import EvidenceError, UsageError
 
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     # An annotation only: reading verdict.json (skgate status) loads no event types.
     from skgate.model.events import Event
 
@@ -119,10 +120,17 @@ def create_exclusive(path: Path, text: str | bytes) -> int:
         _write_all(fd, payload)
     except BaseException:
         os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(path)  # never a half-written file left behind
+        _unlink_quietly(path)  # never a half-written file left behind
         raise
     return fd
+
+
+def _unlink_quietly(path: Path) -> None:
+    # Not ``contextlib.suppress``: an import ``skgate status`` does without (issue 29).
+    try:  # noqa: SIM105
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def temp_name(path: Path) -> Path:
@@ -175,8 +183,7 @@ def replace_text(
             os.close(fd)
         _publish(tmp, path, only_new)
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        _unlink_quietly(tmp)
     if sync:
         fsync_dir(path.parent)
 
@@ -236,7 +243,10 @@ def write_batch_new(
             temps.append((tmp, directory / name))
             fds.append(fd)
         # Plain threads (not concurrent.futures): that import alone costs the start-up
-        # of every run more than this whole flush does.
+        # of every run more than this whole flush does; imported here, not at the top:
+        # a read (``skgate status``) never writes (issue 29).
+        import threading  # noqa: PLC0415
+
         errors: list[OSError] = []
 
         def flush(fd: int) -> None:
@@ -264,8 +274,7 @@ def write_batch_new(
         for fd in fds:
             os.close(fd)
         for tmp, _ in temps:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+            _unlink_quietly(tmp)
     if sync_dir:
         fsync_dir(directory)
 

@@ -23,15 +23,12 @@ Schema history: ``skgate.ledger/1``: first version (2026-11).
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import fcntl
 import json
 import os
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import regular
 from skgate.evidence.digest import new_sha256, sha256_bytes, sha256_file
@@ -48,7 +45,11 @@ from skgate.evidence.files import (
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
 from skgate.model.frozen import record
 
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from skgate.model.records import Verdict
 
 ATTEMPTS = "attempts"
@@ -256,32 +257,51 @@ def _last_line(fd: int) -> tuple[bytes | None, str | None]:
     return None, digest.hexdigest()
 
 
-@contextlib.contextmanager
-def _locked_ledger(root: Path) -> Iterator[int]:
-    path = root / LEDGER
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        # Never appended through a link, nor to a FIFO (issue 21: a linked ledger.jsonl
-        # would index this root's attempts in someone else's file; C4 append-only).
-        fd = regular.open_append(path, read=True)
-    except OSError as exc:
-        raise EvidenceError(
-            f"{path}: cannot open the ledger ({exc.strerror}); check the --root permissions"
-        ) from None
-    try:
-        # flock serialises writers in any process: the tail read and the append below
-        # must be one step, or two writers would chain to the same previous entry.
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield fd
-    finally:
-        os.close(fd)  # closing releases the lock
+class _LockedLedger:
+    """``with _LockedLedger(root) as fd``: ``<root>/ledger.jsonl`` open for append under
+    an exclusive flock, closed (and so unlocked) on exit. A plain class, not
+    ``contextlib.contextmanager``: ``skgate status`` reads the ledger without
+    ``contextlib`` (issue 29)."""
+
+    __slots__ = ("fd", "root")
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.fd = -1
+
+    def __enter__(self) -> int:
+        path = self.root / LEDGER
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            # Never appended through a link, nor to a FIFO (issue 21: a linked
+            # ledger.jsonl would index this root's attempts in someone else's file; C4
+            # append-only).
+            fd = regular.open_append(path, read=True)
+        except OSError as exc:
+            raise EvidenceError(
+                f"{path}: cannot open the ledger ({exc.strerror}); check the --root permissions"
+            ) from None
+        import fcntl  # noqa: PLC0415 - the writers' lock; a read (status) never loads it
+
+        try:
+            # flock serialises writers in any process: the tail read and the append below
+            # must be one step, or two writers would chain to the same previous entry.
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
+        return fd
+
+    def __exit__(self, *_exc: object) -> None:
+        os.close(self.fd)  # closing releases the lock
 
 
 def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, Any]:
     """Append one chained entry to ``<root>/ledger.jsonl`` and return it (fsync'd)."""
     if event not in EVENTS:
         raise ValueError(f"unknown ledger event {event!r}")
-    with _locked_ledger(root) as fd:
+    with _LockedLedger(root) as fd:
         fresh = os.fstat(fd).st_size == 0
         last, last_hash = _last_line(fd)
         prev = GENESIS if last_hash is None else last_hash

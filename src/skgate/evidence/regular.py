@@ -20,9 +20,7 @@ directories refuse linked directories themselves (``ledger.list_attempts``, ``re
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
 import os
 import stat
 from collections.abc import Iterator
@@ -108,9 +106,9 @@ def open_fd(path: Path | str) -> int:
                 f"{path}: is {_kind(mode)}, not a regular file; evidence is only read "
                 "from regular files"
             )
-        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        if flags & os.O_NONBLOCK:
-            fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        # F_GETFL, then F_SETFL without O_NONBLOCK if it was set (``os.set_blocking``:
+        # the same two calls, without loading ``fcntl`` for them, issue 29).
+        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
@@ -141,7 +139,7 @@ def open_append(path: Path | str, *, read: bool = False) -> int:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise NotRegularError(f"{path}: is {_kind(mode)}, not a regular file")
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
@@ -247,14 +245,27 @@ def iter_fd_lines(fd: int, max_line: int = LINE_LIMIT, chunk: int = CHUNK) -> It
         yield Line(number + 1, buf, complete=False)
 
 
-@contextlib.contextmanager
-def opened(path: Path | str) -> Iterator[int]:
+class _Opened:
+    """``with opened(path) as fd``: a plain class, not ``contextlib.contextmanager``
+    (``contextlib`` is an import ``skgate status`` does without, issue 29)."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> int:
+        self.fd = open_fd(self.path)
+        return self.fd
+
+    def __exit__(self, *_exc: object) -> None:
+        os.close(self.fd)
+
+
+def opened(path: Path | str) -> _Opened:
     """:func:`open_fd` as a context manager (the descriptor is closed on exit)."""
-    fd = open_fd(path)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
+    return _Opened(path)
 
 
 def iter_lines(path: Path | str, max_line: int = LINE_LIMIT) -> Iterator[Line]:

@@ -28,13 +28,17 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence import digest, regular
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
 from skgate.model.running import SealBreach
 from skgate.model.schema import require
+
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SEAL = "seal.json"
 SCHEMA_SEAL = "skgate.seal/1"

@@ -14,11 +14,16 @@ blocked launch and never a compile result); the other rows are outcomes of skgat
 
 from __future__ import annotations
 
-import textwrap
-from collections.abc import Mapping
-from types import MappingProxyType
+from skgate.model.c7 import C7
 
-from skgate.model.phrases import C7
+# Not ``typing.TYPE_CHECKING``: ``skgate --help`` renders this table (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from types import MappingProxyType
+else:
+    # ``types``' own definition, without importing ``types`` (``skgate --help``).
+    MappingProxyType = type(type.__dict__)
 
 #: Every command of the CLI, in the order ``skgate --help`` lists them.
 COMMANDS = (
@@ -245,10 +250,19 @@ def codes_for(command: str) -> list[int]:
 
 
 def _wrapped(text: str) -> list[str]:
-    # Indented lines: the help formatter keeps them as they are, so wrap them here.
-    return textwrap.wrap(
-        text, 76, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False
-    )
+    # Indented lines: the help formatter keeps them as they are, so wrap them here;
+    # ``textwrap`` only for what skgate.model.wrap leaves to it (``skgate --help``'s
+    # start-up, issue 29).
+    from skgate.model.wrap import wrap  # noqa: PLC0415 - help output only (status start-up)
+
+    lines = wrap(text, 76, "  ", "      ", break_on_hyphens=False)
+    if lines is None:
+        import textwrap  # noqa: PLC0415
+
+        lines = textwrap.wrap(
+            text, 76, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False
+        )
+    return lines
 
 
 def _plain(text: str) -> str:

@@ -21,11 +21,15 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
 from skgate.model.schema import require
+
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class IdleKind(enum.Enum):

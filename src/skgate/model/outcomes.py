@@ -11,6 +11,24 @@ from __future__ import annotations
 
 import enum
 
+# Re-exported: the two modes a recorded verdict carries live apart, so that reading one
+# (``skgate status``) does not build every outcome enum here (issue 29).
+from skgate.model.modes import SOURCE_EXIT_STATUS, PackageMode, VerdictFrom
+
+__all__ = [
+    "SOURCE_EXIT_STATUS",
+    "ArmOutcome",
+    "Conclusion",
+    "HealthOutcome",
+    "MoveMethod",
+    "OutputStatus",
+    "PackageMode",
+    "RunStatus",
+    "UninstallAction",
+    "VerdictFrom",
+    "Word",
+]
+
 
 class Word(str, enum.Enum):
     """An enum whose members read as their value in text and in JSON."""
@@ -99,27 +117,3 @@ class MoveMethod(Word):
     COPY = "copy"
     #: Not recorded: the cleanup was killed before its manifest, which ``recover`` wrote.
     UNKNOWN = "unknown"
-
-
-class PackageMode(str, enum.Enum):
-    """C8 output check: must a ``.run`` package exist after natural return?"""
-
-    REQUIRED = "required"
-    OPTIONAL = "optional"
-
-
-class VerdictFrom(str, enum.Enum):
-    """Where the final summary of an attempt comes from, frozen before launch (C2).
-
-    ``summary``: the default, [summary] lines, a --summary-pattern or the op_compiler
-    census; exit status 0 alone never succeeds. ``exit-status``: the command is not a
-    compile and declares that its exit status is its final summary (C2, last paragraph);
-    an observed owned op_compiler still decides by its stage evidence.
-    """
-
-    SUMMARY = "summary"
-    EXIT_STATUS = "exit-status"
-
-
-#: ``summary_source`` of a verdict decided by a declared exit status (C2, last paragraph).
-SOURCE_EXIT_STATUS = "exit status"

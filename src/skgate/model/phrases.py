@@ -1,11 +1,17 @@
 """The C7 phrases, exactly as the contract gives them, in English and Chinese.
 
-Their one home: reports, the linter, regress results, the exit-code table and the
-headlines all quote them from here. Nothing here does I/O."""
+Reports, the linter, regress results and the headlines quote them from here; their text
+lives in :mod:`skgate.model.c7` (re-exported here), which the exit-code table and so
+``skgate --help`` read without building :class:`Lang` (no ``enum`` import, issue 29).
+Nothing here does I/O."""
 
 from __future__ import annotations
 
 import enum
+
+from skgate.model.c7 import C7
+
+__all__ = ["C7", "LANGS", "Lang", "count"]
 
 
 class Lang(str, enum.Enum):
@@ -28,21 +34,6 @@ class Lang(str, enum.Enum):
 
 #: Every language, in the order reports list them.
 LANGS = tuple(lang.value for lang in Lang)
-
-
-#: C7 phrases, exactly as docs/contract.md C7 gives them.
-C7 = {
-    "provisional": {"en": "provisional error-named files", "zh": "暂时性 error 命名文件"},
-    "final_failure": {
-        "en": "naturally returned final compiler failures",
-        "zh": "自然返回的最终编译失败",
-    },
-    "interruption": {
-        "en": "top-level timeout or external interruption",
-        "zh": "顶层超时/外部中断",
-    },
-    "clean_retry": {"en": "valid clean-retry result", "zh": "有效干净重试结果"},
-}
 
 
 #: English nouns whose plural is not the noun with "s" added (``count``).

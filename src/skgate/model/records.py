@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import field, record, replace
-from skgate.model.outcomes import PackageMode, VerdictFrom
+from skgate.model.modes import PackageMode, VerdictFrom
 from skgate.model.running import (
     EXIT_CODES,
     Cause,
@@ -39,7 +38,11 @@ from skgate.model.schema import (
     require,
 )
 
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     # Annotations only: a recorded verdict is read (``skgate status``) without the stage
     # and launcher records' classes being built (start-up cost, issue 22 s5).
     from skgate.model.installs import Installs

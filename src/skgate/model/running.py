@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.exits import STATE_CODES
 from skgate.model.frozen import field, record
 from skgate.model.schema import SCHEMA_OWNERSHIP, check_schema, opt_int, require
 from skgate.model.sources import SOURCE_EVENTS
+
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class State(str, enum.Enum):

@@ -11,9 +11,13 @@ shape changes):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from skgate.model.errors import EvidenceError
+
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_CONTROL = "skgate.control/1"
 

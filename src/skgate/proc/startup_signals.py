@@ -19,16 +19,28 @@ So the console entry installs :func:`install` before its first import that takes
   arguments are parsed.
 
 An inherited ignored SIGHUP or SIGINT stays ignored (``nohup``; a background job), as in
-``StopSignals``. Only ``os`` and ``signal`` are imported here: this runs first.
+``StopSignals``. Only ``os`` and the interpreter's built-in ``_signal`` are imported
+here, not ``signal``: this runs first, and ``signal`` builds three enums at import (and
+imports ``enum``), a tenth of ``skgate --help``'s start-up (issue 29). ``_signal`` speaks
+in plain ints (``SIG_DFL`` 0, ``SIG_IGN`` 1); :func:`handover` gives ``signal``'s enum
+members back to ``StopSignals``, which imports ``signal`` anyway.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 
-_STOP = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_KEEP_IGNORED = (signal.SIGHUP, signal.SIGINT)
+# Not ``typing.TYPE_CHECKING``: this module runs before anything is imported.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typeshed has no stubs for ``_signal``; ``signal`` types it alike
+    import signal as _signal
+else:
+    # The C module under ``signal`` (built in, loaded before ``site``): the same
+    # ``signal()`` and ``getsignal()``, without the enum wrappers.
+    import _signal
+
+_STOP = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+_KEEP_IGNORED = (_signal.SIGHUP, _signal.SIGINT)
 
 #: Dispositions found at install (signal -> handler); empty when not installed.
 _original: dict[int, object] = {}
@@ -46,10 +58,10 @@ def _on_stop(signum: int, _frame: object) -> None:
 def install() -> None:
     """Take the stop signals for the start-up (the console entry's first act)."""
     for sig in _STOP:
-        old = signal.getsignal(sig)
-        if sig in _KEEP_IGNORED and old is signal.SIG_IGN:
+        old = _signal.getsignal(sig)
+        if sig in _KEEP_IGNORED and old == _signal.SIG_IGN:
             continue
-        _original[sig] = signal.signal(sig, _on_stop)
+        _original[sig] = _signal.signal(sig, _on_stop)
 
 
 def hold() -> None:
@@ -64,8 +76,17 @@ def pending() -> list[int]:
 
 def handover() -> tuple[list[int], dict[int, object]]:
     """(kept signals, the dispositions found at install) for ``StopSignals.install``,
-    which installs its own handlers over these; afterwards this module is out of it."""
-    kept, original = list(_pending), dict(_original)
+    which installs its own handlers over these; afterwards this module is out of it.
+
+    The dispositions are given as ``signal.getsignal`` gives them (``Handlers.SIG_DFL``
+    and ``SIG_IGN`` members, else the handler), as if ``signal`` had read them.
+    """
+    import signal  # noqa: PLC0415 - the caller (StopSignals) has loaded it already
+
+    kept = list(_pending)
+    original = {
+        sig: signal.Handlers(h) if isinstance(h, int) else h for sig, h in _original.items()
+    }
     _pending.clear()
     _original.clear()
     _held[0] = False
@@ -75,5 +96,5 @@ def handover() -> tuple[list[int], dict[int, object]]:
 def release() -> None:
     """Give the dispositions found at install back (a command other than ``run``)."""
     for sig, handler in _original.items():
-        signal.signal(sig, handler)  # type: ignore[arg-type]
+        _signal.signal(sig, handler)  # type: ignore[arg-type]
     _original.clear()

@@ -15,11 +15,10 @@ import re
 from collections.abc import Mapping
 
 from skgate.model.idle import Idle, idle_reason
-from skgate.model.outcomes import SOURCE_EXIT_STATUS
+from skgate.model.modes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
 from skgate.verdict.changed import waiting_words
-from skgate.verdict.words_coverage import coverage_zh
 from skgate.verdict.words_installs import (
     INSTALL_FRAGMENTS_ZH,
     INSTALL_REASONS_ZH,
@@ -36,8 +35,6 @@ from skgate.verdict.words_next import (
     next_step_of,
     uncompiled,
 )
-from skgate.verdict.words_reasons import REASONS_ZH
-from skgate.verdict.words_stages import STAGE_MISSING_ZH, STAGE_REASONS_ZH
 
 __all__ = ["NEXT_STEP", "UNCOMPILED_COUNT", "next_step", "next_step_of", "uncompiled"]
 
@@ -416,6 +413,11 @@ _MISSING_ZH: Mapping[str, str] = {
 def _reason_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
     """The reason templates, compiled on the first Chinese report (not at import: the
     runner and the CLI load this module on every start)."""
+    # The Chinese tables load with the first Chinese report too: an English status does
+    # not need them (start-up, issue 29).
+    from skgate.verdict.words_reasons import REASONS_ZH  # noqa: PLC0415
+    from skgate.verdict.words_stages import STAGE_REASONS_ZH  # noqa: PLC0415
+
     return tuple(
         (re.compile(rf"\A{p}\Z", re.DOTALL), zh)
         for p, zh in (*STAGE_REASONS_ZH, *REASONS_ZH, *INSTALL_REASONS_ZH)
@@ -469,6 +471,8 @@ def idle_said(idle: Idle, lang: Lang) -> str:
 
 def reason_zh(reason: str) -> str | None:
     """The Chinese form of one classifier reason, or None when it has no template."""
+    from skgate.verdict.words_coverage import coverage_zh  # noqa: PLC0415 - zh only
+
     coverage = coverage_zh(reason)
     if coverage is not None:
         return coverage
@@ -489,6 +493,8 @@ _AS_SEALED = " as sealed"
 def missing_zh(item: str) -> str | None:
     if item.endswith(_AS_SEALED):  # issue 28
         return f"封存时的 {item.removesuffix(_AS_SEALED)}"
+    from skgate.verdict.words_stages import STAGE_MISSING_ZH  # noqa: PLC0415 - zh only
+
     return _MISSING_ZH.get(item) or STAGE_MISSING_ZH.get(item)
 
 

@@ -1,0 +1,142 @@
+"""What ``skgate --help`` and ``skgate status`` of a finished attempt import (issue 29).
+
+Their start-up is most of their cost, and one import added on the way (``typing`` in a
+model module, ``contextlib`` for one ``suppress``) silently gives back what was saved. So
+these tests run the console script itself (``scripts/skgate``) under ``python -X
+importtime``, which names every module the process imports, and check the heavy ones stay
+out. They check modules, never times.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ENV, run_skgate
+
+#: The console script as installed (pyproject ``script-files``): ``#!python``, no ``re``.
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "skgate"
+
+
+def _imports(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """Every module ``skgate ARGS`` imported, and how it ended."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(SCRIPT), *args],
+        env={**ENV, "COLUMNS": "80"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    loaded = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+    return loaded, done
+
+
+#: Never loaded by ``skgate --help``, ``--version`` or ``skgate`` alone: ``re`` and
+#: ``enum`` (the wrapper pip writes for an entry point imports them), the parser and its
+#: translation machinery, the text wrapper, the enum-wrapped ``signal``, any spec.
+NOT_FOR_HELP = {
+    "re",
+    "enum",
+    "types",
+    "argparse",
+    "gettext",
+    "locale",
+    "textwrap",
+    "signal",
+    "typing",
+    "shutil",
+    "contextlib",
+    "skgate.cli.main",
+    "skgate.cli.specs",
+    "skgate.cli.args",
+}
+
+#: Never loaded by ``skgate status`` of a finished attempt: what its modules once pulled
+#: in for annotations, one ``suppress``, one writer's threads or lock, the help epilog and
+#: its wrapper, the Chinese reason tables; the dataclass machinery; OpenSSL; the
+#: classifier, the live look and the run machinery.
+NOT_FOR_STATUS = {
+    "typing",
+    "threading",
+    "contextlib",
+    "textwrap",
+    "dataclasses",
+    "inspect",
+    "importlib",
+    "signal",
+    "shutil",
+    "_hashlib",
+    "fcntl",
+    "skgate.verdict.classify",
+    "skgate.verdict.words_reasons",
+    "skgate.verdict.words_stages",
+    "skgate.cli.top",
+    "skgate.model.wrap",
+    "skgate.read.liveness",
+    "skgate.evidence.load",
+    "skgate.evidence.unsealed",
+    "skgate.model.events",
+    "skgate.proc.observe",
+    "skgate.runner",
+    "skgate.preflight",
+}
+
+
+def test_the_console_script_is_installed_as_written() -> None:
+    # pyproject installs scripts/skgate itself (script-files), not an entry-point wrapper.
+    text = SCRIPT.read_text()
+    assert text.startswith("#!python\n")
+    assert "import re" not in text
+    assert "from skgate.cli.console import entry" in text
+
+
+@pytest.mark.parametrize("args", [("--help",), ("--version",), ()])
+def test_help_loads_no_parser(args: tuple[str, ...]) -> None:
+    loaded, done = _imports(*args)
+    assert done.returncode == (0 if args else 2), done.stderr[-2000:]
+    assert {"skgate.cli.top", "skgate.proc.startup_signals"} <= loaded
+    assert loaded & NOT_FOR_HELP == set()
+
+
+def test_the_import_check_sees_argparse() -> None:
+    # The check above can fail: a spelling argparse parses does load the parser.
+    loaded, done = _imports("--he")
+    assert done.returncode == 0
+    assert {"argparse", "skgate.cli.main"} <= loaded
+
+
+@pytest.fixture(scope="module")
+def finished_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("status-imports")
+    done = run_skgate(
+        "run", "--root", "r", "--quiet", "--verdict-from", "exit-status", "--", "true", cwd=work
+    )
+    assert done.returncode == 0, done.stderr
+    return work / "r"
+
+
+def test_status_of_a_finished_attempt_loads_only_the_read_path(finished_root: Path) -> None:
+    loaded, done = _imports("status", str(finished_root))
+    # A real answer, from the recorded verdict (a status that failed early would load
+    # less and prove nothing).
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("SUCCEEDED")
+    assert {"skgate.evidence.recorded", "skgate.model.records", "argparse"} <= loaded
+    assert loaded & NOT_FOR_STATUS == set()
+    assert {m for m in loaded if m.startswith(("skgate.runner", "skgate.preflight"))} == set()
+
+
+def test_the_import_check_sees_the_classifier(finished_root: Path) -> None:
+    # ``classify`` recomputes: the same check then names what status leaves out.
+    attempt = finished_root / "attempts" / "0001"
+    loaded, done = _imports("classify", str(attempt))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {"skgate.verdict.classify", "typing"} <= loaded & NOT_FOR_STATUS
