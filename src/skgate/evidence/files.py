@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import regular, sealed
 from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.frozen import replace
 
 if TYPE_CHECKING:
     # An annotation only: reading verdict.json (skgate status) loads no event types.
@@ -307,9 +308,7 @@ class Journal:
 
         The line is the envelope and the fields in their declared order
         (``Event.to_dict``): the same bytes as every earlier version wrote (C3)."""
-        import dataclasses  # noqa: PLC0415 - the write path only (status start-up)
-
-        stamped = dataclasses.replace(event, t=time.time())
+        stamped = replace(event, t=time.time())
         line = json_text(stamped.to_dict()) + "\n"
         os.write(self._fd, line.encode("utf-8"))
         # fsync per event: a runner killed a moment later still leaves this record (C3).

@@ -10,7 +10,6 @@ at any point still says how far it got.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import resource
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from skgate import __version__
 from skgate.evidence import files, ledger
 from skgate.model.errors import SkgateError, UnfinishedError
 from skgate.model.events import Blocked, Event, Finished, FinishingCutShort, RunnerSignal
+from skgate.model.frozen import replace
 from skgate.model.request import RunRequest
 from skgate.model.running import Coverage, Ownership, ProcessRecord
 from skgate.model.schema import SCHEMA_CONTROL
@@ -82,7 +82,7 @@ class Attempt:
 
     def emit(self, event: Event) -> Event:
         with deferred():  # a journal line is written whole, never cut by a stop signal
-            record = self.journal.emit(dataclasses.replace(event, mono=time.monotonic()))
+            record = self.journal.emit(replace(event, mono=time.monotonic()))
         if self.on_event is not None:
             self.on_event(record)
         return record
