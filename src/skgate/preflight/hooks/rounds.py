@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skgate.preflight.hooks import cache
 from skgate.preflight.hooks.probe import Cancel, Probe, results
 
 # One list for both sides: the probe module only defines things when imported.
@@ -81,7 +82,9 @@ def _usable(path: str) -> bool:
 
 class FirstRound:
     """Round 1 of a scan, started: the static probe runs in a private temporary
-    directory, which round 2 uses too; :meth:`cleanup` removes it."""
+    directory, which round 2 uses too; :meth:`cleanup` removes it. When the probes'
+    answer for exactly these inputs is cached and every fingerprint it lists still holds
+    (:mod:`skgate.preflight.hooks.cache`), no probe starts: ``cached`` holds it."""
 
     def __init__(
         self,
@@ -106,10 +109,16 @@ class FirstRound:
         data = [f"{k}={env[k]}" if k in env else k for k in STARTUP_VARS]
         flag_text = "".join(f.lstrip("-") for f in flags) or "-"
         self._results: list[tuple[Any | None, str | None]] | None = None
+        self.probes: list[Probe] = []
+        self.cache_dir = cache.cache_dir()
+        self.cache_key = cache.cache_key(python, env, workdir, flags, STATIC_PROBE.parent)
+        self.cached = cache.load(self.cache_dir, self.cache_key)
+        if self.cached is not None:
+            self._results = [(self.cached.static, None)]
+            return
         t = self.dir
         static = [python, "-I", "-S", "-c", BOOTSTRAP, str(STATIC_PROBE.parent), str(t / "static")]
         static += [flag_text, workdir]
-        self.probes: list[Probe] = []
         try:
             self.probes.append(
                 Probe(
