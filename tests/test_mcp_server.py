@@ -170,13 +170,14 @@ async def _agents_options(tmp: Path) -> None:
             )
         )
         attempt = Path(started["attempt"])
-        control = json.loads((attempt / "control.json").read_text())
-        assert control["request"]["verdict_from"] == "exit-status"
         while (waited := _data(await client.call_tool("wait", {"attempt": str(attempt)})))[
             "outcome"
         ] == "in_progress":
             pass
         assert (waited["state"], waited["exit_code"]) == ("succeeded", 0)
+        # Read once final: start answers as soon as the attempt is recorded (issue 29).
+        control = json.loads((attempt / "control.json").read_text())
+        assert control["request"]["verdict_from"] == "exit-status"
 
         # Unknown arguments are refused with one line naming them; nothing is recorded.
         before = sorted(root.iterdir())

@@ -264,12 +264,12 @@ def build_server(max_wait: float | None = None) -> Any:
         _with_request_signature(start, command_required=True),
         name="start",
         description="Start a compile command under the gate with a detached runner and "
-        "return at once: {attempt, state (in_progress | not_started), phase (running | "
-        "waiting_for_blockers | not_started), runner_pid, waiting_for}. Takes every option "
+        "return as soon as the attempt is recorded: {attempt, state (in_progress), phase "
+        "(preflight), runner_pid, waiting_for}. Takes every option "
         "of 'skgate run' (verdict_from, completion_marker, approved_hooks, python, ...). "
-        "The compile runs on after this call. Next: call wait with the attempt. Fails "
-        "(tool error, exit status 2) on bad input, nothing recorded; state not_started "
-        "(with reasons) when refused before launch.",
+        "The detached runner goes on: preflight, a wait for blockers, the launch or a "
+        "refusal (status and wait say which). Next: call wait with the attempt. Fails "
+        "(tool error, exit status 2) on bad input, nothing recorded.",
     )
 
     @server.tool(

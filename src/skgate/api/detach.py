@@ -7,17 +7,20 @@ runner: it runs in its own session (not in the caller's process group, no contro
 terminal), with stdin, stdout and stderr on ``/dev/null`` and the attempt's
 ``runner.log`` and no other inherited descriptor, and is re-parented away from the
 caller (double fork). It is still the child subreaper of its workload
-(:mod:`skgate.proc.supervise`). ``start`` returns once the attempt is recorded and the
-command launched, refused, or waiting for a blocker: foreign compilers and device leases
-are waited for by the detached runner, never by the caller (C4). Waiting and stopping
-are in :mod:`skgate.api.lifecycle`.
+(:mod:`skgate.proc.supervise`). ``start`` returns as soon as the attempt is recorded
+(issue 29: its journal's ``created`` entry and the ledger's; phase ``preflight``): the
+rest of preflight, a wait for foreign compilers or device leases (C4), a refusal and the
+launch happen in the detached runner, never in the caller, and ``status`` / ``wait``
+read them from the attempt. Bad input is still refused before anything is recorded.
+Waiting and stopping are in :mod:`skgate.api.lifecycle`.
 
 Protocol of the detached runner: ``python -m skgate.api.detach FD`` with a
 :class:`~skgate.model.records.RunRequest` as JSON on stdin; it forks once more, and the
-grandchild (the runner) writes one JSON line to descriptor FD: the :class:`Started`
-record, or ``{"error": MESSAGE, "exit_code": N}``; then it closes FD. The caller reads
-until end of file. (The CLI forks directly, without a new interpreter, when it is
-single-threaded: that saves an interpreter start-up on every ``skgate start``.)
+grandchild (the runner) writes one JSON line to descriptor FD once the attempt is
+recorded: the :class:`Started` record, or ``{"error": MESSAGE, "exit_code": N}`` (nothing
+was recorded); then it closes FD. The caller reads until end of file. (The CLI forks
+directly, without a new interpreter, when it is single-threaded: that saves an
+interpreter start-up on every ``skgate start``.)
 """
 
 from __future__ import annotations
@@ -166,11 +169,6 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
         progress.update(ev)
         if isinstance(ev, Created):
             attempt[0] = str(ev.attempt)
-            # Issue 21 s4: a line before the reply, so a caller whose runner dies before
-            # replying still learns which attempt was recorded (lifecycle.read_started).
-            if reply[0] >= 0:
-                with contextlib.suppress(OSError):
-                    os.write(reply[0], (json.dumps({"recorded": attempt[0]}) + "\n").encode())
             # The runner's own tracebacks and notes land in the attempt, not nowhere.
             with contextlib.suppress(OSError):
                 log = os.open(
@@ -211,10 +209,21 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
         with contextlib.suppress(OSError):
             os.write(2, (message + "\n").encode())
 
+    def recorded(attempt_dir: Path) -> None:
+        # Issue 29: the caller is answered as soon as the attempt is recorded (journal
+        # and ledger); the rest is the detached runner's, and the record says how it went.
+        tell(_started(str(attempt_dir), State.IN_PROGRESS, AttemptPhase.PREFLIGHT, ()))
+
     code = 0
     try:
         verdict = run_here(
-            request, None, notify, on_event=on_event, stop_request=stop_pending, early=early
+            request,
+            None,
+            notify,
+            on_event=on_event,
+            stop_request=stop_pending,
+            early=early,
+            recorded=recorded,
         )
         code = verdict.exit_code
         if reply[0] >= 0:  # finished without a launch or refusal record (not expected)

@@ -55,10 +55,11 @@ class Started:
     """What ``skgate start --json`` prints."""
 
     attempt: str
-    #: IN_PROGRESS, or NOT_STARTED (blocked before launch).
+    #: IN_PROGRESS (recorded: issue 29), or NOT_STARTED (blocked before launch).
     state: State
     runner_pid: int
-    #: RUNNING, WAITING_FOR_BLOCKERS or NOT_STARTED.
+    #: PREFLIGHT: ``start`` answers once the attempt is recorded (issue 29); RUNNING,
+    #: WAITING_FOR_BLOCKERS or NOT_STARTED from a runner that answered later.
     phase: AttemptPhase
     waiting_for: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()

@@ -100,6 +100,7 @@ class _Run:
     launched_wall: float = 0.0
     launched_mono: float = 0.0
     keeper: PipeKeeper | None = None
+    recorded: Callable[[Path], None] | None = None
 
     @property
     def attempt(self) -> Attempt:
@@ -118,6 +119,7 @@ def run_here(
     attempt_id: str | None = None,
     early: EarlyWork | None = None,
     late: Callable[[str], None] | None = None,
+    recorded: Callable[[Path], None] | None = None,
 ) -> Verdict:
     """Run one attempt in this process and return its verdict (see the module doc).
 
@@ -136,6 +138,9 @@ def run_here(
     ``late``: this process exits after the verdict (the command line); a stop signal
     after the last ledger entry is then only said through it, never a KeyboardInterrupt
     in the exit (:meth:`StopSignals.restore`).
+    ``recorded``: called with the attempt directory once the attempt is recorded (its
+    ``created`` entry and its ledger entry), before preflight (``skgate start`` answers
+    its caller there, issue 29).
     """
     with contextlib.ExitStack() as cleanup:
         if early is not None:
@@ -160,6 +165,7 @@ def run_here(
                 early,
                 attempt_id,
                 contextlib.ExitStack(),
+                recorded=recorded,
             )
             verdict = _execute(run)
             # A signal from here on never changes the exit status away from the record's.
@@ -244,6 +250,8 @@ def _record(run: _Run) -> Verdict | None:
             reason = f"the evidence root's ledger cannot be written ({exc}); nothing was started"
             att.abandon(reason)
             raise BlockedError(reason) from None
+    if run.recorded is not None:
+        run.recorded(attempt_dir)
     return None
 
 
