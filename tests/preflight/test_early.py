@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from test_hooks import clean_env, make_venv, request_for
 
+from skgate.model.frozen import replace
 from skgate.model.sources import ALL_SOURCES
 from skgate.preflight.early import EarlyWork
 from skgate.preflight.hooks.probe import Probe
@@ -95,7 +96,7 @@ def test_early_scan_for_other_inputs_is_cancelled_and_leaves_no_probe(
     assert work is not None
     inputs = early_scan_inputs(request, clean_env())  # type: ignore[arg-type]
     assert inputs is not None
-    other = dataclasses.replace(inputs, strict=not inputs.strict)
+    other = replace(inputs, strict=not inputs.strict)
     try:
         assert work.scan_result(other) is None  # preflight then scans itself
     finally:

@@ -8,7 +8,8 @@ measured in docs/benchmarks.md), for a feature those types do not use.
 
 :func:`record` gives a class what ``@dataclass(frozen=True)`` gives it and nothing else:
 an ``__init__`` over its annotated fields in order (defaults and
-``field(default_factory=...)`` allowed), ``__repr__``, ``__eq__`` and ``__hash__`` over
+``field(default_factory=...)`` allowed; it calls ``__post_init__`` when the class has
+one), ``__repr__``, ``__eq__`` and ``__hash__`` over
 the field values, ``__match_args__``, and assignment refused (:class:`FrozenRecordError`,
 an ``AttributeError`` like ``dataclasses.FrozenInstanceError``). :func:`replace` and
 :func:`fields` stand in for their ``dataclasses`` namesakes. Type checkers see the
@@ -113,6 +114,8 @@ def record(cls: C) -> C:
             params.append(f"{name}=_default_{name}")
             seen_default = True
         body.append(f"  _set(self, {name!r}, {name})")
+    if hasattr(cls, "__post_init__"):
+        body.append("  self.__post_init__()")  # as dataclasses: checks after the fields
     source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "  pass")
     exec(source, scope)  # noqa: S102 - our own generated text, as dataclasses does
     init = scope["__init__"]

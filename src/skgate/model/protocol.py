@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError, UsageError
 from skgate.model.exits import EXIT_BLOCKED
+from skgate.model.frozen import record
 from skgate.model.running import State
 
 SCHEMA_START = "skgate.start/1"
@@ -50,7 +50,7 @@ class AttemptPhase(str, enum.Enum):
     NOT_STARTED = "not_started"
 
 
-@dataclass(frozen=True)
+@record
 class Started:
     """What ``skgate start --json`` prints."""
 

@@ -24,10 +24,10 @@ import importlib
 import inspect
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import UsageError
+from skgate.model.frozen import record
 
 ENV_VAR = "SKGATE_PROFILER_SCHEDULE"
 FIELDS: tuple[str, ...] = ("wait", "warmup", "active", "repeat", "skip_first")
@@ -36,7 +36,7 @@ REQUIRED: tuple[str, ...] = ("wait", "warmup", "active")
 FRAMEWORKS: tuple[str, ...] = ("torch_npu.profiler", "torch.profiler")
 
 
-@dataclass(frozen=True)
+@record
 class ProfilerSchedule:
     """The five step counts of ``torch(_npu).profiler.schedule``."""
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from skgate.model.frozen import record
 
 PROC = Path("/proc")
 
@@ -24,7 +25,7 @@ PROC = Path("/proc")
 COMPILER_NAMES: tuple[str, ...] = ("opc", "op_compiler")
 
 
-@dataclass(frozen=True)
+@record
 class ProcStat:
     """The few fields of ``/proc/<pid>/stat`` skgate needs."""
 

@@ -16,10 +16,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skgate.model.frozen import record
 from skgate.preflight.hooks import cache
 from skgate.preflight.hooks.probe import Cancel, Probe, results
 
@@ -43,7 +43,7 @@ def isolated_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not k.startswith("PYTHON") and k not in _PROBE_DROP}
 
 
-@dataclass(frozen=True)
+@record
 class ScanInputs:
     """Everything a scan depends on, so a scan started early (:mod:`skgate.preflight.early`)
     is used only when preflight would have scanned exactly the same thing."""

@@ -49,11 +49,11 @@ import hashlib
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence.digest import sha256_bytes
+from skgate.model.frozen import replace
 from skgate.preflight.hooks import cache, catalogue
 from skgate.preflight.hooks.baseline import (
     SCHEMA_HOOK_BASELINE,
