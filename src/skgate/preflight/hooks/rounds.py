@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -101,8 +100,7 @@ class FirstRound:
         #: after that a cgroup move cannot hold up one of its forks (skgate.preflight.early).
         self.forked = threading.Event()
         self.limit = PROBE_TIMEOUT if timeout is None else timeout
-        self._tmp = tempfile.TemporaryDirectory(prefix="skgate-probe-", dir=_temp_root())
-        self.dir = Path(self._tmp.name)
+        self._tmp: Any = None  # made with the first probe: a cached answer needs none
         self.deadline = time.monotonic() + self.limit
         workdir = cwd if cwd and os.path.isdir(cwd) else os.getcwd()
         quiet = isolated_env(env)
@@ -134,6 +132,15 @@ class FirstRound:
             self.cleanup()
             raise
 
+    @property
+    def dir(self) -> Path:
+        """The probes' private temporary directory, made on first use."""
+        if self._tmp is None:
+            import tempfile  # noqa: PLC0415 - only when a probe runs (issue 29)
+
+            self._tmp = tempfile.TemporaryDirectory(prefix="skgate-probe-", dir=_temp_root())
+        return Path(self._tmp.name)
+
     def results(self) -> list[tuple[Any | None, str | None]]:
         """[(static record, problem)], waited for until the deadline (once: later calls
         return the same)."""
@@ -146,5 +153,6 @@ class FirstRound:
         self.forked.set()
         for probe in self.probes:
             probe.end()
-        with contextlib.suppress(OSError):
-            self._tmp.cleanup()
+        if self._tmp is not None:
+            with contextlib.suppress(OSError):
+                self._tmp.cleanup()

@@ -43,7 +43,6 @@ file (``skgate.hook-baseline/1``), or, for the few known distribution hooks of
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import os
@@ -129,6 +128,8 @@ def _imports_of(path: str) -> list[str]:
 
 
 def _imports_in(source: str | bytes) -> list[str]:
+    import ast  # noqa: PLC0415 - only when a hook file is there to read (issue 29)
+
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -201,7 +202,6 @@ def scan(
     if first is None:
         first = FirstRound(python, env, cwd, flags, cancel, timeout=limit)
     try:
-        t = first.dir
         ((static, problem),) = first.results()
         if static is None or not isinstance(static, dict):
             raise InterpreterError(problem or "probe result is not an object")
@@ -229,6 +229,7 @@ def scan(
                 started = cached.startup  # the same start-up, fingerprint for fingerprint
             else:
                 # Round 2: everything static is approved, so the real start-up may run.
+                t = first.dir  # made only now: a cached answer needs no directory
                 startup = Probe(
                     [python, *flags, str(SNAPSHOT_PROBE), str(t / "start")],
                     env,
