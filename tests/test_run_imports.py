@@ -45,7 +45,6 @@ DATACLASSES_ALLOWED = {
     "skgate.proc.owned.Folded",
     "skgate.proc.sources.Sources",
     "skgate.proc.supervisor_types.Outcome",
-    "skgate.runner.run._Run",
     "skgate.runner.watch.Watcher",
 }
 

@@ -142,19 +142,16 @@ def _runner_main(request: RunRequest, handshake: int) -> int:
 
 
 def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) -> int:
-    """Run the attempt; tell the caller once it is launched, refused or waiting."""
-    from skgate.evidence.follow import Progress  # noqa: PLC0415
+    """Run the attempt; tell the caller once it is recorded (or refused before that)."""
     from skgate.evidence.stops import stop_pending  # noqa: PLC0415 - see the module top
-    from skgate.model.events import Blocked, Created, Event, Finished, Launched  # noqa: PLC0415
+    from skgate.model.events import Created, Event, Launched  # noqa: PLC0415
     from skgate.model.protocol import AttemptPhase  # noqa: PLC0415
     from skgate.model.running import State  # noqa: PLC0415
     from skgate.runner.run import run_here  # noqa: PLC0415
 
     reply: list[int] = [handshake]
     launched = [False]
-    progress = Progress()
     attempt: list[str] = [""]
-    blocked: list[str] = []
 
     def tell(payload: dict[str, Any]) -> None:
         if reply[0] < 0:
@@ -166,7 +163,6 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
         reply[0] = -1
 
     def on_event(ev: Event) -> None:
-        progress.update(ev)
         if isinstance(ev, Created):
             attempt[0] = str(ev.attempt)
             # The runner's own tracebacks and notes land in the attempt, not nowhere.
@@ -181,15 +177,6 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
                 os.close(log)
         elif isinstance(ev, Launched):
             launched[0] = True
-            tell(_started(attempt[0], State.IN_PROGRESS, AttemptPhase.RUNNING, ()))
-        elif progress.phase is AttemptPhase.WAITING_FOR_BLOCKERS:
-            phase = AttemptPhase.WAITING_FOR_BLOCKERS
-            tell(_started(attempt[0], State.IN_PROGRESS, phase, progress.waiting))
-        elif isinstance(ev, Blocked):
-            blocked.extend(ev.reasons)
-        elif isinstance(ev, Finished) and not launched[0]:
-            state = ev.state or State.UNKNOWN
-            tell(_started(attempt[0], state, AttemptPhase.NOT_STARTED, (), blocked))
 
     def on_term(_signum: int, _frame: object) -> None:
         # Before launch a stop (or any SIGTERM) ends the attempt as not started; after
@@ -226,7 +213,7 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
             recorded=recorded,
         )
         code = verdict.exit_code
-        if reply[0] >= 0:  # finished without a launch or refusal record (not expected)
+        if reply[0] >= 0:  # finished without being recorded (not expected)
             tell(_started(attempt[0], verdict.state, AttemptPhase.NOT_STARTED, ()))
     except SkgateError as exc:
         tell({"error": str(exc), "exit_code": exc.exit_code})
