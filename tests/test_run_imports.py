@@ -38,7 +38,6 @@ DATACLASSES_ALLOWED = {
     "skgate.evidence.diskfull.DiskFullRecord",
     "skgate.evidence.follow.Progress",
     "skgate.evidence.intent.LaunchIntent",
-    "skgate.model.request.RunRequest",
     "skgate.preflight.prepare.LaunchPlan",
     "skgate.proc.events.ProcEvent",
     "skgate.proc.leases.LeaseSet",
@@ -112,3 +111,21 @@ def test_run_builds_no_dataclass_before_launch_beyond_the_listed_ones(tmp_path: 
     built = set(at_launch(tmp_path)["dataclasses"])  # type: ignore[call-overload]
     assert "skgate.model.events.Created" not in built  # the journal's events are records
     assert built <= DATACLASSES_ALLOWED, sorted(built - DATACLASSES_ALLOWED)
+
+
+def test_start_records_its_attempt_without_the_dataclasses_module() -> None:
+    """``skgate start`` answers once the attempt is recorded (issue 29): the caller's
+    imports and the forked runner's up to its record build no dataclass, so neither
+    ``dataclasses`` nor what it loads (``inspect``, ``ast``, ``dis``, ``tokenize``) is
+    imported on that path."""
+    code = (
+        "import sys; import skgate.cli.main, skgate.cli.specs, skgate.cli.agents, "
+        "skgate.api.detach, skgate.preflight.early, skgate.runner.run, skgate.model.protocol; "
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code], env=ENV, capture_output=True, text=True, check=True
+    )
+    loaded = set(res.stdout.split())
+    assert "skgate.runner.run" in loaded
+    assert not loaded & {"dataclasses", "inspect"}, sorted(loaded & {"dataclasses", "inspect"})

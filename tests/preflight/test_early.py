@@ -11,7 +11,6 @@ removed; the static probe's start-up baseline is the interpreter's own module se
 from __future__ import annotations
 
 import ast
-import dataclasses
 import json
 import os
 import subprocess
@@ -244,8 +243,8 @@ def test_bad_input_starts_nothing_early(tmp_path: Path) -> None:
     text.chmod(0o755)
     before = _children()
     for request in (
-        dataclasses.replace(request_for(text, tmp_path, env=clean_env()), python=str(text)),
-        dataclasses.replace(request_for(Path(sys.executable), tmp_path, env=clean_env()), jobs="0"),
+        replace(request_for(text, tmp_path, env=clean_env()), python=str(text)),
+        replace(request_for(Path(sys.executable), tmp_path, env=clean_env()), jobs="0"),
     ):
         assert EarlyWork.begin(request, clean_env()) is None
     assert _children() - before == set()

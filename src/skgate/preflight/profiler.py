@@ -21,7 +21,6 @@ patched. This module imports no framework at import time.
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -140,6 +139,8 @@ def build_schedule(
         factory = found[0]
     wanted = sched.as_kwargs()
     limitations: list[str] = []
+    import inspect  # noqa: PLC0415 - the launcher side only (run-path start-up, issue 29)
+
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
