@@ -146,3 +146,17 @@ def test_control_json_says_probed_then_cached(
         control = json.loads((Path(verdict.attempt) / "control.json").read_text())
         seen.append(control["controls"]["hooks"]["probe_answer"])
     assert seen == ["probed", "cached"]
+
+
+def test_an_entry_others_may_write_is_a_miss(cached: Path, venv: tuple[Path, Path]) -> None:
+    """Another user who can write the cache could forge an entry that matches every
+    fingerprint: a directory or entry writable by group or others is never read."""
+    python, _ = venv
+    assert answer(hooks.scan(str(python), clean_env())) == "probed"
+    (entry,) = cached.glob("*.json")
+    for path, loose, tight in ((cached, 0o777, 0o700), (entry, 0o666, 0o600)):
+        path.chmod(loose)
+        assert answer(hooks.scan(str(python), clean_env())) == "probed"
+        path.chmod(tight)
+        entry = next(cached.glob("*.json"))
+    assert answer(hooks.scan(str(python), clean_env())) == "cached"

@@ -16,8 +16,9 @@ every ``.pth`` file, customize module and ``PYTHONPATH`` entry, and of every mod
 the start-up probe saw imported beyond the baseline. An entry is used only when every
 fingerprint, taken again now, is the same; any change (a touched or added ``.pth``, a
 site directory's listing, a ``PYTHONPATH`` entry, another interpreter) is a miss and the
-probes run. A corrupt, over-long, linked or foreign entry is a miss too. So an entry,
-even a forged one, is never trusted across a changed fingerprint.
+probes run. A corrupt, over-long, linked or foreign entry is a miss too, and so is one
+in a directory or file not this user's or writable by others. So an entry, even a
+forged one, is never trusted across a changed fingerprint.
 
 Where: ``$XDG_CACHE_HOME/skgate/hook-probe`` (``~/.cache/...``), one file per key,
 written whole and atomically (a temporary name, then ``rename``), read as a regular file
@@ -33,7 +34,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,8 @@ def load(folder: Path | None, key: str) -> Entry | None:
     if folder is None:
         return None
     try:
+        if not _own(folder, stat.S_ISDIR) or not _own(folder / f"{key}.json", stat.S_ISREG):
+            return None
         got = json.loads(read_bytes(folder / f"{key}.json", MAX_BYTES))
         if not isinstance(got, dict) or got.get("schema") != SCHEMA or got.get("key") != key:
             return None
@@ -178,6 +181,13 @@ def load(folder: Path | None, key: str) -> Entry | None:
         return Entry(static, startup)
     except Exception:
         return None
+
+
+def _own(path: Path, kind: Callable[[int], bool]) -> bool:
+    """``path`` (not followed) is of ``kind``, this user's, and nobody else may write it:
+    an entry another user could write could be forged to match every fingerprint."""
+    st = os.lstat(path)
+    return kind(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def store(folder: Path | None, key: str, entry: Entry) -> None:
