@@ -10,7 +10,8 @@
    right after verdict.json is durable) carries its own monotonic stamp: both clocks are
    the same system-wide CLOCK_MONOTONIC;
 3. start-up: ``skgate run -- true`` against ``timeout 60 true``, interleaved, median of
-   ``--runs`` (target: <= 250 ms slower).
+   ``--runs`` (target, issue 29: <= 100 ms slower). The hook probes' answer is cached
+   per user (``preflight/hooks/cache.py``): the line says how many runs used it.
 """
 
 from __future__ import annotations
@@ -227,7 +228,17 @@ def _timed_run(python: str, work: Path, root: str, approve: list[str]) -> float:
 
 
 def startup(runs: int, against: str | None = None) -> tuple[list[float], list[float], list[float]]:
-    """(skgate run, timeout, skgate run under ``against``) wall times, interleaved."""
+    """(skgate run, timeout, skgate run under ``against``) wall times, interleaved.
+
+    The bytecode of each skgate timed is compiled first, as ``pip install`` leaves it:
+    with ``PYTHONDONTWRITEBYTECODE=1`` (this machine) an editable install would compile
+    every changed module from source on every start."""
+    for python in (sys.executable, *([against] if against else [])):
+        subprocess.run(
+            [python, "-c", "import compileall, os, skgate; "
+             "compileall.compile_dir(os.path.dirname(skgate.__file__), quiet=1)"],
+            check=True,
+        )  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-"))
     approve = approvals(sys.executable, work)
     gate, ref, other = [], [], []
@@ -238,6 +249,12 @@ def startup(runs: int, against: str | None = None) -> tuple[list[float], list[fl
         ref.append(time.perf_counter() - t0)
         if against:
             other.append(_timed_run(against, work, "r-against", approve))
+    answers = [
+        json.loads(c.read_text())["controls"]["hooks"].get("probe_answer", "probed")
+        for c in sorted((work / "r" / "attempts").glob("*/control.json"))
+    ]
+    print(f"start-up: hook probe answers of the timed runs: {answers.count('cached')} cached, "
+          f"{len(answers) - answers.count('cached')} probed")  # fmt: skip
     return gate, ref, other
 
 
@@ -311,7 +328,7 @@ def report_startup(runs: int, against: str | None) -> None:
     print(
         f"start-up: skgate run -- true median {1000 * mg:.0f} ms, timeout 60 true median "
         f"{1000 * mr:.1f} ms: {1000 * (mg - mr):.0f} ms slower ({mg / mr:.0f}x) over "
-        f"{runs} interleaved runs; target <= 250 ms slower"
+        f"{runs} interleaved runs; target <= 100 ms slower"
     )
     if other:
         mo = statistics.median(other)

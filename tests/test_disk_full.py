@@ -215,13 +215,13 @@ def test_after_a_failed_append_later_lines_wait_for_the_repair() -> None:
 #: returned: the one finishing function is replaced before the CLI runs.
 FULL_WHILE_FINISHING = """\
 import errno, os, sys
-from skgate.runner import run as runner
+from skgate.runner import watch
 from skgate.cli.main import main
 
 def full(*_args, **_kwargs):
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), sys.argv[1])
 
-runner.finish_after_return = full
+watch.finish_after_return = full  # the runner imports it when it finishes
 sys.exit(main(["run", "--root", "r", "--quiet", "--verdict-from", "exit-status", "--",
                sys.executable, "-c", "open('returned', 'w').close()"]))
 """

@@ -7,7 +7,6 @@ bounded steps until the outcome is final, read the report. The server runs as
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 import skgate
 from conftest import ENV
 from skgate.agents.mcp_server import AGENT_NAMES, NOT_FOR_AGENTS, RULES
+from skgate.model.frozen import fields as record_fields
 from skgate.model.request import RunRequest
 
 pytest.importorskip("mcp", reason="the optional extra skgate[mcp] is not installed")
@@ -155,7 +155,7 @@ async def _agents_options(tmp: Path) -> None:
         by_name = {t.name: t for t in (await client.list_tools()).tools}
         # start (and preflight) take every RunRequest field an agent may set: derived
         # from the request model, so a new run option reaches agents (issue 30).
-        fields = {f.name for f in dataclasses.fields(RunRequest)} - set(NOT_FOR_AGENTS)
+        fields = set(record_fields(RunRequest)) - set(NOT_FOR_AGENTS)
         wanted = {AGENT_NAMES.get(f, f) for f in fields}
         assert set(by_name["start"].input_schema["properties"]) == wanted
         assert set(by_name["preflight"].input_schema["properties"]) == wanted
@@ -170,13 +170,14 @@ async def _agents_options(tmp: Path) -> None:
             )
         )
         attempt = Path(started["attempt"])
-        control = json.loads((attempt / "control.json").read_text())
-        assert control["request"]["verdict_from"] == "exit-status"
         while (waited := _data(await client.call_tool("wait", {"attempt": str(attempt)})))[
             "outcome"
         ] == "in_progress":
             pass
         assert (waited["state"], waited["exit_code"]) == ("succeeded", 0)
+        # Read once final: start answers as soon as the attempt is recorded (issue 29).
+        control = json.loads((attempt / "control.json").read_text())
+        assert control["request"]["verdict_from"] == "exit-status"
 
         # Unknown arguments are refused with one line naming them; nothing is recorded.
         before = sorted(root.iterdir())

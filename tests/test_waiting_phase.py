@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ENV, SKGATE, pid_alive, run_skgate, wait_for
+from conftest import ENV, SKGATE, events, pid_alive, run_skgate, wait_for
 from skgate.model.exits import EXIT_IN_PROGRESS
 
 pytestmark = pytest.mark.slow
@@ -81,9 +81,18 @@ def _start(tmp: Path, foreign: Foreign) -> Path:
     )
     assert started.returncode == 0, started
     record = json.loads(started.stdout)
-    assert record["phase"] == "waiting_for_blockers", record
-    assert f"{foreign.name}[{foreign.pid}]" in started.stderr or record["waiting_for"], started
-    return Path(record["attempt"])
+    # Issue 29: start answers once the attempt is recorded; the wait is the runner's.
+    assert record["phase"] == "preflight", record
+    attempt = Path(record["attempt"])
+    wait_for(
+        lambda: any(
+            e["event"] == "foreign_wait" and [b["pid"] for b in e["blockers"]] == [foreign.pid]
+            for e in events(attempt)
+        ),
+        what="the detached runner to wait for the foreign compiler",
+        timeout=60,
+    )
+    return attempt
 
 
 def test_every_read_says_waiting_and_nothing_launched(tmp_path: Path, foreign: Foreign) -> None:
@@ -178,6 +187,12 @@ async def _mcp(tmp: Path, foreign: Foreign) -> dict[str, Any]:
             "start", {"command": ["sleep", "1"], "root": str(tmp / "r"), "cwd": str(tmp)}
         )
         attempt = json.loads(getattr(started.content[0], "text", "{}"))["attempt"]
+        # Issue 29: start answers once the attempt is recorded; the wait follows.
+        wait_for(
+            lambda: any(e["event"] == "foreign_wait" for e in events(Path(attempt))),
+            what="the detached runner to wait for the foreign compiler",
+            timeout=60,
+        )
         for tool, args in (("status", {}), ("stop", {"reason": "test"})):
             result = await client.call_tool(tool, {"attempt": attempt, **args})
             got[tool] = result.structured_content or json.loads(

@@ -13,7 +13,15 @@ from typing import Any, ClassVar
 
 import pytest
 
-from skgate.model.frozen import FrozenRecordError, field, fields, record, replace
+from skgate.model.frozen import (
+    FrozenRecordError,
+    KwRecord,
+    field,
+    fields,
+    kw_field,
+    record,
+    replace,
+)
 
 
 @record
@@ -159,3 +167,71 @@ def test_the_status_path_loads_neither_dataclasses_nor_inspect(tmp_path: Path) -
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip().split(maxsplit=2) == ["0", "SUCCEEDED:", "[]"], done.stdout
+
+
+# -- KwRecord: keyword-only records with inheritance (the journal's events, issue 29) ----
+
+
+class KwBase(KwRecord):
+    """A base with the envelope fields, as model.events.Event."""
+
+    KIND: ClassVar[str] = "base"
+    t: float | None = None
+    mono: float | None = None
+
+
+class KwRec(KwBase):
+    KIND: ClassVar[str] = "rec"
+    name: str | None = None
+    mono: float | None = 1.5  # redefined: keeps its place, takes the new default
+    reasons: tuple[str, ...] = kw_field(default=(), metadata={"strict": True})
+    extra: Mapping[str, Any] = kw_field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DcBase:
+    KIND: ClassVar[str] = "base"
+    t: float | None = None
+    mono: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DcRec(DcBase):
+    KIND: ClassVar[str] = "rec"
+    name: str | None = None
+    mono: float | None = 1.5
+    reasons: tuple[str, ...] = dataclasses.field(default=(), metadata={"strict": True})
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def test_a_kw_record_matches_a_frozen_kw_only_dataclass_hierarchy() -> None:
+    k, d = KwRec(name="a", t=2.0), DcRec(name="a", t=2.0)
+    assert repr(k) == repr(d).replace("DcRec(", "KwRec(")
+    assert fields(k) == tuple(f.name for f in dataclasses.fields(d))
+    assert [f.metadata.get("strict") for f in KwRec.__record_specs__] == [
+        f.metadata.get("strict") for f in dataclasses.fields(d)
+    ]
+    assert KwRec.__match_args__ == DcRec.__match_args__ == ()
+    assert (k.mono, k.reasons, k.extra, KwRec.KIND, KwBase.KIND) == (1.5, (), {}, "rec", "base")
+    assert KwRec(extra={}).extra is not KwRec().extra  # a factory makes a new value each time
+    assert (KwRec.reasons, DcRec.reasons) == ((), ())  # a plain default stays a class attribute
+    assert not hasattr(KwRec, "extra") and not hasattr(DcRec, "extra")
+    for cls in (KwRec, DcRec):
+        with pytest.raises(TypeError):
+            cls("a")  # type: ignore[call-arg, arg-type]  # keyword-only
+        with pytest.raises(TypeError):
+            cls(nope=1)  # type: ignore[call-arg]
+
+
+def test_a_kw_record_is_frozen_compares_by_value_and_type_and_pickles() -> None:
+    k = KwRec(name="a", reasons=("x",))
+    assert k == KwRec(name="a", reasons=("x",))
+    assert hash(KwBase(t=1.0)) == hash(KwBase(t=1.0)) == hash(DcBase(t=1.0))
+    assert k != KwRec(name="b", reasons=("x",))
+    assert k != KwBase(t=None, mono=1.5)  # another type: never equal
+    with pytest.raises(FrozenRecordError):
+        k.name = "b"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DcRec().name = "b"  # type: ignore[misc]
+    assert replace(k, mono=None) == KwRec(name="a", reasons=("x",), mono=None)
+    assert pickle.loads(pickle.dumps(k)) == k

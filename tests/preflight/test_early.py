@@ -11,7 +11,6 @@ removed; the static probe's start-up baseline is the interpreter's own module se
 from __future__ import annotations
 
 import ast
-import dataclasses
 import json
 import os
 import subprocess
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 from test_hooks import clean_env, make_venv, request_for
 
+from skgate.model.frozen import replace
 from skgate.model.sources import ALL_SOURCES
 from skgate.preflight.early import EarlyWork
 from skgate.preflight.hooks.probe import Probe
@@ -95,7 +95,7 @@ def test_early_scan_for_other_inputs_is_cancelled_and_leaves_no_probe(
     assert work is not None
     inputs = early_scan_inputs(request, clean_env())  # type: ignore[arg-type]
     assert inputs is not None
-    other = dataclasses.replace(inputs, strict=not inputs.strict)
+    other = replace(inputs, strict=not inputs.strict)
     try:
         assert work.scan_result(other) is None  # preflight then scans itself
     finally:
@@ -243,8 +243,8 @@ def test_bad_input_starts_nothing_early(tmp_path: Path) -> None:
     text.chmod(0o755)
     before = _children()
     for request in (
-        dataclasses.replace(request_for(text, tmp_path, env=clean_env()), python=str(text)),
-        dataclasses.replace(request_for(Path(sys.executable), tmp_path, env=clean_env()), jobs="0"),
+        replace(request_for(text, tmp_path, env=clean_env()), python=str(text)),
+        replace(request_for(Path(sys.executable), tmp_path, env=clean_env()), jobs="0"),
     ):
         assert EarlyWork.begin(request, clean_env()) is None
     assert _children() - before == set()

@@ -167,7 +167,7 @@ LONG_UPTIME_TICKS = 1_234_567_890
 @pytest.fixture
 def long_uptime(monkeypatch: pytest.MonkeyPatch) -> int:
     """This test process, seen as started LONG_UPTIME_TICKS after boot (a host up > 116 days)."""
-    from dataclasses import replace as dc_replace
+    from skgate.model.frozen import replace as dc_replace
 
     me = observe.self_stat()
     real = observe.read_stat

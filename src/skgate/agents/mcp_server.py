@@ -19,7 +19,6 @@ One argument name for the attempt in every tool that takes one: ``attempt`` (iss
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import logging
 import os
@@ -33,6 +32,7 @@ from skgate.api import lifecycle
 from skgate.evidence.files import DEFAULT_ROOT, EVENTS, is_attempt_dir
 from skgate.evidence.ledger import latest
 from skgate.model.errors import SkgateError, UsageError
+from skgate.model.frozen import fields
 from skgate.model.outcomes import PackageMode
 from skgate.model.phrases import LANGS, Lang
 from skgate.model.request import RunRequest
@@ -126,21 +126,21 @@ def request_parameters(*, command_required: bool) -> list[inspect.Parameter]:
     """The tool arguments of a run request: one per RunRequest field an agent may set."""
     hints = typing.get_type_hints(RunRequest)
     params: list[inspect.Parameter] = []
-    for f in dataclasses.fields(RunRequest):
-        if f.name in NOT_FOR_AGENTS:
+    # Every default, as a request with only the required fields has it (a frozen record).
+    defaults = RunRequest(argv=(), cwd="", root="")
+    for field_name in fields(RunRequest):
+        if field_name in NOT_FOR_AGENTS:
             continue
         kind = inspect.Parameter.KEYWORD_ONLY
-        name, hint = AGENT_NAMES.get(f.name, f.name), _agent_type(hints[f.name])
-        if f.name == "argv":
+        name, hint = AGENT_NAMES.get(field_name, field_name), _agent_type(hints[field_name])
+        if field_name == "argv":
             default: Any = inspect.Parameter.empty if command_required else []
-        elif f.name == "cwd":  # the server's working directory
+        elif field_name == "cwd":  # the server's working directory
             hint, default = str | None, None
-        elif f.name == "root":
+        elif field_name == "root":
             default = str(DEFAULT_ROOT)
-        elif f.default is not dataclasses.MISSING:
-            default = f.default
         else:
-            default = f.default_factory()  # type: ignore[operator]
+            default = getattr(defaults, field_name)
         if isinstance(default, tuple):
             default = list(default)
         params.append(inspect.Parameter(name, kind, default=default, annotation=hint))
@@ -264,12 +264,12 @@ def build_server(max_wait: float | None = None) -> Any:
         _with_request_signature(start, command_required=True),
         name="start",
         description="Start a compile command under the gate with a detached runner and "
-        "return at once: {attempt, state (in_progress | not_started), phase (running | "
-        "waiting_for_blockers | not_started), runner_pid, waiting_for}. Takes every option "
+        "return as soon as the attempt is recorded: {attempt, state (in_progress), phase "
+        "(preflight), runner_pid, waiting_for}. Takes every option "
         "of 'skgate run' (verdict_from, completion_marker, approved_hooks, python, ...). "
-        "The compile runs on after this call. Next: call wait with the attempt. Fails "
-        "(tool error, exit status 2) on bad input, nothing recorded; state not_started "
-        "(with reasons) when refused before launch.",
+        "The detached runner goes on: preflight, a wait for blockers, the launch or a "
+        "refusal (status and wait say which). Next: call wait with the attempt. Fails "
+        "(tool error, exit status 2) on bad input, nothing recorded.",
     )
 
     @server.tool(

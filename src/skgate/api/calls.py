@@ -25,7 +25,6 @@ detached runner has launched the command, :func:`wait` waits read-only in bounde
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -39,6 +38,7 @@ from skgate.api.lifecycle import StopResult, WaitResult
 from skgate.evidence.files import DEFAULT_ROOT
 from skgate.evidence.ledger import latest
 from skgate.model.errors import UsageError
+from skgate.model.frozen import fields
 from skgate.model.protocol import Started, read_reply
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
@@ -116,7 +116,7 @@ def _request(
             f"skgate.api.run takes the command as a list of arguments, not one string "
             f"({argv!r}); for example run(['bash', 'run.sh']) (no shell is ever used)"
         )
-    known = {f.name for f in dataclasses.fields(RunRequest)}
+    known = set(fields(RunRequest))
     unknown = sorted(set(options) - known)
     if unknown:
         raise UsageError(

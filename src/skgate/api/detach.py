@@ -7,17 +7,20 @@ runner: it runs in its own session (not in the caller's process group, no contro
 terminal), with stdin, stdout and stderr on ``/dev/null`` and the attempt's
 ``runner.log`` and no other inherited descriptor, and is re-parented away from the
 caller (double fork). It is still the child subreaper of its workload
-(:mod:`skgate.proc.supervise`). ``start`` returns once the attempt is recorded and the
-command launched, refused, or waiting for a blocker: foreign compilers and device leases
-are waited for by the detached runner, never by the caller (C4). Waiting and stopping
-are in :mod:`skgate.api.lifecycle`.
+(:mod:`skgate.proc.supervise`). ``start`` returns as soon as the attempt is recorded
+(issue 29: its journal's ``created`` entry and the ledger's; phase ``preflight``): the
+rest of preflight, a wait for foreign compilers or device leases (C4), a refusal and the
+launch happen in the detached runner, never in the caller, and ``status`` / ``wait``
+read them from the attempt. Bad input is still refused before anything is recorded.
+Waiting and stopping are in :mod:`skgate.api.lifecycle`.
 
 Protocol of the detached runner: ``python -m skgate.api.detach FD`` with a
 :class:`~skgate.model.records.RunRequest` as JSON on stdin; it forks once more, and the
-grandchild (the runner) writes one JSON line to descriptor FD: the :class:`Started`
-record, or ``{"error": MESSAGE, "exit_code": N}``; then it closes FD. The caller reads
-until end of file. (The CLI forks directly, without a new interpreter, when it is
-single-threaded: that saves an interpreter start-up on every ``skgate start``.)
+grandchild (the runner) writes one JSON line to descriptor FD once the attempt is
+recorded: the :class:`Started` record, or ``{"error": MESSAGE, "exit_code": N}`` (nothing
+was recorded); then it closes FD. The caller reads until end of file. (The CLI forks
+directly, without a new interpreter, when it is single-threaded: that saves an
+interpreter start-up on every ``skgate start``.)
 """
 
 from __future__ import annotations
@@ -139,19 +142,16 @@ def _runner_main(request: RunRequest, handshake: int) -> int:
 
 
 def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) -> int:
-    """Run the attempt; tell the caller once it is launched, refused or waiting."""
-    from skgate.evidence.follow import Progress  # noqa: PLC0415
+    """Run the attempt; tell the caller once it is recorded (or refused before that)."""
     from skgate.evidence.stops import stop_pending  # noqa: PLC0415 - see the module top
-    from skgate.model.events import Blocked, Created, Event, Finished, Launched  # noqa: PLC0415
+    from skgate.model.events import Created, Event, Launched  # noqa: PLC0415
     from skgate.model.protocol import AttemptPhase  # noqa: PLC0415
     from skgate.model.running import State  # noqa: PLC0415
     from skgate.runner.run import run_here  # noqa: PLC0415
 
     reply: list[int] = [handshake]
     launched = [False]
-    progress = Progress()
     attempt: list[str] = [""]
-    blocked: list[str] = []
 
     def tell(payload: dict[str, Any]) -> None:
         if reply[0] < 0:
@@ -163,14 +163,8 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
         reply[0] = -1
 
     def on_event(ev: Event) -> None:
-        progress.update(ev)
         if isinstance(ev, Created):
             attempt[0] = str(ev.attempt)
-            # Issue 21 s4: a line before the reply, so a caller whose runner dies before
-            # replying still learns which attempt was recorded (lifecycle.read_started).
-            if reply[0] >= 0:
-                with contextlib.suppress(OSError):
-                    os.write(reply[0], (json.dumps({"recorded": attempt[0]}) + "\n").encode())
             # The runner's own tracebacks and notes land in the attempt, not nowhere.
             with contextlib.suppress(OSError):
                 log = os.open(
@@ -183,15 +177,6 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
                 os.close(log)
         elif isinstance(ev, Launched):
             launched[0] = True
-            tell(_started(attempt[0], State.IN_PROGRESS, AttemptPhase.RUNNING, ()))
-        elif progress.phase is AttemptPhase.WAITING_FOR_BLOCKERS:
-            phase = AttemptPhase.WAITING_FOR_BLOCKERS
-            tell(_started(attempt[0], State.IN_PROGRESS, phase, progress.waiting))
-        elif isinstance(ev, Blocked):
-            blocked.extend(ev.reasons)
-        elif isinstance(ev, Finished) and not launched[0]:
-            state = ev.state or State.UNKNOWN
-            tell(_started(attempt[0], state, AttemptPhase.NOT_STARTED, (), blocked))
 
     def on_term(_signum: int, _frame: object) -> None:
         # Before launch a stop (or any SIGTERM) ends the attempt as not started; after
@@ -211,13 +196,24 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
         with contextlib.suppress(OSError):
             os.write(2, (message + "\n").encode())
 
+    def recorded(attempt_dir: Path) -> None:
+        # Issue 29: the caller is answered as soon as the attempt is recorded (journal
+        # and ledger); the rest is the detached runner's, and the record says how it went.
+        tell(_started(str(attempt_dir), State.IN_PROGRESS, AttemptPhase.PREFLIGHT, ()))
+
     code = 0
     try:
         verdict = run_here(
-            request, None, notify, on_event=on_event, stop_request=stop_pending, early=early
+            request,
+            None,
+            notify,
+            on_event=on_event,
+            stop_request=stop_pending,
+            early=early,
+            recorded=recorded,
         )
         code = verdict.exit_code
-        if reply[0] >= 0:  # finished without a launch or refusal record (not expected)
+        if reply[0] >= 0:  # finished without being recorded (not expected)
             tell(_started(attempt[0], verdict.state, AttemptPhase.NOT_STARTED, ()))
     except SkgateError as exc:
         tell({"error": str(exc), "exit_code": exc.exit_code})

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from skgate.model.exits import EXIT_BLOCKED
+from skgate.model.frozen import replace
 from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest

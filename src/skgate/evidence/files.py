@@ -30,6 +30,7 @@ from pathlib import Path
 
 from skgate.evidence import regular, sealed
 from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.frozen import replace
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
@@ -329,9 +330,7 @@ class Journal:
         (``Event.to_dict``): the same bytes as every earlier version wrote (C3).
         ``sync=False``: the line is written (a reader, or a runner killed a moment later,
         still finds it) but made durable only by the next synced line or :meth:`sync`."""
-        import dataclasses  # noqa: PLC0415 - the write path only (status start-up)
-
-        stamped = dataclasses.replace(event, t=time.time())
+        stamped = replace(event, t=time.time())
         line = json_text(stamped.to_dict()) + "\n"
         os.write(self._fd, line.encode("utf-8"))
         # fsync per event: a runner killed a moment later still leaves this record (C3).

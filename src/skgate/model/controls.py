@@ -13,8 +13,9 @@ Reading is as lenient as the file may be old or partial: a missing or ill-typed 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from skgate.model.frozen import field, record
 
 
 def _sub(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -41,7 +42,7 @@ def _ids(value: Any) -> frozenset[tuple[str, int]] | None:
     return frozenset((n, i) for n, i in pairs if isinstance(n, str) and _int(i) is not None)
 
 
-@dataclass(frozen=True)
+@record
 class HookFinding:
     """One start-up hook finding as the controls froze it (C6)."""
 
@@ -61,7 +62,7 @@ class HookFinding:
         )
 
 
-@dataclass(frozen=True)
+@record
 class FrozenControls:
     """The typed view of ``control.json["controls"]``."""
 

@@ -1,4 +1,4 @@
-"""The journal's events as types: one frozen dataclass per kind of ``events.jsonl`` line.
+"""The journal's events as types: one frozen record per kind of ``events.jsonl`` line.
 
 Every record of ``events.jsonl`` (schema ``skgate.event/1``, ``schemas/event.json``) is
 an envelope (``schema``, ``t``, ``event``, and ``mono`` when a runner wrote it) and the
@@ -26,14 +26,13 @@ No I/O and no clock here (the model layer's contract).
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from skgate.model.frozen import KwField, KwRecord, kw_field
 from skgate.model.running import State
 from skgate.model.schema import SCHEMA_EVENT
 
@@ -112,21 +111,20 @@ class PreflightStep(str, enum.Enum):
 
 def _opt() -> Any:
     """A field written only when it has a value (see the module doc)."""
-    return field(default=None, metadata={"omit": True})
+    return kw_field(default=None, metadata={"omit": True})
 
 
 def _strict(default: Any = None) -> Any:
     """A field the verdict is computed from: of the wrong type it makes the record an
     :class:`UnknownEvent` with ``problem`` set (the loader refuses it, C2.5). A damaged
     field that is not strict reads as its default, as every earlier reader took it."""
-    return field(default=default, metadata={"strict": True})
+    return kw_field(default=default, metadata={"strict": True})
 
 
 _ENVELOPE = ("schema", "t", "event", "mono")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Event:
+class Event(KwRecord):
     """The envelope every record shares; subclasses add the fields of their kind."""
 
     KIND: ClassVar[EventKind]
@@ -157,7 +155,6 @@ class Event:
         return event_from_dict(data)
 
 
-@dataclass(frozen=True, kw_only=True)
 class Created(Event):
     """The runner made the attempt directory; who owns it, before control.json exists."""
 
@@ -170,20 +167,18 @@ class Created(Event):
     boot_id: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class SignalsIgnored(Event):
     KIND: ClassVar[EventKind] = EventKind.SIGNALS_IGNORED
     signals: tuple[str, ...] = ()
     note: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class Preflight(Event):
     """A preflight step; ``details`` are its fields in the order written."""
 
     KIND: ClassVar[EventKind] = EventKind.PREFLIGHT
     step: str | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = kw_field(default_factory=dict)
 
     @property
     def step_kind(self) -> PreflightStep | None:
@@ -198,7 +193,6 @@ class Preflight(Event):
         return {**out, **self.details}
 
 
-@dataclass(frozen=True, kw_only=True)
 class ForeignWait(Event):
     """Preflight starts waiting for compilers this attempt does not own (C4)."""
 
@@ -209,7 +203,6 @@ class ForeignWait(Event):
     policy: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class ForeignWaitEnd(Event):
     KIND: ClassVar[EventKind] = EventKind.FOREIGN_WAIT_END
     #: ``cleared`` or ``timed_out``.
@@ -219,13 +212,11 @@ class ForeignWaitEnd(Event):
     alive_at_end: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class Blocked(Event):
     KIND: ClassVar[EventKind] = EventKind.BLOCKED
     reasons: tuple[str, ...] = _strict(())
 
 
-@dataclass(frozen=True, kw_only=True)
 class Launched(Event):
     KIND: ClassVar[EventKind] = EventKind.LAUNCHED
     pid: int | None = None
@@ -237,12 +228,11 @@ class Launched(Event):
     grace: float | None = None
     subreaper: bool | None = None
     ownership_sources: tuple[str, ...] = ()
-    sources_unavailable: Mapping[str, Any] = field(default_factory=dict)
+    sources_unavailable: Mapping[str, Any] = kw_field(default_factory=dict)
     cgroup: str | None = None
     runner_cpu_s: float | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class StageSeen(Event):
     """An owned op_compiler invocation appeared (its inputs: the ``-p`` directory)."""
 
@@ -255,7 +245,6 @@ class StageSeen(Event):
     jobs: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class Observation(Event):
     """Counts taken while the compile lives: provisional, they prove nothing (C1)."""
 
@@ -266,7 +255,6 @@ class Observation(Event):
     stages: tuple[Mapping[str, Any], ...] | None = _opt()
 
 
-@dataclass(frozen=True, kw_only=True)
 class SignalReceived(Event):
     KIND: ClassVar[EventKind] = EventKind.SIGNAL_RECEIVED
     signal: int | None = _strict()
@@ -276,7 +264,6 @@ class SignalReceived(Event):
     sender_pid: int | None = _opt()
 
 
-@dataclass(frozen=True, kw_only=True)
 class SignalSent(Event):
     KIND: ClassVar[EventKind] = EventKind.SIGNAL_SENT
     signal: int | None = _strict()
@@ -296,14 +283,12 @@ class SignalSent(Event):
     by: str | None = _opt()
 
 
-@dataclass(frozen=True, kw_only=True)
 class Timeout(Event):
     KIND: ClassVar[EventKind] = EventKind.TIMEOUT
     timeout: float | None = None
     by: str | None = _opt()
 
 
-@dataclass(frozen=True, kw_only=True)
 class LeaderExited(Event):
     KIND: ClassVar[EventKind] = EventKind.LEADER_EXITED
     pid: int | None = None
@@ -311,7 +296,6 @@ class LeaderExited(Event):
     exit_signal: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class Reaped(Event):
     KIND: ClassVar[EventKind] = EventKind.REAPED
     pid: int | None = None
@@ -319,7 +303,6 @@ class Reaped(Event):
     exit_signal: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class TreeEnded(Event):
     KIND: ClassVar[EventKind] = EventKind.TREE_ENDED
     escaped_alive: int = _strict(0)
@@ -328,7 +311,6 @@ class TreeEnded(Event):
     runner_cpu_s: float | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class RunnerSignal(Event):
     """A stop signal received outside supervision (never makes a verdict interrupted)."""
 
@@ -339,7 +321,6 @@ class RunnerSignal(Event):
     action: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class FinishingCutShort(Event):
     KIND: ClassVar[EventKind] = EventKind.FINISHING_CUT_SHORT
     signal: int | None = None
@@ -347,7 +328,6 @@ class FinishingCutShort(Event):
     verdict_written: bool | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class Finished(Event):
     KIND: ClassVar[EventKind] = EventKind.FINISHED
     state: State | None = None
@@ -356,7 +336,6 @@ class Finished(Event):
     runner_maxrss_kb: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class Recovered(Event):
     """``skgate recover`` finished the attempt after its runner died (issue 12)."""
 
@@ -369,7 +348,6 @@ class Recovered(Event):
     census_late: bool | None = _opt()
 
 
-@dataclass(frozen=True, kw_only=True)
 class Adopted(Event):
     """``skgate recover --adopt`` holds the live tree of an attempt whose runner died, and
     will finish it at natural return or at the frozen deadline (issue 21 s1)."""
@@ -386,7 +364,6 @@ class Adopted(Event):
     note: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
 class AdoptedTreeEnded(Event):
     """The adopted tree ended: ``how`` is ``natural`` or ``deadline``."""
 
@@ -395,7 +372,6 @@ class AdoptedTreeEnded(Event):
     still_alive: tuple[int, ...] | None = _opt()
 
 
-@dataclass(frozen=True, kw_only=True)
 class VerdictLine(Event):
     """The last line of a live stream: the verdict in the event envelope (never
     journalled). ``outcome``: ``final``, ``in_progress`` or ``runner_gone``."""
@@ -405,15 +381,14 @@ class VerdictLine(Event):
     outcome: str | None = None
     state: State | None = None
     exit_code: int | None = None
-    verdict: Mapping[str, Any] = field(default_factory=dict)
+    verdict: Mapping[str, Any] = kw_field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
 class UnknownEvent(Event):
     """A record this version cannot type: kept whole, never an error of the reader."""
 
     KIND: ClassVar[EventKind] = EventKind.VERDICT  # unused: event_name reads the raw record
-    raw: Mapping[str, Any] = field(default_factory=dict)
+    raw: Mapping[str, Any] = kw_field(default_factory=dict)
     #: The known kind whose field is damaged (None: a kind this version does not know).
     kind: EventKind | None = None
     #: What is damaged, e.g. ``"escaped_alive" (None)``; None for an unknown kind.
@@ -456,8 +431,8 @@ EVENT_TYPES: dict[EventKind, type[Event]] = {
 }
 
 
-def _payload(cls: type[Event]) -> tuple[dataclasses.Field[Any], ...]:
-    return tuple(f for f in dataclasses.fields(cls) if f.name not in ("t", "mono"))
+def _payload(cls: type[Event]) -> tuple[KwField, ...]:
+    return tuple(f for f in cls.__record_specs__ if f.name not in ("t", "mono"))
 
 
 def _plain(value: Any) -> Any:

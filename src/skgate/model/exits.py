@@ -94,7 +94,8 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         state="succeeded",
         help_label="succeeded",
         for_command={
-            "start": "launched, or waiting for a blocker in the detached runner",
+            "start": "the attempt is recorded; the detached runner goes on (preflight, a wait "
+            "for blockers, the launch or a refusal: see status or wait)",
             "stop": "the runner recorded the request, or the attempt was already final "
             "(nothing changed)",
             "mcp": "the client closed the connection",
@@ -148,7 +149,7 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
             "cleanup": "refused while another process uses the outputs (nothing moved; a live "
             "process of the attempt itself is exit 6)",
             "check-outputs": "the attempt given with --attempt never started",
-            "start": "refused before launch (recorded as not started; see its reasons)",
+            "start": "the evidence root cannot be written: nothing was recorded or started",
         },
     ),
     ExitCode(

@@ -8,15 +8,23 @@ measured in docs/benchmarks.md), for a feature those types do not use.
 
 :func:`record` gives a class what ``@dataclass(frozen=True)`` gives it and nothing else:
 an ``__init__`` over its annotated fields in order (defaults and
-``field(default_factory=...)`` allowed), ``__repr__``, ``__eq__`` and ``__hash__`` over
+``field(default_factory=...)`` allowed; it calls ``__post_init__`` when the class has
+one), ``__repr__``, ``__eq__`` and ``__hash__`` over
 the field values, ``__match_args__``, and assignment refused (:class:`FrozenRecordError`,
 an ``AttributeError`` like ``dataclasses.FrozenInstanceError``). :func:`replace` and
 :func:`fields` stand in for their ``dataclasses`` namesakes. Type checkers see the
 decorator as a frozen dataclass (PEP 681 ``dataclass_transform``). Records pickle as any
 plain class does (Ray sends verdicts between processes).
 
-Everything else in skgate keeps ``dataclasses``: only the types the read path loads use
-this (tests/model/test_frozen.py holds both to the same behaviour).
+:class:`KwRecord` is the same for a family of keyword-only records that share fields
+through inheritance (``@dataclass(frozen=True, kw_only=True)`` on a base and its
+subclasses): the journal's events, which a runner loads before its launch (issue 29:
+building their two dozen dataclasses cost 25-34 ms of every start-up). Its one
+``__init__`` is written once, not generated per class.
+
+Everything else in skgate keeps ``dataclasses``: only the types the read path and the
+run path's start-up load use this (tests/model/test_frozen.py holds both to the same
+behaviour).
 """
 
 from __future__ import annotations
@@ -106,6 +114,8 @@ def record(cls: C) -> C:
             params.append(f"{name}=_default_{name}")
             seen_default = True
         body.append(f"  _set(self, {name!r}, {name})")
+    if hasattr(cls, "__post_init__"):
+        body.append("  self.__post_init__()")  # as dataclasses: checks after the fields
     source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "  pass")
     exec(source, scope)  # noqa: S102 - our own generated text, as dataclasses does
     init = scope["__init__"]
@@ -169,3 +179,88 @@ def replace(obj: T, **changes: Any) -> T:
         raise TypeError(f"{type(obj).__name__} has no field(s) {sorted(unknown)}")
     values = {n: changes[n] if n in changes else getattr(obj, n) for n in names}
     return type(obj)(**values)
+
+
+# -- keyword-only records with inheritance (the journal's events) ----------------------
+
+
+class KwField:
+    """One field of a :class:`KwRecord`: its name, default (or factory) and metadata."""
+
+    __slots__ = ("default", "factory", "metadata", "name")
+
+    def __init__(
+        self,
+        name: str,
+        default: object = _MISSING,
+        factory: Callable[[], object] | None = None,
+        metadata: dict[str, object] | None = None,
+    ) -> None:
+        self.name = name
+        self.default = default
+        self.factory = factory
+        self.metadata: dict[str, object] = metadata or {}
+
+
+def kw_field(
+    *,
+    default: Any = _MISSING,
+    default_factory: Callable[[], Any] | None = None,
+    metadata: dict[str, object] | None = None,
+) -> Any:
+    """A :class:`KwRecord` field with a default or a factory, and ``metadata`` (as
+    ``dataclasses.field``'s)."""
+    return KwField("", default, default_factory, metadata)
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(kw_field,))
+class KwRecord:
+    """A frozen, keyword-only record whose fields are those of its bases, then its own (a
+    redefined field keeps its place), as ``@dataclass(frozen=True, kw_only=True)`` orders
+    them. Equality, hash and repr over the field values; :func:`replace` and
+    :func:`fields` serve it. Subclass it; no decorator."""
+
+    #: The fields, in order (built once per class by ``__init_subclass__``).
+    __record_specs__: tuple[KwField, ...] = ()
+    __record_fields__: tuple[str, ...] = ()
+    __match_args__ = ()  # keyword-only fields match by keyword, as in a kw_only dataclass
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        specs = {f.name: f for f in cls.__record_specs__}  # the base's, in its order
+        for name in _own_fields(cls):
+            given = cls.__dict__.get(name, _MISSING)
+            if isinstance(given, KwField):
+                spec = KwField(name, given.default, given.factory, given.metadata)
+                if given.default is _MISSING:
+                    delattr(cls, name)  # a factory (or nothing) is no class attribute
+                else:
+                    setattr(cls, name, given.default)
+            else:
+                spec = KwField(name, given)
+            specs[name] = spec
+        cls.__record_specs__ = tuple(specs.values())
+        cls.__record_fields__ = tuple(specs)
+
+    def __init__(self, **values: Any) -> None:
+        for spec in self.__record_specs__:
+            name = spec.name
+            if name in values:
+                value = values.pop(name)
+            elif spec.factory is not None:
+                value = spec.factory()
+            elif spec.default is _MISSING:
+                raise TypeError(f"{type(self).__name__}() missing keyword argument {name!r}")
+            else:
+                value = spec.default
+            object.__setattr__(self, name, value)
+        if values:
+            raise TypeError(
+                f"{type(self).__name__}() got an unexpected keyword argument {next(iter(values))!r}"
+            )
+
+    __repr__ = _repr
+    __eq__ = _eq
+    __hash__ = _hash
+    __setattr__ = _refuse_set
+    __delattr__ = _refuse_delete

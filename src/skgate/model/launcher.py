@@ -7,13 +7,13 @@ the ``launcher`` object of ``logscan.json``; the classifier reads it (C2, C7).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import field, record
 
 
-@dataclass(frozen=True)
+@record
 class LauncherFacts:
     """What the launcher's own lines said (see the module docstring for each kind)."""
 

@@ -5,10 +5,10 @@ Nothing here does I/O. Schema history: ``skgate.logscan/1``: first version (2026
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import field, record
 from skgate.model.launcher import LauncherFacts
 from skgate.model.running import Stage, Summary
 from skgate.model.schema import check_schema, require
@@ -16,7 +16,7 @@ from skgate.model.schema import check_schema, require
 SCHEMA_LOGSCAN = "skgate.logscan/1"
 
 
-@dataclass(frozen=True)
+@record
 class LogScan:
     """What one pass over a run log found (written as ``logscan.json``)."""
 

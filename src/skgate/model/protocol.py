@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError, UsageError
 from skgate.model.exits import EXIT_BLOCKED
+from skgate.model.frozen import record
 from skgate.model.running import State
 
 SCHEMA_START = "skgate.start/1"
@@ -50,15 +50,16 @@ class AttemptPhase(str, enum.Enum):
     NOT_STARTED = "not_started"
 
 
-@dataclass(frozen=True)
+@record
 class Started:
     """What ``skgate start --json`` prints."""
 
     attempt: str
-    #: IN_PROGRESS, or NOT_STARTED (blocked before launch).
+    #: IN_PROGRESS (recorded: issue 29), or NOT_STARTED (blocked before launch).
     state: State
     runner_pid: int
-    #: RUNNING, WAITING_FOR_BLOCKERS or NOT_STARTED.
+    #: PREFLIGHT: ``start`` answers once the attempt is recorded (issue 29); RUNNING,
+    #: WAITING_FOR_BLOCKERS or NOT_STARTED from a runner that answered later.
     phase: AttemptPhase
     waiting_for: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()

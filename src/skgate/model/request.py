@@ -9,10 +9,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.frozen import field, record
 from skgate.model.outcomes import PackageMode, VerdictFrom
 from skgate.model.schema import require
 
@@ -47,7 +47,7 @@ def outputs_path(cwd: str, outputs: str | None) -> str:
     return posixpath.join(cwd, outputs or OUTPUTS_DIRNAME)
 
 
-@dataclass(frozen=True)
+@record
 class RunRequest:
     """One attempt to run, as the CLI or a controller asks for it.
 

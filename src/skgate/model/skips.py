@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from skgate.model.frozen import record
 from skgate.model.phrases import Lang
 
 #: The longest file name a Linux file system accepts, in bytes (NAME_MAX).
@@ -150,7 +150,7 @@ DETAIL = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class SkipFinding:
     """One thing that will make the compile skip, in both languages."""
 

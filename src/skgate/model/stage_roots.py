@@ -9,17 +9,17 @@ them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import record
 from skgate.model.schema import opt_int, require
 
 #: The static-kernel cache directory beside the ``ts*_outputs`` roots (fact 5a).
 CACHE_DIRNAME = "static_kernel_cache"
 
 
-@dataclass(frozen=True)
+@record
 class AnnouncedRoot:
     """A build directory a launcher start line named, as found after the tree ended.
 
@@ -75,7 +75,7 @@ class AnnouncedRoot:
         )
 
 
-@dataclass(frozen=True)
+@record
 class CacheEntry:
     """One ``{key: run_path}`` entry of a static-kernel cache file."""
 
@@ -113,7 +113,7 @@ class CacheEntry:
         )
 
 
-@dataclass(frozen=True)
+@record
 class CacheFile:
     """``static_kernel_cache/CANN-<version>_<device>.json`` beside the build directories."""
 

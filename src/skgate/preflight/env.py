@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,7 @@ def cann_version(env: Mapping[str, str]) -> str | None:
 
 
 def host_facts(env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    # Imported here: base_env is needed before the runner's early work starts, these not.
-    import platform  # noqa: PLC0415
+    # Imported here: base_env is needed before the runner's early work starts, this not.
     import socket  # noqa: PLC0415
 
     uname = os.uname()
@@ -145,7 +145,8 @@ def host_facts(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "kernel_version": uname.version,
         "machine": uname.machine,
         "boot_id": boot_id(),
-        "runner_python": platform.python_version(),
+        # platform.python_version()'s answer, without importing platform (issue 29).
+        "runner_python": sys.version.split()[0],
         "skgate_version": __version__,
         "cpu_model": cpu_model(),
         "cann_version": cann_version(os.environ if env is None else env),

@@ -7,10 +7,10 @@ import os
 import re
 import shutil
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import UsageError
+from skgate.model.frozen import record
 from skgate.model.request import RunRequest
 
 _PYTHON_RE = re.compile(r"^python(\d+(\.\d+)*)?$")
@@ -22,7 +22,7 @@ _BY_OPTION = "--python"
 _ON_PATH = "python3 on the workload PATH"
 
 
-@dataclass(frozen=True)
+@record
 class Interpreter:
     path: str | None
     how: str

@@ -17,11 +17,11 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skgate.model.errors import UsageError
+from skgate.model.frozen import record
 from skgate.model.request import frozen_jobs
 
 JOBS_VAR = "NPU_STATIC_KERNEL_COMPILE_JOBS"
@@ -39,7 +39,7 @@ PROC_SELF_CGROUP = Path("/proc/self/cgroup")
 MEMINFO = Path("/proc/meminfo")
 
 
-@dataclass(frozen=True)
+@record
 class JobsDecision:
     """The frozen value, where it came from, and everything it was computed from."""
 

@@ -21,13 +21,12 @@ patched. This module imports no framework at import time.
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import UsageError
+from skgate.model.frozen import record
 
 ENV_VAR = "SKGATE_PROFILER_SCHEDULE"
 FIELDS: tuple[str, ...] = ("wait", "warmup", "active", "repeat", "skip_first")
@@ -36,7 +35,7 @@ REQUIRED: tuple[str, ...] = ("wait", "warmup", "active")
 FRAMEWORKS: tuple[str, ...] = ("torch_npu.profiler", "torch.profiler")
 
 
-@dataclass(frozen=True)
+@record
 class ProfilerSchedule:
     """The five step counts of ``torch(_npu).profiler.schedule``."""
 
@@ -140,6 +139,8 @@ def build_schedule(
         factory = found[0]
     wanted = sched.as_kwargs()
     limitations: list[str] = []
+    import inspect  # noqa: PLC0415 - the launcher side only (run-path start-up, issue 29)
+
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):

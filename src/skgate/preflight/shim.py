@@ -19,7 +19,6 @@ opt-in nothing here runs and nothing changes.
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,10 @@ SHIM_VARS = (ENV_JOBS, ENV_PATH, ENV_DIR, ENV_CALLS)
 
 def shim_source() -> bytes:
     """The shim as shipped (package data)."""
+    # Only with --enforce-jobs: importlib.resources loads tempfile, zipfile and more
+    # (start-up, issue 29).
+    from importlib import resources  # noqa: PLC0415
+
     return resources.files("skgate").joinpath("data/op_compiler.sh").read_bytes()
 
 

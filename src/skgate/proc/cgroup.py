@@ -35,10 +35,10 @@ import os
 import select
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skgate.model.frozen import record
 from skgate.model.sources import SOURCE_CGROUP, SOURCES_VAR
 from skgate.proc.observe import is_alive
 
@@ -52,7 +52,7 @@ class CgroupUnavailable(Exception):
     """No writable cgroup v2 leaf can be made here; ``str()`` says why (one line)."""
 
 
-@dataclass(frozen=True)
+@record
 class Hierarchy:
     """Where this process sits in the cgroup v2 hierarchy."""
 

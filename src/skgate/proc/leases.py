@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate.model.events import Event, Preflight, PreflightStep
+from skgate.model.frozen import record
 from skgate.proc.observe import boot_id, self_stat
 
 HELD_VAR = "SUPERKERNEL_DEVICE_LEASE_HELD"
@@ -77,7 +78,7 @@ class LeaseSet:
         return bool(self.fds)
 
 
-@dataclass(frozen=True)
+@record
 class LeaseOutcome:
     lease: LeaseSet | None
     controls: dict[str, Any]

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from skgate.model.frozen import record
 
 PROC = Path("/proc")
 
@@ -24,7 +25,7 @@ PROC = Path("/proc")
 COMPILER_NAMES: tuple[str, ...] = ("opc", "op_compiler")
 
 
-@dataclass(frozen=True)
+@record
 class ProcStat:
     """The few fields of ``/proc/<pid>/stat`` skgate needs."""
 
@@ -36,7 +37,7 @@ class ProcStat:
     sid: int
     start_ticks: int
     #: Field 20, its number of threads: with one, its only task is itself (see tree()).
-    threads: int = field(default=1, compare=False)
+    threads: int = 1
 
     @property
     def zombie(self) -> bool:

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from skgate.model.events import Event
+from skgate.model.frozen import record
 from skgate.model.running import Coverage, ProcessRecord
 
 
-@dataclass(frozen=True)
+@record
 class SupervisorConfig:
     """What one supervised run is given, frozen before the launch (C4: the deadline and
     the grace never change once the command runs)."""

@@ -32,7 +32,8 @@ import os
 import socket
 import struct
 from collections.abc import Container
-from dataclasses import dataclass
+
+from skgate.model.frozen import record
 
 NETLINK_GENERIC = 16
 _NLMSG = struct.Struct("=IHHII")
@@ -60,7 +61,7 @@ class ExitRecordsUnavailable(Exception):
     """Taskstats exit records cannot be had here; the message says why (one line)."""
 
 
-@dataclass(frozen=True)
+@record
 class ExitRecord:
     """One exited task, as the kernel recorded it at its exit."""
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import enum
 import signal
-from dataclasses import dataclass
+
+from skgate.model.frozen import record
 
 
 class Reason(enum.Enum):
@@ -38,7 +39,7 @@ class Reason(enum.Enum):
     ESCALATED = "escalated"
 
 
-@dataclass(frozen=True)
+@record
 class SignalGroup:
     """Send ``signum`` to the own process group (if it still has a live member)."""
 
@@ -46,7 +47,7 @@ class SignalGroup:
     reason: Reason
 
 
-@dataclass(frozen=True)
+@record
 class RecordTimeout:
     """The frozen deadline passed: journal ``timeout`` (before any signal it causes)."""
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import UsageError
+from skgate.model.frozen import replace
 from skgate.model.request import RunRequest
 from skgate.preflight import prepare as preflight
 from skgate.preflight.jobs import JOBS_VAR, parse_jobs

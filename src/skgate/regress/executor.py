@@ -20,11 +20,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from skgate.model.errors import SkgateError
+from skgate.model.frozen import replace
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest
 from skgate.regress.common import RunFn, default_run

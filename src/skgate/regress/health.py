@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from skgate.evidence.files import REGRESS_FILE
 from skgate.evidence.load import load_control
 from skgate.model.errors import UsageError
 from skgate.model.exits import EXIT_BLOCKED
+from skgate.model.frozen import replace
 from skgate.model.outcomes import HealthOutcome
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest, frozen_jobs

@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Generator, Iterator, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,6 +38,7 @@ from skgate.evidence.stops import stop_pending
 from skgate.evidence.transfer import CHUNK, send_items
 from skgate.model.errors import EvidenceError, SkgateError
 from skgate.model.events import Created, Event, Launched, Observation, SignalReceived, TreeEnded
+from skgate.model.frozen import replace
 from skgate.model.messages import End, Progress, Result, Started
 from skgate.model.request import RunRequest
 from skgate.proc.handle import ProcessHandle

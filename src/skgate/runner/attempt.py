@@ -10,7 +10,6 @@ at any point still says how far it got.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import resource
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from skgate.model.events import (
     RunnerSignal,
     TreeEnded,
 )
+from skgate.model.frozen import replace
 from skgate.model.request import RunRequest
 from skgate.model.running import Coverage, Ownership, ProcessRecord
 from skgate.model.schema import SCHEMA_CONTROL
@@ -103,7 +103,7 @@ class Attempt:
     def emit(self, event: Event) -> Event:
         with deferred():  # a journal line is written whole, never cut by a stop signal
             record = self.journal.emit(
-                dataclasses.replace(event, mono=time.monotonic()),
+                replace(event, mono=time.monotonic()),
                 sync=not isinstance(event, SYNCED_LATER),
             )
         if self.on_event is not None:

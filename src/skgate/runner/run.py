@@ -30,26 +30,19 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skgate.evidence import ledger
-from skgate.evidence.census import outputs_record, top_entries
-from skgate.evidence.diskfull import is_full, still_full_line
-from skgate.evidence.intent import write_intent
 from skgate.evidence.stops import clear_stop_request, stop_pending
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError
 from skgate.model.events import Created, Launched, SignalsIgnored
 from skgate.model.request import RunRequest
 from skgate.model.running import State
 from skgate.model.signals import signal_name
-from skgate.preflight import prepare as preflight
 from skgate.preflight.early import EarlyWork
-from skgate.preflight.interpreter import resolve_command
+from skgate.preflight.inputs import check_inputs
 from skgate.preflight.request import legacy_outputs_dir, outputs_dir, validate
-from skgate.proc.cgroup import leaf_name
-from skgate.proc.keeper import PipeKeeper
 from skgate.proc.signals import (
     Phase,
     StopRequested,
@@ -57,14 +50,20 @@ from skgate.proc.signals import (
     after_record_line,
     deferred,
 )
-from skgate.proc.sources import allowed_sources, open_sources
-from skgate.proc.supervise import Outcome, Supervisor, SupervisorConfig
-from skgate.proc.waitstatus import become_subreaper, cpu_seconds
 from skgate.runner.attempt import Attempt, Notify, OnEvent, StopRequest
-from skgate.runner.watch import Echo, Watcher, finish_after_return
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict
+    from skgate.preflight.prepare import LaunchPlan
+    from skgate.proc.keeper import PipeKeeper
+    from skgate.proc.supervise import Outcome, Supervisor
+    from skgate.runner.watch import Echo, Watcher
+
+# Start-up (issue 29): this module loads only what recording an attempt needs (the
+# allocation, the journal, the ledger, the stop signals). Preflight, the launch
+# machinery and the watcher are imported by their steps, after the attempt is recorded:
+# ``skgate start`` answers its caller there (api/detach.py), and ``skgate run`` loads
+# them while the early hook scan and cgroup leaf (preflight/early.py) run.
 
 #: Needed only once the tree has returned, so not loaded before the launch (start latency,
 #: issue 13): imported right after it, while the command runs (see _supervise).
@@ -80,30 +79,46 @@ _FINISHING = (
 )
 
 
-@dataclass
 class _Run:
     """One attempt as it goes through :data:`STEPS`: each step reads what the earlier
-    ones left here and adds its own; what the attempt holds open is in ``held``."""
+    ones left here and adds its own; what the attempt holds open is in ``held``. (A plain
+    class, not a dataclass: one generated class less on every start-up, issue 29.)"""
 
-    request: RunRequest
-    stops: StopSignals
-    echo: Echo | None
-    notify: Notify | None
-    progress_every: float
-    on_event: OnEvent | None
-    stop_request: StopRequest | None
-    early: EarlyWork | None
-    attempt_id: str | None
-    held: contextlib.ExitStack
-    att: Attempt | None = None
-    plan: preflight.LaunchPlan | None = None
-    before: frozenset[tuple[str, int]] = frozenset()
-    sup: Supervisor | None = None
-    watcher: Watcher | None = None
-    outcome: Outcome | None = None
-    launched_wall: float = 0.0
-    launched_mono: float = 0.0
-    keeper: PipeKeeper | None = None
+    def __init__(
+        self,
+        request: RunRequest,
+        stops: StopSignals,
+        *,
+        echo: Echo | None,
+        notify: Notify | None,
+        progress_every: float,
+        on_event: OnEvent | None,
+        stop_request: StopRequest | None,
+        early: EarlyWork | None,
+        attempt_id: str | None,
+        held: contextlib.ExitStack,
+        recorded: Callable[[Path], None] | None = None,
+    ) -> None:
+        self.request = request
+        self.stops = stops
+        self.echo = echo
+        self.notify = notify
+        self.progress_every = progress_every
+        self.on_event = on_event
+        self.stop_request = stop_request
+        self.early = early
+        self.attempt_id = attempt_id
+        self.held = held
+        self.recorded = recorded
+        self.att: Attempt | None = None
+        self.plan: LaunchPlan | None = None
+        self.before: frozenset[tuple[str, int]] = frozenset()
+        self.sup: Supervisor | None = None
+        self.watcher: Watcher | None = None
+        self.outcome: Outcome | None = None
+        self.launched_wall = 0.0
+        self.launched_mono = 0.0
+        self.keeper: PipeKeeper | None = None
 
     @property
     def attempt(self) -> Attempt:
@@ -122,6 +137,7 @@ def run_here(
     attempt_id: str | None = None,
     early: EarlyWork | None = None,
     late: Callable[[str], None] | None = None,
+    recorded: Callable[[Path], None] | None = None,
 ) -> Verdict:
     """Run one attempt in this process and return its verdict (see the module doc).
 
@@ -140,12 +156,15 @@ def run_here(
     ``late``: this process exits after the verdict (the command line); a stop signal
     after the last ledger entry is then only said through it, never a KeyboardInterrupt
     in the exit (:meth:`StopSignals.restore`).
+    ``recorded``: called with the attempt directory once the attempt is recorded (its
+    ``created`` entry and its ledger entry), before preflight (``skgate start`` answers
+    its caller there, issue 29).
     """
     with contextlib.ExitStack() as cleanup:
         if early is not None:
             cleanup.callback(early.close)
         validate(request)
-        preflight.check_inputs(request)  # every input error before anything is recorded
+        check_inputs(request)  # every input error before anything is recorded
         if early is None:  # the probes and the leaf then run while the attempt is made
             early = EarlyWork.begin(request, checked=True)
             if early is not None:
@@ -156,14 +175,15 @@ def run_here(
             run = _Run(
                 request,
                 stops,
-                echo,
-                notify,
-                progress_every,
-                on_event,
-                stop_request,
-                early,
-                attempt_id,
-                contextlib.ExitStack(),
+                echo=echo,
+                notify=notify,
+                progress_every=progress_every,
+                on_event=on_event,
+                stop_request=stop_request,
+                early=early,
+                attempt_id=attempt_id,
+                held=contextlib.ExitStack(),
+                recorded=recorded,
             )
             verdict = _execute(run)
             # A signal from here on never changes the exit status away from the record's.
@@ -194,6 +214,8 @@ def _execute(run: _Run) -> Verdict:
             raise att.cut_short(stop.signum) from None
         return att.stopped_before_launch(stop.signum, "during preflight")
     except OSError as exc:
+        from skgate.evidence.diskfull import is_full  # noqa: PLC0415 - see the module top
+
         if run.outcome is None or run.att is None or not is_full(exc):
             raise
         # The tree has returned: a disk that filled up again while the evidence is
@@ -248,11 +270,18 @@ def _record(run: _Run) -> Verdict | None:
             reason = f"the evidence root's ledger cannot be written ({exc}); nothing was started"
             att.abandon(reason)
             raise BlockedError(reason) from None
+    if run.recorded is not None:
+        run.recorded(attempt_dir)
     return None
 
 
 def _preflight(run: _Run) -> Verdict | None:
     """Hooks, foreign compilers, leases, jobs, environment (C4-C6); the frozen control."""
+    # Loaded once the attempt is recorded (see the module top).
+    from skgate.evidence.census import outputs_record, top_entries  # noqa: PLC0415
+    from skgate.preflight import prepare as preflight  # noqa: PLC0415
+    from skgate.preflight.interpreter import resolve_command  # noqa: PLC0415
+
     att, request, notify = run.attempt, run.request, run.notify
     if att.early is not None:
         att.early.prewarm()
@@ -307,6 +336,14 @@ def _preflight(run: _Run) -> Verdict | None:
 
 def _launch(run: _Run) -> Verdict | None:
     """Open what the run writes to, take the signals over, and start the command."""
+    # Loaded once the attempt is recorded (see the module top).
+    from skgate.evidence.intent import write_intent  # noqa: PLC0415
+    from skgate.proc.cgroup import leaf_name  # noqa: PLC0415
+    from skgate.proc.sources import allowed_sources, open_sources  # noqa: PLC0415
+    from skgate.proc.supervise import Supervisor, SupervisorConfig  # noqa: PLC0415
+    from skgate.proc.waitstatus import become_subreaper, cpu_seconds  # noqa: PLC0415
+    from skgate.runner.watch import Watcher  # noqa: PLC0415
+
     att, request, plan = run.attempt, run.request, run.plan
     assert plan is not None
     watcher = run.watcher = Watcher.open(att, plan, run.echo, run.before, run.held)
@@ -381,6 +418,8 @@ def _keep_output(run: _Run, sup: Supervisor) -> None:
     """C4: the output pipe outlives this runner, so its death never ends the compile
     (SIGPIPE / BrokenPipeError at its next print). The keeper holds the pipe before the
     fork: from the command's first write on, a reader is left (skgate.proc.keeper)."""
+    from skgate.proc.keeper import PipeKeeper  # noqa: PLC0415 - see the module top
+
     run.keeper = PipeKeeper.start(sup.output_pipe(), run.attempt.dir)
     if run.keeper is not None:
         sup.helpers.add(run.keeper.pid)
@@ -420,6 +459,8 @@ def _supervise(run: _Run) -> Verdict | None:
         sup.restore_handlers()
         att.stops.add(sup.pending_stops())
     if watcher.full.full:
+        from skgate.evidence.diskfull import still_full_line  # noqa: PLC0415
+
         # As soon as space allows (issue 21 s2), at most the grace, and the first stop
         # signal ends the wait (issue 28: it had no bound; C2.4: a stop is acted on).
         seen = len(att.stops.received)
@@ -440,6 +481,8 @@ def _finish(run: _Run) -> Verdict | None:
     """After the tree is gone: the final files, then classify and seal (C2)."""
     att, watcher, outcome, plan = run.attempt, run.watcher, run.outcome, run.plan
     assert watcher is not None and outcome is not None and plan is not None and run.sup
+    from skgate.runner.watch import finish_after_return  # noqa: PLC0415
+
     return finish_after_return(
         att,
         watcher,

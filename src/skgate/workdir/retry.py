@@ -4,7 +4,6 @@ the same evidence root: the interrupted attempt stays exactly as it was (C4 last
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import os
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from skgate.evidence import ledger
 from skgate.evidence.files import CONTROL
 from skgate.evidence.load import load_control
 from skgate.model.errors import UsageError
+from skgate.model.frozen import replace
 from skgate.model.records import Verdict
 from skgate.model.request import RunRequest
 from skgate.preflight.request import outputs_dir
@@ -55,9 +55,7 @@ def prepare_retry(attempt: Path, root: Path | None = None) -> tuple[RunRequest, 
     result = cleanup_checked(
         workdir, own_root, attempt=attempt, include_optional=False, extra=extra, checked=control
     )
-    retry = dataclasses.replace(
-        request, retry_of=str(attempt.resolve()), root=str(target_root.resolve())
-    )
+    retry = replace(request, retry_of=str(attempt.resolve()), root=str(target_root.resolve()))
     return retry, result
 
 

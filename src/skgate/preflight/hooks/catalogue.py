@@ -26,8 +26,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from skgate.model.frozen import record
 from skgate.preflight.hooks.findings import KIND_PTH_IMPORT, KIND_SITECUSTOMIZE, Finding
 
 ALLOWED_BY_CATALOGUE = "known distribution hook, allowed by catalogue"
@@ -38,7 +38,7 @@ BESIDE = "beside"
 SYSTEM_SITE = "system-site"
 
 
-@dataclass(frozen=True)
+@record
 class KnownHook:
     """One catalogued hook: a file name and the exact contents it may have."""
 
@@ -128,7 +128,7 @@ ALLOW_DISTUTILS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Match:
     """A finding recognised by the catalogue, and the companion module it may load."""
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence.digest import sha256_bytes
+from skgate.model.frozen import field, record, replace
 
 SCHEMA_HOOK_SCAN = "skgate.hook-scan/1"
 
@@ -29,7 +29,7 @@ KIND_PYTHONHOME = "pythonhome"
 BY_CATALOGUE = "catalogue"
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One start-up hook. ``fingerprint`` is what an approval names."""
 
@@ -65,7 +65,7 @@ class Finding:
         return replace(self, approved_by=by)
 
 
-@dataclass(frozen=True)
+@record
 class HookScan:
     """The outcome of a scan: findings, allowances, notes, and probe problems."""
 

@@ -3,14 +3,12 @@ deadline, its result read from the file it wrote (never from its stdout)."""
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import os
 import select
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -121,8 +119,18 @@ def _log_file() -> BinaryIO:
     try:
         fd = os.memfd_create("skgate-probe-log", os.MFD_CLOEXEC)
     except (AttributeError, OSError):
+        import tempfile  # noqa: PLC0415 - only without memfd (start-up cost, issue 29)
+
         return tempfile.TemporaryFile()
     return open(fd, "w+b")
+
+
+def literal(text: str) -> Any:
+    """A ``repr()`` record read back (``ast`` is loaded only when a probe wrote one:
+    a cached scan needs none, issue 29)."""
+    import ast  # noqa: PLC0415 - see above
+
+    return ast.literal_eval(text)
 
 
 class Probe:
@@ -136,7 +144,7 @@ class Probe:
         out: Path,
         cancel: Cancel | None = None,
         *,
-        parse: Callable[[str], Any] = ast.literal_eval,
+        parse: Callable[[str], Any] = literal,
     ) -> None:
         if cancel is not None and cancel.is_set:
             raise ProbeCancelled("the hook scan was cancelled before this probe started")

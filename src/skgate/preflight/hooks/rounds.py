@@ -12,14 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skgate.model.frozen import record
+from skgate.preflight.hooks import cache
 from skgate.preflight.hooks.probe import Cancel, Probe, results
 
 # One list for both sides: the probe module only defines things when imported.
@@ -42,7 +42,7 @@ def isolated_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not k.startswith("PYTHON") and k not in _PROBE_DROP}
 
 
-@dataclass(frozen=True)
+@record
 class ScanInputs:
     """Everything a scan depends on, so a scan started early (:mod:`skgate.preflight.early`)
     is used only when preflight would have scanned exactly the same thing."""
@@ -81,7 +81,9 @@ def _usable(path: str) -> bool:
 
 class FirstRound:
     """Round 1 of a scan, started: the static probe runs in a private temporary
-    directory, which round 2 uses too; :meth:`cleanup` removes it."""
+    directory, which round 2 uses too; :meth:`cleanup` removes it. When the probes'
+    answer for exactly these inputs is cached and every fingerprint it lists still holds
+    (:mod:`skgate.preflight.hooks.cache`), no probe starts: ``cached`` holds it."""
 
     def __init__(
         self,
@@ -98,18 +100,23 @@ class FirstRound:
         #: after that a cgroup move cannot hold up one of its forks (skgate.preflight.early).
         self.forked = threading.Event()
         self.limit = PROBE_TIMEOUT if timeout is None else timeout
-        self._tmp = tempfile.TemporaryDirectory(prefix="skgate-probe-", dir=_temp_root())
-        self.dir = Path(self._tmp.name)
+        self._tmp: Any = None  # made with the first probe: a cached answer needs none
         self.deadline = time.monotonic() + self.limit
         workdir = cwd if cwd and os.path.isdir(cwd) else os.getcwd()
         quiet = isolated_env(env)
         data = [f"{k}={env[k]}" if k in env else k for k in STARTUP_VARS]
         flag_text = "".join(f.lstrip("-") for f in flags) or "-"
         self._results: list[tuple[Any | None, str | None]] | None = None
+        self.probes: list[Probe] = []
+        self.cache_dir = cache.cache_dir()
+        self.cache_key = cache.cache_key(python, env, workdir, flags, STATIC_PROBE.parent)
+        self.cached = cache.load(self.cache_dir, self.cache_key)
+        if self.cached is not None:
+            self._results = [(self.cached.static, None)]
+            return
         t = self.dir
         static = [python, "-I", "-S", "-c", BOOTSTRAP, str(STATIC_PROBE.parent), str(t / "static")]
         static += [flag_text, workdir]
-        self.probes: list[Probe] = []
         try:
             self.probes.append(
                 Probe(
@@ -125,6 +132,15 @@ class FirstRound:
             self.cleanup()
             raise
 
+    @property
+    def dir(self) -> Path:
+        """The probes' private temporary directory, made on first use."""
+        if self._tmp is None:
+            import tempfile  # noqa: PLC0415 - only when a probe runs (issue 29)
+
+            self._tmp = tempfile.TemporaryDirectory(prefix="skgate-probe-", dir=_temp_root())
+        return Path(self._tmp.name)
+
     def results(self) -> list[tuple[Any | None, str | None]]:
         """[(static record, problem)], waited for until the deadline (once: later calls
         return the same)."""
@@ -137,5 +153,6 @@ class FirstRound:
         self.forked.set()
         for probe in self.probes:
             probe.end()
-        with contextlib.suppress(OSError):
-            self._tmp.cleanup()
+        if self._tmp is not None:
+            with contextlib.suppress(OSError):
+                self._tmp.cleanup()

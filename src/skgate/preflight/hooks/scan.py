@@ -43,18 +43,17 @@ file (``skgate.hook-baseline/1``), or, for the few known distribution hooks of
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence.digest import sha256_bytes
-from skgate.preflight.hooks import catalogue
+from skgate.model.frozen import replace
+from skgate.preflight.hooks import cache, catalogue
 from skgate.preflight.hooks.baseline import (
     SCHEMA_HOOK_BASELINE,
     check_fingerprint,
@@ -129,6 +128,8 @@ def _imports_of(path: str) -> list[str]:
 
 
 def _imports_in(source: str | bytes) -> list[str]:
+    import ast  # noqa: PLC0415 - only when a hook file is there to read (issue 29)
+
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -201,7 +202,6 @@ def scan(
     if first is None:
         first = FirstRound(python, env, cwd, flags, cancel, timeout=limit)
     try:
-        t = first.dir
         ((static, problem),) = first.results()
         if static is None or not isinstance(static, dict):
             raise InterpreterError(problem or "probe result is not an object")
@@ -219,22 +219,30 @@ def scan(
             findings = [f if f.approved else f.approve("freeze") for f in findings]
         problems = [p for p in (problem_base,) if p]
         probed = False
+        cached = first.cached
+        started: Any = None
+        fresh = cached is None  # a probe ran: its answer is stored for the next scan
         if any(not f.approved for f in findings):
             notes.append(NOT_PROBED)
         elif base is not None:
-            # Round 2: everything static is approved, so the real start-up may run.
-            startup = Probe(
-                [python, *flags, str(SNAPSHOT_PROBE), str(t / "start")],
-                env,
-                cwd,
-                t / "start",
-                cancel,
-            )
-            first.forked.set()
-            started, problem_dyn = startup.result(time.monotonic() + limit)
+            if cached is not None and cached.startup is not None:
+                started = cached.startup  # the same start-up, fingerprint for fingerprint
+            else:
+                # Round 2: everything static is approved, so the real start-up may run.
+                t = first.dir  # made only now: a cached answer needs no directory
+                startup = Probe(
+                    [python, *flags, str(SNAPSHOT_PROBE), str(t / "start")],
+                    env,
+                    cwd,
+                    t / "start",
+                    cancel,
+                )
+                first.forked.set()
+                started, problem_dyn = startup.result(time.monotonic() + limit)
+                fresh = fresh or started is not None
+                if problem_dyn:
+                    problems.append(problem_dyn)
             probed = started is not None
-            if problem_dyn:
-                problems.append(problem_dyn)
             if started is not None:
                 dynamic = _startup_findings(
                     started=started,
@@ -245,6 +253,8 @@ def scan(
                     allowances=allowances,
                 )
                 findings += marker(dynamic, allowances=[], allowed_modules={})
+        if fresh and not problems:
+            cache.store(first.cache_dir, first.cache_key, cache.Entry(static, started))
     finally:
         first.forked.set()
         first.cleanup()
@@ -269,7 +279,12 @@ def scan(
         pythonpath=tuple(public_path),
         notes=tuple(notes),
         problems=tuple(problems),
-        extra={"strict": strict, "startup_probe": "ran" if probed else "not run"},
+        extra={
+            "strict": strict,
+            "startup_probe": "ran" if probed else "not run",
+            # Issue 29: the probes ran for this scan, or their answer was reused.
+            "probe_answer": cache.PROBED if fresh else cache.CACHED,
+        },
     )
 
 

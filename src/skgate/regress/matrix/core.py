@@ -20,13 +20,14 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files, ledger, seal
 from skgate.evidence.files import REGRESS_FILE
 from skgate.model.errors import UsageError
+from skgate.model.frozen import replace
 from skgate.model.outcomes import ArmOutcome, Conclusion, RunStatus
 from skgate.model.records import State, Verdict
 from skgate.model.request import RunRequest, frozen_jobs

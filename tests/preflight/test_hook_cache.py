@@ -1,0 +1,162 @@
+"""The hook probes' answer cache (C6, issue 29): used only while every fingerprint it
+depends on holds; any change re-probes, a forged or corrupt entry is never trusted
+across a changed fingerprint, and control.json says whether the answer was probed or
+cached."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from test_hooks import clean_env, make_venv, request_for
+
+from skgate.model.outcomes import VerdictFrom
+from skgate.preflight.hooks import cache
+from skgate.preflight.hooks import scan as hooks
+
+
+@pytest.fixture
+def cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The cache on, in a directory of this test's own."""
+    monkeypatch.setenv("SKGATE_HOOK_CACHE", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "skgate" / "hook-probe"
+
+
+@pytest.fixture
+def venv(tmp_path: Path) -> tuple[Path, Path]:
+    return make_venv(tmp_path / "venv")
+
+
+def answer(result: hooks.HookScan) -> str:
+    return str(result.extra["probe_answer"])
+
+
+def test_nothing_changed_the_cached_answer_is_used(cached: Path, venv: tuple[Path, Path]) -> None:
+    python, site = venv
+    (site / "plain.pth").write_text("/nowhere\n")  # a path line: no hook
+    first = hooks.scan(str(python), clean_env())
+    again = hooks.scan(str(python), clean_env())
+    assert (answer(first), answer(again)) == ("probed", "cached")
+    assert first.extra["startup_probe"] == again.extra["startup_probe"] == "ran"
+    assert first.to_dict() | {"probe_answer": "x"} == again.to_dict() | {"probe_answer": "x"}
+    assert len(list(cached.glob("*.json"))) == 1
+
+
+@pytest.mark.parametrize("change", ["touch_pth", "add_pth", "site_listing", "pythonpath"])
+def test_any_change_re_probes(
+    cached: Path, venv: tuple[Path, Path], tmp_path: Path, change: str
+) -> None:
+    python, site = venv
+    (site / "plain.pth").write_text("/nowhere\n")
+    shadow = tmp_path / "pp"
+    shadow.mkdir()
+    env = clean_env(PYTHONPATH=str(shadow))
+    assert answer(hooks.scan(str(python), env)) == "probed"
+    assert answer(hooks.scan(str(python), env)) == "cached"
+    if change == "touch_pth":
+        (site / "plain.pth").write_text("/nowhere/else\n")
+    elif change == "add_pth":
+        (site / "hook.pth").write_text("import json\n")
+    elif change == "site_listing":
+        (site / "newpkg").mkdir()
+    else:
+        (shadow / "json.py").write_text("X = 1\n")  # the entry now shadows the stdlib
+    result = hooks.scan(str(python), env)
+    assert answer(result) == "probed"
+    if change == "add_pth":
+        assert [f.kind for f in result.findings] == ["pth-import"]
+    if change == "pythonpath":
+        assert [f.kind for f in result.findings] == ["pythonpath-shadow"]
+
+
+def test_another_interpreter_or_pythonpath_value_re_probes(
+    cached: Path, venv: tuple[Path, Path], tmp_path: Path
+) -> None:
+    python, _ = venv
+    other, _ = make_venv(tmp_path / "other")
+    assert answer(hooks.scan(str(python), clean_env())) == "probed"
+    assert answer(hooks.scan(str(other), clean_env())) == "probed"
+    assert answer(hooks.scan(str(python), clean_env(PYTHONPATH=str(tmp_path)))) == "probed"
+    assert answer(hooks.scan(str(python), clean_env())) == "cached"
+
+
+def test_a_forged_entry_is_never_trusted_across_a_changed_fingerprint(
+    cached: Path, venv: tuple[Path, Path]
+) -> None:
+    python, site = venv
+    assert answer(hooks.scan(str(python), clean_env())) == "probed"
+    (entry,) = cached.glob("*.json")
+    # A hook is planted; the entry is forged to list the new file with a made-up
+    # fingerprint and to say there is no .pth at all.
+    (site / "evil.pth").write_text("import json\n")
+    record = json.loads(entry.read_text())
+    record["static"]["pth"] = []
+    record["fingerprints"][str(site / "evil.pth")] = "0" * 64
+    entry.write_text(json.dumps(record))
+    result = hooks.scan(str(python), clean_env())
+    assert answer(result) == "probed"
+    assert [f.kind for f in result.findings] == ["pth-import"] and result.unapproved
+
+
+@pytest.mark.parametrize("damage", ["garbage", "link", "empty"])
+def test_a_corrupt_or_linked_entry_is_a_miss(
+    cached: Path, venv: tuple[Path, Path], tmp_path: Path, damage: str
+) -> None:
+    python, _ = venv
+    assert answer(hooks.scan(str(python), clean_env())) == "probed"
+    (entry,) = cached.glob("*.json")
+    if damage == "garbage":
+        entry.write_bytes(b"{not json")
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:
+        real = tmp_path / "elsewhere.json"
+        shutil.copyfile(entry, real)
+        entry.unlink()
+        entry.symlink_to(real)
+    assert answer(hooks.scan(str(python), clean_env())) == "probed"
+    assert not entry.is_symlink()  # replaced whole, never written through the link
+    assert answer(hooks.scan(str(python), clean_env())) == "cached"
+
+
+def test_the_cache_is_bounded(cached: Path, venv: tuple[Path, Path], tmp_path: Path) -> None:
+    python, _ = venv
+    cached.mkdir(parents=True)
+    for i in range(cache.MAX_ENTRIES + 5):
+        (cached / f"{i:064x}.json").write_text("{}")
+        os.utime(cached / f"{i:064x}.json", ns=(i, i))
+    hooks.scan(str(python), clean_env())
+    assert len(list(cached.glob("*.json"))) == cache.MAX_ENTRIES
+
+
+def test_control_json_says_probed_then_cached(
+    cached: Path, venv: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from skgate.runner.run import run_here
+
+    python, _ = venv
+    seen = []
+    for _ in range(2):
+        verdict = run_here(request_for(python, tmp_path, verdict_from=VerdictFrom.EXIT_STATUS))
+        assert verdict.attempt is not None
+        control = json.loads((Path(verdict.attempt) / "control.json").read_text())
+        seen.append(control["controls"]["hooks"]["probe_answer"])
+    assert seen == ["probed", "cached"]
+
+
+def test_an_entry_others_may_write_is_a_miss(cached: Path, venv: tuple[Path, Path]) -> None:
+    """Another user who can write the cache could forge an entry that matches every
+    fingerprint: a directory or entry writable by group or others is never read."""
+    python, _ = venv
+    assert answer(hooks.scan(str(python), clean_env())) == "probed"
+    (entry,) = cached.glob("*.json")
+    for path, loose, tight in ((cached, 0o777, 0o700), (entry, 0o666, 0o600)):
+        path.chmod(loose)
+        assert answer(hooks.scan(str(python), clean_env())) == "probed"
+        path.chmod(tight)
+        entry = next(cached.glob("*.json"))
+    assert answer(hooks.scan(str(python), clean_env())) == "cached"
