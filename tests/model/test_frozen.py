@@ -235,3 +235,98 @@ def test_a_kw_record_is_frozen_compares_by_value_and_type_and_pickles() -> None:
         DcRec().name = "b"  # type: ignore[misc]
     assert replace(k, mono=None) == KwRec(name="a", reasons=("x",), mono=None)
     assert pickle.loads(pickle.dumps(k)) == k
+
+
+def _fresh_pair() -> tuple[type, type]:
+    """A record class and its dataclass twin, neither constructed yet (a record compiles
+    its ``__init__`` on the first construction, issue 29)."""
+
+    @record
+    class Rec:
+        name: str
+        count: int
+        tags: tuple[str, ...] = ()
+        extra: Mapping[str, Any] = field(default_factory=dict)
+
+        def __post_init__(self) -> None:
+            if self.count < 0:
+                raise ValueError(f"count {self.count} < 0")
+
+    @dataclasses.dataclass(frozen=True)
+    class Rec2:
+        name: str
+        count: int
+        tags: tuple[str, ...] = ()
+        extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+        def __post_init__(self) -> None:
+            if self.count < 0:
+                raise ValueError(f"count {self.count} < 0")
+
+    return Rec, Rec2
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("a", 1), {}),
+    (("a",), {"count": 2, "tags": ("t",)}),
+    ((), {"name": "a", "count": 3, "extra": {"k": 1}}),
+    (("a", 1, ("t",), {"k": 2}), {}),
+    (("a",), {}),  # missing count
+    ((), {}),  # missing both
+    (("a", 1, (), {}, 5), {}),  # too many positionals
+    (("a", 1), {"nope": 1}),  # unknown keyword
+    (("a", 1), {"name": "b"}),  # a field given twice
+    (("a", -1), {}),  # refused by __post_init__
+]
+
+
+def _outcome(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
+    try:
+        made = cls(*args, **kwargs)
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__, str(exc).replace("Rec2.", "Rec.")
+    return "ok", repr(made).replace("Rec2(", "Rec(")
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_the_first_construction_behaves_as_a_dataclass_and_as_every_later_one(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    # Each call is the first construction of fresh classes, then a later one: a lazily
+    # compiled __init__ must accept, refuse and word its errors exactly as the dataclass.
+    rec, dc = _fresh_pair()
+    first = _outcome(rec, args, kwargs)
+    assert first == _outcome(dc, args, kwargs)
+    rec(*CALLS[0][0])  # now compiled
+    assert _outcome(rec, args, kwargs) == first
+
+
+def test_a_subclass_constructed_first_gets_its_base_records_init() -> None:
+    rec, _ = _fresh_pair()
+
+    class Sub(rec):  # type: ignore[misc, valid-type]
+        pass
+
+    s = Sub("a", 1)
+    assert (s.name, s.count, type(s)) == ("a", 1, Sub)
+    assert rec("b", 2).name == "b" and "__init__" not in Sub.__dict__
+    assert rec.__dict__["__init__"].__qualname__.endswith("Rec.__init__")
+
+
+def test_a_record_compiles_its_init_on_the_first_construction_only() -> None:
+    # Issue 29: compiling one __init__ per class at import was a quarter of skgate's own
+    # share of `skgate status`, which constructs a few of the record types it imports.
+    rec, _ = _fresh_pair()
+    stub = rec.__dict__["__init__"]
+    assert stub.__code__.co_varnames[:3] == ("self", "args", "kwargs")
+    rec("a", 1)
+    made = rec.__dict__["__init__"]
+    assert made is not stub and made.__code__.co_varnames[:5] == (
+        "self",
+        "name",
+        "count",
+        "tags",
+        "extra",
+    )
+    rec("b", 2)
+    assert rec.__dict__["__init__"] is made
