@@ -90,6 +90,17 @@ NOT_FOR_STATUS = {
 }
 
 
+#: The parser and what it loads, kept off the status lines skgate.cli.quick parses.
+PARSER = {
+    "argparse",
+    "gettext",
+    "locale",
+    "skgate.cli.parser",
+    "skgate.cli.specs",
+    "skgate.cli.args",
+}
+
+
 def test_the_console_script_is_installed_as_written() -> None:
     # pyproject installs scripts/skgate itself (script-files), not an entry-point wrapper.
     text = SCRIPT.read_text()
@@ -129,9 +140,19 @@ def test_status_of_a_finished_attempt_loads_only_the_read_path(finished_root: Pa
     # less and prove nothing).
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("SUCCEEDED")
-    assert {"skgate.evidence.recorded", "skgate.model.records", "argparse"} <= loaded
+    assert {"skgate.evidence.recorded", "skgate.model.records", "skgate.cli.quick"} <= loaded
     assert loaded & NOT_FOR_STATUS == set()
+    # Parsed by skgate.cli.quick: no argparse, nor what its messages load (issue 29).
+    assert loaded & PARSER == set()
     assert {m for m in loaded if m.startswith(("skgate.runner", "skgate.preflight"))} == set()
+
+
+def test_the_import_check_sees_the_status_parser(finished_root: Path) -> None:
+    # A status line quick.py leaves to argparse loads the parser, and answers the same.
+    loaded, done = _imports("status", "--interval", "1", str(finished_root))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert loaded >= PARSER
+    assert done.stdout == _imports("status", str(finished_root))[1].stdout
 
 
 def test_the_import_check_sees_the_classifier(finished_root: Path) -> None:
