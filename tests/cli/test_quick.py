@@ -3,10 +3,15 @@ what argparse gives, and leaves every other command line to argparse."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import ENV
 from skgate.cli.main import build_parser
 from skgate.cli.quick import status_args
 from skgate.cli.table import Handler
@@ -86,3 +91,51 @@ def test_a_quick_status_answers_as_the_parsed_one(
     parsed = cli.main(["status", root, "--", "x"])  # '--' sends it to argparse
     assert (quick, said) == (parsed, capsys.readouterr())
     assert quick != 0 and said.err.startswith("skgate: ")
+
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "skgate"
+
+
+def _ended(args: list[str], stdout: str) -> tuple[int, bytes, bytes]:
+    """(exit status, stdout, stderr) of the console script, its stdout a pipe read to the
+    end (``read``), a pipe nobody reads any more (``broken``) or closed (``closed``)."""
+    argv = [sys.executable, str(SCRIPT), *args]
+    if stdout == "read":
+        done = subprocess.run(argv, env=ENV, capture_output=True, timeout=120, check=False)
+        return done.returncode, done.stdout, done.stderr
+    if stdout == "broken":
+        r, w = os.pipe()
+        os.close(r)  # the reader is gone before anything is written: EPIPE at the flush
+        try:
+            done = subprocess.run(
+                argv, env=ENV, stdout=w, stderr=subprocess.PIPE, timeout=120, check=False
+            )
+        finally:
+            os.close(w)
+        return done.returncode, b"", done.stderr
+    done = subprocess.run(
+        argv,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=120,
+        check=False,
+        preexec_fn=lambda: os.close(1),
+    )
+    return done.returncode, b"", done.stderr
+
+
+@pytest.mark.parametrize("stdout", ["read", "broken", "closed"])
+@pytest.mark.parametrize("json", [[], ["--json"]])
+def test_a_quick_status_ends_as_an_argparse_one(
+    finished_root: Path, stdout: str, json: list[str]
+) -> None:
+    # The quick line ends without the interpreter's teardown (cli.main._read_only); a line
+    # argparse parses ('--interval', unused without --watch) ends through it. Same end.
+    quick = _ended(["status", *json, str(finished_root)], stdout)
+    parsed = _ended(["status", "--interval", "1", *json, str(finished_root)], stdout)
+    assert quick == parsed
+    if stdout == "read":
+        assert quick[0] == 0 and quick[1].startswith(b"{" if json else b"SUCCEEDED")
+    else:  # nothing to read it: no message, no traceback, the verdict's status (0)
+        assert quick == (0, b"", b"")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ENV, run_skgate
+from conftest import ENV
 
 #: The console script as installed (pyproject ``script-files``): ``#!python``, no ``re``.
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "skgate"
@@ -122,16 +122,6 @@ def test_the_import_check_sees_argparse() -> None:
     loaded, done = _imports("--he")
     assert done.returncode == 0
     assert {"argparse", "skgate.cli.main"} <= loaded
-
-
-@pytest.fixture(scope="module")
-def finished_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("status-imports")
-    done = run_skgate(
-        "run", "--root", "r", "--quiet", "--verdict-from", "exit-status", "--", "true", cwd=work
-    )
-    assert done.returncode == 0, done.stderr
-    return work / "r"
 
 
 def test_status_of_a_finished_attempt_loads_only_the_read_path(finished_root: Path) -> None:
