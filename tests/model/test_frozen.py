@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from skgate.model.frozen import _GENERIC_CALLS as GENERIC_CALLS
 from skgate.model.frozen import (
     FrozenRecordError,
     KwRecord,
@@ -292,12 +293,15 @@ def _outcome(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[
 def test_the_first_construction_behaves_as_a_dataclass_and_as_every_later_one(
     args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
-    # Each call is the first construction of fresh classes, then a later one: a lazily
-    # compiled __init__ must accept, refuse and word its errors exactly as the dataclass.
+    # Each call is the first construction of fresh classes (the generic __init__), then
+    # one with the compiled __init__: both accept, refuse and word their errors exactly
+    # as the dataclass does.
     rec, dc = _fresh_pair()
     first = _outcome(rec, args, kwargs)
     assert first == _outcome(dc, args, kwargs)
-    rec(*CALLS[0][0])  # now compiled
+    for _ in range(GENERIC_CALLS + 1):
+        rec(*CALLS[0][0])
+    assert rec.__dict__["__init__"].__code__.co_varnames[1] == "name"  # compiled now
     assert _outcome(rec, args, kwargs) == first
 
 
@@ -313,15 +317,18 @@ def test_a_subclass_constructed_first_gets_its_base_records_init() -> None:
     assert rec.__dict__["__init__"].__qualname__.endswith("Rec.__init__")
 
 
-def test_a_record_compiles_its_init_on_the_first_construction_only() -> None:
+def test_a_record_compiles_its_init_after_a_few_constructions_or_on_an_error() -> None:
     # Issue 29: compiling one __init__ per class at import was a quarter of skgate's own
-    # share of `skgate status`, which constructs a few of the record types it imports.
+    # share of `skgate status`, which constructs five of the record types it imports.
     rec, _ = _fresh_pair()
     stub = rec.__dict__["__init__"]
     assert stub.__code__.co_varnames[:3] == ("self", "args", "kwargs")
-    rec("a", 1)
-    made = rec.__dict__["__init__"]
-    assert made is not stub and made.__code__.co_varnames[:5] == (
+    made = [rec("a", n, extra={"n": n}) for n in range(GENERIC_CALLS)]
+    assert rec.__dict__["__init__"] is stub  # no code compiled for these
+    assert [m.extra for m in made] == [{"n": n} for n in range(GENERIC_CALLS)]
+    assert made[0].extra is not rec("a", 1).extra  # a factory: a new dict each (9th)
+    compiled = rec.__dict__["__init__"]
+    assert compiled is not stub and compiled.__code__.co_varnames[:5] == (
         "self",
         "name",
         "count",
@@ -329,4 +336,8 @@ def test_a_record_compiles_its_init_on_the_first_construction_only() -> None:
         "extra",
     )
     rec("b", 2)
-    assert rec.__dict__["__init__"] is made
+    assert rec.__dict__["__init__"] is compiled
+    other, _ = _fresh_pair()
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'count'"):
+        other("a")
+    assert other.__dict__["__init__"].__code__.co_varnames[1] == "name"  # an error compiles
