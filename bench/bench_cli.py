@@ -7,12 +7,13 @@ speed touches all of them alike), the wall time of:
 - ``python -c 'import re, sys'``: what the wrapper pip writes for an entry-point console
   script imports before any of skgate's code runs (1.5x on its own here; skgate installs
   its own ``scripts/skgate`` instead, which does not: a reference, issue 29);
-- ``python -c 'import re, argparse, json, pathlib'``, where ``gettext`` and ``locale``
-  come in as argparse's first message is translated: the standard modules ``skgate
-  status`` keeps (the parser, the evidence's JSON, the paths the evidence API takes);
+- ``python -c 'import json, pathlib'`` (with them ``re``, ``enum``, ``urllib.parse`` and
+  ``ipaddress``): the standard modules ``skgate status`` keeps (the evidence's JSON, the
+  paths the evidence API takes); its common command lines are parsed without argparse
+  (skgate.cli.quick), so argparse, ``gettext`` and ``locale`` are no longer part of it;
 - ``skgate --help`` (the static command table, no parser: skgate.cli.top);
-- ``skgate status ROOT`` of a finished attempt (its spec, the ledger and the recorded
-  verdict's reader, nothing of the runner or the classifier).
+- ``skgate status ROOT`` of a finished attempt (the ledger and the recorded verdict's
+  reader, nothing of the parser, the runner or the classifier).
 
 Targets (issue 29): ``--help`` within 1.5x and ``status`` within 2x of ``python -c pass``
 (medians of the wall time); the reference row says what pip's wrapper alone would take,
@@ -99,7 +100,7 @@ def main() -> int:
         )
         if not (root / "attempts" / "0001" / "verdict.json").is_file():
             sys.exit(f"bench: no finished attempt under {root}; check 'skgate run' here")
-        kept = "import re, argparse, json, pathlib; argparse.ArgumentParser()"
+        kept = "import json, pathlib"
         cases: dict[str, tuple[list[str], dict[str, str] | None]] = {
             "python -c pass": ([sys.executable, "-c", "pass"], None),
             "ref: pip wrapper re": ([sys.executable, "-c", "import re, sys"], None),

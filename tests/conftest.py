@@ -428,3 +428,15 @@ def skip_beside_other_compilers() -> None:
             + "): this stand-in suite needs the real names and would wait for it (C4); "
             "not judged"
         )
+
+
+@pytest.fixture(scope="module")
+def finished_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An evidence root whose one attempt finished (``run ... -- true``), for the tests
+    of what ``skgate status`` loads and how it ends (tests/cli)."""
+    work = tmp_path_factory.mktemp("finished")
+    done = run_skgate(
+        "run", "--root", "r", "--quiet", "--verdict-from", "exit-status", "--", "true", cwd=work
+    )
+    assert done.returncode == 0, done.stderr
+    return work / "r"

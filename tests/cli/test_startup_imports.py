@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ENV, run_skgate
+from conftest import ENV
 
 #: The console script as installed (pyproject ``script-files``): ``#!python``, no ``re``.
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "skgate"
@@ -90,6 +90,17 @@ NOT_FOR_STATUS = {
 }
 
 
+#: The parser and what it loads, kept off the status lines skgate.cli.quick parses.
+PARSER = {
+    "argparse",
+    "gettext",
+    "locale",
+    "skgate.cli.parser",
+    "skgate.cli.specs",
+    "skgate.cli.args",
+}
+
+
 def test_the_console_script_is_installed_as_written() -> None:
     # pyproject installs scripts/skgate itself (script-files), not an entry-point wrapper.
     text = SCRIPT.read_text()
@@ -113,25 +124,28 @@ def test_the_import_check_sees_argparse() -> None:
     assert {"argparse", "skgate.cli.main"} <= loaded
 
 
-@pytest.fixture(scope="module")
-def finished_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("status-imports")
-    done = run_skgate(
-        "run", "--root", "r", "--quiet", "--verdict-from", "exit-status", "--", "true", cwd=work
-    )
-    assert done.returncode == 0, done.stderr
-    return work / "r"
-
-
 def test_status_of_a_finished_attempt_loads_only_the_read_path(finished_root: Path) -> None:
     loaded, done = _imports("status", str(finished_root))
     # A real answer, from the recorded verdict (a status that failed early would load
     # less and prove nothing).
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("SUCCEEDED")
-    assert {"skgate.evidence.recorded", "skgate.model.records", "argparse"} <= loaded
+    assert {"skgate.evidence.recorded", "skgate.model.records", "skgate.cli.quick"} <= loaded
     assert loaded & NOT_FOR_STATUS == set()
+    # Parsed by skgate.cli.quick: no argparse, nor what its messages load (issue 29).
+    assert loaded & PARSER == set()
+    # The seal check's built-in sha256 is found at the first try (importtime lists a
+    # failed import too): the other Python version's module name is never searched.
+    assert ("_sha256" if sys.version_info >= (3, 12) else "_sha2") not in loaded
     assert {m for m in loaded if m.startswith(("skgate.runner", "skgate.preflight"))} == set()
+
+
+def test_the_import_check_sees_the_status_parser(finished_root: Path) -> None:
+    # A status line quick.py leaves to argparse loads the parser, and answers the same.
+    loaded, done = _imports("status", "--interval", "1", str(finished_root))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert loaded >= PARSER
+    assert done.stdout == _imports("status", str(finished_root))[1].stdout
 
 
 def test_the_import_check_sees_the_classifier(finished_root: Path) -> None:

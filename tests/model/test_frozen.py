@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from skgate.model.frozen import _GENERIC_CALLS as GENERIC_CALLS
 from skgate.model.frozen import (
     FrozenRecordError,
     KwRecord,
@@ -235,3 +236,108 @@ def test_a_kw_record_is_frozen_compares_by_value_and_type_and_pickles() -> None:
         DcRec().name = "b"  # type: ignore[misc]
     assert replace(k, mono=None) == KwRec(name="a", reasons=("x",), mono=None)
     assert pickle.loads(pickle.dumps(k)) == k
+
+
+def _fresh_pair() -> tuple[type, type]:
+    """A record class and its dataclass twin, neither constructed yet (a record compiles
+    its ``__init__`` on the first construction, issue 29)."""
+
+    @record
+    class Rec:
+        name: str
+        count: int
+        tags: tuple[str, ...] = ()
+        extra: Mapping[str, Any] = field(default_factory=dict)
+
+        def __post_init__(self) -> None:
+            if self.count < 0:
+                raise ValueError(f"count {self.count} < 0")
+
+    @dataclasses.dataclass(frozen=True)
+    class Rec2:
+        name: str
+        count: int
+        tags: tuple[str, ...] = ()
+        extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+        def __post_init__(self) -> None:
+            if self.count < 0:
+                raise ValueError(f"count {self.count} < 0")
+
+    return Rec, Rec2
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("a", 1), {}),
+    (("a",), {"count": 2, "tags": ("t",)}),
+    ((), {"name": "a", "count": 3, "extra": {"k": 1}}),
+    (("a", 1, ("t",), {"k": 2}), {}),
+    (("a",), {}),  # missing count
+    ((), {}),  # missing both
+    (("a", 1, (), {}, 5), {}),  # too many positionals
+    (("a", 1), {"nope": 1}),  # unknown keyword
+    (("a", 1), {"name": "b"}),  # a field given twice
+    (("a", -1), {}),  # refused by __post_init__
+]
+
+
+def _outcome(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
+    try:
+        made = cls(*args, **kwargs)
+    except (TypeError, ValueError) as exc:
+        return type(exc).__name__, str(exc).replace("Rec2.", "Rec.")
+    return "ok", repr(made).replace("Rec2(", "Rec(")
+
+
+@pytest.mark.parametrize(("args", "kwargs"), CALLS)
+def test_the_first_construction_behaves_as_a_dataclass_and_as_every_later_one(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    # Each call is the first construction of fresh classes (the generic __init__), then
+    # one with the compiled __init__: both accept, refuse and word their errors exactly
+    # as the dataclass does.
+    rec, dc = _fresh_pair()
+    first = _outcome(rec, args, kwargs)
+    assert first == _outcome(dc, args, kwargs)
+    for _ in range(GENERIC_CALLS + 1):
+        rec(*CALLS[0][0])
+    assert rec.__dict__["__init__"].__code__.co_varnames[1] == "name"  # compiled now
+    assert _outcome(rec, args, kwargs) == first
+
+
+def test_a_subclass_constructed_first_gets_its_base_records_init() -> None:
+    rec, _ = _fresh_pair()
+
+    class Sub(rec):  # type: ignore[misc, valid-type]
+        pass
+
+    s = Sub("a", 1)
+    assert (s.name, s.count, type(s)) == ("a", 1, Sub)
+    assert rec("b", 2).name == "b" and "__init__" not in Sub.__dict__
+    assert rec.__dict__["__init__"].__qualname__.endswith("Rec.__init__")
+
+
+def test_a_record_compiles_its_init_after_a_few_constructions_or_on_an_error() -> None:
+    # Issue 29: compiling one __init__ per class at import was a quarter of skgate's own
+    # share of `skgate status`, which constructs five of the record types it imports.
+    rec, _ = _fresh_pair()
+    stub = rec.__dict__["__init__"]
+    assert stub.__code__.co_varnames[:3] == ("self", "args", "kwargs")
+    made = [rec("a", n, extra={"n": n}) for n in range(GENERIC_CALLS)]
+    assert rec.__dict__["__init__"] is stub  # no code compiled for these
+    assert [m.extra for m in made] == [{"n": n} for n in range(GENERIC_CALLS)]
+    assert made[0].extra is not rec("a", 1).extra  # a factory: a new dict each (9th)
+    compiled = rec.__dict__["__init__"]
+    assert compiled is not stub and compiled.__code__.co_varnames[:5] == (
+        "self",
+        "name",
+        "count",
+        "tags",
+        "extra",
+    )
+    rec("b", 2)
+    assert rec.__dict__["__init__"] is compiled
+    other, _ = _fresh_pair()
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'count'"):
+        other("a")
+    assert other.__dict__["__init__"].__code__.co_varnames[1] == "name"  # an error compiles

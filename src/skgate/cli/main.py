@@ -10,15 +10,12 @@ reaches a user.
 
 from __future__ import annotations
 
-import argparse
 import errno
 import os
 import sys
 
-from skgate import __version__
 from skgate.cli import table
-from skgate.cli.table import columns
-from skgate.model import exits
+from skgate.cli.quick import status_args
 from skgate.model.errors import SkgateError
 from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE
 from skgate.proc import startup_signals
@@ -27,7 +24,8 @@ from skgate.proc import startup_signals
 # start-up, issue 22 s5); type checkers treat this name alike.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    import argparse
+    from collections.abc import Sequence
     from typing import Any, NoReturn
 
 #: The table's names, kept here for callers and tests (tests/cli/test_specs.py checks
@@ -44,91 +42,19 @@ COMMAND_AREA = table.COMMAND_AREA
 #: complete (write, fsync, rename) before a handler returns.
 _exit_at_once = [False]
 
-
-class _Formatter(argparse.HelpFormatter):
-    """Wraps prose; keeps the exit-status lists (indented lines) as they are written."""
-
-    def __init__(
-        self,
-        prog: str,
-        indent_increment: int = 2,
-        max_help_position: int = 24,
-        width: int | None = None,
-    ) -> None:
-        super().__init__(
-            prog, indent_increment, max_help_position, columns() - 2 if width is None else width
-        )
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        out: list[str] = []
-        for line in text.splitlines():
-            if line.startswith("  ") or line.endswith(":"):
-                out.append(indent + line)
-            else:
-                out.append(super()._fill_text(line, width, indent))
-        return "\n".join(out)
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and exit 2, never a traceback.
-
-    Every parser, the sub-parsers too, formats with :class:`_Formatter` from the start:
-    argparse builds a formatter in every ``add_argument``, and its own default imports
-    ``shutil`` for the terminal width (a few ms of each command's start-up, issue 22 s5).
-    An epilog given by :meth:`epilog_from` is rendered on first use: only help output
-    shows it, and rendering the exit-code table is a part of ``skgate status``'s start-up
-    worth saving (issue 29).
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._epilog_of: Callable[[], str] | None = None
-        self._epilog: str | None = None
-        kwargs["formatter_class"] = _Formatter
-        super().__init__(*args, **kwargs)
-
-    @property
-    def epilog(self) -> str | None:
-        if self._epilog is None and self._epilog_of is not None:
-            self._epilog = self._epilog_of()
-        return self._epilog
-
-    @epilog.setter
-    def epilog(self, text: str | None) -> None:
-        self._epilog = text
-
-    def epilog_from(self, make: Callable[[], str]) -> None:
-        """The epilog is ``make()``, called when it is first shown."""
-        self._epilog_of = make
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"skgate: error: {message} (see '{self.prog} --help')\n")
+#: Set when the command line was one skgate.cli.quick parses (``skgate status``, read
+#: only): :func:`entry` flushes the output and ends without the interpreter's teardown,
+#: a tenth of that command's time (issue 29). It writes no file and starts no thread or
+#: process, so the teardown has nothing else to do. A flush that fails (a closed pipe or
+#: descriptor) leaves the ending to the teardown, which reports it as it always did.
+_read_only = [False]
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with ``command``, that command's spec is built, else the static table.
+    """The parser (:func:`skgate.cli.parser.build_parser`), argparse imported only now."""
+    from skgate.cli.parser import build_parser as build  # noqa: PLC0415 - see module doc
 
-    Either way no handler is imported: each is a :class:`~skgate.cli.table.Handler`,
-    which imports its area module when :func:`main` calls it.
-    """
-    parser = _Parser(prog="skgate", description=table.DESCRIPTION)
-    parser.epilog_from(exits.verdict_help)
-    parser.add_argument("--version", action="version", version=f"skgate {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
-    if command is None or command not in table.COMMAND_AREA:
-        # No command, or an unknown one: the list, the help and the usage error need the
-        # names and one-line helps only.
-        for row in table.COMMANDS:
-            sub.add_parser(row.name, help=row.summary, add_help=False)
-        return parser
-    from skgate.cli.specs import SPECS  # noqa: PLC0415 - only with a command to parse
-
-    SPECS[command](sub)  # that command's parser only, not its whole area's
-    # Its epilog lists its own exit statuses, from the one table (model/).
-    chosen = sub.choices[command]
-    if command in exits.COMMANDS and isinstance(chosen, _Parser):
-        chosen.epilog_from(lambda: exits.command_epilog(command))
-    return parser
+    return build(command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -148,13 +74,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in args_list:
         cut = args_list.index("--")
         args_list, command = args_list[:cut], args_list[cut + 1 :]
-    first = next((a for a in args_list if not a.startswith("-")), None)
-    parser = build_parser(first)
-    try:
-        args = parser.parse_args(args_list)
-    except SystemExit as exc:
-        # --help, --version and usage errors: argparse has printed; main() still returns.
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+    # The common status lines are parsed without argparse (issue 29); see cli/quick.py.
+    args: Any = None if command is not None else status_args(args_list)
+    _read_only[0] = args is not None
+    if args is None:
+        first = next((a for a in args_list if not a.startswith("-")), None)
+        parser = build_parser(first)
+        try:
+            args = parser.parse_args(args_list)
+        except SystemExit as exc:
+            # --help, --version and usage errors: argparse has printed; main() returns.
+            said = exc.code
+            return said if isinstance(said, int) else (0 if said is None else EXIT_USAGE)
     args.command_argv = command
     if args.command != "run":
         # The start-up handlers (console entry) end here; only 'run' hands them to its
@@ -209,4 +140,16 @@ def entry() -> NoReturn:
         from skgate.proc.signals import exit_now  # noqa: PLC0415 - only these commands
 
         exit_now(code)
+    if _read_only[0]:
+        _end_read_only(code)
     sys.exit(code)
+
+
+def _end_read_only(code: int) -> None:
+    """End at once with ``code`` once the output is flushed (see ``_read_only``)."""
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+    except (OSError, ValueError, AttributeError):
+        return  # the teardown flushes again and says what failed, with its exit status
+    os._exit(code)

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
 
-from skgate.cli.args import (
-    command_after_dashes,
-    request_from_args,
-)
 from skgate.cli.show import print_verdict
 from skgate.evidence import files
 from skgate.evidence.ledger import latest, resolve
@@ -25,10 +20,15 @@ from skgate.verdict.words import headline
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from skgate.model.events import Event
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    # Not at the top: cli/args.py imports argparse, which status does without (issue 29).
+    from skgate.cli.args import command_after_dashes, request_from_args  # noqa: PLC0415
+
     command = command_after_dashes(args, "run")
     request = request_from_args(args, command)
     out = sys.stderr if args.json or args.events else sys.stdout

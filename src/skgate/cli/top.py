@@ -36,7 +36,7 @@ OPTIONS = (
 )
 #: The top-level usage line (argparse's, after ``usage: ``).
 USAGE = "skgate [-h] [--version] COMMAND ..."
-#: What argparse says when no command is given (through ``main._Parser.error``).
+#: What argparse says when no command is given (through ``parser._Parser.error``).
 NO_COMMAND = "skgate: error: the following arguments are required: COMMAND (see 'skgate --help')\n"
 
 
@@ -73,7 +73,7 @@ def render_help(width: int) -> str | None:
         else:
             out += [" " * indent + invocation, " " * help_position + lines[0]]
         out += [" " * help_position + line for line in lines[1:]]
-    # The epilog's lines are kept as written (main._Formatter): wrapped in model.exits.
+    # The epilog's lines are kept as written (parser._Formatter): wrapped in model.exits.
     out += ["", *verdict_help().splitlines()]
     text = "\n".join(out) + "\n"
     # ASCII only: main.main makes stdout replace what its encoding cannot say; this path
@@ -105,7 +105,7 @@ def answer(args: list[str]) -> int | None:
         return EXIT_USAGE
     if len(args) != 1 or args[0] not in TOP_ANSWERS:
         return None
-    width = columns() - 2  # main._Formatter's width
+    width = columns() - 2  # parser._Formatter's width
     text = render_version(width) if args[0] == "--version" else render_help(width)
     if text is None:
         return None

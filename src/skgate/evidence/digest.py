@@ -4,6 +4,7 @@ of bytes, of an open file in fixed blocks (bounded memory), of a file by path.""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from skgate.evidence import regular
@@ -23,8 +24,10 @@ def new_sha256() -> hashlib._Hash:
     return hashlib.sha256()
 
 
-#: The interpreter's own sha256 (no OpenSSL), by module name across versions.
-_BUILTIN_SHA256 = ("_sha2", "_sha256")
+#: The interpreter's own sha256 (no OpenSSL), by module name across versions: ``_sha2``
+#: since 3.12, ``_sha256`` before; this version's name first (a failed import is a path
+#: search on every status).
+_BUILTIN_SHA256 = ("_sha2", "_sha256") if sys.version_info >= (3, 12) else ("_sha256", "_sha2")
 
 
 def sha256_small(data: bytes) -> str:

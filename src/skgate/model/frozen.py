@@ -66,6 +66,12 @@ def field(*, default_factory: Callable[[], T]) -> T:
     return _Factory(default_factory)  # type: ignore[return-value]
 
 
+#: Constructions of a record type filled by the generic ``__init__`` before its own is
+#: compiled (:func:`record`): a type built more often (the run path's) then gets the
+#: compiled one's per-record cost.
+_GENERIC_CALLS = 8
+
+
 class _Missing:
     __slots__ = ()
 
@@ -90,8 +96,16 @@ def _own_fields(cls: type) -> tuple[str, ...]:
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def record(cls: C) -> C:
     """Make ``cls`` a frozen record (see the module doc). No inheritance of fields: a
-    record's fields are the ones it annotates itself."""
+    record's fields are the ones it annotates itself.
+
+    The fields are checked here; the ``__init__`` is compiled only after a few
+    constructions (issue 29): compiling one per class at import was a quarter of skgate's
+    own share of ``skgate status``, which constructs five of the types it imports, once.
+    Until then a generic one fills well-formed calls; a call it cannot fill (a missing,
+    extra or repeated argument) compiles the real one at once, which raises its error."""
     names = _own_fields(cls)
+    known = frozenset(names)
+    fills: dict[str, object] = {}  # a field's default, or its _Factory
     params: list[str] = []
     body: list[str] = []
     scope: dict[str, object] = {"_set": object.__setattr__, "_MISSING": _MISSING}
@@ -100,6 +114,7 @@ def record(cls: C) -> C:
         default = cls.__dict__.get(name, _MISSING)
         if isinstance(default, _Factory):
             scope[f"_make_{name}"] = default.make
+            fills[name] = default
             params.append(f"{name}=_MISSING")
             body.append(f"  _set(self, {name!r}, _make_{name}() if {name} is _MISSING else {name})")
             delattr(cls, name)  # a factory is no class attribute (as in dataclasses)
@@ -111,16 +126,56 @@ def record(cls: C) -> C:
             params.append(name)
         else:
             scope[f"_default_{name}"] = default
+            fills[name] = default
             params.append(f"{name}=_default_{name}")
             seen_default = True
         body.append(f"  _set(self, {name!r}, {name})")
-    if hasattr(cls, "__post_init__"):
+    post = hasattr(cls, "__post_init__")
+    if post:
         body.append("  self.__post_init__()")  # as dataclasses: checks after the fields
     source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "  pass")
-    exec(source, scope)  # noqa: S102 - our own generated text, as dataclasses does
-    init = scope["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
-    cls.__init__ = init  # type: ignore[misc]
+
+    def build() -> Callable[..., None]:
+        exec(source, scope)  # noqa: S102 - our own generated text, as dataclasses does
+        made: Callable[..., None] = scope["__init__"]  # type: ignore[assignment]
+        made.__qualname__ = f"{cls.__qualname__}.__init__"
+        cls.__init__ = made  # type: ignore[misc]
+        return made
+
+    calls = [0]
+
+    def __init__(self: object, *args: object, **kwargs: object) -> None:
+        made = cls.__dict__["__init__"]
+        if made is not __init__:  # compiled meanwhile (another thread)
+            made(self, *args, **kwargs)
+            return
+        calls[0] += 1
+        if (
+            calls[0] > _GENERIC_CALLS
+            or len(args) > len(names)
+            or not known.issuperset(kwargs)
+            or not kwargs.keys().isdisjoint(names[: len(args)])
+        ):
+            build()(self, *args, **kwargs)  # the compiled one, and its own error if any
+            return
+        given = dict(zip(names, args, strict=False))  # fewer args than fields: the rest
+        given.update(kwargs)
+        if any(n not in given and n not in fills for n in names):
+            build()(self, *args, **kwargs)  # raises the missing-argument error
+            return
+        for name in names:  # in field order, as the compiled one: factories alike
+            if name in given:
+                value = given[name]
+            else:
+                value = fills[name]
+                if isinstance(value, _Factory):
+                    value = value.make()
+            object.__setattr__(self, name, value)
+        if post:
+            self.__post_init__()  # type: ignore[attr-defined]
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = __init__  # type: ignore[misc]
     setattr(cls, FIELDS, names)
     setattr(cls, "__match_args__", names)  # noqa: B010 - mypy types this name as read-only
     cls.__repr__ = _repr  # type: ignore[assignment, method-assign]
