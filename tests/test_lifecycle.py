@@ -465,7 +465,7 @@ def test_a_compiler_stage_is_announced_in_the_stream_with_its_inputs(tmp_path: P
 def test_start_names_the_attempt_when_its_runner_dies_before_reporting(tmp_path: Path) -> None:
     """Issue 21 s4: the runner's early ``recorded`` line, with no reply after it, means
     it died after recording an attempt: say which, with the unfinished exit code (5)."""
-    from skgate.api.lifecycle import read_started
+    from skgate.api.reply import read_started
     from skgate.model.errors import UnfinishedError
     from skgate.model.request import RunRequest
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ENV
+from conftest import ENV, wait_for
 
 #: Loaded only once the command runs or has returned (runner/run.py ``_FINISHING``).
 FINISHING = {
@@ -38,9 +38,7 @@ DATACLASSES_ALLOWED = {
     "skgate.evidence.diskfull.DiskFullRecord",
     "skgate.evidence.follow.Progress",
     "skgate.evidence.intent.LaunchIntent",
-    "skgate.preflight.prepare.LaunchPlan",
     "skgate.proc.events.ProcEvent",
-    "skgate.proc.leases.LeaseSet",
     "skgate.proc.owned.Folded",
     "skgate.proc.sources.Sources",
     "skgate.proc.supervisor_types.Outcome",
@@ -76,21 +74,37 @@ print(json.dumps({"code": code, **seen}))
 """
 
 
+def read_json_if(path: Path) -> dict[str, object] | None:
+    """The JSON file at ``path`` once it exists (written whole, by rename), else None."""
+    try:
+        got: dict[str, object] = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    return got
+
+
+def python_c(code: str, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a fresh interpreter in ``tmp``, the hook-probe cache on (in
+    ``tmp``), as a user's runs have it; it must exit 0."""
+    env = {**ENV, "SKGATE_HOOK_CACHE": "1", "XDG_CACHE_HOME": str(tmp / "cache")}
+    res = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    return res
+
+
 def at_launch(tmp: Path) -> dict[str, object]:
     """What the second of two runs had loaded at its launch: the first one probes the
     start-up hooks and caches the answer, the second uses it (the usual case)."""
-    env = {**ENV, "SKGATE_HOOK_CACHE": "1", "XDG_CACHE_HOME": str(tmp / "cache")}
     for _ in range(2):
-        res = subprocess.run(
-            [sys.executable, "-c", AT_LAUNCH, str(tmp / "r")],
-            cwd=tmp,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert res.returncode == 0, res.stdout + res.stderr
+        res = python_c(AT_LAUNCH, tmp, str(tmp / "r"))
     got: dict[str, object] = json.loads(res.stdout.splitlines()[-1])
     assert got["code"] == 0 and got["modules"], got
     control = json.loads((tmp / "r" / "attempts" / "0002" / "control.json").read_text())
@@ -129,3 +143,60 @@ def test_start_records_its_attempt_without_the_dataclasses_module() -> None:
     loaded = set(res.stdout.split())
     assert "skgate.runner.run" in loaded
     assert not loaded & {"dataclasses", "inspect"}, sorted(loaded & {"dataclasses", "inspect"})
+
+
+CALLER_AT_RETURN = """\
+import json, sys
+from skgate.api import detach
+
+real = detach._started
+
+
+def started(*args, **kwargs):
+    # In the forked runner, at the instant it answers its caller: what it has loaded.
+    with open(sys.argv[2], "w") as fh:
+        json.dump(sorted(sys.modules), fh)
+    return real(*args, **kwargs)
+
+
+detach._started = started
+from skgate.cli.main import main
+
+argv = ["start", "--root", sys.argv[1], "--json", "--verdict-from", "exit-status"]
+code = main([*argv, "--", "true"])
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_start_answers_before_the_runner_loads_preflight(tmp_path: Path) -> None:
+    """``skgate start`` answers once the attempt is recorded (issue 29), and nothing the
+    record does not need is on that path: the caller reads the reply without loading
+    ``wait``/``stop`` (skgate.api.lifecycle, ~70 modules) or the runner; the forked runner
+    answers before it loads the early preflight work (hook scan or cache lookup:
+    subprocess, hashlib; the interpreter lookup: shutil) or ctypes, which it begins only
+    after the record. The attempt named is recorded, and then runs to its verdict."""
+    at_answer = tmp_path / "runner-modules.json"
+    res = python_c(CALLER_AT_RETURN, tmp_path, str(tmp_path / "r"), str(at_answer))
+    lines = res.stdout.splitlines()
+    got = json.loads(lines[-1])
+    assert got["code"] == 0, res.stdout
+    attempt = Path(json.loads("\n".join(lines[:-1]))["attempt"])
+    assert (attempt / "events.jsonl").is_file()
+    caller = set(got["modules"])
+    assert "skgate.api.detach" in caller and "skgate.api.reply" in caller
+    runner_only = {"skgate.api.lifecycle", "skgate.runner.run", "skgate.preflight.early"}
+    assert not caller & runner_only, sorted(caller & runner_only)
+    runner = set(json.loads(at_answer.read_text()))
+    assert "skgate.runner.run" in runner and "skgate.evidence.ledger" in runner
+    after_record = {
+        "skgate.preflight.early",
+        "skgate.preflight.hooks.rounds",
+        "skgate.preflight.interpreter",
+        "subprocess",
+        "hashlib",
+        "shutil",
+        "ctypes",
+    }
+    assert not runner & after_record, sorted(runner & after_record)
+    verdict = wait_for(lambda: read_json_if(attempt / "verdict.json"), "the verdict", 60)
+    assert verdict["state"] == "succeeded", verdict

@@ -42,12 +42,13 @@ from skgate.preflight.request import validate
 if TYPE_CHECKING:
     from skgate.model.protocol import AttemptPhase, Started
     from skgate.model.running import State
-    from skgate.preflight.early import EarlyWork
 
-# Start latency (issue 13): this module imports only what the caller needs up to the
-# fork. The runner imports the rest of skgate once it has started its early preflight
-# work (skgate.preflight.early); the caller imports skgate.api.lifecycle after the fork, to
-# read the reply, while the runner works on the other core.
+# Start latency (issues 13, 29): this module imports only what the caller needs up to
+# the fork. The runner then imports what recording needs, records, answers, and only
+# then begins its early preflight work (skgate.preflight.early). The caller reads the
+# reply with skgate.api.reply alone: importing skgate.api.lifecycle (wait/stop, ~70
+# modules) for it cost every `skgate start` tens of ms of CPU, taken from the runner on
+# a 2-core host (issue 29).
 
 RUNNER_LOG = "runner.log"
 
@@ -77,7 +78,7 @@ def start(request: RunRequest, *, fork: bool | None = None) -> Started:
         _fork_runner(request, r, w)
     finally:
         os.close(w)
-    from skgate.api.lifecycle import read_started  # noqa: PLC0415 - after the fork (see above)
+    from skgate.api.reply import read_started  # noqa: PLC0415 - after the fork (see above)
 
     return read_started(r, request)
 
@@ -120,28 +121,19 @@ def _runner_main(request: RunRequest, handshake: int) -> int:
     def on_early_term(_signum: int, _frame: object) -> None:
         raise StopRequested("stopped by SIGTERM before anything was recorded")
 
-    # Until run_here records the attempt, a SIGTERM ends the runner cleanly: the early
-    # probes are ended (their own sessions) and nothing is launched.
+    # Until run_here records the attempt, a SIGTERM ends the runner cleanly: nothing is
+    # launched.
     signal.signal(signal.SIGTERM, on_early_term)
-    early: list[EarlyWork | None] = [None]
     try:
-        from skgate.preflight.early import EarlyWork  # noqa: PLC0415 - see the module top
-
-        # First the waits that need no attempt (the hook probes, the cgroup leaf), then
-        # the rest of skgate is imported while they run.
-        early[0] = EarlyWork.begin(request)
-        return _report_run(request, handshake, early[0])
+        return _report_run(request, handshake)
     except KeyboardInterrupt as stop:  # before anything was recorded: launch nothing
         reply = {"error": f"{stop}; nothing was started", "exit_code": EXIT_BLOCKED}
         with contextlib.suppress(OSError):
             os.write(handshake, (json.dumps(reply) + "\n").encode())
         return EXIT_BLOCKED
-    finally:
-        if early[0] is not None:
-            early[0].close()  # idempotent: run_here closes it too
 
 
-def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) -> int:
+def _report_run(request: RunRequest, handshake: int) -> int:
     """Run the attempt; tell the caller once it is recorded (or refused before that)."""
     from skgate.evidence.stops import stop_pending  # noqa: PLC0415 - see the module top
     from skgate.model.events import Created, Event, Launched  # noqa: PLC0415
@@ -209,7 +201,9 @@ def _report_run(request: RunRequest, handshake: int, early: EarlyWork | None) ->
             notify,
             on_event=on_event,
             stop_request=stop_pending,
-            early=early,
+            # The caller waits for the record alone: the early work (the hook-cache
+            # lookup or probes, the cgroup leaf) begins after it (issue 29).
+            early_after_record=True,
             recorded=recorded,
         )
         code = verdict.exit_code

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skgate.api.reply import read_started
 from skgate.evidence import files
 from skgate.evidence.files import DEFAULT_ROOT
 from skgate.evidence.follow import (
@@ -44,9 +45,9 @@ from skgate.evidence.follow import (
 )
 from skgate.evidence.journal import JournalFollower, iter_journal
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
-from skgate.model.errors import EvidenceError, UnfinishedError, UsageError
+from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.events import Blocked, Event, Finished, SignalReceived, VerdictLine
-from skgate.model.protocol import AttemptPhase, Started, read_reply
+from skgate.model.protocol import AttemptPhase, Started
 from skgate.model.records import EXIT_CODES, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.proc.handle import ProcessHandle
@@ -83,15 +84,6 @@ def start(request: RunRequest) -> Started:
     return read_started(r, request)
 
 
-def read_started(r: int, request: RunRequest) -> Started:
-    """Read the detached runner's one reply line from ``r`` (closed here) to its end."""
-    try:
-        raw = _read_all(r)
-    finally:
-        os.close(r)
-    return _parse_started(raw, request)
-
-
 def _spawn_runner(request: RunRequest, w: int) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "skgate.api.detach", str(w)],
@@ -106,45 +98,6 @@ def _spawn_runner(request: RunRequest, w: int) -> None:
     with proc.stdin:
         proc.stdin.write(json.dumps(request.to_dict()).encode())
     proc.wait()
-
-
-def _read_all(fd: int) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        data = os.read(fd, 1 << 16)
-        if not data:
-            return b"".join(chunks)
-        chunks.append(data)
-
-
-def _parse_started(raw: bytes, request: RunRequest) -> Started:
-    recorded = _recorded_only(raw)
-    if recorded is not None:
-        # Issue 21 s4: the runner recorded an attempt, then died before its reply; the
-        # attempt is named, with the exit code of an unfinished one (5, model/exits.py).
-        raise UnfinishedError(
-            f"the detached skgate runner died before it reported, after it recorded "
-            f"{recorded}; see 'skgate status {recorded}' (its runner.log says why), and "
-            f"'skgate recover {recorded}' once nothing it owned is alive"
-        )
-    got = read_reply(
-        raw,
-        f"the detached skgate runner ended before it could report; see the evidence root "
-        f"{request.root} (runner.log of the newest attempt)",
-    )
-    return Started.from_dict(got)
-
-
-def _recorded_only(raw: bytes) -> str | None:
-    """The attempt named by the runner's early ``recorded`` line, when no reply followed."""
-    lines = raw.decode("utf-8", "backslashreplace").strip().splitlines()
-    try:
-        last = json.loads(lines[-1]) if lines else None
-    except json.JSONDecodeError:
-        return None
-    if isinstance(last, dict) and set(last) == {"recorded"}:
-        return str(last["recorded"])
-    return None
 
 
 # --------------------------------------------------------------------------- attempts

@@ -5,8 +5,9 @@ start-up hook scan (two rounds of probe interpreters, C6) and the attempt's cgro
 (whose first move can wait a kernel RCU grace period, C3). Both are mostly waits, so
 :meth:`EarlyWork.begin` starts each in a thread the moment the request is valid, and the
 runner imports the rest of itself, allocates the attempt and runs the cheap preflight
-steps meanwhile. That is most of what ``skgate start`` (and ``skgate run``) cost before
-launch, on a 2-core machine.
+steps meanwhile. That is most of what ``skgate run`` costs before launch, on a 2-core
+machine. ``skgate start``'s runner begins it right after the record instead, which is
+all its caller waits for (issue 29; ``run_here(early_after_record=True)``).
 
 Nothing here decides anything. Preflight uses the early scan only when it would have
 scanned exactly the same inputs (:class:`~skgate.preflight.hooks.scan.ScanInputs`);

@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest
 from skgate.preflight import jobs, profiler
 from skgate.preflight.env import base_env
 from skgate.preflight.hooks.baseline import check_fingerprint, load_baseline
-from skgate.preflight.hooks.rounds import ScanInputs
-from skgate.preflight.interpreter import Interpreter, find_interpreter
+
+if TYPE_CHECKING:
+    from skgate.preflight.hooks.rounds import ScanInputs
+    from skgate.preflight.interpreter import Interpreter
+
+# Start-up (issue 29): check_inputs runs before ``skgate start``'s runner records its
+# attempt, which its caller waits for; the scan's inputs (hooks.rounds: subprocess,
+# hashlib) and the interpreter lookup (shutil) are loaded by the functions that use them.
 
 
 def profiler_step(request: RunRequest, env: dict[str, str]) -> dict[str, Any]:
@@ -50,6 +56,8 @@ def approvals(request: RunRequest) -> tuple[set[str], set[str]]:
 def scan_inputs(
     request: RunRequest, interp: Interpreter, env: Mapping[str, str], approve_all: bool
 ) -> ScanInputs:
+    from skgate.preflight.hooks.rounds import ScanInputs  # noqa: PLC0415 - see the top
+
     approved, baseline = approvals(request)
     assert interp.path is not None
     return ScanInputs(
@@ -75,6 +83,8 @@ def early_scan_inputs(
         jobs.decide(request.jobs, env, job_memory_mb=request.job_memory_mb).value
     )
     profiler_step(request, env)
+    from skgate.preflight.interpreter import find_interpreter  # noqa: PLC0415 - see the top
+
     interp = find_interpreter(request, env)
     if interp.path is None:
         return None
@@ -105,6 +115,8 @@ def check_inputs(request: RunRequest, runner_env: Mapping[str, str] | None = Non
                 "every process); give a name such as op_compiler"
             )
     if request.python:
+        from skgate.preflight.interpreter import find_interpreter  # noqa: PLC0415 - see the top
+
         found = find_interpreter(request, env).path
         if (
             found is None

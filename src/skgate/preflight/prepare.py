@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,15 +84,24 @@ __all__ = [
 ]
 
 
-@dataclass
 class LaunchPlan:
-    """What the runner launches with, what it records, and whether it may launch."""
+    """What the runner launches with, what it records, and whether it may launch. (A
+    plain class, not a dataclass: one generated class less on every start-up, issue 29.)"""
 
-    env: dict[str, str]
-    controls: dict[str, Any]
-    blocked: tuple[str, ...]
-    foreign: tuple[ProcessRecord, ...]
-    _lease: leases.LeaseSet | None = field(default=None, repr=False)
+    def __init__(
+        self,
+        *,
+        env: dict[str, str],
+        controls: dict[str, Any],
+        blocked: tuple[str, ...],
+        foreign: tuple[ProcessRecord, ...],
+        _lease: leases.LeaseSet | None = None,
+    ) -> None:
+        self.env = env
+        self.controls = controls
+        self.blocked = blocked
+        self.foreign = foreign
+        self._lease = _lease
 
     @property
     def lease_fds(self) -> tuple[int, ...]:

@@ -27,7 +27,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,14 +57,21 @@ def lock_path(root: Path, device: int) -> Path:
     return root / f"device-{device}.lock"
 
 
-@dataclass
 class LeaseSet:
-    """Devices held by this process. ``release`` is idempotent."""
+    """Devices held by this process. ``release`` is idempotent. (A plain class, not a
+    dataclass: one generated class less on every start-up, issue 29.)"""
 
-    root: Path
-    devices: tuple[int, ...]
-    fds: dict[int, int] = field(default_factory=dict)
-    inherited: bool = False
+    def __init__(
+        self,
+        root: Path,
+        devices: tuple[int, ...],
+        fds: dict[int, int] | None = None,
+        inherited: bool = False,
+    ) -> None:
+        self.root = root
+        self.devices = devices
+        self.fds: dict[int, int] = {} if fds is None else fds
+        self.inherited = inherited
 
     def release(self) -> None:
         for device in sorted(self.fds, reverse=True):

@@ -6,7 +6,6 @@ Kept apart from :mod:`skgate.proc.supervise` so that the wait loop reads in one 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -14,6 +13,10 @@ PR_SET_CHILD_SUBREAPER = 36
 
 def become_subreaper() -> bool:
     """Make this process a child subreaper; False when the kernel refuses."""
+    # ctypes only here: the runner loads this module to record its attempt, which
+    # ``skgate start``'s caller waits for, long before it becomes a subreaper (issue 29).
+    import ctypes  # noqa: PLC0415
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0

@@ -34,7 +34,6 @@ from skgate.model.request import RunRequest
 from skgate.model.running import Coverage, Ownership, ProcessRecord
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.model.signals import signal_name
-from skgate.preflight.early import EarlyWork
 from skgate.preflight.jobs import frozen_value
 from skgate.proc.observe import boot_id, self_stat
 from skgate.proc.signals import (
@@ -48,6 +47,7 @@ from skgate.proc.waitstatus import cpu_seconds
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict
+    from skgate.preflight.early import EarlyWork
 
 Notify = Callable[[str], None]
 #: Receives every journal record right after it is written (``--events jsonl``, the

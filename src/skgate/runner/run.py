@@ -40,7 +40,6 @@ from skgate.model.events import Created, Launched, SignalsIgnored
 from skgate.model.request import RunRequest
 from skgate.model.running import State
 from skgate.model.signals import signal_name
-from skgate.preflight.early import EarlyWork
 from skgate.preflight.inputs import check_inputs
 from skgate.preflight.request import legacy_outputs_dir, outputs_dir, validate
 from skgate.proc.signals import (
@@ -54,6 +53,7 @@ from skgate.runner.attempt import Attempt, Notify, OnEvent, StopRequest
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict
+    from skgate.preflight.early import EarlyWork
     from skgate.preflight.prepare import LaunchPlan
     from skgate.proc.keeper import PipeKeeper
     from skgate.proc.supervise import Outcome, Supervisor
@@ -98,6 +98,7 @@ class _Run:
         attempt_id: str | None,
         held: contextlib.ExitStack,
         recorded: Callable[[Path], None] | None = None,
+        early_after_record: bool = False,
     ) -> None:
         self.request = request
         self.stops = stops
@@ -110,6 +111,7 @@ class _Run:
         self.attempt_id = attempt_id
         self.held = held
         self.recorded = recorded
+        self.early_after_record = early_after_record
         self.att: Attempt | None = None
         self.plan: LaunchPlan | None = None
         self.before: frozenset[tuple[str, int]] = frozenset()
@@ -138,6 +140,7 @@ def run_here(
     early: EarlyWork | None = None,
     late: Callable[[str], None] | None = None,
     recorded: Callable[[Path], None] | None = None,
+    early_after_record: bool = False,
 ) -> Verdict:
     """Run one attempt in this process and return its verdict (see the module doc).
 
@@ -159,13 +162,20 @@ def run_here(
     ``recorded``: called with the attempt directory once the attempt is recorded (its
     ``created`` entry and its ledger entry), before preflight (``skgate start`` answers
     its caller there, issue 29).
+    ``early_after_record`` (without ``early``): the early work begins once the attempt
+    is recorded instead of before the allocation, so that the imports and the hook-cache
+    lookup it costs are not on the way to ``recorded`` (``skgate start``'s caller waits
+    for that alone; issue 29).
     """
     with contextlib.ExitStack() as cleanup:
         if early is not None:
             cleanup.callback(early.close)
         validate(request)
         check_inputs(request)  # every input error before anything is recorded
-        if early is None:  # the probes and the leaf then run while the attempt is made
+        if early is None and not early_after_record:
+            # The probes and the leaf then run while the attempt is made.
+            from skgate.preflight.early import EarlyWork  # noqa: PLC0415 - see the top
+
             early = EarlyWork.begin(request, checked=True)
             if early is not None:
                 cleanup.callback(early.close)
@@ -184,6 +194,7 @@ def run_here(
                 attempt_id=attempt_id,
                 held=contextlib.ExitStack(),
                 recorded=recorded,
+                early_after_record=early_after_record and early is None,
             )
             verdict = _execute(run)
             # A signal from here on never changes the exit status away from the record's.
@@ -272,6 +283,16 @@ def _record(run: _Run) -> Verdict | None:
             raise BlockedError(reason) from None
     if run.recorded is not None:
         run.recorded(attempt_dir)
+    if run.early_after_record:
+        from skgate.preflight.early import EarlyWork  # noqa: PLC0415 - see the top
+
+        # Closed with everything else the attempt holds, on every way out; a stop
+        # signal acts once its threads are in that list, never between (C4: no probe
+        # left running).
+        with deferred():
+            run.early = att.early = EarlyWork.begin(request, checked=True)
+            if run.early is not None:
+                run.held.callback(run.early.close)
     return None
 
 
