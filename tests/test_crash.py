@@ -108,6 +108,9 @@ class Case:
     jitter: float = 0.0
     proc: subprocess.Popen[bytes] | None = None
     hit: list[str] = field(default_factory=list)
+    #: The ledger's end entry was on disk before the signal was sent: the attempt was
+    #: recorded in full, and the runner may be past its last act (see drive()).
+    recorded_first: bool = False
 
     @property
     def root(self) -> Path:
@@ -166,6 +169,7 @@ class Case:
                 if self.proc.poll() is not None:
                     self.hit = ["runner ended before the instant"]  # nothing was sent
                     break
+                self.recorded_first = _ledger_has_end(self.root)
                 self.proc.send_signal(self.fault)
                 self.hit = sorted(os.listdir(self.attempt)) if self.attempt.exists() else []
                 break
@@ -374,7 +378,16 @@ def test_stop_signal_at_instant_is_forwarded_or_deferred_never_lost(
         after_all = f"{sig.name} received after the attempt was recorded" in told or (
             case.proc.returncode in (-sig, 128 + sig)
         )
-        assert any(e["signal"] == sig for e in received) or late == [sig.name] or after_all, (
+        # A runner still alive at the send may be past its last act: stop signals blocked
+        # for its exit (proc.signals.exit_now), the end entry already in the ledger. A
+        # signal then is after everything was recorded, like one after the exit; a loaded
+        # machine can put the send there (seen twice at load 8-12).
+        assert (
+            any(e["signal"] == sig for e in received)
+            or late == [sig.name]
+            or after_all
+            or case.recorded_first
+        ), (
             names,
             end,
             told,

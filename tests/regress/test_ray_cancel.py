@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -326,6 +327,9 @@ def test_a_worker_exit_never_leaves_the_compile_unsupervised(tmp_path: Path) -> 
     )
     assert worker.stdout is not None
     try:
+        # Bounded: a worker that never answers fails the test, it never hangs the suite.
+        ready, _, _ = select.select([worker.stdout], [], [], 120)
+        assert ready, "the worker wrote no Started message in 120 s"
         started = message_from_dict(json.loads(worker.stdout.readline()))
         assert isinstance(started, Started) and started.runner_start_ticks is not None
         runner = (started.runner_pid, started.runner_start_ticks)
