@@ -28,9 +28,9 @@ How the rules become code:
   cannot reach them and nothing else is allowed to. They are reported.
 * C3, the exact record: the sources of :mod:`skgate.proc.sources` feed one
   :class:`~skgate.proc.owned.OwnedTree`: process events as they arrive (every fork, exec
-  and exit, however short-lived), the scan every interval (fallback and cross-check), the
-  reaper; the attempt's cgroup wakes the loop when its last member exits (``populated
-  0``). None of them ever decides a signal: signals stay as above (C4).
+  and exit, however short-lived), the scan (fallback and cross-check, paced by
+  :mod:`skgate.proc.scanpace`), the reaper; the attempt's cgroup wakes the loop when its
+  last member exits (``populated 0``). None of them ever decides a signal (C4).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from skgate.model.signals import signal_name
 from skgate.proc.observe import ProcStat, direct_children, is_alive, read_stat, tree
 from skgate.proc.outpipe import OutputPipe, drain, read_chunk
 from skgate.proc.owned import OwnedTree
+from skgate.proc.scanpace import ScanPace
 from skgate.proc.signals import STOP_SIGNALS, inherited_ignore
 from skgate.proc.sources import Sources, coverage
 from skgate.proc.supervisor_types import Outcome, SupervisorConfig, SupervisorObserver
@@ -112,7 +113,7 @@ class Supervisor:
         self._look = True  # the children must be looked at before the next wait
         self._leader_done = False
         self._pidfd = -1
-        self._next_scan = 0.0
+        self._pace = ScanPace(config.scan_interval)  # when the next scan is due
         self._next_progress: float | None = None  # no "waiting for" line said yet
         self._events_resume: float | None = None  # when the paused events fd is watched again
         self._pause = EVENTS_COALESCE[0]
@@ -208,7 +209,7 @@ class Supervisor:
         self._t0 = launched_mono
         cfg = self.config
         self._policy = Termination(launched=launched_mono, timeout=cfg.timeout, grace=cfg.grace)
-        self._next_scan = cfg.clock()
+        self._pace.next_at = cfg.clock()
         with self._watching(self._output_fd()):
             while not self._step(out):
                 pass
@@ -220,7 +221,7 @@ class Supervisor:
         """One turn of the loop; True once the tree ended (or only escapees are left)."""
         now = self.config.clock()
         self._resume_events(now)
-        if now >= self._next_scan:
+        if now >= self._pace.next_at:
             self._scan(now)
         for signum in self._drain_pending():
             if signum == signal.SIGCHLD:
@@ -234,7 +235,7 @@ class Supervisor:
             if self._tree_done(out, now):
                 return True
         self._perform(out, self._policy.advance(now))
-        wake = [t for t in (self._next_scan, self._policy.wake_at(), self._events_resume) if t]
+        wake = [t for t in (self._pace.next_at, self._policy.wake_at(), self._events_resume) if t]
         wait_s = 0.0 if self._look else max(0.0, min(wake) - self.config.clock())
         for key, _ in self._sel.select(wait_s):
             self._handlers[key.fd]()
@@ -273,14 +274,16 @@ class Supervisor:
             self.close_output()
 
     def _scan(self, now: float) -> None:
-        self._read_events()  # first, so the scan cross-checks fresh events
-        if self._observe(time.time()):
-            self._dirty = True
+        moved = self._read_events()  # first, so the scan cross-checks fresh events
+        leaf_facts = (len(self.foreign_members), len(self.left_leaf))
+        found = self._observe(time.time())  # C3: what the events did not report
+        found |= leaf_facts != (len(self.foreign_members), len(self.left_leaf))
+        self._dirty = self._dirty or moved or found
         self._flush_journal()
         self._flush_manifest(now)
         self.observer.tick(self.owned.live_count())
         self.observer.scan(self.owned.alive_keys())
-        self._next_scan = now + self.config.scan_interval
+        self._pace.after_scan(now, self.sources, agreed=not (moved or found))
         self._look = True
 
     def _received(self, out: Outcome, signum: int, now: float) -> None:
@@ -329,8 +332,9 @@ class Supervisor:
                 self._sel.unregister(self._pidfd)
                 os.close(self._pidfd)
                 self._pidfd = -1
-        if self._reap_orphans(pid):
+        if self._reap_orphans(pid) or self._dirty:
             self._dirty = True
+            self._pace.snap_back(self.config.clock())
         if not self._leader_done:
             return False
         self._read_events()
@@ -381,6 +385,7 @@ class Supervisor:
         if self._read_events():
             self._dirty = True
             self._flush_journal()
+            self._pace.snap_back(self.config.clock())
             self._pause = EVENTS_COALESCE[0]
         else:
             self._sel.unregister(conn.fileno())

@@ -131,7 +131,8 @@ class Watcher:
 
     def tick(self, live: int) -> None:
         # The tree's end lines written without their own fsync are durable within one scan
-        # interval when the tree lives on (see runner.attempt.SYNCED_LATER).
+        # interval when the tree lives on (see runner.attempt.SYNCED_LATER): a reap or
+        # the leader's exit brings the scan back to its configured interval (proc.scanpace).
         self._sync_journal()
         self.on_tick(live)
 
