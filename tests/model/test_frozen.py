@@ -1,5 +1,6 @@
 """skgate.model.frozen.record behaves as ``@dataclass(frozen=True)`` for what skgate's
-records use: the same class is declared both ways and every behaviour compared."""
+records use, and ``mutable`` as a plain ``@dataclass``: the same class is declared both
+ways and every behaviour compared."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from skgate.model.frozen import (
     field,
     fields,
     kw_field,
+    mutable,
     record,
     replace,
 )
@@ -341,3 +343,50 @@ def test_a_record_compiles_its_init_after_a_few_constructions_or_on_an_error() -
     with pytest.raises(TypeError, match="missing 1 required positional argument: 'count'"):
         other("a")
     assert other.__dict__["__init__"].__code__.co_varnames[1] == "name"  # an error compiles
+
+
+@mutable
+class State:
+    """Mutable working state, as the run path's (a watcher, a disk-full tally)."""
+
+    limit: int
+    errors: list[str] = field(default_factory=list)
+    seen: int = 0
+    _hook: Any = None
+
+
+@dataclasses.dataclass
+class DcState:
+    """The same declaration, as a plain dataclass."""
+
+    limit: int
+    errors: list[str] = dataclasses.field(default_factory=list)
+    seen: int = 0
+    _hook: Any = None
+
+
+def test_a_mutable_record_matches_a_plain_dataclass() -> None:
+    for _ in range(GENERIC_CALLS + 2):  # the generic __init__, then the compiled one
+        m, d = State(2, seen=1), DcState(2, seen=1)
+        assert repr(m) == repr(d).replace("DcState(", "State(")
+        assert fields(m) == tuple(f.name for f in dataclasses.fields(d))
+        assert State.__match_args__ == DcState.__match_args__
+    a, b = State(1), State(1)
+    assert a.errors == [] and a.errors is not b.errors and not hasattr(State, "errors")
+    assert a == b and a != State(2)
+    assert a != DcState(1)  # type: ignore[comparison-overlap]  # another class
+    a.seen += 1  # assignable, unlike a record
+    a.errors.append("x")
+    a._hook = print
+    assert a != b and (a.seen, a.errors, a._hook) == (1, ["x"], print)
+    # eq without frozen: unhashable, as a dataclass
+    assert vars(State)["__hash__"] is None is vars(DcState)["__hash__"]
+    with pytest.raises(TypeError):
+        hash(a)
+    assert replace(a, seen=5).seen == 5 and a.seen == 1
+    bad_calls: tuple[tuple[Any, ...], ...] = ((), (1, [], 0, None, "extra"))
+    for bad in bad_calls:
+        for cls in (State, DcState):
+            with pytest.raises(TypeError):
+                cls(*bad)
+    assert pickle.loads(pickle.dumps(a)) == a

@@ -27,11 +27,11 @@ import re
 import stat
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skgate.model.events import Observation
+from skgate.model.frozen import field, mutable
 
 if TYPE_CHECKING:
     from skgate.model.records import Census
@@ -71,7 +71,7 @@ def census_outputs(default: Path, legacy: Path | None, before: Collection[tuple[
     return legacy
 
 
-@dataclass
+@mutable
 class FirstNames:
     """The first ``limit`` error logs and ``.run`` packages a walk meets, for messages.
 

@@ -28,12 +28,12 @@ import errno
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from skgate.evidence import files
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import field, mutable, record
 from skgate.model.schema import check_schema
 
 DISKFULL = "diskfull.json"
@@ -52,7 +52,7 @@ def _stamp(wall: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
 
 
-@dataclass
+@mutable
 class DiskFull:
     """The disk-full facts of one attempt, held in memory until they can be written."""
 
@@ -238,7 +238,7 @@ class RunLog:
                 self.full.log_truncated_at = os.fstat(self.fd).st_size
 
 
-@dataclass(frozen=True)
+@record
 class DiskFullRecord:
     """``diskfull.json`` read back: the line the classifier quotes."""
 

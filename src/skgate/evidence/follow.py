@@ -24,7 +24,6 @@ import os
 import select
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +41,7 @@ from skgate.model.events import (
     TreeEnded,
     VerdictLine,
 )
+from skgate.model.frozen import field, mutable
 from skgate.model.protocol import AttemptPhase
 from skgate.model.running import ProcessRecord, State, Waiting
 
@@ -124,7 +124,7 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-@dataclass
+@mutable
 class Progress:
     """What the journal says so far about a live attempt (counts are provisional, C1)."""
 

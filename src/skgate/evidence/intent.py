@@ -14,12 +14,12 @@ A separate small file, so the journal's bytes stay those of every earlier attemp
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence import files
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import record
 from skgate.model.schema import check_schema
 
 INTENT = "launch.json"
@@ -27,7 +27,7 @@ INTENT = "launch.json"
 SCHEMA_INTENT = "skgate.launch_intent/1"
 
 
-@dataclass(frozen=True)
+@record
 class LaunchIntent:
     """What the runner was about to launch, recorded before the fork."""
 

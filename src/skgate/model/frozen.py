@@ -22,6 +22,9 @@ subclasses): the journal's events, which a runner loads before its launch (issue
 building their two dozen dataclasses cost 25-34 ms of every start-up). Its one
 ``__init__`` is written once, not generated per class.
 
+:func:`mutable` is a plain ``@dataclass``'s equivalent (assignable, unhashable), for the
+run path's working state built before every launch (issue 29).
+
 Everything else in skgate keeps ``dataclasses``: only the types the read path and the
 run path's start-up load use this (tests/model/test_frozen.py holds both to the same
 behaviour).
@@ -103,6 +106,23 @@ def record(cls: C) -> C:
     own share of ``skgate status``, which constructs five of the types it imports, once.
     Until then a generic one fills well-formed calls; a call it cannot fill (a missing,
     extra or repeated argument) compiles the real one at once, which raises its error."""
+    return _make(cls, frozen=True)
+
+
+@dataclass_transform(field_specifiers=(field,))
+def mutable(cls: C) -> C:
+    """Make ``cls`` what a plain ``@dataclass`` makes it, without the ``dataclasses``
+    module: :func:`record`'s ``__init__``, ``__repr__`` and ``__eq__``, its fields
+    assignable, and unhashable (``__hash__`` None, as a dataclass with ``eq`` and not
+    frozen). For the run path's working state, built before every launch (issue 29: each
+    generated dataclass costs about a millisecond of ``exec`` on every start-up, and the
+    module itself, with ``inspect``, ``ast``, ``dis`` and ``tokenize``, several more)."""
+    return _make(cls, frozen=False)
+
+
+def _make(cls: C, *, frozen: bool) -> C:
+    """:func:`record` (``frozen``) or :func:`mutable`: the fields and the lazily compiled
+    ``__init__`` are the same for both (``object.__setattr__`` sets a mutable one's too)."""
     names = _own_fields(cls)
     known = frozenset(names)
     fills: dict[str, object] = {}  # a field's default, or its _Factory
@@ -180,6 +200,9 @@ def record(cls: C) -> C:
     setattr(cls, "__match_args__", names)  # noqa: B010 - mypy types this name as read-only
     cls.__repr__ = _repr  # type: ignore[assignment, method-assign]
     cls.__eq__ = _eq  # type: ignore[assignment, method-assign]
+    if not frozen:
+        cls.__hash__ = None  # type: ignore[assignment]
+        return cls
     cls.__hash__ = _hash  # type: ignore[assignment, method-assign]
     cls.__setattr__ = _refuse_set  # type: ignore[assignment, method-assign]
     cls.__delattr__ = _refuse_delete  # type: ignore[assignment, method-assign]

@@ -40,8 +40,9 @@ import socket
 import struct
 import time
 from collections.abc import Container, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from skgate.model.frozen import record
 
 if TYPE_CHECKING:
     from skgate.proc.taskstats import ExitRecords
@@ -88,7 +89,7 @@ class EventsUnavailable(Exception):
     """The connector cannot be used here; ``str()`` says why (one line)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcEvent:
     """One process event. ``pid``/``tgid`` is the subject (the child, for a fork)."""
 

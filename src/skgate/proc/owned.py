@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
+from skgate.model.frozen import field, mutable
 from skgate.model.installs import MAX_RUNS, package_action
 from skgate.model.running import ProcessRecord
 from skgate.proc.events import Connector, Kind, ProcEvent
@@ -148,7 +148,7 @@ def decode_exit_code(code: int) -> tuple[int | None, int | None]:
     return (code >> 8) & 0xFF, None
 
 
-@dataclass
+@mutable
 class Folded:
     """Exited processes beyond :data:`FULL_RECORDS`, counted instead of listed."""
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
+from skgate.model.frozen import field, mutable
 from skgate.model.running import Coverage
 from skgate.model.sources import (
     ALL_SOURCES,
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@mutable
 class Sources:
     """The sources opened for one attempt (before its launch)."""
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from skgate.model.events import Event
-from skgate.model.frozen import record
+from skgate.model.frozen import field, mutable, record
 from skgate.model.running import Coverage, ProcessRecord
 
 
@@ -68,7 +67,7 @@ class SupervisorObserver(Protocol):
         """The pending ``skgate stop`` request, asked when a SIGTERM arrives."""
 
 
-@dataclass
+@mutable
 class Outcome:
     """Facts of one supervised run, as the journal also recorded them."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import files, plog
@@ -27,6 +26,7 @@ from skgate.evidence.diskfull import DiskFull, RunLog
 from skgate.evidence.follow import stage_announcer
 from skgate.evidence.logscan import LogScanner
 from skgate.model.events import Event
+from skgate.model.frozen import mutable
 from skgate.model.running import Coverage, ProcessRecord
 from skgate.preflight import prepare as preflight
 from skgate.preflight.request import legacy_outputs_dir, outputs_dir
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 Echo = Callable[[bytes], None]
 
 
-@dataclass
+@mutable
 class Watcher:
     """The runner's side of one supervised run (a SupervisorObserver)."""
 
