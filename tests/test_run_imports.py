@@ -39,6 +39,9 @@ STDLIB_NOT_BEFORE_LAUNCH = {
     "ast",
     "dis",
     "tokenize",
+    # A run line of the common shape is parsed without it (cli/quick_run.py).
+    "argparse",
+    "gettext",
 }
 
 AT_LAUNCH = """\

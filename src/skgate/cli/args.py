@@ -7,12 +7,14 @@ Each turns bad input into argparse's one-line usage error (exit 2), never a trac
 
 Light on purpose: the specs (:mod:`skgate.cli.specs`) build every parser from here, so
 ``skgate CMD --help`` imports no command code (issue 22 s5). The defaults shown in help
-are copies of the model's values; tests/cli/test_specs.py keeps them equal.
+are copies of the model's values; tests/cli/test_specs.py keeps them equal. Nor does it
+import ``argparse`` itself (only the functions argparse calls need it, and it is loaded
+by then): ``skgate run``'s quick parse (:mod:`skgate.cli.quick_run`) uses these types,
+defaults and :func:`request_from_args` without argparse (issue 29).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 
@@ -22,6 +24,8 @@ from skgate.model.modes import PackageMode, VerdictFrom
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+
     from skgate.model.request import RunRequest
 
 #: ``skgate.evidence.files.DEFAULT_ROOT``: the evidence root when none is given.
@@ -31,33 +35,40 @@ DEFAULT_TIMEOUT = 3 * 3600.0
 DEFAULT_GRACE = 30.0
 
 
+def _bad(message: str) -> Exception:
+    """argparse's type error, which it turns into a one-line usage error (exit 2)."""
+    from argparse import ArgumentTypeError  # noqa: PLC0415 - see the module doc
+
+    return ArgumentTypeError(message)
+
+
 def seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        raise _bad(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite, non-negative number")
+        raise _bad(f"{text!r} must be a finite, non-negative number")
     return value
 
 
 def positive_seconds(text: str) -> float:
     value = seconds(text)
     if value == 0:
-        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+        raise _bad("must be more than 0 seconds")
     return value
 
 
 def jobs_value(text: str) -> str:
     if text == "auto" or (text.isdigit() and int(text) > 0):
         return text
-    raise argparse.ArgumentTypeError(f"--jobs {text}: use a positive integer or 'auto'")
+    raise _bad(f"--jobs {text}: use a positive integer or 'auto'")
 
 
 def env_item(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name:
-        raise argparse.ArgumentTypeError(f"{text!r}: use NAME=VALUE")
+        raise _bad(f"{text!r}: use NAME=VALUE")
     return name, value
 
 
@@ -65,16 +76,16 @@ def devices(text: str) -> tuple[int, ...]:
     try:
         ids = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: use device ids like 0,1") from None
+        raise _bad(f"{text!r}: use device ids like 0,1") from None
     if not ids or min(ids) < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: use device ids like 0,1")
+        raise _bad(f"{text!r}: use device ids like 0,1")
     return ids
 
 
 def positive_int(text: str) -> int:
     if text.isdigit() and int(text) > 0:
         return int(text)
-    raise argparse.ArgumentTypeError(f"{text!r}: use a positive integer")
+    raise _bad(f"{text!r}: use a positive integer")
 
 
 def add_hook_options(p: argparse.ArgumentParser) -> None:
@@ -237,7 +248,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
         metavar="MIB",
         help="memory budget per compile job for --jobs auto (C5)",
     )
-    p.add_argument("--scan-interval", type=positive_seconds, default=1.0, help=argparse.SUPPRESS)
+    from argparse import SUPPRESS  # noqa: PLC0415 - see the module doc
+
+    p.add_argument("--scan-interval", type=positive_seconds, default=1.0, help=SUPPRESS)
 
 
 def request_from_args(args: argparse.Namespace, command: list[str]) -> RunRequest:
