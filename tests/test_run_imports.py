@@ -69,6 +69,7 @@ from skgate.cli.main import main
 
 code = main(["run", "--root", sys.argv[1], "--quiet", "--verdict-from", "exit-status",
              "--", "true"])
+seen["at_end"] = sorted(m for m in ("dataclasses", "inspect") if m in sys.modules)
 print(json.dumps({"code": code, **seen}))
 """
 
@@ -120,12 +121,15 @@ def test_run_loads_nothing_before_launch_that_only_finishing_needs(tmp_path: Pat
     assert not loaded & STDLIB_NOT_BEFORE_LAUNCH, sorted(loaded & STDLIB_NOT_BEFORE_LAUNCH)
 
 
-def test_run_builds_no_dataclass_before_launch(tmp_path: Path) -> None:
+def test_run_builds_no_dataclass_before_launch_nor_after(tmp_path: Path) -> None:
     """Each generated dataclass costs about a millisecond of ``exec`` on every start-up:
     none is built before the launch (the journal's events, the records and the mutable
-    working state of the run path use ``skgate.model.frozen``)."""
-    built = at_launch(tmp_path)["dataclasses"]
-    assert built == [], built
+    working state of the run path use ``skgate.model.frozen``), nor by the finish (the
+    stage records, the loaded evidence, the installed binaries): a ``run -- true``
+    waits for its finish too, and ``dataclasses`` brings ``inspect`` with it."""
+    got = at_launch(tmp_path)
+    assert got["dataclasses"] == [], got["dataclasses"]
+    assert got["at_end"] == [], got["at_end"]
 
 
 def test_start_records_its_attempt_without_the_dataclasses_module() -> None:

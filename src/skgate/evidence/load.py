@@ -13,7 +13,6 @@ module loads no ``skgate.proc`` module, so a report of archives never does (issu
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +41,7 @@ from skgate.model.events import (
     UnknownEvent,
 )
 from skgate.model.events import SignalSent as JournalSignalSent
+from skgate.model.frozen import record
 from skgate.model.logscan import LogScan
 from skgate.model.phrases import Lang
 from skgate.model.records import (
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     pass
 
 
-@dataclass(frozen=True)
+@record
 class Control:
     """The parts of ``control.json`` the gate itself reads back."""
 
@@ -175,7 +175,7 @@ def _signal_of(ev: JournalSignalSent | SignalReceived, where: str) -> int:
     return ev.signal
 
 
-@dataclass(frozen=True)
+@record
 class Archived:
     """The classifier's input from the archive, and the two launch facts a live look at
     the attempt needs (``skgate.read.liveness``): its frozen deadline and its cgroup leaf."""

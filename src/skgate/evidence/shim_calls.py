@@ -14,11 +14,11 @@ the one the real op_compiler ran with. Nothing here writes.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from skgate.evidence.files import SHIM_CALLS
+from skgate.model.frozen import replace
 from skgate.model.stages import CompilerArgs, Stages, parse_compiler_argv
 
 __all__ = ["SHIM_CALLS", "ShimCall", "read_shim_calls", "with_shim_calls"]
@@ -89,5 +89,5 @@ def with_shim_calls(stages: Stages, calls: dict[int, ShimCall]) -> Stages:
         if st.args.jobs_text == original.jobs_text != rewritten.jobs_text:
             # Only the shim's image was seen: its recorded exec is what op_compiler ran.
             args = rewritten
-        changed.append(dataclasses.replace(st, args=args, original_argv=call.original))
-    return dataclasses.replace(stages, stages=tuple(changed))
+        changed.append(replace(st, args=args, original_argv=call.original))
+    return replace(stages, stages=tuple(changed))

@@ -12,13 +12,13 @@ and the words are here. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from skgate.model.frozen import field, record
 from skgate.model.phrases import Lang
 
 
-@dataclass(frozen=True)
+@record
 class PackageManifest:
     """One installed package's manifest(s), one per ``config/<soc>/`` directory."""
 
@@ -53,7 +53,7 @@ class PackageManifest:
         }
 
 
-@dataclass(frozen=True)
+@record
 class InstalledBinaries:
     """The C8 check of installed static binaries for one outputs directory."""
 

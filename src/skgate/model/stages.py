@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import record
 from skgate.model.idle import Idle, idles_from
 from skgate.model.schema import SCHEMA_STAGES, SCHEMA_STAGES_V1, check_schema, opt_int, require
 from skgate.model.stage_roots import AnnouncedRoot, CacheEntry, CacheFile
@@ -72,7 +72,7 @@ class Pairing(str, enum.Enum):
     OP_TYPE = "op_type"
 
 
-@dataclass(frozen=True)
+@record
 class OpTypeTally:
     """One op type of a stage: its inputs, its logs and what pairing them showed."""
 
@@ -120,7 +120,7 @@ class OpTypeTally:
         )
 
 
-@dataclass(frozen=True)
+@record
 class CompilerArgs:
     """An op_compiler argv, parsed; whatever it does not know is kept verbatim."""
 
@@ -230,7 +230,7 @@ def parse_compiler_argv(argv: Sequence[str]) -> CompilerArgs:
     )
 
 
-@dataclass(frozen=True)
+@record
 class InputResult:
     """One named input of a stage: its stem, outcome and the log(s) a person reads next.
 
@@ -275,7 +275,7 @@ class InputResult:
         )
 
 
-@dataclass(frozen=True)
+@record
 class StageCensus:
     """Per-input outcomes of one stage, counted on disk (C3).
 
@@ -407,7 +407,7 @@ class ArgsFrom(str, enum.Enum):
     ANNOUNCED_ROOT = "announced_root"
 
 
-@dataclass(frozen=True)
+@record
 class StageRecord:
     """One observed owned op_compiler invocation (pid + start time identify it, C4)."""
 
@@ -505,7 +505,7 @@ def _objects(d: Mapping[str, Any], key: str, where: str) -> list[Mapping[str, An
     return raw
 
 
-@dataclass(frozen=True)
+@record
 class Stages:
     """``stages.json``: every stage of the attempt, and the most ``opc`` seen alive."""
 

@@ -17,8 +17,8 @@ Pure functions of archived evidence (no I/O, no clock), used by the classifier:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from skgate.model.frozen import record
 from skgate.model.idle import Idle, IdleKind, idle_reason
 from skgate.model.records import Evidence, Stage, Summary, Verdict
 from skgate.model.releases import (
@@ -129,7 +129,7 @@ def as_stage(stage: StageRecord) -> Stage | None:
     return Stage(name=stage.name, inputs=c.inputs, succeeded=c.succeeded, failed=c.failed)
 
 
-@dataclass(frozen=True)
+@record
 class StageFindings:
     """What the stage record says, for the classifier and the report."""
 
@@ -266,7 +266,7 @@ def _quoted(text: str, limit: int = 300) -> str:
     return '"' + cut.replace('"', "'") + '"'
 
 
-@dataclass(frozen=True)
+@record
 class SummaryView:
     """The summary the classifier judges by, and the stage facts around it (C2)."""
 
