@@ -1,5 +1,5 @@
-"""``skgate run`` parsed without argparse (skgate.cli.quick_run, issue 29) gives exactly
-what argparse gives, and leaves every other command line to argparse."""
+"""``skgate run`` and ``skgate start`` parsed without argparse (skgate.cli.quick_run,
+issue 29) give exactly what argparse gives, and leave every other line to argparse."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_quick import _plain
 
-from conftest import ENV
+from conftest import ENV, wait_for
 from skgate.cli.main import build_parser
 from skgate.cli.quick_run import run_args
 
@@ -39,6 +39,13 @@ TAKEN = [
     ["run", "--compiler-name", "my_opc", "--compiler-name=other"],
     ["run", "--scan-interval", "0.2", "--quiet", "--quiet"],
 ]
+
+#: The same for ``start``, which has ``--json`` but neither ``--quiet`` nor ``--events``.
+TAKEN_START = [
+    ["start", *argv[1:]]
+    for argv in TAKEN
+    if not {"--quiet", "--events"} & {w.partition("=")[0] for w in argv}
+] + [["start", "--json", "--root", "r"]]
 
 #: Left to argparse: abbreviations, help, a stray word, a flag given a value, a value
 #: argparse refuses or may read as an option, a missing value, other commands.
@@ -74,16 +81,20 @@ LEFT = [
     ["run", "--scan-interval", "0"],
     ["run", "--version"],
     ["run", "-"],
+    ["start", "--quiet"],
+    ["start", "--events", "jsonl"],
+    ["start", "--jso"],
+    ["start", "x"],
 ]
 
 
-@pytest.mark.parametrize("argv", TAKEN, ids=repr)
+@pytest.mark.parametrize("argv", TAKEN + TAKEN_START, ids=repr)
 def test_the_quick_parse_is_argparses(argv: list[str]) -> None:
     quick = run_args(argv)
     assert quick is not None
     # Values and their types (2 is not 2.0), the handler by what it names, in order.
     assert list(_plain(dict(vars(quick))).items()) == list(
-        _plain(vars(build_parser("run").parse_args(argv))).items()
+        _plain(vars(build_parser(argv[0]).parse_args(argv))).items()
     )
 
 
@@ -93,9 +104,9 @@ def test_every_other_command_line_goes_to_argparse(argv: list[str]) -> None:
 
 
 def test_a_run_line_of_a_common_shape_runs_without_argparse(tmp_path: Path) -> None:
-    """A real ``skgate run`` of the common shape never imports ``argparse`` (nor
-    ``gettext``), and runs to its verdict; a line left to argparse still says what is
-    wrong in one line, exit 2, with nothing recorded."""
+    """A real ``skgate run`` (and ``start``) of the common shape never imports
+    ``argparse`` (nor ``gettext``), and runs to its verdict; a line left to argparse
+    still says what is wrong in one line, exit 2, with nothing recorded."""
     code = (
         "import sys; from skgate.cli.main import main; "
         "c = main(['run', '--root', 'r', '--quiet', '--verdict-from', 'exit-status', "
@@ -112,6 +123,15 @@ def test_a_run_line_of_a_common_shape_runs_without_argparse(tmp_path: Path) -> N
         timeout=120,
     )
     assert res.stdout.split()[-3:] == ["0", "False", "False"], res.stdout + res.stderr
+    start = code.replace("'run', ", "'start', ").replace("'--quiet', ", "")
+    res = subprocess.run(
+        [sys.executable, "-c", start], cwd=tmp_path, env=ENV, capture_output=True, text=True,
+        check=False, timeout=120,
+    )  # fmt: skip
+    assert res.stdout.split()[-3:] == ["0", "False", "False"], res.stdout + res.stderr
+    # The started attempt runs to its end (its runner's reply said where it is).
+    attempt = Path(res.stdout.split()[0])
+    wait_for((attempt / "seal.json").is_file, "the started attempt's seal", 60)
     res = subprocess.run(
         [sys.executable, "-m", "skgate", "run", "--root", "r2", "--timeout", "0", "--", "true"],
         cwd=tmp_path,

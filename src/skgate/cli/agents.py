@@ -6,7 +6,6 @@ return an exit status. The parsers are in :mod:`skgate.cli.specs`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import TYPE_CHECKING
@@ -14,6 +13,8 @@ from typing import TYPE_CHECKING
 from skgate.cli.args import command_after_dashes, request_from_args
 
 if TYPE_CHECKING:
+    import argparse  # a start line of the common shape never loads it (cli/quick_run.py)
+
     from skgate.model.events import Event
 
 

@@ -77,8 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The common status lines are parsed without argparse (issue 29); see cli/quick.py.
     args: Any = None if command is not None else status_args(args_list)
     _read_only[0] = args is not None
-    if command is not None and args_list[:1] == ["run"]:  # and run's (cli/quick_run.py)
-        from skgate.cli.quick_run import run_args  # noqa: PLC0415 - only for 'run'
+    if command is not None and args_list[:1] in (["run"], ["start"]):  # cli/quick_run.py
+        from skgate.cli.quick_run import run_args  # noqa: PLC0415 - only for these
 
         args = run_args(args_list)
     if args is None:

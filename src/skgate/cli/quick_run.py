@@ -1,15 +1,16 @@
-"""``skgate run [options] -- COMMAND`` parsed without argparse (issue 29: importing
+"""``skgate run|start [options] -- COMMAND`` parsed without argparse (issue 29: importing
 ``argparse`` and building the ``run`` parser, three dozen options, is a few ms of every
-run's start-up, before its attempt is even recorded).
+run's start-up before its attempt is even recorded, and of every ``start`` before it
+answers).
 
-:func:`run_args` answers only a line of the shape ``run OPTION... -- COMMAND`` whose every
-option is one of ``run``'s own, spelt in full (``--name VALUE`` or ``--name=VALUE``), with a
-value that does not start with ``-`` and that the option's own type (from
-:mod:`skgate.cli.args`, the functions argparse calls) and choices take. It gives the same
-attributes, in the same order, as argparse's ``Namespace``. Anything else (an abbreviation,
-``-h``, a stray word, a value argparse would refuse or read differently) gets None and goes
-to argparse, which parses it or says what is wrong. tests/cli/test_quick_run.py compares
-both parses over many shapes.
+:func:`run_args` answers only a line of the shape ``run|start OPTION... -- COMMAND``
+whose every option is one of that command's own, spelt in full (``--name VALUE`` or
+``--name=VALUE``), with a value that does not start with ``-`` and that the option's own
+type (from :mod:`skgate.cli.args`, the functions argparse calls) and choices take. It
+gives the same attributes, in the same order, as argparse's ``Namespace``. Anything else
+(an abbreviation, ``-h``, a stray word, a value argparse would refuse or read
+differently) gets None and goes to argparse, which parses it or says what is wrong.
+tests/cli/test_quick_run.py compares both parses over many shapes.
 """
 
 from __future__ import annotations
@@ -48,10 +49,8 @@ def _choice(*allowed: str) -> Callable[[str], object]:
     return check
 
 
-#: ``run``'s store_true options (cli/args.py, cli/specs.py), by flag: their attribute.
+#: The store_true options of both (cli/args.py), by flag: their attribute.
 _FLAGS = {
-    "--quiet": "quiet",
-    "--json": "json",
     "--python-cpu-count": "python_cpu_count",
     "--enforce-jobs": "enforce_jobs",
     "--strict-hooks": "strict_hooks",
@@ -84,15 +83,27 @@ _VALUED: dict[str, tuple[str, Callable[[str], object], bool]] = {
     "--compiler-name": ("compiler_name", _text, True),
     "--job-memory-mb": ("job_memory_mb", positive_int, False),
     "--scan-interval": ("scan_interval", positive_seconds, False),
-    "--events": ("events", _choice("jsonl"), False),
 }
 
+#: Each command's own options after the shared ones (cli/specs.py), as flags above
+#: (their default False) or valued options (their default None), in the order its spec
+#: adds them; then its handler.
+_OWN: dict[str, tuple[dict[str, str], dict[str, tuple[str, Callable[[str], object], bool]]]] = {
+    "run": (
+        {"--quiet": "quiet", "--json": "json"},
+        {"--events": ("events", _choice("jsonl"), False)},
+    ),
+    "start": ({"--json": "json"}, {}),
+}
+_HANDLERS = {"run": ("skgate.cli.run", "cmd_run"), "start": ("skgate.cli.agents", "cmd_start")}
 
-def _defaults() -> dict[str, object]:
-    """argparse's ``Namespace`` for a bare ``skgate run``, attribute by attribute, in its
+
+def _defaults(verb: str) -> dict[str, object]:
+    """argparse's ``Namespace`` for a bare ``skgate VERB``, attribute by attribute, in its
     order (the parent parser's ``command``, the options as added, then the handler)."""
+    flags, valued = _OWN[verb]
     return {
-        "command": "run",
+        "command": verb,
         "root": DEFAULT_ROOT,
         "cwd": None,
         "timeout": DEFAULT_TIMEOUT,
@@ -120,28 +131,28 @@ def _defaults() -> dict[str, object]:
         "compiler_name": [],
         "job_memory_mb": None,
         "scan_interval": 1.0,
-        "quiet": False,
-        "json": False,
-        "events": None,
+        **dict.fromkeys(flags.values(), False),
+        **dict.fromkeys((name for name, _, _ in valued.values()), None),
         "stray": [],
-        "handler": Handler("skgate.cli.run", "cmd_run"),
+        "handler": Handler(*_HANDLERS[verb]),
         "exit_at_once": True,
     }
 
 
 def run_args(argv: list[str]) -> Parsed | None:
     """``argv`` (the words before ``--``, without the program name) parsed, when it is a
-    ``run`` line of the shape the module doc gives; None for argparse to parse."""
-    if not argv or argv[0] != "run":
+    ``run`` or ``start`` line of the shape the module doc gives; None for argparse."""
+    if not argv or argv[0] not in _OWN:
         return None
-    values = _defaults()
+    values = _defaults(argv[0])
+    own_flags, own_valued = _OWN[argv[0]]
     words = iter(argv[1:])
     for word in words:
         flag, eq, inline = word.partition("=")
-        if not eq and flag in _FLAGS:
-            values[_FLAGS[flag]] = True
+        if not eq and (flag in _FLAGS or flag in own_flags):
+            values[_FLAGS.get(flag) or own_flags[flag]] = True
             continue
-        spec = _VALUED.get(flag)
+        spec = _VALUED.get(flag) or own_valued.get(flag)
         if spec is None:
             return None  # a stray word, an abbreviation, -h, a flag given a value
         value = inline if eq else next(words, None)
