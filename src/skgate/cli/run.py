@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -47,6 +46,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             os.write(2, (message + "\n").encode(errors="backslashreplace"))
         except OSError:
             pass
+
+    import json  # noqa: PLC0415 - not at the top: status's text loads no json (issue 29)
 
     def stream(event: Event) -> None:
         record = event.to_dict()
@@ -118,6 +119,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             except SkgateError as exc:
                 rows.append((attempt, None, str(exc)))
         if args.json:
+            import json  # noqa: PLC0415 - see cmd_run
+
             print(
                 json.dumps(
                     [v.to_dict() if v else {"attempt": str(a), "error": err} for a, v, err in rows],

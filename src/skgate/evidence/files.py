@@ -21,7 +21,6 @@ Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 import time
@@ -29,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from skgate.evidence import regular, sealed
+from skgate.model import jsonread
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.frozen import replace
 
@@ -84,6 +84,8 @@ def json_text(data: Any, *, indent: int | None = None) -> str:
     (``\\udcb2``), which JSON readers turn back into the same string, and
     ``os.fsencode`` into the original bytes (issue 12).
     """
+    import json  # noqa: PLC0415 - writers only: a read (skgate status) never loads it (issue 29)
+
     separators = None if indent is not None else (",", ":")
     text = json.dumps(data, indent=indent, ensure_ascii=False, separators=separators)
     try:
@@ -301,12 +303,12 @@ def read_json(path: Path, limit: int | None = None) -> Any:
     except FileNotFoundError:
         raise EvidenceError(f"{path}: missing") from None
     try:
-        return json.loads(data.decode("utf-8"))
+        return jsonread.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise EvidenceError(f"{path}: unreadable ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # json.JSONDecodeError (skgate.model.jsonread)
         raise EvidenceError(
-            f"{path}: not valid JSON (truncated or damaged at line {exc.lineno})"
+            f"{path}: not valid JSON (truncated or damaged at line {jsonread.error_line(exc)})"
         ) from None
     except RecursionError:
         raise EvidenceError(f"{path}: not valid JSON (nested too deeply; damaged)") from None

@@ -24,7 +24,6 @@ Schema history: ``skgate.ledger/1``: first version (2026-11).
 from __future__ import annotations
 
 import enum
-import json
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -42,6 +41,7 @@ from skgate.evidence.files import (
     is_attempt_dir,
     json_text,
 )
+from skgate.model import jsonread
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
 from skgate.model.frozen import record
 
@@ -310,7 +310,7 @@ def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, An
             seq = -1  # an oversized last line: damaged, verify reports it
         elif last is not None:
             try:
-                seq = int(json.loads(last)["seq"]) + 1
+                seq = int(jsonread.loads(last)["seq"]) + 1
             except (ValueError, KeyError, TypeError):
                 seq = -1  # torn or damaged previous line: verify reports it; chain still holds
         entry: dict[str, Any] = {
@@ -458,7 +458,7 @@ def iter_ledger(root: Path) -> Iterator[LedgerLine]:
                 continue
             entry: dict[str, Any] | None
             try:
-                parsed = json.loads(line.raw)
+                parsed = jsonread.loads(line.raw)
                 entry = parsed if isinstance(parsed, dict) else None
             except (ValueError, UnicodeDecodeError, RecursionError):
                 entry = None

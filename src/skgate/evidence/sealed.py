@@ -23,13 +23,13 @@ one hash of what is read (``bench/bench_cli.py``).
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from skgate.evidence import digest, regular
+from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
 from skgate.model.running import SealBreach
@@ -138,7 +138,7 @@ def load_seal(base: Path) -> Seal | None:
     if cached is not None and cached.key == key:
         return cached
     try:
-        data = json.loads(regular.read_bytes(path))
+        data = jsonread.loads(regular.read_bytes(path))
         if not isinstance(data, dict) or data.get("schema") != SCHEMA_SEAL:
             raise EvidenceError(f"{path}: not a {SCHEMA_SEAL!r} seal")
         raw = require(data, "files", list, str(path))
