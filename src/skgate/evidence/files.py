@@ -24,10 +24,8 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Iterable, Mapping
-from pathlib import Path
 
-from skgate.evidence import regular, sealed
+from skgate.evidence import pathtext, regular, sealed
 from skgate.model import jsonread
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.frozen import replace
@@ -35,13 +33,17 @@ from skgate.model.frozen import replace
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from pathlib import Path
     from typing import Any
 
     # An annotation only: reading verdict.json (skgate status) loads no event types.
     from skgate.model.events import Event
 
 #: The evidence root when none is given (here, so the CLI names it without the ledger).
-DEFAULT_ROOT = Path("skgate-runs")
+#: Text, not a ``Path``: the read side loads no ``pathlib`` (issue 29); ``Path(...)`` it
+#: where a path object is needed.
+DEFAULT_ROOT = "skgate-runs"
 CONTROL = "control.json"
 OWNERSHIP = "ownership.json"
 EVENTS = "events.jsonl"
@@ -291,7 +293,7 @@ def replace_json(path: Path, data: Any, *, sync: bool = True) -> None:
     replace_text(path, dumps(data), sync=sync)
 
 
-def read_json(path: Path, limit: int | None = None) -> Any:
+def read_json(path: Path | str, limit: int | None = None) -> Any:
     """Read an evidence JSON file; any problem is a one-line EvidenceError.
 
     Read as a regular file only, within the bound of its kind (``regular.read_bytes``):
@@ -383,15 +385,15 @@ class AppendFile:
             self.fd = -1
 
 
-def present(path: Path) -> bool:
+def present(path: Path | str) -> bool:
     """Is anything at ``path``, a dangling link included (``Path.exists`` follows links:
     a linked evidence file must be refused when read, never taken as missing; issue 21).
     In a sealed attempt a sealed file gone or resized is a ``SealBreachError`` (issue 28)."""
     return sealed.present(path)
 
 
-def is_attempt_dir(path: Path) -> bool:
-    return (path / CONTROL).is_file()
+def is_attempt_dir(path: Path | str) -> bool:
+    return pathtext.is_file(pathtext.join(path, CONTROL))
 
 
 def require_dir(path: Path, what: str, hint: str, *, follow_links: bool = False) -> None:

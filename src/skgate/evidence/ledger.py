@@ -26,10 +26,8 @@ from __future__ import annotations
 import enum
 import os
 import time
-from collections.abc import Iterator, Mapping
-from pathlib import Path
 
-from skgate.evidence import regular
+from skgate.evidence import pathtext, regular
 from skgate.evidence.digest import new_sha256, sha256_bytes, sha256_file
 from skgate.evidence.files import (
     EVENTS as JOURNAL,
@@ -48,8 +46,11 @@ from skgate.model.frozen import record
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from pathlib import Path
     from typing import Any
 
+    from skgate.evidence.pathtext import P
     from skgate.model.records import Verdict
 
 ATTEMPTS = "attempts"
@@ -119,7 +120,8 @@ def allocate(root: Path, name: str | None = None) -> Path:
                 "an attempt id is never reused (C4)"
             ) from None
         return base / name
-    existing = [int(p.name) for p in _children(base) if p.name.isdigit()]
+    names = (pathtext.name(p) for p in _children(base))
+    existing = [int(n) for n in names if n.isdigit()]
     n = max(existing, default=0) + 1
     while True:
         candidate = base / f"{n:04d}"
@@ -136,52 +138,60 @@ def allocate(root: Path, name: str | None = None) -> Path:
         return candidate
 
 
-def _children(path: Path) -> list[Path]:
+def _children(path: Path | str) -> list[str]:
+    """The directories in ``path`` (links to one are not), as ``pathtext`` spells them."""
     try:
-        return [Path(e.path) for e in os.scandir(path) if e.is_dir(follow_symlinks=False)]
+        with os.scandir(path) as it:
+            found = [e.name for e in it if e.is_dir(follow_symlinks=False)]
     except OSError:
         return []
+    return [pathtext.join(path, name) for name in found]
 
 
-def is_prelaunch_dir(path: Path) -> bool:
+def is_prelaunch_dir(path: Path | str) -> bool:
     """An attempt still in preflight: its journal, no controls yet (a runner waiting for
     a foreign compiler, or one that died there; issue 30)."""
-    return not is_attempt_dir(path) and (path / JOURNAL).is_file()
+    return not is_attempt_dir(path) and pathtext.is_file(pathtext.join(path, JOURNAL))
 
 
-def list_attempts(root: Path, *, prelaunch: bool = False) -> list[Path]:
+def list_attempts(root: P, *, prelaunch: bool = False) -> list[P]:
     """Attempt directories of ``root``, oldest first; with ``prelaunch``, also those still
-    in preflight (what ``status`` and ``report`` show, never "no attempts")."""
+    in preflight (what ``status`` and ``report`` show, never "no attempts"). ``str`` in,
+    ``str`` out; ``Path`` in, ``Path`` out (the lookups below alike)."""
+    numbered = ((pathtext.name(p), p) for p in _children(pathtext.join(root, ATTEMPTS)))
     found = [
-        p
-        for p in _children(root / ATTEMPTS)
-        if p.name.isdigit() and (is_attempt_dir(p) or (prelaunch and is_prelaunch_dir(p)))
+        (int(n), p)
+        for n, p in numbered
+        if n.isdigit() and (is_attempt_dir(p) or (prelaunch and is_prelaunch_dir(p)))
     ]
-    return sorted(found, key=lambda p: int(p.name))
+    return [pathtext.like(root, p) for _, p in sorted(found, key=lambda f: f[0])]
 
 
 #: Where a diagnosis matrix keeps one evidence root per arm (``<session>/runs/<arm>/``).
 RUNS = "runs"
 
 
-def sub_roots(target: Path) -> list[Path]:
+def sub_roots(target: P) -> list[P]:
     """The per-arm evidence roots of a matrix session root (empty for anything else)."""
-    if (target / ATTEMPTS).is_dir():
+    if pathtext.is_dir(pathtext.join(target, ATTEMPTS)):
         return []
-    return sorted(p for p in _children(target / RUNS) if (p / ATTEMPTS).is_dir())
+    arms = _children(pathtext.join(target, RUNS))
+    # Sorted as ``Path`` objects sort: siblings differ only in their last name.
+    found = sorted(p for p in arms if pathtext.is_dir(pathtext.join(p, ATTEMPTS)))
+    return [pathtext.like(target, p) for p in found]
 
 
-def resolve(target: Path, *, prelaunch: bool = False) -> list[Path]:
+def resolve(target: P, *, prelaunch: bool = False) -> list[P]:
     """An attempt directory, or every attempt of a root (of each arm's root of a matrix
     session root), oldest first; ``prelaunch`` as :func:`list_attempts`."""
     if is_attempt_dir(target) or (prelaunch and is_prelaunch_dir(target)):
         return [target]
-    if (target / ATTEMPTS).is_dir():
+    if pathtext.is_dir(pathtext.join(target, ATTEMPTS)):
         return list_attempts(target, prelaunch=prelaunch)
     subs = sub_roots(target)
     if subs:
         return [a for sub in subs for a in list_attempts(sub, prelaunch=prelaunch)]
-    if not target.exists():
+    if not pathtext.exists(target):
         raise EvidenceError(f"{target}: no such attempt directory or evidence root")
     raise EvidenceError(
         f"{target}: not an attempt directory (no control.json) nor an evidence root "
@@ -189,7 +199,7 @@ def resolve(target: Path, *, prelaunch: bool = False) -> list[Path]:
     )
 
 
-def latest(root: Path) -> Path:
+def latest(root: P) -> P:
     attempts = resolve(root, prelaunch=True)  # a waiting attempt is the latest (issue 30)
     if not attempts:
         raise EvidenceError(f"{root}: the evidence root has no attempts yet")
@@ -520,7 +530,7 @@ def _is_evidence_root(path: Path) -> bool:
         return True
     try:
         with os.scandir(path / ATTEMPTS) as it:
-            return any(e.name.isdigit() and is_attempt_dir(Path(e.path)) for e in it)
+            return any(e.name.isdigit() and is_attempt_dir(e.path) for e in it)
     except OSError:
         return False
 
@@ -531,6 +541,8 @@ def evidence_owner(path: Path) -> Path | None:
     Checked on the real path of the parent (links resolved) and on the real path of
     ``path`` itself, so neither ``..`` nor a symbolic link reaches sealed evidence.
     """
+    from pathlib import Path  # noqa: PLC0415 - not on the read side (issue 29)
+
     parent = path.parent if str(path.parent) else Path(".")
     places = {Path(os.path.realpath(parent)) / path.name, Path(os.path.realpath(path))}
     for place in places:
