@@ -7,7 +7,7 @@ import sys
 
 from skgate.cli.show import print_verdict
 from skgate.evidence import files, pathtext
-from skgate.evidence.ledger import latest, resolve
+from skgate.evidence.lookup import latest, resolve
 from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE

@@ -30,15 +30,23 @@ import time
 from skgate.evidence import pathtext, regular
 from skgate.evidence.digest import new_sha256, sha256_bytes, sha256_file
 from skgate.evidence.files import (
-    EVENTS as JOURNAL,
-)
-from skgate.evidence.files import (
     SEAL,
     check_root,
     fsync_dir,
     is_attempt_dir,
     json_text,
 )
+
+# The lookups live in lookup.py (status loads no ledger, issue 29); re-exported here for
+# the callers that always found them in the ledger (``as``: an explicit re-export).
+from skgate.evidence.lookup import ATTEMPTS as ATTEMPTS  # noqa: PLC0414
+from skgate.evidence.lookup import RUNS as RUNS  # noqa: PLC0414
+from skgate.evidence.lookup import child_dirs
+from skgate.evidence.lookup import is_prelaunch_dir as is_prelaunch_dir  # noqa: PLC0414
+from skgate.evidence.lookup import latest as latest  # noqa: PLC0414
+from skgate.evidence.lookup import list_attempts as list_attempts  # noqa: PLC0414
+from skgate.evidence.lookup import resolve as resolve  # noqa: PLC0414
+from skgate.evidence.lookup import sub_roots as sub_roots  # noqa: PLC0414
 from skgate.model import jsonread
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
 from skgate.model.frozen import record
@@ -50,10 +58,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from skgate.evidence.pathtext import P
     from skgate.model.records import Verdict
 
-ATTEMPTS = "attempts"
 LEDGER = "ledger.jsonl"
 SCHEMA_LEDGER = "skgate.ledger/1"
 GENESIS = "0" * 64
@@ -120,7 +126,7 @@ def allocate(root: Path, name: str | None = None) -> Path:
                 "an attempt id is never reused (C4)"
             ) from None
         return base / name
-    names = (pathtext.name(p) for p in _children(base))
+    names = (pathtext.name(p) for p in child_dirs(base))
     existing = [int(n) for n in names if n.isdigit()]
     n = max(existing, default=0) + 1
     while True:
@@ -136,74 +142,6 @@ def allocate(root: Path, name: str | None = None) -> Path:
                 "choose a writable --root"
             ) from None
         return candidate
-
-
-def _children(path: Path | str) -> list[str]:
-    """The directories in ``path`` (links to one are not), as ``pathtext`` spells them."""
-    try:
-        with os.scandir(path) as it:
-            found = [e.name for e in it if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
-    return [pathtext.join(path, name) for name in found]
-
-
-def is_prelaunch_dir(path: Path | str) -> bool:
-    """An attempt still in preflight: its journal, no controls yet (a runner waiting for
-    a foreign compiler, or one that died there; issue 30)."""
-    return not is_attempt_dir(path) and pathtext.is_file(pathtext.join(path, JOURNAL))
-
-
-def list_attempts(root: P, *, prelaunch: bool = False) -> list[P]:
-    """Attempt directories of ``root``, oldest first; with ``prelaunch``, also those still
-    in preflight (what ``status`` and ``report`` show, never "no attempts"). ``str`` in,
-    ``str`` out; ``Path`` in, ``Path`` out (the lookups below alike)."""
-    numbered = ((pathtext.name(p), p) for p in _children(pathtext.join(root, ATTEMPTS)))
-    found = [
-        (int(n), p)
-        for n, p in numbered
-        if n.isdigit() and (is_attempt_dir(p) or (prelaunch and is_prelaunch_dir(p)))
-    ]
-    return [pathtext.like(root, p) for _, p in sorted(found, key=lambda f: f[0])]
-
-
-#: Where a diagnosis matrix keeps one evidence root per arm (``<session>/runs/<arm>/``).
-RUNS = "runs"
-
-
-def sub_roots(target: P) -> list[P]:
-    """The per-arm evidence roots of a matrix session root (empty for anything else)."""
-    if pathtext.is_dir(pathtext.join(target, ATTEMPTS)):
-        return []
-    arms = _children(pathtext.join(target, RUNS))
-    # Sorted as ``Path`` objects sort: siblings differ only in their last name.
-    found = sorted(p for p in arms if pathtext.is_dir(pathtext.join(p, ATTEMPTS)))
-    return [pathtext.like(target, p) for p in found]
-
-
-def resolve(target: P, *, prelaunch: bool = False) -> list[P]:
-    """An attempt directory, or every attempt of a root (of each arm's root of a matrix
-    session root), oldest first; ``prelaunch`` as :func:`list_attempts`."""
-    if is_attempt_dir(target) or (prelaunch and is_prelaunch_dir(target)):
-        return [target]
-    if pathtext.is_dir(pathtext.join(target, ATTEMPTS)):
-        return list_attempts(target, prelaunch=prelaunch)
-    subs = sub_roots(target)
-    if subs:
-        return [a for sub in subs for a in list_attempts(sub, prelaunch=prelaunch)]
-    if not pathtext.exists(target):
-        raise EvidenceError(f"{target}: no such attempt directory or evidence root")
-    raise EvidenceError(
-        f"{target}: not an attempt directory (no control.json) nor an evidence root "
-        f"(no {ATTEMPTS}/); pass one of those"
-    )
-
-
-def latest(root: P) -> P:
-    attempts = resolve(root, prelaunch=True)  # a waiting attempt is the latest (issue 30)
-    if not attempts:
-        raise EvidenceError(f"{root}: the evidence root has no attempts yet")
-    return attempts[-1]
 
 
 def root_of(attempt: Path) -> Path | None:

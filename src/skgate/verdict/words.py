@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import math
 from collections.abc import Mapping
 
 from skgate.model.idle import Idle, idle_reason
@@ -532,7 +531,8 @@ def duration(seconds: float, lang: Lang = Lang.EN) -> str:
     short.
     """
     zh = lang is Lang.ZH
-    if math.isnan(seconds) or seconds >= 365 * 86400:
+    # NaN is the one float unequal to itself (``math`` is an import status does without).
+    if seconds != seconds or seconds >= 365 * 86400:  # noqa: PLR0124
         return "超过一年" if zh else "over a year"
     s_, m_, h_, d_ = _UNITS["zh" if zh else "en"]
     sep = "" if zh else " "
