@@ -7,10 +7,13 @@ speed touches all of them alike), the wall time of:
 - ``python -c 'import re, sys'``: what the wrapper pip writes for an entry-point console
   script imports before any of skgate's code runs (1.5x on its own here; skgate installs
   its own ``scripts/skgate`` instead, which does not: a reference, issue 29);
-- ``python -c 'import json, pathlib'`` (with them ``re``, ``enum``, ``urllib.parse`` and
-  ``ipaddress``): the standard modules ``skgate status`` keeps (the evidence's JSON, the
-  paths the evidence API takes); its common command lines are parsed without argparse
-  (skgate.cli.quick), so argparse, ``gettext`` and ``locale`` are no longer part of it;
+- ``python -c 'import enum, errno, math, collections.abc, _json'``: the standard modules
+  ``skgate status`` keeps (``enum`` for the verdict's states and the report's language,
+  the C scanner that reads the evidence's JSON). Its common command lines are parsed
+  without argparse (skgate.cli.quick), its evidence is read without ``json``
+  (skgate.model.jsonread) and its paths are text (skgate.evidence.pathtext), so
+  argparse, ``gettext``, ``locale``, ``json``, ``re`` and ``pathlib`` (with ``fnmatch``,
+  ``urllib.parse``, ``ipaddress``) are no longer part of it;
 - ``skgate --help`` (the static command table, no parser: skgate.cli.top);
 - ``skgate status ROOT`` of a finished attempt (the ledger and the recorded verdict's
   reader, nothing of the parser, the runner or the classifier).
@@ -100,7 +103,7 @@ def main() -> int:
         )
         if not (root / "attempts" / "0001" / "verdict.json").is_file():
             sys.exit(f"bench: no finished attempt under {root}; check 'skgate run' here")
-        kept = "import json, pathlib"
+        kept = "import enum, errno, math, collections.abc, _json"
         cases: dict[str, tuple[list[str], dict[str, str] | None]] = {
             "python -c pass": ([sys.executable, "-c", "pass"], None),
             "ref: pip wrapper re": ([sys.executable, "-c", "import re, sys"], None),

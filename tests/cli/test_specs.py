@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +29,7 @@ def test_the_copied_values_equal_their_sources() -> None:
     assert specs.REPORT_LANGS == phrases.LANGS
     assert specs.REPORT_FORMATS == facts.FORMATS
     assert specs.MAX_REPEATS == load.MAX_REPEATS
-    assert Path(cli_args.DEFAULT_ROOT) == files.DEFAULT_ROOT
+    assert cli_args.DEFAULT_ROOT == files.DEFAULT_ROOT
     assert cli_args.DEFAULT_TIMEOUT == request.DEFAULT_TIMEOUT
     assert cli_args.DEFAULT_GRACE == request.DEFAULT_GRACE
 

@@ -154,3 +154,43 @@ def test_the_import_check_sees_the_classifier(finished_root: Path) -> None:
     loaded, done = _imports("classify", str(attempt))
     assert done.returncode == 0, done.stderr[-2000:]
     assert {"skgate.verdict.classify", "typing"} <= loaded & NOT_FOR_STATUS
+
+
+#: What ``import json`` and ``import pathlib`` bring, kept off an English ``status``:
+#: each alone costs about as much as the interpreter's start-up (issue 29). The evidence
+#: is read by skgate.model.jsonread and paths are text (skgate.evidence.pathtext).
+NOT_FOR_STATUS_TEXT = {
+    "json",
+    "json.decoder",
+    "json.encoder",
+    "json.scanner",
+    "pathlib",
+    "re",
+    "fnmatch",
+    "urllib",
+    "urllib.parse",
+    "ipaddress",
+    "ntpath",
+    "math",
+    # Its lookups live in skgate.evidence.lookup: status loads none of the ledger's writers.
+    "skgate.evidence.ledger",
+}
+
+
+@pytest.mark.parametrize("spelling", ["{root}", "{root}/", "{root}//attempts/./0001/"])
+def test_status_text_loads_no_json_pathlib_or_re(finished_root: Path, spelling: str) -> None:
+    loaded, done = _imports("status", spelling.format(root=finished_root))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("SUCCEEDED")
+    assert {"skgate.model.jsonread", "skgate.evidence.pathtext"} <= loaded
+    assert loaded & NOT_FOR_STATUS_TEXT == set()
+    # The path printed is spelled as pathlib spells it, whatever the spelling given.
+    assert done.stdout.splitlines()[-1] == f"  evidence: {finished_root / 'attempts' / '0001'}"
+
+
+def test_the_import_check_sees_json(finished_root: Path) -> None:
+    # ``--json`` prints with json: the same check then names it, and the record agrees.
+    loaded, done = _imports("status", "--json", str(finished_root))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {"json", "re"} <= loaded
+    assert '"state": "succeeded"' in done.stdout

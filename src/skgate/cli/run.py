@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from pathlib import Path
 
 from skgate.cli.show import print_verdict
-from skgate.evidence import files
-from skgate.evidence.ledger import latest, resolve
+from skgate.evidence import files, pathtext
+from skgate.evidence.lookup import latest, resolve
 from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
@@ -17,7 +15,8 @@ from skgate.model.records import Verdict
 from skgate.proc import startup_signals
 from skgate.verdict.words import headline
 
-# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29), nor
+# ``pathlib`` (an attempt is text on its way, see skgate.evidence.pathtext).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -47,6 +46,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             os.write(2, (message + "\n").encode(errors="backslashreplace"))
         except OSError:
             pass
+
+    import json  # noqa: PLC0415 - not at the top: status's text loads no json (issue 29)
 
     def stream(event: Event) -> None:
         record = event.to_dict()
@@ -91,33 +92,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     return verdict.exit_code
 
 
-def verdict_now(attempt: Path) -> Verdict:
+def verdict_now(attempt: str) -> Verdict:
     """The recorded verdict, else the read-only look of :mod:`skgate.evidence.load`,
     imported only then: a finished attempt's status needs no classifier (issue 22 s5).
     Both through the one guard of what is read against the seal (issue 28)."""
     return guarded(attempt, _verdict_now)
 
 
-def _verdict_now(attempt: Path) -> Verdict:
+def _verdict_now(attempt: str) -> Verdict:
     recorded = recorded_verdict(attempt)
     if recorded is not None:
         return recorded
+    from pathlib import Path  # noqa: PLC0415 - the live look's API (pathlib loads with it)
+
     from skgate.read.liveness import current_verdict  # noqa: PLC0415
 
-    return current_verdict(attempt)
+    return current_verdict(Path(attempt))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    target = Path(args.target)
+    # Spelled as ``Path`` spells it, so printed paths read as they always did (issue 29).
+    target = pathtext.plain(args.target)
     if args.all:
         # One damaged attempt must not hide the others: each is read on its own.
-        rows: list[tuple[Path, Verdict | None, str | None]] = []
+        rows: list[tuple[str, Verdict | None, str | None]] = []
         for attempt in resolve(target, prelaunch=True):  # waiting ones too (issue 30)
             try:
                 rows.append((attempt, verdict_now(attempt), None))
             except SkgateError as exc:
                 rows.append((attempt, None, str(exc)))
         if args.json:
+            import json  # noqa: PLC0415 - see cmd_run
+
             print(
                 json.dumps(
                     [v.to_dict() if v else {"attempt": str(a), "error": err} for a, v, err in rows],
@@ -133,21 +139,27 @@ def cmd_status(args: argparse.Namespace) -> int:
         last = rows[-1][1] if rows else None
         return last.exit_code if last else 0
     # An attempt still in preflight (waiting for a blocker) has a journal, no controls yet.
-    is_attempt = (target / "control.json").is_file() or (target / files.EVENTS).is_file()
+    is_attempt = any(
+        pathtext.is_file(pathtext.join(target, name)) for name in (files.CONTROL, files.EVENTS)
+    )
     attempt = target if is_attempt else latest(target)
     if args.watch:
         if args.json:
             raise UsageError("--watch is a view for people; use --json without --watch to poll")
         # Imported here: rich and psutil are only needed for the live view.
+        from pathlib import Path  # noqa: PLC0415
+
         from skgate.cli.watch import watch  # noqa: PLC0415
 
-        return watch(attempt, interval=args.interval).exit_code
+        return watch(Path(attempt), interval=args.interval).exit_code
     verdict = verdict_now(attempt)
     print_verdict(verdict, args.json)
     return verdict.exit_code
 
 
 def cmd_classify(args: argparse.Namespace) -> int:
+    from pathlib import Path  # noqa: PLC0415 - not at the top: status loads no pathlib
+
     target = Path(args.target)
     attempts = resolve(target)
     if len(attempts) != 1:

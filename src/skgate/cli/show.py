@@ -3,8 +3,6 @@ headline, reasons, missing evidence, or the verdict record as JSON."""
 
 from __future__ import annotations
 
-import json
-
 from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
 from skgate.verdict.words import headline, next_step_of
@@ -12,6 +10,8 @@ from skgate.verdict.words import headline, next_step_of
 
 def print_verdict(verdict: Verdict, as_json: bool) -> None:
     if as_json:
+        import json  # noqa: PLC0415 - only for --json: status's text loads no json (issue 29)
+
         print(json.dumps(verdict.to_dict(), ensure_ascii=False, indent=2))
         return
     print(headline(verdict) + (f" (cause: {verdict.cause.value})" if verdict.cause else ""))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from skgate.evidence import regular
 from skgate.model.errors import EvidenceError
@@ -14,6 +13,7 @@ from skgate.model.errors import EvidenceError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import hashlib
+    from pathlib import Path
 
 
 def new_sha256() -> hashlib._Hash:
@@ -70,7 +70,7 @@ def hash_fd(fd: int, block: int = 1 << 20) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def sha256_file(path: Path) -> str | None:
+def sha256_file(path: Path | str) -> str | None:
     """sha256 of a regular file's bytes (not following a symlink), or None if unreadable.
 
     A link, a FIFO or a device is unreadable here: opened as evidence is (issue 21), so a

@@ -21,27 +21,29 @@ Durability rules (C3, C4 last bullet: evidence is never lost or rewritten):
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 import time
-from collections.abc import Iterable, Mapping
-from pathlib import Path
 
-from skgate.evidence import regular, sealed
+from skgate.evidence import pathtext, regular, sealed
+from skgate.model import jsonread
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.frozen import replace
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from pathlib import Path
     from typing import Any
 
     # An annotation only: reading verdict.json (skgate status) loads no event types.
     from skgate.model.events import Event
 
 #: The evidence root when none is given (here, so the CLI names it without the ledger).
-DEFAULT_ROOT = Path("skgate-runs")
+#: Text, not a ``Path``: the read side loads no ``pathlib`` (issue 29); ``Path(...)`` it
+#: where a path object is needed.
+DEFAULT_ROOT = "skgate-runs"
 CONTROL = "control.json"
 OWNERSHIP = "ownership.json"
 EVENTS = "events.jsonl"
@@ -84,6 +86,8 @@ def json_text(data: Any, *, indent: int | None = None) -> str:
     (``\\udcb2``), which JSON readers turn back into the same string, and
     ``os.fsencode`` into the original bytes (issue 12).
     """
+    import json  # noqa: PLC0415 - writers only: a read (skgate status) never loads it (issue 29)
+
     separators = None if indent is not None else (",", ":")
     text = json.dumps(data, indent=indent, ensure_ascii=False, separators=separators)
     try:
@@ -289,7 +293,7 @@ def replace_json(path: Path, data: Any, *, sync: bool = True) -> None:
     replace_text(path, dumps(data), sync=sync)
 
 
-def read_json(path: Path, limit: int | None = None) -> Any:
+def read_json(path: Path | str, limit: int | None = None) -> Any:
     """Read an evidence JSON file; any problem is a one-line EvidenceError.
 
     Read as a regular file only, within the bound of its kind (``regular.read_bytes``):
@@ -301,12 +305,12 @@ def read_json(path: Path, limit: int | None = None) -> Any:
     except FileNotFoundError:
         raise EvidenceError(f"{path}: missing") from None
     try:
-        return json.loads(data.decode("utf-8"))
+        return jsonread.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise EvidenceError(f"{path}: unreadable ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # json.JSONDecodeError (skgate.model.jsonread)
         raise EvidenceError(
-            f"{path}: not valid JSON (truncated or damaged at line {exc.lineno})"
+            f"{path}: not valid JSON (truncated or damaged at line {jsonread.error_line(exc)})"
         ) from None
     except RecursionError:
         raise EvidenceError(f"{path}: not valid JSON (nested too deeply; damaged)") from None
@@ -381,15 +385,15 @@ class AppendFile:
             self.fd = -1
 
 
-def present(path: Path) -> bool:
+def present(path: Path | str) -> bool:
     """Is anything at ``path``, a dangling link included (``Path.exists`` follows links:
     a linked evidence file must be refused when read, never taken as missing; issue 21).
     In a sealed attempt a sealed file gone or resized is a ``SealBreachError`` (issue 28)."""
     return sealed.present(path)
 
 
-def is_attempt_dir(path: Path) -> bool:
-    return (path / CONTROL).is_file()
+def is_attempt_dir(path: Path | str) -> bool:
+    return pathtext.is_file(pathtext.join(path, CONTROL))
 
 
 def require_dir(path: Path, what: str, hint: str, *, follow_links: bool = False) -> None:

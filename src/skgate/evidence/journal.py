@@ -21,13 +21,13 @@ Nothing here writes or signals (C2.1: observing a live attempt is read-only).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence import regular, sealed
+from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
 from skgate.model.events import (
     Created,
@@ -67,8 +67,8 @@ def iter_journal(path: Path) -> Iterator[Event]:
             if not line.raw.strip():
                 continue
             try:
-                record = json.loads(line.raw)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                record = jsonread.loads(line.raw)
+            except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError
                 if not line.complete:
                     continue  # torn final write
                 raise EvidenceError(f"{path}: line {line.number} is not a JSON event") from None
@@ -149,8 +149,8 @@ class JournalFollower:
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                record = jsonread.loads(raw)
+            except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError
                 continue  # a damaged line: the classifier reports damage, not the follower
             if isinstance(record, dict) and record.get("schema") == SCHEMA_EVENT:
                 out.append(event_from_dict(record))

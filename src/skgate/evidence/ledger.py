@@ -24,17 +24,11 @@ Schema history: ``skgate.ledger/1``: first version (2026-11).
 from __future__ import annotations
 
 import enum
-import json
 import os
 import time
-from collections.abc import Iterator, Mapping
-from pathlib import Path
 
-from skgate.evidence import regular
+from skgate.evidence import pathtext, regular
 from skgate.evidence.digest import new_sha256, sha256_bytes, sha256_file
-from skgate.evidence.files import (
-    EVENTS as JOURNAL,
-)
 from skgate.evidence.files import (
     SEAL,
     check_root,
@@ -42,17 +36,30 @@ from skgate.evidence.files import (
     is_attempt_dir,
     json_text,
 )
+
+# The lookups live in lookup.py (status loads no ledger, issue 29); re-exported here for
+# the callers that always found them in the ledger (``as``: an explicit re-export).
+from skgate.evidence.lookup import ATTEMPTS as ATTEMPTS  # noqa: PLC0414
+from skgate.evidence.lookup import RUNS as RUNS  # noqa: PLC0414
+from skgate.evidence.lookup import child_dirs
+from skgate.evidence.lookup import is_prelaunch_dir as is_prelaunch_dir  # noqa: PLC0414
+from skgate.evidence.lookup import latest as latest  # noqa: PLC0414
+from skgate.evidence.lookup import list_attempts as list_attempts  # noqa: PLC0414
+from skgate.evidence.lookup import resolve as resolve  # noqa: PLC0414
+from skgate.evidence.lookup import sub_roots as sub_roots  # noqa: PLC0414
+from skgate.model import jsonread
 from skgate.model.errors import BlockedError, EvidenceError, UsageError
 from skgate.model.frozen import record
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from pathlib import Path
     from typing import Any
 
     from skgate.model.records import Verdict
 
-ATTEMPTS = "attempts"
 LEDGER = "ledger.jsonl"
 SCHEMA_LEDGER = "skgate.ledger/1"
 GENESIS = "0" * 64
@@ -119,7 +126,8 @@ def allocate(root: Path, name: str | None = None) -> Path:
                 "an attempt id is never reused (C4)"
             ) from None
         return base / name
-    existing = [int(p.name) for p in _children(base) if p.name.isdigit()]
+    names = (pathtext.name(p) for p in child_dirs(base))
+    existing = [int(n) for n in names if n.isdigit()]
     n = max(existing, default=0) + 1
     while True:
         candidate = base / f"{n:04d}"
@@ -134,66 +142,6 @@ def allocate(root: Path, name: str | None = None) -> Path:
                 "choose a writable --root"
             ) from None
         return candidate
-
-
-def _children(path: Path) -> list[Path]:
-    try:
-        return [Path(e.path) for e in os.scandir(path) if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
-
-
-def is_prelaunch_dir(path: Path) -> bool:
-    """An attempt still in preflight: its journal, no controls yet (a runner waiting for
-    a foreign compiler, or one that died there; issue 30)."""
-    return not is_attempt_dir(path) and (path / JOURNAL).is_file()
-
-
-def list_attempts(root: Path, *, prelaunch: bool = False) -> list[Path]:
-    """Attempt directories of ``root``, oldest first; with ``prelaunch``, also those still
-    in preflight (what ``status`` and ``report`` show, never "no attempts")."""
-    found = [
-        p
-        for p in _children(root / ATTEMPTS)
-        if p.name.isdigit() and (is_attempt_dir(p) or (prelaunch and is_prelaunch_dir(p)))
-    ]
-    return sorted(found, key=lambda p: int(p.name))
-
-
-#: Where a diagnosis matrix keeps one evidence root per arm (``<session>/runs/<arm>/``).
-RUNS = "runs"
-
-
-def sub_roots(target: Path) -> list[Path]:
-    """The per-arm evidence roots of a matrix session root (empty for anything else)."""
-    if (target / ATTEMPTS).is_dir():
-        return []
-    return sorted(p for p in _children(target / RUNS) if (p / ATTEMPTS).is_dir())
-
-
-def resolve(target: Path, *, prelaunch: bool = False) -> list[Path]:
-    """An attempt directory, or every attempt of a root (of each arm's root of a matrix
-    session root), oldest first; ``prelaunch`` as :func:`list_attempts`."""
-    if is_attempt_dir(target) or (prelaunch and is_prelaunch_dir(target)):
-        return [target]
-    if (target / ATTEMPTS).is_dir():
-        return list_attempts(target, prelaunch=prelaunch)
-    subs = sub_roots(target)
-    if subs:
-        return [a for sub in subs for a in list_attempts(sub, prelaunch=prelaunch)]
-    if not target.exists():
-        raise EvidenceError(f"{target}: no such attempt directory or evidence root")
-    raise EvidenceError(
-        f"{target}: not an attempt directory (no control.json) nor an evidence root "
-        f"(no {ATTEMPTS}/); pass one of those"
-    )
-
-
-def latest(root: Path) -> Path:
-    attempts = resolve(root, prelaunch=True)  # a waiting attempt is the latest (issue 30)
-    if not attempts:
-        raise EvidenceError(f"{root}: the evidence root has no attempts yet")
-    return attempts[-1]
 
 
 def root_of(attempt: Path) -> Path | None:
@@ -310,7 +258,7 @@ def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, An
             seq = -1  # an oversized last line: damaged, verify reports it
         elif last is not None:
             try:
-                seq = int(json.loads(last)["seq"]) + 1
+                seq = int(jsonread.loads(last)["seq"]) + 1
             except (ValueError, KeyError, TypeError):
                 seq = -1  # torn or damaged previous line: verify reports it; chain still holds
         entry: dict[str, Any] = {
@@ -458,7 +406,7 @@ def iter_ledger(root: Path) -> Iterator[LedgerLine]:
                 continue
             entry: dict[str, Any] | None
             try:
-                parsed = json.loads(line.raw)
+                parsed = jsonread.loads(line.raw)
                 entry = parsed if isinstance(parsed, dict) else None
             except (ValueError, UnicodeDecodeError, RecursionError):
                 entry = None
@@ -520,7 +468,7 @@ def _is_evidence_root(path: Path) -> bool:
         return True
     try:
         with os.scandir(path / ATTEMPTS) as it:
-            return any(e.name.isdigit() and is_attempt_dir(Path(e.path)) for e in it)
+            return any(e.name.isdigit() and is_attempt_dir(e.path) for e in it)
     except OSError:
         return False
 
@@ -531,6 +479,8 @@ def evidence_owner(path: Path) -> Path | None:
     Checked on the real path of the parent (links resolved) and on the real path of
     ``path`` itself, so neither ``..`` nor a symbolic link reaches sealed evidence.
     """
+    from pathlib import Path  # noqa: PLC0415 - not on the read side (issue 29)
+
     parent = path.parent if str(path.parent) else Path(".")
     places = {Path(os.path.realpath(parent)) / path.name, Path(os.path.realpath(path))}
     for place in places:

@@ -8,23 +8,32 @@ read-only, nothing signalled or written).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
+import os
 
-from skgate.evidence import files
+from skgate.evidence import files, pathtext
 from skgate.evidence.sealed import OverlongError, SealBreachError
 from skgate.model.errors import EvidenceError
 from skgate.model.records import Verdict
 from skgate.verdict.changed import changed_verdict, damaged_verdict
 
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` nor ``pathlib``
+# (issue 29): an attempt is a ``str`` or a ``Path`` here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
-def recorded_verdict(attempt_dir: Path) -> Verdict | None:
+    from skgate.evidence.pathtext import P
+
+
+def recorded_verdict(attempt_dir: Path | str) -> Verdict | None:
     """The recorded verdict, naming the attempt where it is now; None while the attempt
     is still in preflight (a journal, no controls), when none was recorded, or when
     ``verdict.json`` is damaged (the caller recomputes from the rest of the evidence)."""
-    if not files.present(attempt_dir / files.CONTROL) and files.present(attempt_dir / files.EVENTS):
+    control = pathtext.join(attempt_dir, files.CONTROL)
+    if not files.present(control) and files.present(pathtext.join(attempt_dir, files.EVENTS)):
         return None
-    path = attempt_dir / files.VERDICT
+    path = pathtext.join(attempt_dir, files.VERDICT)
     if not files.present(path):
         return None
     try:
@@ -35,12 +44,12 @@ def recorded_verdict(attempt_dir: Path) -> Verdict | None:
         return None
     # A root copied or moved elsewhere: name the attempt where it is now, not where it
     # was recorded (the file itself is sealed and stays as it is).
-    if recorded.attempt and Path(recorded.attempt).is_absolute():
-        return recorded.with_attempt(str(attempt_dir))
+    if recorded.attempt and os.path.isabs(recorded.attempt):
+        return recorded.with_attempt(pathtext.plain(attempt_dir))
     return recorded
 
 
-def guarded(attempt_dir: Path, answer: Callable[[Path], Verdict]) -> Verdict:
+def guarded(attempt_dir: P, answer: Callable[[P], Verdict]) -> Verdict:
     """The one way a command answers about an attempt (status, wait, report, classify,
     MCP): ``answer``, unless a file it read differs from the attempt's seal, which makes
     the answer ``unknown`` with "evidence changed after sealing: FILE ..." first (issue 28
@@ -48,6 +57,6 @@ def guarded(attempt_dir: Path, answer: Callable[[Path], Verdict]) -> Verdict:
     try:
         return answer(attempt_dir)
     except SealBreachError as exc:
-        return changed_verdict(exc.breach, str(attempt_dir))
+        return changed_verdict(exc.breach, pathtext.plain(attempt_dir))
     except OverlongError as exc:
-        return damaged_verdict(str(exc), str(attempt_dir))
+        return damaged_verdict(str(exc), pathtext.plain(attempt_dir))

@@ -23,11 +23,17 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
-from pathlib import Path
 
+from skgate.evidence import pathtext
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
+
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29), nor
+# ``pathlib``: paths are ``str`` or ``Path`` here, read through ``os`` (see pathtext).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
 
 #: How every evidence file is opened: a symbolic link fails with ELOOP instead of being
 #: followed, and a FIFO opens at once instead of waiting for a writer (issue 21).
@@ -148,7 +154,7 @@ def open_append(path: Path | str, *, read: bool = False) -> int:
 
 def limit_for(path: Path | str) -> int:
     """The whole-file bound of an evidence file, by its name."""
-    return LIMITS.get(Path(path).name, DEFAULT_LIMIT)
+    return LIMITS.get(pathtext.name(path), DEFAULT_LIMIT)
 
 
 def _over(path: Path | str, limit: int) -> EvidenceError:

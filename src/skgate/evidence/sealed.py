@@ -23,13 +23,11 @@ one hash of what is read (``bench/bench_cli.py``).
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-from collections.abc import Iterator
-from pathlib import Path
 
-from skgate.evidence import digest, regular
+from skgate.evidence import digest, pathtext, regular
+from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
 from skgate.model.running import SealBreach
@@ -38,6 +36,8 @@ from skgate.model.schema import require
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
     from typing import Any
 
 SEAL = "seal.json"
@@ -101,19 +101,19 @@ class Seal:
 _CACHE: dict[str, Seal] = {}
 
 
-def _now_of(base: Path, entry: FileEntry, st: os.stat_result) -> str:
+def _now_of(base: str, entry: FileEntry, st: os.stat_result) -> str:
     """What a changed file is now: its sha256 when it is small enough to hash here."""
     if st.st_size != entry.size and st.st_size > regular.limit_for(entry.name):
         return f"{st.st_size} bytes, sealed {entry.size}"
-    got = digest.sha256_file(base / entry.name)
+    got = digest.sha256_file(pathtext.join(base, entry.name))
     return f"sha256 {got[:16]}" if got else f"{st.st_size} bytes, unreadable"
 
 
-def _sweep(base: Path, entries: dict[str, FileEntry]) -> SealBreach | None:
+def _sweep(base: str, entries: dict[str, FileEntry]) -> SealBreach | None:
     """Presence, kind and size of every sealed file (``lstat`` only), in name order."""
     for entry in entries.values():
         try:
-            st = os.lstat(base / entry.name)
+            st = os.lstat(pathtext.join(base, entry.name))
         except FileNotFoundError:
             return SealBreach(entry.name, entry.sha256, "missing")
         except OSError as exc:
@@ -125,20 +125,21 @@ def _sweep(base: Path, entries: dict[str, FileEntry]) -> SealBreach | None:
     return None
 
 
-def load_seal(base: Path) -> Seal | None:
+def load_seal(base: Path | str) -> Seal | None:
     """The seal of the attempt directory ``base`` (None: not sealed); a damaged seal is
     a breach of ``seal.json`` itself (a :class:`Seal` with no entries)."""
-    path = base / SEAL
+    base = pathtext.plain(base)
+    path = pathtext.join(base, SEAL)
     try:
         st = os.lstat(path)
     except OSError:
         return None
     key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
-    cached = _CACHE.get(str(base))
+    cached = _CACHE.get(base)
     if cached is not None and cached.key == key:
         return cached
     try:
-        data = json.loads(regular.read_bytes(path))
+        data = jsonread.loads(regular.read_bytes(path))
         if not isinstance(data, dict) or data.get("schema") != SCHEMA_SEAL:
             raise EvidenceError(f"{path}: not a {SCHEMA_SEAL!r} seal")
         raw = require(data, "files", list, str(path))
@@ -150,22 +151,24 @@ def load_seal(base: Path) -> Seal | None:
         return None
     else:
         seal = Seal(key, entries, _sweep(base, entries))
-    _CACHE[str(base)] = seal
+    _CACHE[base] = seal
     return seal
 
 
-def _locate(path: Path) -> tuple[Path, str] | None:
+def _locate(path: Path | str) -> tuple[str, str] | None:
     """The sealed attempt directory a file belongs to and its name there, or None."""
-    if path.name == SEAL:
+    leaf = pathtext.name(path)
+    if leaf == SEAL:
         return None
-    for base in (path.parent, path.parent.parent):
-        if os.path.lexists(base / SEAL):
-            name = path.relative_to(base).as_posix()
+    parent = pathtext.parent(path)
+    upper = pathtext.parent(parent)
+    for base, name in ((parent, leaf), (upper, f"{pathtext.name(parent)}/{leaf}")):
+        if os.path.lexists(pathtext.join(base, SEAL)):
             return None if name.startswith(_AFTER_SEAL) else (base, name)
     return None
 
 
-def _sealed(path: Path) -> tuple[Seal, str] | None:
+def _sealed(path: Path | str) -> tuple[Seal, str] | None:
     where = _locate(path)
     if where is None:
         return None
@@ -173,7 +176,7 @@ def _sealed(path: Path) -> tuple[Seal, str] | None:
     return None if seal is None else (seal, where[1])
 
 
-def _checked(path: Path) -> tuple[Seal, FileEntry | None, str] | None:
+def _checked(path: Path | str) -> tuple[Seal, FileEntry | None, str] | None:
     """The seal a read of ``path`` must match (None: unsealed); raises its sweep's breach:
     no file of an attempt whose seal no longer holds is read."""
     found = _sealed(path)
@@ -185,7 +188,7 @@ def _checked(path: Path) -> tuple[Seal, FileEntry | None, str] | None:
     return seal, seal.entries.get(name), name
 
 
-def present(path: Path) -> bool:
+def present(path: Path | str) -> bool:
     """Is anything at ``path`` (a link included, never followed)? A sealed file that is
     gone or resized is a :class:`SealBreachError`, never "absent" (a deleted
     ``verdict.json`` is not an attempt without one)."""
@@ -204,7 +207,7 @@ def _match(name: str, entry: FileEntry | None, sha: str) -> None:
 
 def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
     """:func:`regular.read_bytes`, checked against the seal of a sealed attempt."""
-    check = _checked(Path(path))
+    check = _checked(path)
     data = regular.read_bytes(path, limit)
     if check is not None:
         _match(check[2], check[1], digest.sha256_small(data))
@@ -223,7 +226,7 @@ def iter_lines(path: Path | str, max_line: int = regular.LINE_LIMIT) -> Iterator
     """:func:`regular.iter_lines`, checked against the seal first: the file is hashed in
     fixed blocks before its first line is handed over (bounded memory), so a consumer
     that stops early still read only sealed lines."""
-    check = _checked(Path(path))
+    check = _checked(path)
     with regular.opened(path) as fd:
         try:
             if check is not None:

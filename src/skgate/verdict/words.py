@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import math
-import re
 from collections.abc import Mapping
 
 from skgate.model.idle import Idle, idle_reason
@@ -35,6 +33,11 @@ from skgate.verdict.words_next import (
     next_step_of,
     uncompiled,
 )
+
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
 
 __all__ = ["NEXT_STEP", "UNCOMPILED_COUNT", "next_step", "next_step_of", "uncompiled"]
 
@@ -415,6 +418,8 @@ def _reason_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
     runner and the CLI load this module on every start)."""
     # The Chinese tables load with the first Chinese report too: an English status does
     # not need them (start-up, issue 29).
+    import re  # noqa: PLC0415 - an English status loads no re (issue 29)
+
     from skgate.verdict.words_reasons import REASONS_ZH  # noqa: PLC0415
     from skgate.verdict.words_stages import STAGE_REASONS_ZH  # noqa: PLC0415
 
@@ -428,6 +433,8 @@ def _reason_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
 def _fragments_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
     """Fragments the templates above capture verbatim, said in Chinese too (compiled on
     first use, as :func:`_reason_patterns`)."""
+    import re  # noqa: PLC0415 - as in _reason_patterns
+
     return (
         (re.compile(r"但an owned op_compiler was observed"), "但观察到了自有 op_compiler"),
         (re.compile(r"但the launcher reported a compile cache hit"), "但启动器报告了编译缓存命中"),
@@ -524,7 +531,8 @@ def duration(seconds: float, lang: Lang = Lang.EN) -> str:
     short.
     """
     zh = lang is Lang.ZH
-    if math.isnan(seconds) or seconds >= 365 * 86400:
+    # NaN is the one float unequal to itself (``math`` is an import status does without).
+    if seconds != seconds or seconds >= 365 * 86400:  # noqa: PLR0124
         return "超过一年" if zh else "over a year"
     s_, m_, h_, d_ = _UNITS["zh" if zh else "en"]
     sep = "" if zh else " "
