@@ -39,6 +39,7 @@ from skgate.evidence.files import (
 )
 from skgate.evidence.ledger import LedgerEvent
 from skgate.evidence.load import load_control
+from skgate.evidence.seal_problem import Flaw, Phase, SealProblem, problem
 from skgate.evidence.sealed import FileEntry
 from skgate.evidence.unsealed import overlong, runner_alive
 from skgate.evidence.walk import interrupted_scene, walk_files
@@ -139,40 +140,38 @@ def load_manifest(path: Path, schema: str) -> tuple[Mapping[str, Any], list[File
     return data, entries
 
 
-def _compare(base: Path, label: str, entries: list[FileEntry], what: str) -> list[str]:
-    problems: list[str] = []
+def _compare(base: Path, label: str, entries: list[FileEntry], what: Phase) -> list[SealProblem]:
+    problems: list[SealProblem] = []
     present: list[FileEntry] = []
     for e in entries:
         try:
             st = os.lstat(base / e.name)
         except FileNotFoundError:
-            problems.append(f"{label}/{e.name}: removed after {what}")
+            problems.append(problem(f"{label}/{e.name}", Flaw.REMOVED, what))
             continue
         except OSError as exc:
-            problems.append(f"{label}/{e.name}: unreadable ({exc.strerror})")
+            problems.append(problem(f"{label}/{e.name}", Flaw.UNREADABLE_WHY, why=exc.strerror))
             continue
         if not stat.S_ISREG(st.st_mode):
-            problems.append(f"{label}/{e.name}: replaced by a non-regular file after {what}")
+            problems.append(problem(f"{label}/{e.name}", Flaw.REPLACED, what))
             continue
         if st.st_size != e.size:
             # Never hashed: a 1 GiB line appended to procs.jsonl is named by its size
             # alone, at once (issue 28 s4).
-            problems.append(
-                f"{label}/{e.name}: changed after {what} (size {st.st_size}, sealed {e.size})"
-            )
+            where = f"{label}/{e.name}"
+            problems.append(problem(where, Flaw.RESIZED, what, size=st.st_size, sealed=e.size))
             continue
         present.append(e)
     hashed = hash_files(base, [e.name for e in present])
     for e in present:
         got = hashed[e.name]
         if got is None:
-            problems.append(f"{label}/{e.name}: unreadable")
+            problems.append(problem(f"{label}/{e.name}", Flaw.UNREADABLE))
         elif got[1] != e.size:
-            problems.append(
-                f"{label}/{e.name}: changed after {what} (size {got[1]}, sealed {e.size})"
-            )
+            where = f"{label}/{e.name}"
+            problems.append(problem(where, Flaw.RESIZED, what, size=got[1], sealed=e.size))
         elif got[0] != e.sha256:
-            problems.append(f"{label}/{e.name}: changed after {what} (sha256 differs)")
+            problems.append(problem(f"{label}/{e.name}", Flaw.HASH_DIFFERS, what))
     return problems
 
 
@@ -206,7 +205,7 @@ def problem_kind(problem: str) -> str:
     return "unfinished" if any(m in problem for m in UNFINISHED_MARKS) else "changed"
 
 
-def unfinished_problem(attempt: Path, *, recorded: bool = False) -> str | None:
+def unfinished_problem(attempt: Path, *, recorded: bool = False) -> SealProblem | None:
     """Why an unsealed attempt is unfinished or damaged, or None (sealed, or still running).
 
     Told apart from tampering (issue 12): a runner that died leaves an attempt that
@@ -221,37 +220,30 @@ def unfinished_problem(attempt: Path, *, recorded: bool = False) -> str | None:
     if not control.exists():
         if runner_alive(attempt):
             return None  # in preflight, waiting for a blocker: see waiting_notes
-        return (
-            f"{label}: unfinished: no control.json (the runner died before freezing its "
-            f"controls, or it was removed); run 'skgate recover {attempt}'"
-        )
+        return problem(label, Flaw.NO_CONTROL, attempt=attempt)
     try:
         load_control(attempt)
     except EvidenceError as exc:
-        return (
-            f"{label}/{CONTROL}: damaged and not sealed ({exc}); it was altered, or written "
-            "by a skgate without whole-file writes: inspect it by hand"
-        )
+        return problem(f"{label}/{CONTROL}", Flaw.CONTROL_DAMAGED, why=exc)
     if runner_alive(attempt):
         return None  # in progress: its runner seals it when it is done
     if (attempt / VERDICT).exists():
-        return (
-            f"{label}: interrupted while sealing: it has a verdict but no {SEAL} (the runner "
-            f"died before sealing); run 'skgate recover {attempt}'"
-        )
-    return (
-        f"{label}: never finished: no verdict.json and its runner is gone (it died before "
-        f"the verdict was written); run 'skgate recover {attempt}'"
-    )
+        return problem(label, Flaw.SEALING_INTERRUPTED, attempt=attempt)
+    return problem(label, Flaw.NEVER_FINISHED, attempt=attempt)
 
 
 def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
+    """Problems in one attempt, in the words ``verify`` prints (:func:`attempt_problems`)."""
+    return [str(p) for p in attempt_problems(attempt, recorded=recorded)]
+
+
+def attempt_problems(attempt: Path, *, recorded: bool = False) -> list[SealProblem]:
     """Problems in one attempt: its seal, its scene manifests, files added after sealing.
 
     ``recorded``: the ledger holds the attempt's seal hash (see :func:`unfinished_problem`).
     """
     label = attempt.name
-    problems: list[str] = []
+    problems: list[SealProblem] = []
     seal_path = attempt / SEAL
     sealed: set[str] = set()
     unfinished = unfinished_problem(attempt, recorded=recorded)
@@ -261,15 +253,14 @@ def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
         try:
             data, entries = load_manifest(seal_path, SCHEMA_SEAL)
         except EvidenceError as exc:
-            return [f"{label}: {exc}"]
+            return [problem(label, Flaw.MANIFEST_BAD, why=exc)]
         if data.get("attempt") != attempt.name:
-            problems.append(
-                f"{label}/{SEAL}: names attempt {data.get('attempt')!r} (copied from elsewhere?)"
-            )
-        problems += _compare(attempt, label, entries, "sealing")
+            named = repr(data.get("attempt"))
+            problems.append(problem(f"{label}/{SEAL}", Flaw.OTHER_ATTEMPT, named=named))
+        problems += _compare(attempt, label, entries, Phase.SEALING)
         sealed = {e.name for e in entries}
     elif os.path.lexists(seal_path):
-        return [f"{label}/{SEAL}: not a regular file"]
+        return [problem(f"{label}/{SEAL}", Flaw.SEAL_NOT_REGULAR)]
     else:
         return problems  # in progress: nothing sealed yet, nothing to check
     covered: set[str] = set(sealed)
@@ -281,22 +272,19 @@ def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
             if any(n.startswith(rel + "/") for n in sealed):
                 continue  # the scene was present at sealing and is covered by the seal
             if not interrupted_scene(attempt, scene):
-                problems.append(f"{label}/{rel}: scene added after sealing has no {SCENE_MANIFEST}")
+                problems.append(problem(f"{label}/{rel}", Flaw.SCENE_NO_MANIFEST))
                 continue
             # A cleanup or retry killed between moving the outputs in and writing the
             # manifest (issue 28): recover finishes it, naming what it found.
-            problems.append(
-                f"{label}/{rel}: unfinished: a scene without its {SCENE_MANIFEST} (a cleanup or "
-                f"retry was interrupted while preserving it); run 'skgate recover {attempt}'"
-            )
+            problems.append(problem(f"{label}/{rel}", Flaw.SCENE_UNFINISHED, attempt=attempt))
             covered.update(n for n in walk_files(attempt)[0] if n.startswith(rel + "/"))
             continue
         try:
             data, entries = load_manifest(manifest, SCHEMA_SCENE)
         except EvidenceError as exc:
-            problems.append(f"{label}: {exc}")
+            problems.append(problem(label, Flaw.MANIFEST_BAD, why=exc))
             continue
-        problems += _compare(scene, f"{label}/{rel}", entries, "preserving")
+        problems += _compare(scene, f"{label}/{rel}", entries, Phase.PRESERVING)
         covered.add(f"{rel}/{SCENE_MANIFEST}")
         covered.update(f"{rel}/{e.name}" for e in entries)
         links = data.get("links", [])
@@ -312,7 +300,7 @@ def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
             if same and ".." not in name.split("/"):
                 linked.add(f"{rel}/{name}")
             else:
-                problems.append(f"{label}/{rel}/{name}: preserved link changed or removed")
+                problems.append(problem(f"{label}/{rel}/{name}", Flaw.LINK_CHANGED))
     files, others = walk_files(attempt, skip=(SEAL,))
     for name in files:
         if name in covered:
@@ -321,24 +309,18 @@ def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:
         if scene_temp and is_temp_name(name.rsplit("/", 1)[1]):
             # A scene's manifest (or a copied output) is put in place from a dot-named
             # temporary file: a cleanup killed before removing it leaves it (issue 28).
-            problems.append(
-                f"{label}/{name}: unfinished: a temporary file left when a cleanup or retry "
-                f"was interrupted while preserving a scene; run 'skgate recover {attempt}'"
-            )
+            problems.append(problem(f"{label}/{name}", Flaw.SCENE_TEMP, attempt=attempt))
             continue
         if not recorded and is_temp_name(name) and name.startswith(f".{SEAL}."):
             # The seal is linked into place from this temporary file, which is removed
             # next: a runner killed in between leaves both (one inode). The ledger has no
             # end entry then, and recover finishes it: unfinished, not tampering.
-            problems.append(
-                f"{label}/{name}: a temporary file left when the runner was interrupted while "
-                f"sealing (never evidence); run 'skgate recover {attempt}'"
-            )
+            problems.append(problem(f"{label}/{name}", Flaw.SEAL_TEMP, attempt=attempt))
             continue
-        problems.append(f"{label}/{name}: added after sealing")
+        problems.append(problem(f"{label}/{name}", Flaw.ADDED))
     for name in others:
         if name not in linked:
-            problems.append(f"{label}/{name}: not a regular file (evidence never holds links)")
+            problems.append(problem(f"{label}/{name}", Flaw.NOT_REGULAR))
     return problems
 
 
@@ -391,7 +373,7 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
             if attempt.name not in started:
                 problems.append(f"{attempt.name}: not in the ledger (added by hand?)")
             elif (attempt / SEAL).exists() and attempt.name not in seals:
-                if attempt.name not in ended and not _compare_seal(attempt):
+                if attempt.name not in ended and _seal_matches(attempt):
                     # The seal matches the files and the ledger has no end at all: the
                     # runner died between the two writes. Interrupted, not tampered.
                     problems.append(
@@ -429,16 +411,16 @@ def scene_matches(scene: Path) -> bool:
         return False
     names, _ = walk_files(scene, skip=(SCENE_MANIFEST,))
     return names == sorted(e.name for e in entries) and not _compare(
-        scene, scene.name, entries, "preserving"
+        scene, scene.name, entries, Phase.PRESERVING
     )
 
 
-def _compare_seal(attempt: Path) -> list[str]:
+def _seal_matches(attempt: Path) -> bool:
     try:
         _, entries = load_manifest(attempt / SEAL, SCHEMA_SEAL)
-    except EvidenceError as exc:
-        return [str(exc)]
-    return _compare(attempt, attempt.name, entries, "sealing")
+    except EvidenceError:
+        return False
+    return not _compare(attempt, attempt.name, entries, Phase.SEALING)
 
 
 def _orphans(root: Path) -> list[str]:
@@ -452,9 +434,9 @@ def _orphans(root: Path) -> list[str]:
     for d in dirs:
         path = Path(d)
         if path.name.isdigit() and not is_attempt_dir(path):
-            problem = unfinished_problem(path)
-            if problem is not None:
-                problems.append(problem)
+            found = unfinished_problem(path)
+            if found is not None:
+                problems.append(str(found))
     return problems
 
 
@@ -522,8 +504,8 @@ def verify(target: Path) -> list[str]:
     if ledger.is_prelaunch_dir(target):
         # Still in preflight: unfinished if its runner is gone, else nothing to check yet
         # (issue 30: a runner waiting for a foreign compiler has not died).
-        problem = unfinished_problem(target)
-        return [] if problem is None else [problem]
+        found = unfinished_problem(target)
+        return [] if found is None else [str(found)]
     if is_attempt_dir(target):
         root = ledger.root_of(target)
         if os.path.islink(target):

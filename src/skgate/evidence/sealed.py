@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from skgate.evidence.seal_problem import SealProblem
+
 SEAL = "seal.json"
 SCHEMA_SEAL = "skgate.seal/1"
 #: Files a sealed attempt may gain later, each with a check of its own: a preserved scene
@@ -250,9 +252,14 @@ def first_overlong(path: Path | str, max_line: int = regular.LINE_LIMIT) -> int 
     return None
 
 
+def overlong_problem(path: Path | str, number: int) -> SealProblem:
+    """An over-long record, named (``verify`` and ``recover`` say it in these words)."""
+    # Imported here: status, which loads this module, needs it only for a damaged journal.
+    from skgate.evidence.seal_problem import Flaw, problem  # noqa: PLC0415
+
+    return problem(str(path), Flaw.OVERLONG, number=number, limit=regular.LINE_LIMIT)
+
+
 def overlong_text(path: Path | str, number: int) -> str:
-    """One line naming an over-long record (the words ``verify`` and ``recover`` use)."""
-    return (
-        f"{path}: line {number} is longer than {regular.LINE_LIMIT} bytes "
-        "(a damaged record, refused and never read)"
-    )
+    """One line naming an over-long record (:func:`overlong_problem`'s English)."""
+    return str(overlong_problem(path, number))

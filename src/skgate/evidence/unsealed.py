@@ -16,6 +16,7 @@ from skgate.evidence.files import CONTROL, EVENTS, PROCS
 from skgate.evidence.follow import Progress
 from skgate.evidence.journal import created_runner, iter_journal
 from skgate.evidence.load import load_control
+from skgate.evidence.seal_problem import SealProblem
 from skgate.model.errors import EvidenceError
 from skgate.model.phrases import Lang
 from skgate.model.running import Waiting
@@ -68,7 +69,7 @@ def waiting_notes(target: Path) -> list[str]:
     return notes
 
 
-def overlong(attempt: Path) -> list[str]:
+def overlong(attempt: Path) -> list[SealProblem]:
     """An unsealed attempt's journals with a record over the line bound (a 1 GiB line
     appended to ``procs.jsonl``): named, never read whole (issue 28 s4). A sealed one's
     size differs from its seal instead."""
@@ -76,5 +77,5 @@ def overlong(attempt: Path) -> list[str]:
     for name in (EVENTS, PROCS):
         number = sealed.first_overlong(attempt / name)
         if number is not None:
-            found.append(f"{attempt.name}/{sealed.overlong_text(name, number)}")
+            found.append(sealed.overlong_problem(f"{attempt.name}/{name}", number))
     return found

@@ -268,7 +268,7 @@ def attempt_json(
         "stages": [s.to_dict() for s in stage_rows],
         "error_logs_to_read": logs,
         "error_logs_total": n_logs,
-        "seal": ev.seal.to_dict() if ev.seal else None,
+        "seal": ev.seal.to_dict(lang) if ev.seal else None,
     }
 
 

@@ -437,7 +437,7 @@ def _ownership(ev: load.AttemptEvidence, lang: Lang) -> str:
 def _seal(ev: load.AttemptEvidence, lang: Lang) -> str:
     out = f"<h3>{_e(phrase('seal', lang))}</h3><p>{_e(say.seal_text(ev, lang))}</p>"
     if ev.seal is not None and ev.seal.problems:
-        out += "<ul>" + "".join(f"<li>{_e(p)}</li>" for p in ev.seal.problems) + "</ul>"
+        out += "<ul>" + "".join(f"<li>{_e(p.text(lang))}</li>" for p in ev.seal.problems) + "</ul>"
     return out
 
 

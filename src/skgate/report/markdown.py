@@ -179,7 +179,7 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: Lang, level: int) -> 
     out.append("")
     out += [f"{hh} {phrase('seal', lang)}", "", f"- {seal_text(ev, lang)}"]
     if ev.seal is not None:
-        out += [f"  - {p}" for p in ev.seal.problems]
+        out += [f"  - {p.text(lang)}" for p in ev.seal.problems]
     out.append("")
     return out
 

@@ -17,13 +17,16 @@ Nothing here decides a state; the verdict does (C2).
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.seal import verify_attempt
+from skgate.evidence.seal import attempt_problems
+from skgate.evidence.seal_problem import SealProblem
+from skgate.model.phrases import Lang
 from skgate.model.records import Census, State, Verdict
 from skgate.model.stages import Stages
 
@@ -272,20 +275,28 @@ def _kept_error_logs(outputs: Path, roots: Sequence[str]) -> list[str]:
 # Seal
 
 
+class SealState(enum.Enum):
+    """Where an attempt's seal stands; the value is the report's JSON word."""
+
+    INTACT = "intact"
+    PROBLEMS = "problems"
+    NOT_SEALED = "not_sealed"
+
+
 @dataclass(frozen=True)
 class SealStatus:
-    status: str  # intact | problems | not_sealed
-    problems: tuple[str, ...]
+    state: SealState
+    problems: tuple[SealProblem, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "problems": list(self.problems)}
+    def to_dict(self, lang: Lang = Lang.EN) -> dict[str, Any]:
+        return {"status": self.state.value, "problems": [p.text(lang) for p in self.problems]}
 
 
 def seal_status(attempt: Path) -> SealStatus:
     """Whether the attempt's seal (seal.json) still matches its files."""
-    problems = tuple(verify_attempt(attempt))
+    problems = tuple(attempt_problems(attempt))
     if problems:
-        return SealStatus("problems", problems)
+        return SealStatus(SealState.PROBLEMS, problems)
     if not (attempt / "seal.json").is_file():
-        return SealStatus("not_sealed", ())
-    return SealStatus("intact", ())
+        return SealStatus(SealState.NOT_SEALED, ())
+    return SealStatus(SealState.INTACT, ())

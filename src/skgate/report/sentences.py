@@ -15,6 +15,7 @@ from skgate.model.records import ProcessRecord, State, Verdict
 from skgate.model.signals import signal_name
 from skgate.report.facts import census_label, headline, is_clean_retry_result
 from skgate.report.load import AttemptEvidence, Report
+from skgate.report.rows import SealState
 from skgate.verdict.words import (
     CONTROL_SECTIONS,
     UNCOMPILED_COUNT,
@@ -186,8 +187,8 @@ def census_lines(ev: AttemptEvidence, lang: Lang, code: Code = plain) -> list[tu
 
 
 def seal_text(ev: AttemptEvidence, lang: Lang) -> str:
-    status = ev.seal.status if ev.seal else "not_sealed"
-    return phrase(f"seal_{status}", lang)
+    state = ev.seal.state if ev.seal else SealState.NOT_SEALED
+    return phrase(f"seal_{state.value}", lang)
 
 
 def section_label(section: str, lang: Lang) -> str:

@@ -1,0 +1,164 @@
+"""What ``verify`` finds wrong in one attempt, as typed records worded in English and Chinese.
+
+:func:`skgate.evidence.seal.verify_attempt` used to return English lines only, so a Chinese
+report (``skgate report --lang zh``) listed its seal problems in English, and whether a
+problem meant "unfinished" (``skgate recover`` finishes it) or "changed" was told by
+matching words in the line. A :class:`SealProblem` carries its :class:`Flaw`, which says
+both, and renders itself in either language. The English text is the one ``verify``
+prints, unchanged (C2.5: evidence that changed after sealing decides no verdict).
+Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from skgate.model.frozen import record
+from skgate.model.phrases import Lang
+
+_RECOVER_EN = "run 'skgate recover {attempt}'"
+_RECOVER_ZH = "运行 'skgate recover {attempt}'"
+
+
+class Phase(enum.Enum):
+    """When a manifest was taken: at sealing (``seal.json``) or when a cleanup or retry
+    preserved a scene (``scene/<k>/manifest.json``)."""
+
+    SEALING = ("sealing", "封存")
+    PRESERVING = ("preserving", "保存现场")
+
+    def word(self, lang: Lang) -> str:
+        return self.value[1] if lang is Lang.ZH else self.value[0]
+
+
+class Flaw(enum.Enum):
+    """One kind of problem: (English template, Chinese template, unfinished?).
+
+    ``unfinished``: the runner, a cleanup or a retry died part-way and ``skgate recover``
+    finishes the attempt; otherwise the evidence changed (issue 12: told apart, never
+    confused). Templates take ``{where}`` and the problem's own values; ``{what}`` is the
+    :class:`Phase` in the template's language."""
+
+    REMOVED = ("{where}: removed after {what}", "{where}：{what}后被删除", False)
+    UNREADABLE_WHY = ("{where}: unreadable ({why})", "{where}：无法读取（{why}）", False)
+    UNREADABLE = ("{where}: unreadable", "{where}：无法读取", False)
+    REPLACED = (
+        "{where}: replaced by a non-regular file after {what}",
+        "{where}：{what}后被替换为非普通文件",
+        False,
+    )
+    RESIZED = (
+        "{where}: changed after {what} (size {size}, sealed {sealed})",
+        "{where}：{what}后被改动（现在大小 {size}，{what}时 {sealed}）",
+        False,
+    )
+    HASH_DIFFERS = (
+        "{where}: changed after {what} (sha256 differs)",
+        "{where}：{what}后被改动（sha256 不同）",
+        False,
+    )
+    MANIFEST_BAD = ("{where}: {why}", "{where}：清单不可用：{why}", False)
+    OTHER_ATTEMPT = (
+        "{where}: names attempt {named} (copied from elsewhere?)",
+        "{where}：记录的是尝试 {named}（从别处复制而来？）",
+        False,
+    )
+    SEAL_NOT_REGULAR = ("{where}: not a regular file", "{where}：不是普通文件", False)
+    SCENE_NO_MANIFEST = (
+        "{where}: scene added after sealing has no manifest.json",
+        "{where}：封存后加入的现场没有 manifest.json",
+        False,
+    )
+    LINK_CHANGED = (
+        "{where}: preserved link changed or removed",
+        "{where}：保存的链接被改动或删除",
+        False,
+    )
+    ADDED = ("{where}: added after sealing", "{where}：封存后被加入", False)
+    NOT_REGULAR = (
+        "{where}: not a regular file (evidence never holds links)",
+        "{where}：不是普通文件（证据从不包含链接）",
+        False,
+    )
+    OVERLONG = (
+        "{where}: line {number} is longer than {limit} bytes "
+        "(a damaged record, refused and never read)",
+        "{where}：第 {number} 行超过 {limit} 字节（损坏的记录，已拒绝，从不读取）",
+        False,
+    )
+    CONTROL_DAMAGED = (
+        "{where}: damaged and not sealed ({why}); it was altered, or written by a skgate "
+        "without whole-file writes: inspect it by hand",
+        "{where}：已损坏且未封存（{why}）；它被改动过，或由不做整文件写入的 skgate 写出："
+        "请手工检查",
+        False,
+    )
+    NO_CONTROL = (
+        "{where}: unfinished: no control.json (the runner died before freezing its controls, "
+        "or it was removed); " + _RECOVER_EN,
+        "{where}：未完成：没有 control.json（运行器在冻结控制参数前退出，或该文件被删除）；"
+        + _RECOVER_ZH,
+        True,
+    )
+    SEALING_INTERRUPTED = (
+        "{where}: interrupted while sealing: it has a verdict but no seal.json (the runner "
+        "died before sealing); " + _RECOVER_EN,
+        "{where}：封存时被中断：已有结论但没有 seal.json（运行器在封存前退出）；" + _RECOVER_ZH,
+        True,
+    )
+    NEVER_FINISHED = (
+        "{where}: never finished: no verdict.json and its runner is gone (it died before the "
+        "verdict was written); " + _RECOVER_EN,
+        "{where}：从未完成：没有 verdict.json，且运行器已不在（在写出结论前退出）；" + _RECOVER_ZH,
+        True,
+    )
+    SCENE_UNFINISHED = (
+        "{where}: unfinished: a scene without its manifest.json (a cleanup or retry was "
+        "interrupted while preserving it); " + _RECOVER_EN,
+        "{where}：未完成：现场缺少 manifest.json（cleanup 或 retry 在保存现场时被中断）；"
+        + _RECOVER_ZH,
+        True,
+    )
+    SCENE_TEMP = (
+        "{where}: unfinished: a temporary file left when a cleanup or retry was interrupted "
+        "while preserving a scene; " + _RECOVER_EN,
+        "{where}：未完成：cleanup 或 retry 在保存现场时被中断，留下了临时文件；" + _RECOVER_ZH,
+        True,
+    )
+    SEAL_TEMP = (
+        "{where}: a temporary file left when the runner was interrupted while sealing "
+        "(never evidence); " + _RECOVER_EN,
+        "{where}：运行器在封存时被中断留下的临时文件（从来不是证据）；" + _RECOVER_ZH,
+        True,
+    )
+
+    @property
+    def unfinished(self) -> bool:
+        return bool(self.value[2])
+
+
+@record
+class SealProblem:
+    """One problem: where (the attempt-relative name ``verify`` prints), what kind, and
+    the values its words name (``why``, ``size``, ``attempt`` ...), as text."""
+
+    where: str
+    flaw: Flaw
+    values: tuple[tuple[str, str], ...] = ()
+    phase: Phase = Phase.SEALING
+
+    def text(self, lang: Lang = Lang.EN) -> str:
+        template = self.flaw.value[1] if lang is Lang.ZH else self.flaw.value[0]
+        return template.format(where=self.where, what=self.phase.word(lang), **dict(self.values))
+
+    @property
+    def unfinished(self) -> bool:
+        return self.flaw.unfinished
+
+    def __str__(self) -> str:
+        return self.text(Lang.EN)
+
+
+def problem(where: str, flaw: Flaw, phase: Phase = Phase.SEALING, **values: object) -> SealProblem:
+    """A :class:`SealProblem`, its values given by name."""
+    return SealProblem(where, flaw, tuple((k, str(v)) for k, v in values.items()), phase)
