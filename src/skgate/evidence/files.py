@@ -225,10 +225,10 @@ def write_batch_new(
 ) -> None:
     """Create several evidence files, each whole or not at all, durable all at once.
 
-    The files are written under temporary names and fsync'd together from a few threads,
-    then linked to their final names, and the directory is fsync'd once: concurrent
-    fsyncs share one journal commit on ext4/xfs, so four files cost about one flush
-    instead of eight (the runner's last-exit-to-verdict latency). ``also_sync`` adds
+    The files are written under temporary names and fsync'd one after the other, then
+    linked to their final names, and the directory is fsync'd once: the fsyncs share one
+    journal commit on ext4/xfs, so four files cost about one flush instead of eight (the
+    runner's last-exit-to-verdict latency). ``also_sync`` adds
     already open descriptors (the run log) to the same flush. ``sync_dir=False`` leaves
     the directory's fsync to the caller's next write in it (the runner's verdict.json:
     one directory fsync makes its links and these durable, in the order they were made).
@@ -243,26 +243,13 @@ def write_batch_new(
             tmp, fd = _create_temp(directory / name, text)
             temps.append((tmp, directory / name))
             fds.append(fd)
-        # Plain threads (not concurrent.futures): that import alone costs the start-up
-        # of every run more than this whole flush does; imported here, not at the top:
-        # a read (``skgate status``) never writes (issue 29).
-        import threading  # noqa: PLC0415
-
-        errors: list[OSError] = []
-
-        def flush(fd: int) -> None:
-            try:
-                os.fsync(fd)
-            except OSError as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=flush, args=(fd,)) for fd in (*fds, *also_sync)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
+        # One after the other, in this thread: the first fsync commits the journal
+        # transaction that holds them all (ext4/xfs), the others then find their blocks
+        # on disk. Measured on this project's ext4 host (issue 29): 12 files, 4.2 ms in
+        # a loop against 7.7 ms from one thread each (the threads' start-up and their
+        # contention for the same commit cost more than they overlap).
+        for fd in (*fds, *also_sync):
+            os.fsync(fd)
         for fd in fds:
             os.close(fd)
         fds.clear()
