@@ -119,11 +119,13 @@ LAST_ACT = (
 
 
 def flush_floor(work: Path) -> float:
-    """Seconds the runner's two flushes take alone, here and now: one round of fsyncs, one
-    after the other (eight new files of about 1 KiB, verdict.json's among them, and four
-    appended ones), their links, then one directory fsync (``Attempt._write_final``).
-    Python, the wake-up and the reading back are left out: what is left is the disk's
-    share of the latency."""
+    """Seconds the runner's two flushes take alone, here and now: one round of fsyncs, all
+    at once as the runner makes them (eight new files of about 1 KiB, verdict.json's among
+    them, and four appended ones), their links, then one directory fsync
+    (``Attempt._write_final``). Python, the wake-up and the reading back are left out:
+    what is left is the disk's share of the latency."""
+    from skgate.evidence.files import _fsync_all  # noqa: PLC0415 - the runner's own round
+
     d = Path(tempfile.mkdtemp(dir=work))
     appended = [os.open(d / f"a{i}", os.O_WRONLY | os.O_CREAT | os.O_APPEND) for i in range(4)]
     t0 = time.perf_counter()
@@ -132,8 +134,7 @@ def flush_floor(work: Path) -> float:
     new = [os.open(d / f".n{i}.tmp", os.O_WRONLY | os.O_CREAT | os.O_EXCL) for i in range(8)]
     for fd in new:
         os.write(fd, b"x" * 1024)
-    for fd in (*new, *appended):
-        os.fsync(fd)
+    _fsync_all((*new, *appended))
     for i in range(8):
         os.link(d / f".n{i}.tmp", d / f"n{i}")
     dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)

@@ -216,3 +216,27 @@ def test_the_runner_classifies_the_final_files_text_as_a_later_reader_reads_the_
         att, finishing=True, pending={**written, "logscan.json": json.dumps(other)}
     )
     assert changed != from_files
+
+
+def test_the_round_of_fsyncs_waits_for_every_one_and_raises_the_first_error(
+    tmp_path: Path,
+) -> None:
+    import errno
+    import os
+
+    import pytest
+
+    from skgate.evidence.files import _fsync_all
+
+    _fsync_all(())  # nothing to flush: returns at once, never waits for a thread
+    fds = [os.open(tmp_path / f"f{i}", os.O_WRONLY | os.O_CREAT) for i in range(5)]
+    try:
+        _fsync_all(tuple(fds))
+        closed = os.open(tmp_path / "closed", os.O_WRONLY | os.O_CREAT)
+        os.close(closed)
+        with pytest.raises(OSError, match="Bad file descriptor") as err:
+            _fsync_all((*fds, closed))
+        assert err.value.errno == errno.EBADF
+    finally:
+        for fd in fds:
+            os.close(fd)
