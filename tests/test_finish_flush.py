@@ -7,11 +7,13 @@ fewest flushes on the way:
 
 * the tree-end lines (``leader_exited``, ``tree_ended``) are written at once but get no
   fsync of their own: the journal is flushed in the one round of fsyncs with the final
-  files, run.log, procs.jsonl and the final manifest;
-* every final file's content is fsync'd before it is linked, and linked before
-  verdict.json is; verdict.json's own content is fsync'd before its link;
+  files, verdict.json, run.log, procs.jsonl and the final manifest (the verdict is
+  classified from the final files' text before they are written, so it joins their
+  round: two flushes from the last exit to a durable verdict, not three);
+* every final file's content is fsync'd before any link, and linked before verdict.json is;
 * one directory fsync, after the verdict's link and before ``finished``, serves every
-  link (none between the final files' links and the verdict's);
+  link (none between the final files' links and the verdict's), and no other fsync
+  happens between the tree's end and ``finished``;
 * the pipe keeper, whose pipe is drained, is released only after ``finished`` (its exit
   never delays the verdict) and before the seal, which then lists no ``run.kept.log``;
 * no module is imported between ``tree_ended`` and ``finished``: what finishing needs is
@@ -20,6 +22,7 @@ fewest flushes on the way:
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -142,11 +145,15 @@ def test_the_verdict_is_linked_after_one_flush_of_everything_it_stands_on(
     for name in FINAL_FILES:
         assert f"fsync temp:{name}" in batch, (name, batch)
         assert steps.index(f"link {name}") < verdict_link
-    # verdict.json: its content fsync'd, then linked, then the one directory fsync.
-    assert steps.index("fsync temp:verdict.json") < verdict_link
+    # verdict.json's content in the same round, before any link: classified from memory.
+    assert "fsync temp:verdict.json" in batch, batch
     dir_syncs = [i for i, s in enumerate(steps) if s.startswith("fsync dir:")]
     assert not [i for i in dir_syncs if first_link < i < verdict_link], steps[first_link:finished]
     assert [i for i in dir_syncs if verdict_link < i < finished], steps[verdict_link:finished]
+    # Two flushes on the way, nothing else: the one round, then the one directory fsync.
+    assert steps[finished - 1] == "fsync events.jsonl"  # the finished line's own, after
+    after_links = [s for s in steps[first_link : finished - 1] if s.startswith("fsync ")]
+    assert len(after_links) == 1 and after_links[0].startswith("fsync dir:"), after_links
 
 
 def test_the_pipe_keeper_is_released_after_the_verdict_and_before_the_seal(
@@ -174,3 +181,62 @@ def test_nothing_is_imported_between_the_last_exit_and_the_verdict(tmp_path: Pat
     steps = trace.read_text().splitlines()
     assert "line finished sync=True" in steps
     assert [s for s in steps if s.startswith("imported ")] == []
+
+
+def test_the_runner_classifies_the_final_files_text_as_a_later_reader_reads_the_files(
+    tmp_path: Path,
+) -> None:
+    """C2: the runner classifies the final files from the text it then writes (issue 29);
+    a later ``skgate classify`` reads the same evidence from the files."""
+    from skgate.evidence.load import load_evidence
+    from skgate.verdict.classify import classify
+
+    work = tmp_path / "w.py"
+    work.write_text("print('[summary] stage=compile inputs=2 succeeded=1 failed=1')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "skgate", "run", "--root", "r", "--quiet", "--",
+         sys.executable, str(work)],
+        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    att = tmp_path / "r" / "attempts" / "0001"
+    assert (att / "verdict.json").exists(), done.stderr
+    names = ("logscan.json", "census.json", "stages.json", "installs.json", "summary.txt")
+    written = {name: (att / name).read_text() for name in names}
+    from_files = load_evidence(att, finishing=True)
+    assert load_evidence(att, finishing=True, pending=written) == from_files
+    recorded = json.loads((att / "verdict.json").read_text())
+    assert recorded["state"] == classify(from_files).state.value == "failed"
+    # The pending text is what is read, not the file beside it: another summary, another
+    # verdict.
+    other = json.loads(written["logscan.json"])
+    other["summary"]["lines"] = ["[summary] stage=compile inputs=2 succeeded=2 failed=0"]
+    other["summary"]["failed"] = 0
+    other["summary"]["succeeded"] = 2
+    changed = load_evidence(
+        att, finishing=True, pending={**written, "logscan.json": json.dumps(other)}
+    )
+    assert changed != from_files
+
+
+def test_the_round_of_fsyncs_waits_for_every_one_and_raises_the_first_error(
+    tmp_path: Path,
+) -> None:
+    import errno
+    import os
+
+    import pytest
+
+    from skgate.evidence.files import _fsync_all
+
+    _fsync_all(())  # nothing to flush: returns at once, never waits for a thread
+    fds = [os.open(tmp_path / f"f{i}", os.O_WRONLY | os.O_CREAT) for i in range(5)]
+    try:
+        _fsync_all(tuple(fds))
+        closed = os.open(tmp_path / "closed", os.O_WRONLY | os.O_CREAT)
+        os.close(closed)
+        with pytest.raises(OSError, match="Bad file descriptor") as err:
+            _fsync_all((*fds, closed))
+        assert err.value.errno == errno.EBADF
+    finally:
+        for fd in fds:
+            os.close(fd)

@@ -13,8 +13,9 @@ module loads no ``skgate.proc`` module, so a report of archives never does (issu
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from skgate.evidence import files
 from skgate.evidence.diskfull import read_diskfull
@@ -24,6 +25,7 @@ from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import iter_journal, read_journal
 from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.evidence.stages import load_stages
+from skgate.model import jsonread
 from skgate.model.controls import FrozenControls
 from skgate.model.errors import EvidenceError
 from skgate.model.events import (
@@ -58,6 +60,8 @@ from skgate.verdict.classify import classify
 
 if TYPE_CHECKING:
     pass
+
+T = TypeVar("T")
 
 
 @record
@@ -185,16 +189,39 @@ class Archived:
     cgroup: str | None
 
 
-def load_evidence(attempt_dir: Path, *, finishing: bool = False) -> Evidence:
+def load_evidence(
+    attempt_dir: Path, *, finishing: bool = False, pending: Mapping[str, str] | None = None
+) -> Evidence:
     """Build the classifier's input from the attempt directory alone.
 
     ``finishing`` is for the runner's own final classification, made just before it
     journals ``finished``: the files are then complete, exactly as a later reader sees them.
+    ``pending`` maps final file names to the exact text the runner is about to write
+    there, in the same flush as verdict.json (issue 29): each is parsed from that text, as
+    a later reader parses the file's bytes, so the verdict is the one ``skgate classify``
+    recomputes from the files (C2).
     """
-    return archived_evidence(attempt_dir, finishing=finishing).evidence
+    return archived_evidence(attempt_dir, finishing=finishing, pending=pending).evidence
 
 
-def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived:
+def _final(
+    attempt_dir: Path,
+    name: str,
+    pending: Mapping[str, str] | None,
+    parse: Callable[[Any, str], T],
+    load: Callable[[], T | None],
+) -> T | None:
+    """A final file's record: from its ``pending`` text if it has one, else from disk."""
+    text = pending.get(name) if pending is not None else None
+    if text is None:
+        return load()
+    # The reader a later ``classify`` uses for the file's bytes (skgate.model.jsonread).
+    return parse(jsonread.loads(text), str(attempt_dir / name))
+
+
+def archived_evidence(
+    attempt_dir: Path, *, finishing: bool = False, pending: Mapping[str, str] | None = None
+) -> Archived:
     """:func:`load_evidence` with the launch facts a live look needs."""
     control = load_control(attempt_dir)
     journal = attempt_dir / files.EVENTS
@@ -253,7 +280,35 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
             recovered = RecoveredWhen.of(ev.when)
 
     ownership = load_ownership(attempt_dir)
-    scan = load_logscan(attempt_dir)
+    scan = _final(
+        attempt_dir, files.LOGSCAN, pending, LogScan.from_dict, lambda: load_logscan(attempt_dir)
+    )
+    census = _final(
+        attempt_dir, files.CENSUS, pending, Census.from_dict, lambda: load_census(attempt_dir)
+    )
+    stages = installs = None
+    if pending is None:
+        stages = load_stages(attempt_dir / files.STAGES)
+        installs = load_installs(attempt_dir)
+    else:
+        from skgate.evidence.installs import INSTALLS_FILE  # noqa: PLC0415 - as stages.py
+        from skgate.model.installs import Installs  # noqa: PLC0415
+        from skgate.model.stages import Stages  # noqa: PLC0415
+
+        stages = _final(
+            attempt_dir,
+            files.STAGES,
+            pending,
+            Stages.from_dict,
+            lambda: load_stages(attempt_dir / files.STAGES),
+        )
+        installs = _final(
+            attempt_dir,
+            INSTALLS_FILE,
+            pending,
+            Installs.from_dict,
+            lambda: load_installs(attempt_dir),
+        )
     # Issue 21 s1: the intent without 'launched' is a runner killed around the fork; the
     # workload may have run, so the attempt is never read as not started (C2).
     intent = None if launched or blocked else read_intent(attempt_dir)
@@ -275,8 +330,8 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
         external_signals=tuple(external),
         runner_finished=finished or finishing,
         summary=scan.summary if scan is not None else None,
-        census=load_census(attempt_dir),
-        stages=load_stages(attempt_dir / files.STAGES),
+        census=census,
+        stages=stages,
         launcher=scan.launcher if scan is not None else None,
         frozen_jobs=frozen_jobs(control.controls),
         torch_npu=control.controls.torch_npu_version,
@@ -288,7 +343,7 @@ def archived_evidence(attempt_dir: Path, *, finishing: bool = False) -> Archived
         stop_reasons=tuple(stops),
         coverage=ownership.coverage if ownership else None,
         scan_interval=ownership.scan_interval if ownership else control.request.scan_interval,
-        installs=load_installs(attempt_dir),
+        installs=installs,
     )
     if intent is not None and cgroup is None:
         cgroup = intent.cgroup

@@ -61,6 +61,7 @@ class Watcher:
     _manifest: Callable[[list[ProcessRecord], bool, Coverage | None], object]
     _journal: Callable[[bytes], object]
     _sync_journal: Callable[[], object]
+    _warm: bool = False
 
     @classmethod
     def open(
@@ -130,6 +131,11 @@ class Watcher:
         self._journal(data)
 
     def tick(self, live: int) -> None:
+        if not self._warm:
+            # The first tick is after the launch: off the start-up and off the last exit's
+            # path to the verdict (issue 29).
+            self._warm = True
+            self.att.warm_readers()
         # The tree's end lines written without their own fsync are durable within one scan
         # interval when the tree lives on (see runner.attempt.SYNCED_LATER): a reap or
         # the leader's exit brings the scan back to its configured interval (proc.scanpace).
@@ -206,21 +212,16 @@ def finish_after_return(
         # A full evidence disk took every manifest write (diskfull.json says so, and the
         # verdict is unknown, issue 21 s2): nothing of it to sync.
         own_fd = -1
-    # Issue 29, C2: the fewest flushes between the last exit and a durable verdict. One
-    # round of fsyncs, from threads, for the final files and what was appended meanwhile
-    # (run.log, the manifest, procs.jsonl, and the journal's tree-end lines, written
-    # without an fsync of their own: runner.attempt.SYNCED_LATER); their links are then
-    # made and left to the one directory fsync of verdict.json (Attempt.finish), which is
-    # linked after them in the same directory: a journalling file system (ext4, xfs)
-    # commits a directory's entries in the order they were made, so a durable verdict.json
-    # link implies durable links of the files it was classified from, and every file's
-    # content was fsync'd before its link (whole or absent, never half-written).
-    journal = att.journal
-    journal_fd = journal.fileno() if journal.unsynced else -1
+    # Issue 29, C2: the fewest flushes between the last exit and a durable verdict. The
+    # final files are classified from the text about to be written (what a later reader
+    # parses from their bytes), then written with verdict.json in one round of fsyncs,
+    # together with what was appended meanwhile (run.log, the manifest, procs.jsonl, and
+    # the journal's tree-end lines: runner.attempt.SYNCED_LATER), linked with verdict.json
+    # last, and made durable by one directory fsync: Attempt._write_final says why a
+    # durable verdict.json then implies durable evidence beneath it.
     try:
-        files.write_batch_new(
-            att.dir,
-            {
+        return att.finish(
+            pending={
                 files.SUMMARY: "".join(line + "\n" for line in scan.summary.lines),
                 files.LOGSCAN: files.dumps(scan.to_dict()),
                 files.CENSUS: files.dumps(census.to_dict()),
@@ -229,16 +230,10 @@ def finish_after_return(
                 inst.INSTALLED_FILE: files.dumps(inst.installed_record(installed)),
                 INSTALLS_FILE: files.dumps(installs.to_dict()),
             },
-            also_sync=tuple(
-                fd for fd in (watcher.log_fd, own_fd, watcher.procs.fd, journal_fd) if fd >= 0
-            ),
-            sync_dir=False,
+            also_sync=tuple(fd for fd in (watcher.log_fd, own_fd, watcher.procs.fd) if fd >= 0),
         )
-        if journal_fd >= 0:
-            journal.unsynced = False  # flushed with the batch
     finally:
+        # The echo is closed after the verdict is written (by the runner's ExitStack): a
+        # terminal that does not read never delays it.
         if own_fd >= 0:
             os.close(own_fd)
-    # The echo is closed after the verdict is written (by the runner's ExitStack): a
-    # terminal that does not read never delays it.
-    return att.finish()
