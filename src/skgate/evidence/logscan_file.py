@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from skgate.evidence import logscan_fast, regular
+from skgate.evidence import logscan_anchor, logscan_fast, regular
 from skgate.evidence.logscan import LogScanner
 from skgate.model.errors import EvidenceError
 from skgate.model.logscan import LogScan
@@ -56,7 +56,10 @@ def scan_file(
         except OSError:
             size = 0  # the Python path below reports a missing or unreadable log
         if use_grep or size >= GREP_MIN_BYTES:
-            fast = logscan_fast.scan_file_fast(path, max_line)
+            # The anchor path when its plan for this log is the cheaper one, else grep.
+            fast = logscan_anchor.scan_file_anchored(path, max_line)
+            if fast is None:
+                fast = logscan_fast.scan_file_fast(path, max_line)
             if fast is not None:
                 return fast
     scanner = LogScanner(summary_patterns, completion_marker, max_line)
