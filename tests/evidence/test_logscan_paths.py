@@ -198,11 +198,18 @@ def test_random_logs_give_the_same_answer_on_every_path(
         for parts in (2, 3):
             assert logscan_fast.scan_file_fast(log, 256, parts=parts) == full
         # The anchor path with its own plan for this log or a given cover, read in windows
-        # of 4 * (max_line + 1) bytes (the least it takes), so candidates fall at edges.
-        with pytest.MonkeyPatch.context() as monkeypatch:
-            monkeypatch.setattr(logscan_anchor, "WINDOW", 1)
-            anchored = logscan_anchor.scan_file_anchored(log, 256, force=True, needles=cover)
-        assert anchored == full
+        # of 4 * (max_line + 1) bytes (the least it takes), so candidates fall at edges; in
+        # one range, or two side by side, the second one's search paused after each
+        # candidate (its cap) and resumed once the first range is handed.
+        for parts, cap in ((1, None), (2, None), (2, 1)):
+            with pytest.MonkeyPatch.context() as monkeypatch:
+                monkeypatch.setattr(logscan_anchor, "WINDOW", 1)
+                if cap is not None:
+                    monkeypatch.setattr(logscan_fast, "DRAIN_CAP", cap)
+                anchored = logscan_anchor.scan_file_anchored(
+                    log, 256, force=True, needles=cover, parts=parts
+                )
+            assert anchored == full
     needles = cover or logscan_anchor.plan(data).needles
     if not any(n in data for n in needles):
         event("no needle in the log")

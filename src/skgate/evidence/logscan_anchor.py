@@ -28,9 +28,10 @@ it return None, and ``scan_file`` falls back to the grep path, then the Python s
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -159,23 +160,28 @@ def sample_of_path(path: Path) -> bytes:
 
 
 def _finder(buf: bytearray) -> Callable[[bytes, int, int], int]:
-    """``buf.find(needle, start, end)``, with glibc's ``memmem`` for a long needle when
-    it can be called (about twice as fast as CPython's search on compile noise)."""
+    """``buf.find(needle, start, end)`` through glibc's ``memchr`` / ``memmem`` when they
+    can be called: they run without the GIL (two ranges are searched side by side), and
+    ``memmem`` is about twice as fast as CPython's search on compile noise."""
     try:
         import ctypes  # noqa: PLC0415 (only this path needs it)
 
         libc = ctypes.CDLL(None)
-        memmem = libc.memmem
+        memmem, memchr = libc.memmem, libc.memchr
     except (ImportError, OSError, AttributeError):
         return buf.find
-    memmem.restype = ctypes.c_void_p
+    memmem.restype = memchr.restype = ctypes.c_void_p
     memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    memchr.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
     base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
 
     def find(needle: bytes, start: int, end: int) -> int:
-        if len(needle) == 1 or end - start < len(needle):
-            return buf.find(needle, start, end)  # memchr in CPython
-        at = memmem(base + start, end - start, needle, len(needle))
+        if end - start < len(needle):
+            return -1
+        if len(needle) == 1:
+            at = memchr(base + start, needle[0], end - start)
+        else:
+            at = memmem(base + start, end - start, needle, len(needle))
         return -1 if at is None else at - base
 
     return find
@@ -217,44 +223,110 @@ def _candidates(
     return sorted(starts)
 
 
-def _scan(fd: int, size: int, needles: tuple[bytes, ...], hits: logscan_fast.Hits) -> int:
-    """Hand every candidate line of fd[0:size] to ``hits`` in file order; returns the
-    number of lines longer than max_line bytes."""
-    scanner, max_line = hits.scanner, hits.max_line
-    numbers = _Numbers(fd)
+#: A candidate line: (offset in the log, kept part, full length without the newline).
+Candidate = tuple[int, bytes, int]
+
+
+def _range(
+    fd: int, span: tuple[int, int, int], needles: tuple[bytes, ...], max_line: int, long: list[int]
+) -> Iterator[Candidate]:
+    """The candidate lines of log[start:end) (``span``: start and end at line starts or
+    the log's end, and the log's size) that hold a trigger in their kept part, in order:
+    the lines grep would list. Lines longer than max_line are counted in ``long[0]``."""
+    start, end, size = span
     buf = bytearray(max(WINDOW, 4 * (max_line + 1)))
     view = memoryview(buf)
     find = _finder(buf)
-    long_lines, pos = 0, 0
-
-    def hand(offset: int, kept: bytes, length: int) -> None:
-        if any(t in kept for t in GREP_TRIGGERS):  # what grep would list
-            summary = hits.at(offset, kept, length)
-            if summary is not None:
-                scanner.on_summary(lambda: numbers.at(offset), summary, None, length > max_line)
-
-    while pos < size:
-        want = min(len(buf), size - pos)
+    pos = start
+    while pos < end:
+        want = min(len(buf), end - pos)
         if os.preadv(fd, [view[:want]], pos) != want:
             raise logscan_fast.FastPathUnusable("the log shrank while it was scanned")
         whole = buf.rfind(b"\n", 0, want) + 1  # the window's whole lines end here
-        final = pos + want == size
+        final = pos + want == end
         if not whole and not final:
             # One line longer than the window: only its kept part (its start) counts.
-            end = logscan_fast.next_line(fd, pos + want, size)
-            length = end - pos - (os.pread(fd, 1, end - 1) == b"\n")
-            long_lines += 1
-            hand(pos, bytes(buf[:max_line]), length)
-            pos = end
+            after = logscan_fast.next_line(fd, pos + want, size)
+            long[0] += 1
+            kept = bytes(buf[:max_line])
+            if any(t in kept for t in GREP_TRIGGERS):
+                yield pos, kept, after - pos - (os.pread(fd, 1, after - 1) == b"\n")
+            pos = after
             continue
         stop = want if final else whole  # at the end, an unterminated last line too
-        long_lines += count_long_lines(buf, 0, whole, max_line) + (stop - whole > max_line)
-        for start in _candidates(find, buf, needles, stop):
-            end = buf.find(b"\n", start, stop)
-            length = (end if end >= 0 else stop) - start
-            hand(pos + start, bytes(buf[start : start + min(length, max_line)]), length)
+        long[0] += count_long_lines(buf, 0, whole, max_line) + (stop - whole > max_line)
+        for first in _candidates(find, buf, needles, stop):
+            nl = buf.find(b"\n", first, stop)
+            length = (nl if nl >= 0 else stop) - first
+            kept = bytes(buf[first : first + min(length, max_line)])
+            if any(t in kept for t in GREP_TRIGGERS):  # what grep would list
+                yield pos + first, kept, length
         pos += stop
-    return long_lines
+
+
+def _collect(
+    lines: Iterator[Candidate], into: list[Candidate], stop: list[bool]
+) -> Callable[[], None]:
+    """A job that takes candidates from ``lines`` until ``DRAIN_CAP`` bytes are held (or
+    ``stop`` is set); the rest is taken by whoever resumes ``lines`` (bounded memory on a
+    dense log)."""
+
+    def job() -> None:
+        held = 0
+        for candidate in lines:
+            into.append(candidate)
+            held += len(candidate[1]) + 64
+            if held >= logscan_fast.DRAIN_CAP or stop:
+                break
+
+    return job
+
+
+def _scan(
+    fd: int, size: int, needles: tuple[bytes, ...], hits: logscan_fast.Hits, parts: int | None
+) -> int:
+    """Hand every candidate line of fd[0:size] to ``hits`` in file order; returns the
+    number of lines longer than max_line bytes.
+
+    A big log is cut at a line start into one range per core (two at most): the second
+    is searched by a thread (its reads and searches run without the GIL) that holds its
+    candidates while the first range's are handed here."""
+    scanner, max_line = hits.scanner, hits.max_line
+    numbers = _Numbers(fd)
+    count = logscan_fast.parts_for(size) if parts is None else parts
+    starts = logscan_fast.range_starts(fd, size, min(count, 2))
+    ends = [*starts[1:], size]
+    counts = [[0] for _ in starts]
+    ranges = [
+        _range(fd, (a, b, size), needles, max_line, long)
+        for a, b, long in zip(starts, ends, counts, strict=True)
+    ]
+    held: list[Candidate] = []
+    stop: list[bool] = []
+    worker = (
+        logscan_fast.Worker("skgate-anchor", _collect(ranges[1], held, stop))
+        if len(ranges) > 1
+        else None
+    )
+    try:
+        for k, lines in enumerate(ranges):
+            source: Iterator[Candidate] = lines
+            if k and worker is not None:
+                worker.join()
+                if worker.failed is not None:
+                    raise logscan_fast.FastPathUnusable("the range search failed")
+                source = itertools.chain(held, lines)
+            for offset, kept, length in source:
+                summary = hits.at(offset, kept, length)
+                if summary is not None:
+                    scanner.on_summary(
+                        functools.partial(numbers.at, offset), summary, None, length > max_line
+                    )
+    finally:
+        stop.append(True)
+        if worker is not None:
+            worker.join()  # on a failure here, it stops at its next candidate
+    return sum(long[0] for long in counts)
 
 
 def scan_file_anchored(
@@ -263,6 +335,7 @@ def scan_file_anchored(
     *,
     force: bool = False,
     needles: tuple[bytes, ...] | None = None,
+    parts: int | None = None,
 ) -> LogScan | None:
     """The anchor path of ``scan_file`` for a finished log without user regexes.
 
@@ -270,7 +343,9 @@ def scan_file_anchored(
     ``force``) or when the result cannot be trusted (``wc`` missing or failing, the file
     changed while it was read): the caller then takes the grep path or the Python scan.
     ``needles`` replaces the plan's (tests: any cover of the triggers gives the same
-    result); a set that misses a trigger is refused.
+    result); a set that misses a trigger is refused. ``parts`` (1 or 2) replaces the
+    number of ranges searched side by side (default: 2 for a log of at least
+    ``logscan_fast.PARALLEL_MIN_BYTES`` on two cores or more).
     """
     if needles is not None and not all(any(n in t for n in needles) for t in GREP_TRIGGERS):
         raise ValueError("the needles must cover every trigger literal")
@@ -290,7 +365,7 @@ def scan_file_anchored(
         scanner = LogScanner(max_line=max_line)
         lines = logscan_fast.Lines(fd, size, max_line)
         hits = logscan_fast.Hits(scanner, lines, max_line)
-        long_lines = _scan(fd, size, chosen.needles, hits)
+        long_lines = _scan(fd, size, chosen.needles, hits, parts)
         lines.hand(scanner, hits.handed, size)
         newlines = logscan_fast.read_count(counter)
         after = os.fstat(fd)

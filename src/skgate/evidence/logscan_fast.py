@@ -297,7 +297,7 @@ class Hits:
         return scanner.on_line(kept)
 
 
-def _starts(fd: int, size: int, parts: int) -> list[int]:
+def range_starts(fd: int, size: int, parts: int) -> list[int]:
     """Start offsets of up to ``parts`` byte ranges of the log, each at a line start."""
     starts = [0]
     for i in range(1, parts):
@@ -308,7 +308,7 @@ def _starts(fd: int, size: int, parts: int) -> list[int]:
     return starts
 
 
-class _Worker:
+class Worker:
     """A thread of this scan whose failure makes the grep path unusable."""
 
     def __init__(self, name: str, job: Callable[[], None]) -> None:
@@ -383,7 +383,7 @@ def read_count(proc: subprocess.Popen[bytes]) -> int:
         raise FastPathUnusable("unexpected wc output") from None
 
 
-def _parts(size: int) -> int:
+def parts_for(size: int) -> int:
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -413,12 +413,12 @@ def scan_file_fast(
         return None
     fd = open_log(path)
     procs: list[subprocess.Popen[bytes]] = []
-    workers: list[_Worker] = []
+    workers: list[Worker] = []
     try:
         before = os.fstat(fd)
         size = before.st_size
         inode = (before.st_dev, before.st_ino)
-        starts = _starts(fd, size, _parts(size) if parts is None else parts)
+        starts = range_starts(fd, size, parts_for(size) if parts is None else parts)
         ends = [*starts[1:], size]
         greps: list[subprocess.Popen[bytes]] = []
         counts: list[subprocess.Popen[bytes]] = []
@@ -434,7 +434,7 @@ def scan_file_fast(
                     except BaseException:
                         os.close(w)
                         raise
-                    workers.append(_Worker("skgate-range", _feed_range(fd, start, end, w)))
+                    workers.append(Worker("skgate-range", _feed_range(fd, start, end, w)))
                 procs.append(greps[-1])
                 counts.append(spawn([wc, "-l"], path, inode, offset=start))
                 procs.append(counts[-1])
@@ -444,7 +444,7 @@ def scan_file_fast(
         kept: list[list[bytes]] = [[] for _ in greps]
         # Later ranges' output is drained while the first is handled, up to a cap.
         drains = {
-            k: _Worker("skgate-drain", _drain(outputs[k], kept[k])) for k in range(1, len(greps))
+            k: Worker("skgate-drain", _drain(outputs[k], kept[k])) for k in range(1, len(greps))
         }
         workers += drains.values()
         counted: list[int] = []
@@ -452,7 +452,7 @@ def scan_file_fast(
         def long_lines() -> None:
             counted.append(_count_long_lines(fd, size, max_line))
 
-        workers.append(_Worker("skgate-long-lines", long_lines))
+        workers.append(Worker("skgate-long-lines", long_lines))
         lines = Lines(fd, size, max_line)
         hits = Hits(scanner, lines, max_line)
         total = 0
