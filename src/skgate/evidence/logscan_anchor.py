@@ -48,14 +48,15 @@ SAMPLE_PIECE = 32 << 10
 #: Occurrences of a needle in the sample past which its lines are not looked at one by one.
 SAMPLE_CANDIDATES = 256
 #: Estimated costs, nanoseconds per byte of log (one core; measured on the 2-core host of
-#: issue 29 over a 1 GiB compile-noise log in the page cache): reading a window (copy
-#: from the page cache), one ``memchr`` pass and one ``memmem`` pass over it (in cache;
-#: ``memmem`` of a 12-25 byte needle measured 0.1-0.27 ns/B, of ``install failed`` 0.25),
-#: the Python work per candidate line, and the grep path's whole scan (1.5 ns/B wall on
-#: the same host, two greps on two cores plus the hits).
-READ_NS = 0.1
-MEMCHR_NS = 0.05
-MEMMEM_NS = 0.25
+#: issue 29 over 1 GiB compile-noise logs in the page cache, CANN-shaped and letter-poor):
+#: reading a window (a copy from the page cache, 0.1-0.19), one ``memchr`` pass over it
+#: (in cache), one ``memmem`` pass per byte of needle length (it skips about a needle's
+#: length at a time: 8 bytes 0.15-0.16, 13-15 bytes 0.09-0.11, 22-25 bytes 0.05-0.06),
+#: the Python work per candidate line that holds no trigger, and the grep path's whole
+#: scan (1.5 ns/B wall on the same host, two greps on two cores plus the hits).
+READ_NS = 0.15
+MEMCHR_NS = 0.03
+MEMMEM_NS_BYTES = 1.3
 CANDIDATE_NS = 2000.0
 GREP_PATH_NS = 1.2
 #: Shared substrings of two triggers at least this long are needle options too (one
@@ -123,8 +124,7 @@ def plan(sample: bytes, triggers: tuple[bytes, ...] = GREP_TRIGGERS) -> Plan:
     size = max(len(sample), 1)
     cost: dict[bytes, float] = {}
     for option in _options(triggers):
-        # memmem skips about a needle's length at a time: a short one is dearer.
-        search = MEMCHR_NS if len(option) == 1 else MEMMEM_NS * max(1.0, 12 / len(option))
+        search = MEMCHR_NS if len(option) == 1 else MEMMEM_NS_BYTES / len(option)
         cost[option] = search + _extra_lines(sample, option, triggers) / size * CANDIDATE_NS
     uncovered = set(triggers)
     chosen: list[bytes] = []
