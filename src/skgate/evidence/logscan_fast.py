@@ -59,6 +59,8 @@ PARTS = 2
 PARALLEL_MIN_BYTES = 64 << 20
 #: Output of a later range's grep held while an earlier range is handled.
 DRAIN_CAP = 8 << 20
+#: First read of ``Lines`` at a line of an open launcher message.
+LINES_WINDOW = 64 << 10
 
 #: ERE alternation of the trigger literals; grep finds candidate lines, the shared Python
 #: line handler (``LogScanner.on_line``) decides, so grep only has to over-approximate.
@@ -168,7 +170,8 @@ class Lines:
 
     The grep path lists only hit lines; the lines after an ``execute op_compiler error``
     hit may belong to its message without holding a literal (launcher_lines), so they are
-    read here, in order, each once, from a 64 KiB window that follows the hits.
+    read here, in order, each once, from a window that follows the hits (``LINES_WINDOW``
+    bytes, or enough for a line of max_line bytes).
     """
 
     def __init__(self, fd: int, size: int, max_line: int) -> None:
@@ -193,13 +196,19 @@ class Lines:
         if rel < 0 or (
             pos + self._max + 1 > self._at + len(buf) and self._at + len(buf) < self.size
         ):
-            # The window that decides (max_line + 1 bytes) is not all in the buffer.
-            self._at, self._buf = pos, self._read(pos, max(1 << 18, 4 * (self._max + 1)))
+            # The window that decides (max_line + 1 bytes) is not all in the buffer. A
+            # small read first: a message is a few short lines, and reading 256 KiB for
+            # each one cost a fifth of the anchor path on compile noise (issue 29); the
+            # whole window only when no newline is in it.
             rel = 0
-            buf = self._buf
-            nl = buf.find(b"\n", 0, self._max + 1)
-            if nl >= 0:
-                return buf[:nl], pos + nl + 1
+            for want in (LINES_WINDOW, max(1 << 18, 4 * (self._max + 1))):
+                self._at, self._buf = pos, self._read(pos, want)
+                buf = self._buf
+                nl = buf.find(b"\n", 0, self._max + 1)
+                if nl >= 0:
+                    return buf[:nl], pos + nl + 1
+                if len(buf) > self._max or pos + len(buf) >= self.size:
+                    break
         kept = buf[rel : rel + self._max]
         # A long line (or the unterminated last one): find its end, in what is read
         # already, then in 1 MiB reads, never holding it whole.
@@ -276,7 +285,9 @@ class Hits:
         if not (colon and number.isdigit() and at.isdigit()):
             raise FastPathUnusable("unexpected grep output")
         length = total - len(number) - len(at) - 2
-        summary = self.at(int(at) + self.base_offset, kept[: self.max_line], length)
+        if length > self.max_line:
+            kept = kept[: self.max_line]
+        summary = self.at(int(at) + self.base_offset, kept, length)
         if summary is not None:  # the only use of the line number
             self.scanner.on_summary(
                 int(number) + self.base_line, summary, None, length > self.max_line
