@@ -24,8 +24,9 @@ How it stays fast and small:
 - every kept list is capped; what is left off is counted in ``omitted``.
 
 A finished log is scanned by :func:`skgate.evidence.logscan_file.scan_file`, which may
-take the grep/wc fast path of :mod:`skgate.evidence.logscan_fast`: both stand on this
-module, the fast path feeding its candidate lines through the same line handler
+take the anchor path of :mod:`skgate.evidence.logscan_anchor` or the grep/wc path of
+:mod:`skgate.evidence.logscan_fast`: all stand on this module, a fast path feeding its
+candidate lines through the same line handler
 (``LogScanner.on_line``) for the same result; when it cannot be trusted the pure-Python
 scan answers. The live ``LogScanner.feed`` (the runner's use while a compile streams) is
 always pure Python.
