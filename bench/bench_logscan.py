@@ -38,15 +38,20 @@ GREP_PATTERN = (
 CHILD = """
 import json, resource, sys, time
 from pathlib import Path
+import skgate.evidence.logscan_anchor as anchor
 import skgate.evidence.logscan_fast as fast
 from skgate.evidence.logscan_file import scan_file
 taken = []
-plain = fast.scan_file_fast
-def watched(*a, **k):
-    r = plain(*a, **k)
-    taken.append(r is not None)
-    return r
-fast.scan_file_fast = watched
+def watch(module, name, label):
+    plain = getattr(module, name)
+    def watched(*a, **k):
+        r = plain(*a, **k)
+        if r is not None:
+            taken.append(label)
+        return r
+    setattr(module, name, watched)
+watch(anchor, "scan_file_anchored", "anchor")
+watch(fast, "scan_file_fast", "grep")
 t = time.perf_counter()
 res = scan_file(Path(sys.argv[1]))
 dt = time.perf_counter() - t
@@ -54,7 +59,7 @@ rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"seconds": dt, "rss_kib": rss, "children_rss_kib": kids, "lines": res.lines,
                   "summary_lines": len(res.summary.lines) + res.omitted.get("summary_lines", 0),
-                  "truncated": res.truncated_lines, "grep_path": any(taken)}))
+                  "truncated": res.truncated_lines, "path": (taken or ["python"])[0]}))
 """
 
 
@@ -246,7 +251,7 @@ def main() -> int:
             "grep_locale": locale or "unset (POSIX)",
             "grep_LC_ALL_C_s_median": round(gc_med, 3),
             "scan_over_grep_LC_ALL_C_throughput": round(gc_med / s_med, 3),
-            "scan_path": "python" if args.no_grep else "default (grep path for a finished log)",
+            "scan_path": "python" if args.no_grep else "default (anchor or grep path)",
             "log": "launcher error messages"
             if args.launcher_errors
             else "compile noise shaped like CANN's lines"
@@ -261,7 +266,7 @@ def main() -> int:
             "scan_lines": last.get("lines"),
             "scan_summary_lines": last.get("summary_lines"),
             "scan_truncated_lines": last.get("truncated"),
-            "grep_path_taken": last.get("grep_path"),
+            "path_taken": last.get("path"),
             "runs": {
                 "grep": [round(x, 3) for x in greps],
                 "grep_LC_ALL_C": [round(x, 3) for x in greps_c],

@@ -24,8 +24,9 @@ How it stays fast and small:
 - every kept list is capped; what is left off is counted in ``omitted``.
 
 A finished log is scanned by :func:`skgate.evidence.logscan_file.scan_file`, which may
-take the grep/wc fast path of :mod:`skgate.evidence.logscan_fast`: both stand on this
-module, the fast path feeding its candidate lines through the same line handler
+take the anchor path of :mod:`skgate.evidence.logscan_anchor` or the grep/wc path of
+:mod:`skgate.evidence.logscan_fast`: all stand on this module, a fast path feeding its
+candidate lines through the same line handler
 (``LogScanner.on_line``) for the same result; when it cannot be trusted the pure-Python
 scan answers. The live ``LogScanner.feed`` (the runner's use while a compile streams) is
 always pure Python.
@@ -106,6 +107,23 @@ def uninstall_paths(line: str) -> list[str]:
         rest = line[at + len(_EXECUTING) :].strip(" ")
         return [rest] if rest else []
     return _UNINSTALL_RE.findall(line)
+
+
+def count_long_lines(data: bytes | bytearray, s: int, e: int, max_line: int) -> int:
+    """Lines longer than max_line bytes in data[s:e] (whole lines: it ends with a newline),
+    found without visiting every line: from a line start, the last newline within the
+    next max_line + 1 bytes is the next place to look; none there means a long line."""
+    count, p = 0, s
+    while p < e:
+        window_end = min(p + max_line + 1, e)
+        q = data.rfind(b"\n", p, window_end)
+        if q < 0:
+            count += 1
+            nl = data.find(b"\n", window_end, e)
+            p = nl + 1 if nl >= 0 else e
+        else:
+            p = q + 1
+    return count
 
 
 def _decode(raw: bytes | bytearray) -> str:
@@ -228,28 +246,13 @@ class LogScanner:
         # as long again; ``truncated`` carries that fact to the line handlers.
         self._block(line, 0, len(line), first_truncated=truncated)
 
-    def _count_long(self, data: bytes | bytearray, s: int, e: int) -> None:
-        """Count lines longer than max_line in data[s:e] without visiting every line."""
-        m = self._max
-        p = s
-        while p < e:
-            window_end = min(p + m + 1, e)
-            q = data.rfind(b"\n", p, window_end)
-            if q < 0:
-                # No newline within max_line + 1 bytes of a line start: a long line.
-                self._truncated += 1
-                nl = data.find(b"\n", window_end, e)
-                p = nl + 1 if nl >= 0 else e
-            else:
-                p = q + 1
-
     def _block(
         self, data: bytes | bytearray, s: int, e: int, first_truncated: bool = False
     ) -> None:
         """Scan data[s:e], which holds whole lines only (it ends with a newline)."""
         base = self._lines
         if e - s > self._max:
-            self._count_long(data, s, e)
+            self._truncated += count_long_lines(data, s, e, self._max)
         m = self._max
 
         # Lines holding a fixed literal wholly inside their kept part (the first max_line
@@ -430,11 +433,18 @@ class LogScanner:
 
     def on_summary(
         self,
-        lineno: int,
+        lineno: int | Callable[[], int],
         line: str,
         groups: tuple[str, ...] | None,
         truncated: bool,
     ) -> None:
+        """One summary line (``lineno``: its 1-based number, or a function that counts it:
+        a number is only needed in a problem's text, and the anchor path of the scan
+        counts lines up to a summary line only then)."""
+
+        def number() -> int:
+            return lineno() if callable(lineno) else lineno
+
         size = len(line)
         if self._summary_bytes + size > MAX_SUMMARY_BYTES:
             self._summary_lines.omitted += 1
@@ -443,7 +453,9 @@ class LogScanner:
             self._summary_lines.add(line, dedupe=False)
         if truncated:
             self._problem(
-                lambda: f"summary line {lineno} is longer than {self._max} bytes and was cut short"
+                lambda: (
+                    f"summary line {number()} is longer than {self._max} bytes and was cut short"
+                )
             )
         if groups is None:
             values = dict(_KV.findall(line))
@@ -456,22 +468,22 @@ class LogScanner:
         except ValueError:
             self._problem(
                 lambda: (
-                    f"summary line {lineno} names stage {name!r} but its counts are missing "
+                    f"summary line {number()} names stage {name!r} but its counts are missing "
                     f"or not integers: {line[:200]!r}"
                 )
             )
             return
         if not name:
-            self._problem(lambda: f"summary line {lineno} reports counts without a stage name")
+            self._problem(lambda: f"summary line {number()} reports counts without a stage name")
             return
         stage = Stage(name=name, inputs=inputs, succeeded=succeeded, failed=failed)
         if min(inputs, succeeded, failed) < 0:
-            self._problem(lambda: f"stage {name!r} has a negative count (line {lineno})")
+            self._problem(lambda: f"stage {name!r} has a negative count (line {number()})")
         elif succeeded + failed != inputs:
             self._problem(
                 lambda: (
                     f"stage {name!r}: succeeded {succeeded} + failed {failed} != inputs "
-                    f"{inputs} (line {lineno})"
+                    f"{inputs} (line {number()})"
                 )
             )
         before = self._stages.get(name)
@@ -487,7 +499,7 @@ class LogScanner:
                 lambda: (
                     f"stage {name!r} is reported twice with different numbers "
                     f"({first.inputs}/{first.succeeded}/{first.failed} then "
-                    f"{inputs}/{succeeded}/{failed}, line {lineno})"
+                    f"{inputs}/{succeeded}/{failed}, line {number()})"
                 )
             )
 

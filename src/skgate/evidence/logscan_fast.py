@@ -12,7 +12,7 @@ the later ranges' line numbers into the log's, and their output is drained (up t
 ``DRAIN_CAP``) while the first range is handled, then handed over in file order.
 
 The lines of a launcher error message that goes on over several lines (launcher_lines)
-hold no literal: they are read by offset after its hit (``_Lines``), in the same order the
+hold no literal: they are read by offset after its hit (``Lines``), in the same order the
 streaming scan hands them over (``LogScanner.on_unlisted``: a non-trigger literal among
 them closes the message, as it does there), so such a log keeps the fast path (issue
 29). grep's output is split in C per 1 MiB read, so a log of hundreds of thousands of
@@ -51,7 +51,7 @@ from skgate.evidence.logscan import GREP_TRIGGERS, LogScanner
 from skgate.model.errors import EvidenceError
 from skgate.model.logscan import LogScan
 
-#: Address-space cap of the grep and wc children (see ``_spawn``).
+#: Address-space cap of the grep and wc children (see ``spawn``).
 CHILD_AS_LIMIT = 256 << 20
 #: Byte ranges scanned by greps side by side (at most one per core), for a log of at
 #: least ``PARALLEL_MIN_BYTES`` (below it the extra processes cost more than they save).
@@ -59,17 +59,19 @@ PARTS = 2
 PARALLEL_MIN_BYTES = 64 << 20
 #: Output of a later range's grep held while an earlier range is handled.
 DRAIN_CAP = 8 << 20
+#: First read of ``Lines`` at a line of an open launcher message.
+LINES_WINDOW = 64 << 10
 
 #: ERE alternation of the trigger literals; grep finds candidate lines, the shared Python
 #: line handler (``LogScanner.on_line``) decides, so grep only has to over-approximate.
 _GREP_PATTERN = "|".join(re.sub(r"([][.*^$+?(){}|\\])", r"\\\1", x.decode()) for x in GREP_TRIGGERS)
 
 
-class _FastPathUnusable(Exception):
+class FastPathUnusable(Exception):
     """The grep path cannot give a trustworthy result; scan_file falls back to Python."""
 
 
-def _open_log(path: Path) -> int:
+def open_log(path: Path) -> int:
     try:
         # A regular file only: a run.log linked outside would let a forged [summary]
         # decide the verdict; a FIFO would hang the scan (issue 21, C2).
@@ -78,7 +80,7 @@ def _open_log(path: Path) -> int:
         raise EvidenceError(f"{path}: run log missing") from None
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+def identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
@@ -98,7 +100,7 @@ def _count_long_lines(fd: int, size: int, max_line: int) -> int:
             lo = max(p, hi - tail)
             buf = os.pread(fd, hi - lo, lo)
             if len(buf) != hi - lo:
-                raise _FastPathUnusable("the log shrank while it was scanned")
+                raise FastPathUnusable("the log shrank while it was scanned")
             r = buf.rfind(b"\n")
             if r >= 0:
                 q = lo + r
@@ -108,17 +110,17 @@ def _count_long_lines(fd: int, size: int, max_line: int) -> int:
             p = q + 1
             continue
         count += 1  # no newline within max_line + 1 bytes of a line start: a long line
-        p = _next_line(fd, end, size)
+        p = next_line(fd, end, size)
     return count
 
 
-def _next_line(fd: int, pos: int, size: int) -> int:
+def next_line(fd: int, pos: int, size: int) -> int:
     """Offset just after the first newline at or after ``pos`` (``size`` if none), found
     in 1 MiB reads: a multi-MB line is never held whole."""
     while pos < size:
         buf = os.pread(fd, min(1 << 20, size - pos), pos)
         if not buf:
-            raise _FastPathUnusable("the log shrank while it was scanned")
+            raise FastPathUnusable("the log shrank while it was scanned")
         r = buf.find(b"\n")
         if r >= 0:
             return pos + r + 1
@@ -126,7 +128,7 @@ def _next_line(fd: int, pos: int, size: int) -> int:
     return size
 
 
-def _spawn(
+def spawn(
     argv: list[str], path: Path, inode: tuple[int, int], offset: int = 0, pipe: int | None = None
 ) -> subprocess.Popen[bytes]:
     # argv list, never a shell; the child's stdin is the log (opened here, read-only,
@@ -138,7 +140,7 @@ def _spawn(
         if pipe is None:
             st = os.fstat(stdin.fileno())
             if (st.st_dev, st.st_ino) != inode:
-                raise _FastPathUnusable("the log was replaced while it was scanned")
+                raise FastPathUnusable("the log was replaced while it was scanned")
             os.lseek(stdin.fileno(), offset, os.SEEK_SET)
         proc = subprocess.Popen(  # fixed argv of a tool found with which()
             argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
@@ -154,7 +156,7 @@ def _spawn(
     return proc
 
 
-def _end(proc: subprocess.Popen[bytes]) -> None:
+def end_child(proc: subprocess.Popen[bytes]) -> None:
     """Stop a child we started (by its own pid) and reap it."""
     if proc.poll() is None:
         proc.kill()
@@ -163,12 +165,13 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
         proc.stdout.close()
 
 
-class _Lines:
+class Lines:
     """Reads the lines of an open launcher message by offset (few preads, bounded).
 
     The grep path lists only hit lines; the lines after an ``execute op_compiler error``
     hit may belong to its message without holding a literal (launcher_lines), so they are
-    read here, in order, each once, from a 64 KiB window that follows the hits.
+    read here, in order, each once, from a window that follows the hits (``LINES_WINDOW``
+    bytes, or enough for a line of max_line bytes).
     """
 
     def __init__(self, fd: int, size: int, max_line: int) -> None:
@@ -179,7 +182,7 @@ class _Lines:
     def _read(self, pos: int, n: int) -> bytes:
         buf = os.pread(self._fd, min(n, self.size - pos), pos)
         if len(buf) != min(n, self.size - pos):
-            raise _FastPathUnusable("the log shrank while it was scanned")
+            raise FastPathUnusable("the log shrank while it was scanned")
         return buf
 
     def line(self, pos: int) -> tuple[bytes, int]:
@@ -193,20 +196,26 @@ class _Lines:
         if rel < 0 or (
             pos + self._max + 1 > self._at + len(buf) and self._at + len(buf) < self.size
         ):
-            # The window that decides (max_line + 1 bytes) is not all in the buffer.
-            self._at, self._buf = pos, self._read(pos, max(1 << 18, 4 * (self._max + 1)))
+            # The window that decides (max_line + 1 bytes) is not all in the buffer. A
+            # small read first: a message is a few short lines, and reading 256 KiB for
+            # each one cost a fifth of the anchor path on compile noise (issue 29); the
+            # whole window only when no newline is in it.
             rel = 0
-            buf = self._buf
-            nl = buf.find(b"\n", 0, self._max + 1)
-            if nl >= 0:
-                return buf[:nl], pos + nl + 1
+            for want in (LINES_WINDOW, max(1 << 18, 4 * (self._max + 1))):
+                self._at, self._buf = pos, self._read(pos, want)
+                buf = self._buf
+                nl = buf.find(b"\n", 0, self._max + 1)
+                if nl >= 0:
+                    return buf[:nl], pos + nl + 1
+                if len(buf) > self._max or pos + len(buf) >= self.size:
+                    break
         kept = buf[rel : rel + self._max]
         # A long line (or the unterminated last one): find its end, in what is read
         # already, then in 1 MiB reads, never holding it whole.
         nl = buf.find(b"\n", rel + self._max + 1)
         if nl >= 0:
             return kept, self._at + nl + 1
-        return kept, _next_line(self._fd, self._at + len(buf), self.size)
+        return kept, next_line(self._fd, self._at + len(buf), self.size)
 
     def hand(self, scanner: LogScanner, pos: int, stop: int) -> None:
         """Give the lines from ``pos`` up to ``stop`` to the open message until it closes."""
@@ -215,7 +224,7 @@ class _Lines:
             scanner.on_unlisted(kept)
 
 
-def _grep_candidates(hits: _Hits, chunks: Iterable[bytes], max_line: int) -> None:
+def _grep_candidates(hits: Hits, chunks: Iterable[bytes], max_line: int) -> None:
     """Stream grep's ``LINENO:OFFSET:LINE`` output (in ``chunks``) through ``hits``.
 
     Whole output lines are split in C (``bytes.split``) from reads of 1 MiB, so a log with
@@ -250,20 +259,20 @@ def _grep_candidates(hits: _Hits, chunks: Iterable[bytes], max_line: int) -> Non
             carry += chunk[start : start + cap]
             carry_len = len(chunk) - start
     if carry_len:
-        raise _FastPathUnusable("grep output ended in the middle of a line")
+        raise FastPathUnusable("grep output ended in the middle of a line")
 
 
-class _Hits:
+class Hits:
     """Hands grep's hit lines, in file order, to the shared line handler.
 
-    The lines of an open launcher message are read by offset (``_Lines``), in the order
+    The lines of an open launcher message are read by offset (``Lines``), in the order
     the pure-Python scan hands them over: unlisted lines first, then the hit line itself.
     ``base_line`` and ``base_offset`` turn the numbers of a grep that read one byte range
     of the log into the log's own.
     """
 
-    def __init__(self, scanner: LogScanner, lines: _Lines, max_line: int) -> None:
-        self._scanner, self._lines, self._max = scanner, lines, max_line
+    def __init__(self, scanner: LogScanner, lines: Lines, max_line: int) -> None:
+        self.scanner, self._lines, self.max_line = scanner, lines, max_line
         self._launcher = scanner.launcher
         self.base_line = self.base_offset = 0
         self.handed = 0  # offset of the next line not yet handed to an open message
@@ -274,36 +283,43 @@ class _Hits:
         number, _, rest = line.partition(b":")
         at, colon, kept = rest.partition(b":")
         if not (colon and number.isdigit() and at.isdigit()):
-            raise _FastPathUnusable("unexpected grep output")
-        offset = int(at) + self.base_offset
-        if offset < self.handed:  # each hit starts after the end of the one before
-            raise _FastPathUnusable("grep reported lines out of order")
+            raise FastPathUnusable("unexpected grep output")
         length = total - len(number) - len(at) - 2
-        if length > self._max:
-            kept = kept[: self._max]
-        scanner = self._scanner
+        if length > self.max_line:
+            kept = kept[: self.max_line]
+        summary = self.at(int(at) + self.base_offset, kept, length)
+        if summary is not None:  # the only use of the line number
+            self.scanner.on_summary(
+                int(number) + self.base_line, summary, None, length > self.max_line
+            )
+
+    def at(self, offset: int, kept: bytes, length: int) -> str | None:
+        """The candidate line at ``offset`` (``kept``: its first max_line bytes, ``length``:
+        its full length, newline excluded), after the unlisted lines before it: the
+        summary text when it is a summary line, for the caller to number."""
+        if offset < self.handed:  # each hit starts after the end of the one before
+            raise FastPathUnusable("candidate lines out of order")
+        scanner = self.scanner
         if self._launcher.message is not None:  # an open message (``continuing``)
             self._lines.hand(scanner, self.handed, offset)
             if self._launcher.message is not None:
                 scanner.on_continuation(kept)
-        summary = scanner.on_line(kept)
-        if summary is not None:  # the only use of the line number
-            scanner.on_summary(int(number) + self.base_line, summary, None, length > self._max)
         self.handed = offset + length + 1
+        return scanner.on_line(kept)
 
 
-def _starts(fd: int, size: int, parts: int) -> list[int]:
+def range_starts(fd: int, size: int, parts: int) -> list[int]:
     """Start offsets of up to ``parts`` byte ranges of the log, each at a line start."""
     starts = [0]
     for i in range(1, parts):
-        pos = _next_line(fd, max(size * i // parts, starts[-1]), size)
+        pos = next_line(fd, max(size * i // parts, starts[-1]), size)
         if pos >= size:
             break  # no line starts after this point: fewer ranges
         starts.append(pos)
     return starts
 
 
-class _Worker:
+class Worker:
     """A thread of this scan whose failure makes the grep path unusable."""
 
     def __init__(self, name: str, job: Callable[[], None]) -> None:
@@ -333,7 +349,7 @@ def _feed_range(fd: int, start: int, end: int, pipe: int) -> Callable[[], None]:
             while pos < end:
                 sent = os.sendfile(pipe, fd, pos, min(1 << 22, end - pos))
                 if sent == 0:
-                    raise _FastPathUnusable("the log shrank while it was scanned")
+                    raise FastPathUnusable("the log shrank while it was scanned")
                 pos += sent
         finally:
             os.close(pipe)
@@ -366,19 +382,19 @@ def _chunks(stdout: int, first: list[bytes]) -> Iterator[bytes]:
         yield chunk
 
 
-def _count(proc: subprocess.Popen[bytes]) -> int:
+def read_count(proc: subprocess.Popen[bytes]) -> int:
     """The number ``wc -l`` printed."""
     assert proc.stdout is not None
     out = proc.stdout.read(64)
     if proc.wait() != 0:
-        raise _FastPathUnusable("wc failed")
+        raise FastPathUnusable("wc failed")
     try:
         return int(out.split()[0])
     except (ValueError, IndexError):
-        raise _FastPathUnusable("unexpected wc output") from None
+        raise FastPathUnusable("unexpected wc output") from None
 
 
-def _parts(size: int) -> int:
+def parts_for(size: int) -> int:
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -406,14 +422,14 @@ def scan_file_fast(
     grep, wc = shutil.which("grep"), shutil.which("wc")
     if grep is None or wc is None:
         return None
-    fd = _open_log(path)
+    fd = open_log(path)
     procs: list[subprocess.Popen[bytes]] = []
-    workers: list[_Worker] = []
+    workers: list[Worker] = []
     try:
         before = os.fstat(fd)
         size = before.st_size
         inode = (before.st_dev, before.st_ino)
-        starts = _starts(fd, size, _parts(size) if parts is None else parts)
+        starts = range_starts(fd, size, parts_for(size) if parts is None else parts)
         ends = [*starts[1:], size]
         greps: list[subprocess.Popen[bytes]] = []
         counts: list[subprocess.Popen[bytes]] = []
@@ -421,17 +437,17 @@ def scan_file_fast(
         try:
             for start, end in zip(starts, ends, strict=True):
                 if end == size:
-                    greps.append(_spawn(argv, path, inode, offset=start))
+                    greps.append(spawn(argv, path, inode, offset=start))
                 else:
                     r, w = os.pipe()
                     try:
-                        greps.append(_spawn(argv, path, inode, pipe=r))
+                        greps.append(spawn(argv, path, inode, pipe=r))
                     except BaseException:
                         os.close(w)
                         raise
-                    workers.append(_Worker("skgate-range", _feed_range(fd, start, end, w)))
+                    workers.append(Worker("skgate-range", _feed_range(fd, start, end, w)))
                 procs.append(greps[-1])
-                counts.append(_spawn([wc, "-l"], path, inode, offset=start))
+                counts.append(spawn([wc, "-l"], path, inode, offset=start))
                 procs.append(counts[-1])
         except OSError:
             return None
@@ -439,7 +455,7 @@ def scan_file_fast(
         kept: list[list[bytes]] = [[] for _ in greps]
         # Later ranges' output is drained while the first is handled, up to a cap.
         drains = {
-            k: _Worker("skgate-drain", _drain(outputs[k], kept[k])) for k in range(1, len(greps))
+            k: Worker("skgate-drain", _drain(outputs[k], kept[k])) for k in range(1, len(greps))
         }
         workers += drains.values()
         counted: list[int] = []
@@ -447,14 +463,14 @@ def scan_file_fast(
         def long_lines() -> None:
             counted.append(_count_long_lines(fd, size, max_line))
 
-        workers.append(_Worker("skgate-long-lines", long_lines))
-        lines = _Lines(fd, size, max_line)
-        hits = _Hits(scanner, lines, max_line)
+        workers.append(Worker("skgate-long-lines", long_lines))
+        lines = Lines(fd, size, max_line)
+        hits = Hits(scanner, lines, max_line)
         total = 0
         for k, start in enumerate(starts):
             if k:
-                total = total or _count(counts[0])
-                hits.base_line, hits.base_offset = total - _count(counts[k]), start
+                total = total or read_count(counts[0])
+                hits.base_line, hits.base_offset = total - read_count(counts[k]), start
                 drains[k].join()  # it stopped at its cap or at the end of grep's output
             _grep_candidates(hits, _chunks(outputs[k], kept[k]), max_line)
         lines.hand(scanner, hits.handed, size)
@@ -462,20 +478,20 @@ def scan_file_fast(
             worker.join()
         if any(proc.wait() not in (0, 1) for proc in greps) or any(w.failed for w in workers):
             return None  # grep exits 1 when no line matches; 2 is an error
-        newlines = total or _count(counts[0])
+        newlines = total or read_count(counts[0])
         after = os.fstat(fd)
         same = path.stat()
-        if _identity(before) != _identity(after) or _identity(after) != _identity(same):
+        if identity(before) != identity(after) or identity(after) != identity(same):
             return None  # written to or replaced while grep read it: not a finished log
         last = os.pread(fd, 1, size - 1) if size else b"\n"
         # An unterminated last line counts as a line.
         scanner.set_counts(newlines + (last != b"\n"), size, counted[0])
         return scanner.finish()
-    except (_FastPathUnusable, OSError):
+    except (FastPathUnusable, OSError):
         return None
     finally:
         for proc in procs:
-            _end(proc)
+            end_child(proc)
         for worker in workers:
             worker.join()  # feeders end on a broken pipe, drains at EOF
         os.close(fd)

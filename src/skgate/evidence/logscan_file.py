@@ -1,9 +1,10 @@
 """A finished (or still growing) run log scanned from start to end (C3).
 
-The grep/wc fast path (:mod:`skgate.evidence.logscan_fast`) and the pure-Python scan
+The anchor path (:mod:`skgate.evidence.logscan_anchor`), the grep/wc path
+(:mod:`skgate.evidence.logscan_fast`) and the pure-Python scan
 (:class:`skgate.evidence.logscan.LogScanner`) give the same ``LogScan``; this module picks
-one. Both paths stand on :mod:`skgate.evidence.logscan`, the shared lower module, so
-neither imports this one (no import cycle, issue 22 s6).
+one. All stand on :mod:`skgate.evidence.logscan`, the shared lower module, so none
+imports this one (no import cycle, issue 22 s6).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from skgate.evidence import logscan_fast, regular
+from skgate.evidence import logscan_anchor, logscan_fast, regular
 from skgate.evidence.logscan import LogScanner
 from skgate.model.errors import EvidenceError
 from skgate.model.logscan import LogScan
@@ -36,13 +37,14 @@ def scan_file(
 ) -> LogScan:
     """Scan a run log from start to its current end (it may still be growing).
 
-    ``use_grep`` None (default): the grep path (``scan_file_fast``) for a log of at least
-    ``GREP_MIN_BYTES``; True: whatever the size; False: never. The grep path is also
+    ``use_grep`` None (default): a fast path for a log of at least ``GREP_MIN_BYTES`` (the
+    anchor path when its plan for this log is estimated cheaper than the grep path, else
+    ``scan_file_fast``); True: whatever the size; False: never. The fast paths are also
     skipped when ``SKGATE_NO_GREP=1`` or when user regexes are given (summary patterns,
     completion marker): those are Python regexes, which grep's ERE cannot reproduce
     exactly (backslashreplace decoding, Unicode classes, lookarounds), so they keep the
-    pure-Python scan. When the grep path fails for any reason the result comes from the
-    pure-Python scan, so the answer never depends on the path (C3).
+    pure-Python scan. When a fast path fails for any reason the result comes from the
+    next one, then the pure-Python scan, so the answer never depends on the path (C3).
     """
     validate_patterns(summary_patterns, completion_marker)
     if (
@@ -56,7 +58,10 @@ def scan_file(
         except OSError:
             size = 0  # the Python path below reports a missing or unreadable log
         if use_grep or size >= GREP_MIN_BYTES:
-            fast = logscan_fast.scan_file_fast(path, max_line)
+            # The anchor path when its plan for this log is the cheaper one, else grep.
+            fast = logscan_anchor.scan_file_anchored(path, max_line)
+            if fast is None:
+                fast = logscan_fast.scan_file_fast(path, max_line)
             if fast is not None:
                 return fast
     scanner = LogScanner(summary_patterns, completion_marker, max_line)
