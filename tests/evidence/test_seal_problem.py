@@ -13,7 +13,7 @@ import pytest
 from test_seal import ended_attempt
 
 from skgate.evidence import seal
-from skgate.evidence.files import EVENTS, RUN_LOG, VERDICT
+from skgate.evidence.files import CONTROL, EVENTS, RUN_LOG, VERDICT
 from skgate.evidence.seal_problem import Flaw, Phase, problem
 from skgate.model.phrases import Lang
 from skgate.report import load
@@ -85,3 +85,29 @@ def test_zh_report_names_a_changed_file_in_chinese(tmp_path: Path) -> None:
     assert "changed after sealing" not in seal_part
     en = report.render(rep, Lang.EN, "md")
     assert "0001/verdict.json: changed after sealing" in en.rsplit("Seal\n", 1)[1]
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_a_changed_attempt_withholds_its_sections_instead_of_calling_them_missing(
+    tmp_path: Path, fmt: str
+) -> None:
+    """C2.5: what the changed files say is not shown, and the report says so, rather than
+    "ownership.json missing" or "an older skgate's attempt" for files that are there."""
+    a = ended_attempt(tmp_path)
+    before = load.build_report(a, load.default_verdict_of)
+    untouched = {lang: report.render(before, lang, fmt) for lang in Lang}
+    os.chmod(a / CONTROL, 0o644)
+    data = json.loads((a / CONTROL).read_text(encoding="utf-8"))
+    (a / CONTROL).write_text(json.dumps({**data, "note": "failed=1"}), encoding="utf-8")
+    rep = load.build_report(a, load.default_verdict_of)
+    for lang, shown in ((Lang.EN, "Not shown"), (Lang.ZH, "未显示的内容")):
+        text = report.render(rep, lang, fmt)
+        if fmt == "json":
+            attempt = json.loads(text)["attempts"][0]
+            assert attempt["withheld"] is True
+            continue
+        assert shown in text and shown not in untouched[lang]
+        assert "skgate verify" in text.split(shown, 1)[1]
+        for missing in ("ownership.json", "stages.json", "failed=1"):
+            assert missing not in text, (lang, missing)
+    assert json.loads(report.render(load.build_report(a, load.default_verdict_of), Lang.EN, "json"))

@@ -269,6 +269,7 @@ def attempt_json(
         "error_logs_to_read": logs,
         "error_logs_total": n_logs,
         "seal": ev.seal.to_dict(lang) if ev.seal else None,
+        "withheld": ev.withheld,
     }
 
 

@@ -453,6 +453,13 @@ def _attempt(
     if links:
         out.append('<p class="meta">' + "<br>".join(_e(x) for x in links) + "</p>")
     out.append('<div class="card">' + _reasons(a, lang) + _next(a, lang) + "</div>")
+    if ev.withheld:
+        # C2.5: changed evidence decides nothing, so none of it is drawn.
+        words = phrase("withheld", lang).format(a=ev.path)
+        title = f"<h3>{_e(phrase('withheld_title', lang))}</h3>"
+        out.append(f'<div class="card">{title}<p>{_e(words)}</p>{_seal(ev, lang)}</div>')
+        out.append("</section>")
+        return "".join(out)
     out.append('<div class="card">' + _pictures(a, ev, lang) + _events(a, lang) + "</div>")
     body = _stages(ev, lang) + _installed(ev, lang) + _census(ev, lang) + _summary(a, lang)
     out.append('<div class="card">' + body + "</div>")

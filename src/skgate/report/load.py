@@ -73,6 +73,9 @@ class AttemptEvidence:
     plogs: tuple[PlogFile, ...] = ()
     #: ``installed.json``: the installed static binaries of its packages (C8).
     installed: InstalledBinaries | None = None
+    #: Its evidence changed after sealing: nothing but the verdict and the seal is read,
+    #: so the other sections are withheld, not missing (C2.5, issue 28 s3).
+    withheld: bool = False
 
 
 def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> AttemptEvidence:
@@ -84,7 +87,7 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
     try:
         return _load_attempt(path, verdict_of)
     except SealBreachError as exc:
-        return _bare(path, changed_verdict(exc.breach, str(path)))
+        return replace(_bare(path, changed_verdict(exc.breach, str(path))), withheld=True)
 
 
 def _bare(path: Path, verdict: Verdict) -> AttemptEvidence:

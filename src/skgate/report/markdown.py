@@ -140,6 +140,11 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: Lang, level: int) -> 
     ]
     out += _logs(ev, lang)
 
+    if ev.withheld:
+        out += [f"{hh} {phrase('withheld_title', lang)}", ""]
+        out += [f"- {phrase('withheld', lang).format(a=ev.path)}", ""]
+        return out + _md_seal(ev, lang, hh)
+
     out += [f"{hh} {phrase('timeline', lang)}", ""]
     tl = timeline(ev.events, lang)
     if not tl:
@@ -177,7 +182,11 @@ def _md_attempt(report: Report, ev: AttemptEvidence, lang: Lang, level: int) -> 
     else:
         out.append(f"- {phrase('no_summary', lang)}")
     out.append("")
-    out += [f"{hh} {phrase('seal', lang)}", "", f"- {seal_text(ev, lang)}"]
+    return out + _md_seal(ev, lang, hh)
+
+
+def _md_seal(ev: AttemptEvidence, lang: Lang, hh: str) -> list[str]:
+    out = [f"{hh} {phrase('seal', lang)}", "", f"- {seal_text(ev, lang)}"]
     if ev.seal is not None:
         out += [f"  - {p.text(lang)}" for p in ev.seal.problems]
     out.append("")

@@ -277,6 +277,15 @@ TEXT: Mapping[str, Mapping[str, str]] = {
     "health": {"en": "Compile-health gate (C6)", "zh": "编译健康检查（C6）"},
     "next": {"en": "Next step", "zh": "下一步"},
     "timeline": {"en": "Timeline", "zh": "时间线"},
+    "withheld_title": {"en": "Not shown", "zh": "未显示的内容"},
+    "withheld": {
+        "en": "the timeline, frozen controls, ownership, census, stages and summary lines are "
+        "not shown: this attempt's evidence changed after sealing, and changed evidence "
+        "decides nothing (C2.5); `skgate verify {a}` names every difference",
+        "zh": "不显示时间线、冻结的控制参数、进程归属、产物统计、阶段和最终汇总行：本次尝试的"
+        "证据在封存后被改动，被改动的证据不能决定任何内容（C2.5）；"
+        "`skgate verify {a}` 会逐项列出差异",
+    },
     "controls": {"en": "Frozen controls", "zh": "冻结的控制参数"},
     "ownership": {"en": "Ownership", "zh": "进程归属"},
     "census": {"en": "Artifact census", "zh": "产物统计"},
