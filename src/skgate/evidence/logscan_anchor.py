@@ -173,10 +173,15 @@ def _finder(buf: bytearray) -> Callable[[bytes, int, int], int]:
     memmem.restype = memchr.restype = ctypes.c_void_p
     memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
     memchr.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-    base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    # Held by ``find``: the buffer stays exported (so it can never be resized or freed
+    # under the pointer) for as long as the finder lives.
+    pinned = ctypes.c_char.from_buffer(buf)
+    base = ctypes.addressof(pinned)
+    size = len(buf)
 
     def find(needle: bytes, start: int, end: int) -> int:
-        if end - start < len(needle):
+        end = min(end, size)  # never past the buffer, whatever a caller asks
+        if start < 0 or end - start < len(needle) or pinned is None:
             return -1
         if len(needle) == 1:
             at = memchr(base + start, needle[0], end - start)
