@@ -14,7 +14,7 @@ import errno
 import os
 import sys
 
-from skgate.cli import table
+from skgate.cli import output, table
 from skgate.cli.quick import status_args
 from skgate.model.errors import SkgateError
 from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE
@@ -104,8 +104,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("skgate: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED_BY_USER
-    except BrokenPipeError:
-        return 0
     except OSError as exc:
         if exc.filename is None:
             return _internal_error(exc)
@@ -136,10 +134,14 @@ def _internal_error(exc: Exception) -> int:
 
 
 def entry() -> NoReturn:
+    # The exit status is the answer: a closed pipe or a full disk on stdout never turns it
+    # into another (a failed run into 0, a verdict into "internal error"); cli/output.py.
+    output.guard(sys)
     code = main()
     kept = startup_signals.pending()
     if kept:  # kept at start-up and never handed to a runner (its start failed): not lost
         code = 128 + kept[0]
+    output.settle(sys)
     if _exit_at_once[0]:
         from skgate.proc.signals import exit_now  # noqa: PLC0415 - only these commands
 

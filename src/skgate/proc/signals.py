@@ -235,8 +235,9 @@ def exit_now(code: int) -> NoReturn:
     import sys  # noqa: PLC0415 - loaded already; kept out of the module's import cost
 
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+        if stream is not None:  # None: the descriptor was closed when Python started
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     for signum in sorted(signal.sigpending() & set(STOP_SIGNALS)):
         handler = signal.getsignal(signum)
