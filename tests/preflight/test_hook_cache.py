@@ -160,3 +160,43 @@ def test_an_entry_others_may_write_is_a_miss(cached: Path, venv: tuple[Path, Pat
         path.chmod(tight)
         entry = next(cached.glob("*.json"))
     assert answer(hooks.scan(str(python), clean_env())) == "cached"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PYTHONWARNINGS", "ignore"),
+        ("PYTHONUTF8", "1"),
+        ("HOME", "/nonexistent-home"),
+        ("LC_ALL", "C"),
+        ("LD_LIBRARY_PATH", "/nonexistent-lib"),
+    ],
+)
+def test_a_start_up_variable_re_probes_any_other_does_not(
+    cached: Path, venv: tuple[Path, Path], name: str, value: str
+) -> None:
+    """The key holds the variables that change what start-up runs or finds (C6); one that
+    changes on every run (a job id) must not make every run probe."""
+    python, site = venv
+    (site / "plain.pth").write_text("/nowhere\n")  # a path line: start-up runs no code
+    assert answer(hooks.scan(str(python), clean_env(JOB_ID="1"))) == "probed"
+    again = hooks.scan(str(python), clean_env(JOB_ID="2", BUILD_TIME="now"))
+    assert answer(again) == "cached" and again.extra["startup_probe"] == "ran"
+    assert answer(hooks.scan(str(python), clean_env(JOB_ID="3", **{name: value}))) == "probed"
+
+
+def test_start_up_code_keeps_its_answer_to_the_environment_it_ran_in(
+    cached: Path, venv: tuple[Path, Path]
+) -> None:
+    """A .pth import line runs at start-up and may import according to any variable: a
+    start-up record taken while it ran holds only for the same environment; the static
+    record alone (the start-up not run) never depends on the other variables."""
+    python, site = venv
+    (site / "hook.pth").write_text("import os; os.environ.get('JOB_ID') and __import__('json')\n")
+    for approve_all, ran in ((True, "ran"), (False, "not run")):
+        first = hooks.scan(str(python), clean_env(JOB_ID=""), approve_all=approve_all)
+        assert (answer(first), first.extra["startup_probe"]) == ("probed", ran)
+        same = hooks.scan(str(python), clean_env(JOB_ID=""), approve_all=approve_all)
+        assert answer(same) == "cached"
+        other = hooks.scan(str(python), clean_env(JOB_ID="7"), approve_all=approve_all)
+        assert answer(other) == ("probed" if approve_all else "cached")
