@@ -17,7 +17,10 @@ interpreter's executable and its ``pyvenv.cfg``, the listing (name, kind, size, 
 of every ``sys.path`` directory of the start-up (every site directory and
 ``PYTHONPATH`` entry among them), the content of every ``.pth`` file, customize module
 and ``PYTHONPATH`` entry, and of every module file the start-up probe saw imported
-beyond the baseline. An entry is used only when every
+beyond the baseline. A directory that had not changed for a while when the entry was
+stored is checked by a few ``stat`` calls instead of its whole listing (see
+:func:`quick_stamps` for why that never misses a change the answer depends on); its
+listing is taken again only when one of them changed. An entry is used only when every
 fingerprint, taken again now, is the same; any change (a touched or added ``.pth``, a
 site directory's listing, a ``PYTHONPATH`` entry, another interpreter) is a miss and the
 probes run. A corrupt, over-long, linked or foreign entry is a miss too, and so is one
@@ -38,6 +41,7 @@ import hashlib
 import json
 import os
 import stat
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -198,6 +202,83 @@ def fingerprints(paths: Iterable[str]) -> dict[str, str]:
     return {p: _content(p) for p in paths}
 
 
+#: A directory's quick stamp is kept only when everything it stamps last changed (ctime)
+#: this long before the stamp was taken. A change made in the same tick of the file
+#: system's clock as the one before it leaves every time as it was (the "racy" case of
+#: git's index); a change made after the stamp gets a ctime no earlier than the stamp's
+#: moment less one tick (or, where times are whole seconds, that second), so it can never
+#: equal a ctime this much older.
+SETTLED_NS = 2_000_000_000
+
+
+def _stamp(path: str) -> tuple[str, int]:
+    """What ``path`` is now (followed, as start-up follows it), and its ctime."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"missing:{exc.errno}", 0
+    return f"{st.st_dev}:{st.st_ino}:{st.st_mode}:{st.st_size}:{st.st_mtime_ns}", st.st_ctime_ns
+
+
+def _quick(path: str, names: Sequence[str]) -> tuple[str, int]:
+    """The quick stamp of directory ``path`` over ``names``, and its newest ctime."""
+    rows = [_stamp(path)] + [_stamp(os.path.join(path, n)) for n in names]
+    return "\n".join(f"{text}:{ctime}" for text, ctime in rows), max(c for _, c in rows)
+
+
+def quick_stamps(deps: Mapping[str, str], static: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """For each directory among ``deps``: a stamp that costs a few ``stat`` calls where
+    its listing costs one per entry, kept when settled (:data:`SETTLED_NS`); when it is
+    unchanged, the directory's listing fingerprint is taken as unchanged (:func:`load`).
+
+    Why that is sound: of a ``sys.path`` directory the answer depends on (1) the names
+    and kinds of its entries (what :mod:`probe_static` lists, the ``.pth`` names): any
+    entry created, removed or renamed changes the directory's own mtime and ctime; (2)
+    whether each identifier-named subdirectory holds an ``__init__``: a change there
+    changes that subdirectory's times, stamped here (followed, as the probe follows a
+    link); (3) the code start-up runs: the ``.pth`` files, customize modules and modules
+    imported beyond the baseline are fingerprinted by content on their own, and the
+    baseline's own module files in the directory (``site.py``, ``os.py``...) are stamped
+    here. An in-place edit of any other file (a module nobody imports at start-up, a
+    ``RECORD``) changes the listing but cannot change the answer."""
+    base = static.get("baseline", {}).get("modules", [])
+    files = [os.path.abspath(str(m[1])) for m in base if isinstance(m[1], str)]
+    out: dict[str, list[Any]] = {}
+    for path, fp in deps.items():
+        if not fp.startswith("dir:"):
+            continue
+        taken = time.time_ns()
+        try:
+            with os.scandir(path) as it:
+                names = [e.name for e in it if e.name.isidentifier() and e.is_dir()]
+        except OSError:
+            continue
+        names += [os.path.basename(f) for f in files if os.path.dirname(f) == path]
+        names.sort()
+        stamp, newest = _quick(path, names)
+        if newest < taken - SETTLED_NS:
+            out[path] = [stamp, names]
+    return out
+
+
+def _holds(deps: Mapping[str, str], quick: Any) -> bool:
+    """Every fingerprint in ``deps`` holds now: a directory with an unchanged quick
+    stamp (:func:`quick_stamps`) without listing it again, any other in full."""
+    quick = quick if isinstance(quick, dict) else {}
+    for path, fp in deps.items():
+        got = quick.get(path)
+        names = got[1] if isinstance(got, list) and len(got) == 2 else None
+        if (
+            isinstance(names, list)
+            and all(isinstance(n, str) and os.sep not in n for n in names)
+            and _quick(path, names)[0] == got[0]
+        ):
+            continue
+        if _content(path) != fp:
+            return False
+    return True
+
+
 class Entry:
     """A cached answer: the static record, and the start-up record when one was taken."""
 
@@ -234,7 +315,7 @@ def load(folder: Path | None, key: str, rest: str) -> Entry | None:
             return None
         # The entry's own list must be the one its answer implies (a forged entry cannot
         # drop a path from it), and each fingerprint must hold now.
-        if set(deps) != set(dependencies(static, startup)) or fingerprints(deps) != deps:
+        if set(deps) != set(dependencies(static, startup)) or not _holds(deps, got.get("quick")):
             return None
         return Entry(static, startup, rest)
     except Exception:
@@ -261,6 +342,7 @@ def store(folder: Path | None, key: str, entry: Entry) -> None:
         "startup": entry.startup,
         "rest": entry.rest,
         "fingerprints": deps,
+        "quick": quick_stamps(deps, entry.static),
     }
     data = json.dumps(record).encode()
     if len(data) > MAX_BYTES:
