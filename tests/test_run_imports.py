@@ -42,6 +42,9 @@ STDLIB_NOT_BEFORE_LAUNCH = {
     # A run line of the common shape is parsed without it (cli/quick_run.py).
     "argparse",
     "gettext",
+    # The command is found on PATH without it (preflight/interpreter.py), and with it
+    # bz2, lzma and fnmatch.
+    "shutil",
 }
 
 AT_LAUNCH = """\

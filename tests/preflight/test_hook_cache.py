@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from test_hooks import clean_env, make_venv, request_for
 
+from conftest import wait_for
 from skgate.model.outcomes import VerdictFrom
 from skgate.preflight.hooks import cache
 from skgate.preflight.hooks import scan as hooks
@@ -160,3 +161,95 @@ def test_an_entry_others_may_write_is_a_miss(cached: Path, venv: tuple[Path, Pat
         path.chmod(tight)
         entry = next(cached.glob("*.json"))
     assert answer(hooks.scan(str(python), clean_env())) == "cached"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PYTHONWARNINGS", "ignore"),
+        ("PYTHONUTF8", "1"),
+        ("HOME", "/nonexistent-home"),
+        ("LC_ALL", "C"),
+        ("LD_LIBRARY_PATH", "/nonexistent-lib"),
+    ],
+)
+def test_a_start_up_variable_re_probes_any_other_does_not(
+    cached: Path, venv: tuple[Path, Path], name: str, value: str
+) -> None:
+    """The key holds the variables that change what start-up runs or finds (C6); one that
+    changes on every run (a job id) must not make every run probe."""
+    python, site = venv
+    (site / "plain.pth").write_text("/nowhere\n")  # a path line: start-up runs no code
+    assert answer(hooks.scan(str(python), clean_env(JOB_ID="1"))) == "probed"
+    again = hooks.scan(str(python), clean_env(JOB_ID="2", BUILD_TIME="now"))
+    assert answer(again) == "cached" and again.extra["startup_probe"] == "ran"
+    assert answer(hooks.scan(str(python), clean_env(JOB_ID="3", **{name: value}))) == "probed"
+
+
+def test_start_up_code_keeps_its_answer_to_the_environment_it_ran_in(
+    cached: Path, venv: tuple[Path, Path]
+) -> None:
+    """A .pth import line runs at start-up and may import according to any variable: a
+    start-up record taken while it ran holds only for the same environment; the static
+    record alone (the start-up not run) never depends on the other variables."""
+    python, site = venv
+    (site / "hook.pth").write_text("import os; os.environ.get('JOB_ID') and __import__('json')\n")
+    for approve_all, ran in ((True, "ran"), (False, "not run")):
+        first = hooks.scan(str(python), clean_env(JOB_ID=""), approve_all=approve_all)
+        assert (answer(first), first.extra["startup_probe"]) == ("probed", ran)
+        same = hooks.scan(str(python), clean_env(JOB_ID=""), approve_all=approve_all)
+        assert answer(same) == "cached"
+        other = hooks.scan(str(python), clean_env(JOB_ID="7"), approve_all=approve_all)
+        assert answer(other) == ("probed" if approve_all else "cached")
+
+
+def _after_every_change_in(folder: Path, scratch: Path) -> None:
+    """Wait until the file system's clock has moved past the last change in ``folder``,
+    so that a change made now gets other times (the stamps below were taken settled)."""
+    newest = max(os.stat(p).st_ctime_ns for p in [folder, *folder.iterdir()])
+
+    def moved() -> bool:
+        scratch.write_text("tick")
+        return os.stat(scratch).st_ctime_ns > newest
+
+    wait_for(moved, what="the file system clock to move on", timeout=30)
+
+
+@pytest.mark.parametrize("change", ["add_pth", "package_init", "remove", "edit_notes"])
+def test_a_settled_directory_is_checked_by_its_stamp(
+    cached: Path,
+    venv: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: str,
+) -> None:
+    """A directory that last changed before the entry was stored is checked by a few
+    stats instead of its listing: any name added or removed, and a package gaining an
+    ``__init__``, still re-probe; an in-place edit of a file start-up never runs (a
+    module nobody imports there, a note) cannot change the answer and does not."""
+    python, site = venv
+    (site / "plain.pth").write_text("/nowhere\n")
+    (site / "pkg").mkdir()  # no __init__: not a package (yet)
+    (site / "notes.txt").write_text("a\n")
+    # Fresh, the venv is not settled: its directories are listed in full every time.
+    assert answer(hooks.scan(str(python), clean_env())) == "probed"
+    (entry,) = cached.glob("*.json")
+    assert str(site) not in json.loads(entry.read_text())["quick"]
+    # Taken as settled (a venv made long ago), the entry stamps the site directory.
+    monkeypatch.setattr(cache, "SETTLED_NS", -(10**18))
+    entry.unlink()
+    assert answer(hooks.scan(str(python), clean_env())) == "probed"
+    quick = json.loads(next(cached.glob("*.json")).read_text())["quick"]
+    assert "pkg" in quick[str(site)][1]
+    _after_every_change_in(site, tmp_path / "scratch")
+    if change == "add_pth":
+        (site / "hook.pth").write_text("import json\n")
+    elif change == "package_init":
+        (site / "pkg" / "__init__.py").write_text("")
+    elif change == "remove":
+        (site / "notes.txt").unlink()
+    else:
+        with (site / "notes.txt").open("a") as fh:
+            fh.write("b\n")
+    expected = "cached" if change == "edit_notes" else "probed"
+    assert answer(hooks.scan(str(python), clean_env())) == expected

@@ -65,6 +65,24 @@ def test_jobs_frozen_exported_and_recorded(tmp_path: Path) -> None:
     json.dumps(plan.controls)  # control.json must be able to hold it
 
 
+def test_recorded_host_is_the_host_the_jobs_decision_saw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C5: controls.host records the facts ``auto`` decided from, probed once, even
+    when the host changes during preflight (a cgroup limit or the memory moving)."""
+    real = jobs.probe_host
+    reads = iter(range(1, 100))
+
+    def moving() -> dict[str, Any]:
+        return {**real(), "affinity": [0], "affinity_count": 1, "mem_available": next(reads)}
+
+    monkeypatch.setattr(jobs, "probe_host", moving)
+    plan = prepare(req(tmp_path), tmp_path / "runs")
+    host, decided = plan.controls["host"], plan.controls["jobs"]["inputs"]
+    assert host["mem_available"] == decided["memory_available"] == 1
+    assert host["affinity_count"] == decided["affinity_count"] == 1
+
+
 def test_jobs_differing_from_earlier_attempt_blocks_unless_varied(tmp_path: Path) -> None:
     root = tmp_path / "runs"
     fake_attempt(root, "0001", 4)

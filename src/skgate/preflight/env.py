@@ -134,7 +134,12 @@ def cann_version(env: Mapping[str, str]) -> str | None:
     return None
 
 
-def host_facts(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def host_facts(
+    env: Mapping[str, str] | None = None, probed: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The host as recorded in ``controls.host``; ``probed``: :func:`jobs.probe_host`'s
+    answer already taken for the jobs decision, recorded as the decision saw it (and
+    not read from /proc and the cgroup files a second time, issue 29)."""
     # Imported here: base_env is needed before the runner's early work starts, this not.
     import socket  # noqa: PLC0415
 
@@ -151,5 +156,5 @@ def host_facts(env: Mapping[str, str] | None = None) -> dict[str, Any]:
         "cpu_model": cpu_model(),
         "cann_version": cann_version(os.environ if env is None else env),
     }
-    facts.update(jobs.probe_host())
+    facts.update(jobs.probe_host() if probed is None else probed)
     return facts

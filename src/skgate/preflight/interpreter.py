@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -70,7 +69,29 @@ def resolve_command(name: str, env: Mapping[str, str], cwd: str) -> str | None:
     if os.sep in name:
         p = name if os.path.isabs(name) else os.path.join(cwd, name)
         return p if os.path.isfile(p) and os.access(p, os.X_OK) else None
-    return shutil.which(name, path=env.get("PATH", os.defpath))
+    return _which(name, env.get("PATH", os.defpath))
+
+
+def _which(name: str, path: str) -> str | None:
+    """``shutil.which(name, path=path)`` on POSIX, step for step (the first existing,
+    executable non-directory ``DIR/name`` along ``path``; an empty entry is relative),
+    without importing ``shutil`` and the compression modules it loads on every run's
+    start-up (issue 29)."""
+    if not path:
+        return None
+    seen: set[str] = set()
+    for folder in path.split(os.pathsep):
+        if folder in seen:
+            continue
+        seen.add(folder)
+        candidate = os.path.join(folder, name)
+        if (
+            os.path.exists(candidate)
+            and os.access(candidate, os.X_OK)
+            and not os.path.isdir(candidate)
+        ):
+            return candidate
+    return None
 
 
 def _startup_flags(args: Iterable[str]) -> tuple[str, ...]:

@@ -121,9 +121,9 @@ class LaunchPlan:
 
 
 def _jobs_step(
-    request: RunRequest, root: Path, env: dict[str, str]
+    request: RunRequest, root: Path, env: dict[str, str], host: Mapping[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
-    decision = jobs.decide(request.jobs, env, job_memory_mb=request.job_memory_mb)
+    decision = jobs.decide(request.jobs, env, host, job_memory_mb=request.job_memory_mb)
     record = decision.to_dict()
     varied = "jobs" in request.vary
     record["varied"] = varied
@@ -261,7 +261,8 @@ def prepare(
     blocked: list[str] = []
     controls: dict[str, Any] = {}
 
-    jobs_record, jobs_blocked = _jobs_step(request, root, env)
+    host = jobs.probe_host()  # once: the jobs decision and controls.host see the same
+    jobs_record, jobs_blocked = _jobs_step(request, root, env, host)
     controls["jobs"] = jobs_record
     blocked.extend(jobs_blocked)
 
@@ -298,7 +299,7 @@ def prepare(
     controls["pythonpath"] = (
         [dict(e) for e in scan.pythonpath] if scan is not None else ordered_pythonpath(env)
     )
-    controls["host"] = host_facts(env)
+    controls["host"] = host_facts(env, host)
     # Issue 27: the workload's torch-npu, from its dist-info where that interpreter
     # imports from (never imported, never skgate's own interpreter's).
     controls["torch_npu"] = torch_npu.torch_npu_record(

@@ -7,13 +7,20 @@ baselines and the catalogue are applied to those facts on every scan, never cach
 
 An answer is stored under a key of everything known before a probe runs: the
 interpreter as named and its file's identity (device, inode, size, times), the
-interpreter flags, the working directory, the whole workload environment and skgate's
-own probe sources. With it the entry lists the *fingerprints* of everything the answer
-depends on, found from the answer itself: the interpreter's executable and its
-``pyvenv.cfg``, the listing (name, kind, size, times) of every ``sys.path`` directory of
-the start-up (every site directory and ``PYTHONPATH`` entry among them), the content of
-every ``.pth`` file, customize module and ``PYTHONPATH`` entry, and of every module file
-the start-up probe saw imported beyond the baseline. An entry is used only when every
+interpreter flags, the working directory, the workload's *start-up variables* (see
+:func:`startup_env`) and skgate's own probe sources. The rest of the environment is
+digested into the entry: it must match only when the answer holds a start-up record and
+the start-up runs code (a ``.pth`` import line, a customize module), since such code may
+read any variable and import according to it. With the answer the entry lists the
+*fingerprints* of everything it depends on, found from the answer itself: the
+interpreter's executable and its ``pyvenv.cfg``, the listing (name, kind, size, times)
+of every ``sys.path`` directory of the start-up (every site directory and
+``PYTHONPATH`` entry among them), the content of every ``.pth`` file, customize module
+and ``PYTHONPATH`` entry, and of every module file the start-up probe saw imported
+beyond the baseline. A directory that had not changed for a while when the entry was
+stored is checked by a few ``stat`` calls instead of its whole listing (see
+:func:`quick_stamps` for why that never misses a change the answer depends on); its
+listing is taken again only when one of them changed. An entry is used only when every
 fingerprint, taken again now, is the same; any change (a touched or added ``.pth``, a
 site directory's listing, a ``PYTHONPATH`` entry, another interpreter) is a miss and the
 probes run. A corrupt, over-long, linked or foreign entry is a miss too, and so is one
@@ -34,13 +41,14 @@ import hashlib
 import json
 import os
 import stat
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from skgate.evidence.regular import read_bytes
 
-SCHEMA = "skgate.hook-probe-cache/1"
+SCHEMA = "skgate.hook-probe-cache/2"
 #: ``control.json`` ``hooks.probe_answer``: the probes ran, or their answer was reused.
 PROBED, CACHED = "probed", "cached"
 #: Entries kept (one per interpreter, environment and directory in use).
@@ -101,10 +109,54 @@ def _listing(path: str) -> str:
     return h.hexdigest()
 
 
+#: Variables that change what an interpreter runs or finds at start-up before any code
+#: of the workload's own runs, so part of the key (C6):
+#: - ``PYTHON*``: every one the interpreter reads (PYTHONPATH, PYTHONHOME, PYTHONUSERBASE,
+#:   PYTHONNOUSERSITE, PYTHONSAFEPATH, PYTHONPLATLIBDIR; PYTHONWARNINGS imports the
+#:   modules its categories name; PYTHONIOENCODING, PYTHONUTF8 and PYTHONTRACEMALLOC
+#:   change which modules start-up imports; future ones too, by the prefix);
+#: - ``HOME``: the user site directory (``site.getuserbase`` expands ``~``);
+#: - ``PATH``: which interpreter a bare name such as ``python3`` is;
+#: - ``LD_*``: the dynamic loader (``LD_LIBRARY_PATH`` picks the ``libpython`` of a
+#:   shared build, so its prefix and ``sys.path``; ``LD_PRELOAD``/``LD_AUDIT`` load code);
+#: - ``LANG``, ``LC_*``: the locale sets the file system and stdio encodings, so which
+#:   ``encodings`` modules start-up imports and how it decodes path names;
+#: - ``__PYVENV_LAUNCHER__``: a macOS framework build's venv.
+#: Anything else (a job id, a timestamp, a token) cannot change them.
+STARTUP_ENV_PREFIXES = ("PYTHON", "LD_", "LC_", "__PYVENV_LAUNCHER__")
+STARTUP_ENV_NAMES = frozenset({"HOME", "PATH", "LANG"})
+
+
+def startup_env(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The start-up variables of ``env`` (:data:`STARTUP_ENV_PREFIXES`), sorted."""
+    return sorted(
+        (k, v)
+        for k, v in env.items()
+        if k in STARTUP_ENV_NAMES or k.startswith(STARTUP_ENV_PREFIXES)
+    )
+
+
+def rest_digest(env: Mapping[str, str]) -> str:
+    """A digest of every other variable: start-up *code* (a ``.pth`` import line, a
+    customize module) may read any of them, e.g. setuptools' ``distutils-precedence.pth``
+    reads ``SETUPTOOLS_USE_DISTUTILS``, and import according to its value."""
+    keyed = dict(startup_env(env))
+    rest = sorted((k, v) for k, v in env.items() if k not in keyed)
+    return hashlib.sha256(json.dumps(rest).encode()).hexdigest()
+
+
+def runs_code(static: Mapping[str, Any]) -> bool:
+    """Whether the start-up the static record describes runs code found on the system:
+    a ``.pth`` import line or a customize module (found, or failing to be found)."""
+    pths = static.get("pth", [])
+    return bool(static.get("customize")) or any(r.get("import_lines") for r in pths)
+
+
 def cache_key(
     python: str, env: Mapping[str, str], cwd: str | None, flags: Sequence[str], probe_dir: Path
 ) -> str:
-    """The key of an answer: everything it depends on that is known before a probe runs."""
+    """The key of an answer: everything it depends on that is known before a probe runs,
+    whatever start-up code does aside (:func:`rest_digest`, checked by :func:`load`)."""
     exe = os.path.realpath(python) if os.sep in python else python
     parts = {
         "schema": SCHEMA,
@@ -112,7 +164,7 @@ def cache_key(
         "exe": [exe, _stat_id(exe)],
         "flags": list(flags),
         "cwd": cwd,
-        "env": sorted(env.items()),
+        "env": startup_env(env),
         "probes": [_content(str(probe_dir / name)) for name in _PROBES],
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
@@ -150,17 +202,100 @@ def fingerprints(paths: Iterable[str]) -> dict[str, str]:
     return {p: _content(p) for p in paths}
 
 
+#: A directory's quick stamp is kept only when everything it stamps last changed (ctime)
+#: this long before the stamp was taken. A change made in the same tick of the file
+#: system's clock as the one before it leaves every time as it was (the "racy" case of
+#: git's index); a change made after the stamp gets a ctime no earlier than the stamp's
+#: moment less one tick (or, where times are whole seconds, that second), so it can never
+#: equal a ctime this much older.
+SETTLED_NS = 2_000_000_000
+
+
+def _stamp(path: str) -> tuple[str, int]:
+    """What ``path`` is now (followed, as start-up follows it), and its ctime."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"missing:{exc.errno}", 0
+    return f"{st.st_dev}:{st.st_ino}:{st.st_mode}:{st.st_size}:{st.st_mtime_ns}", st.st_ctime_ns
+
+
+def _quick(path: str, names: Sequence[str]) -> tuple[str, int]:
+    """The quick stamp of directory ``path`` over ``names``, and its newest ctime."""
+    rows = [_stamp(path)] + [_stamp(os.path.join(path, n)) for n in names]
+    return "\n".join(f"{text}:{ctime}" for text, ctime in rows), max(c for _, c in rows)
+
+
+def quick_stamps(deps: Mapping[str, str], static: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """For each directory among ``deps``: a stamp that costs a few ``stat`` calls where
+    its listing costs one per entry, kept when settled (:data:`SETTLED_NS`); when it is
+    unchanged, the directory's listing fingerprint is taken as unchanged (:func:`load`).
+
+    Why that is sound: of a ``sys.path`` directory the answer depends on (1) the names
+    and kinds of its entries (what :mod:`probe_static` lists, the ``.pth`` names): any
+    entry created, removed or renamed changes the directory's own mtime and ctime; (2)
+    whether each identifier-named subdirectory holds an ``__init__``: a change there
+    changes that subdirectory's times, stamped here (followed, as the probe follows a
+    link); (3) the code start-up runs: the ``.pth`` files, customize modules and modules
+    imported beyond the baseline are fingerprinted by content on their own, and the
+    baseline's own module files in the directory (``site.py``, ``os.py``...) are stamped
+    here. An in-place edit of any other file (a module nobody imports at start-up, a
+    ``RECORD``) changes the listing but cannot change the answer."""
+    base = static.get("baseline", {}).get("modules", [])
+    files = [os.path.abspath(str(m[1])) for m in base if isinstance(m[1], str)]
+    out: dict[str, list[Any]] = {}
+    for path, fp in deps.items():
+        if not fp.startswith("dir:"):
+            continue
+        taken = time.time_ns()
+        try:
+            with os.scandir(path) as it:
+                names = [e.name for e in it if e.name.isidentifier() and e.is_dir()]
+        except OSError:
+            continue
+        names += [os.path.basename(f) for f in files if os.path.dirname(f) == path]
+        names.sort()
+        stamp, newest = _quick(path, names)
+        if newest < taken - SETTLED_NS:
+            out[path] = [stamp, names]
+    return out
+
+
+def _holds(deps: Mapping[str, str], quick: Any) -> bool:
+    """Every fingerprint in ``deps`` holds now: a directory with an unchanged quick
+    stamp (:func:`quick_stamps`) without listing it again, any other in full."""
+    quick = quick if isinstance(quick, dict) else {}
+    for path, fp in deps.items():
+        got = quick.get(path)
+        names = got[1] if isinstance(got, list) and len(got) == 2 else None
+        if (
+            isinstance(names, list)
+            and all(isinstance(n, str) and os.sep not in n for n in names)
+            and _quick(path, names)[0] == got[0]
+        ):
+            continue
+        if _content(path) != fp:
+            return False
+    return True
+
+
 class Entry:
     """A cached answer: the static record, and the start-up record when one was taken."""
 
-    def __init__(self, static: dict[str, Any], startup: dict[str, Any] | None) -> None:
+    def __init__(
+        self, static: dict[str, Any], startup: dict[str, Any] | None, rest: str = ""
+    ) -> None:
         self.static = static
         self.startup = startup
+        #: :func:`rest_digest` of the environment the start-up record was taken in.
+        self.rest = rest
 
 
-def load(folder: Path | None, key: str) -> Entry | None:
-    """The answer stored under ``key`` if every fingerprint it lists is unchanged now;
-    None (probe again) for anything else: absent, corrupt, linked, over-long, stale."""
+def load(folder: Path | None, key: str, rest: str) -> Entry | None:
+    """The answer stored under ``key`` if every fingerprint it lists is unchanged now,
+    and, when its start-up record comes from a start-up that runs code, it was taken with
+    the same other variables (``rest``, :func:`rest_digest`); None (probe again) for
+    anything else: absent, corrupt, linked, over-long, stale."""
     if folder is None:
         return None
     try:
@@ -174,11 +309,15 @@ def load(folder: Path | None, key: str) -> Entry | None:
             return None
         if startup is not None and not isinstance(startup, dict):
             return None
+        # Start-up code may import according to any variable: its record holds only for
+        # the environment it was taken in (the static record never depends on them).
+        if startup is not None and runs_code(static) and got.get("rest") != rest:
+            return None
         # The entry's own list must be the one its answer implies (a forged entry cannot
         # drop a path from it), and each fingerprint must hold now.
-        if set(deps) != set(dependencies(static, startup)) or fingerprints(deps) != deps:
+        if set(deps) != set(dependencies(static, startup)) or not _holds(deps, got.get("quick")):
             return None
-        return Entry(static, startup)
+        return Entry(static, startup, rest)
     except Exception:
         return None
 
@@ -201,7 +340,9 @@ def store(folder: Path | None, key: str, entry: Entry) -> None:
         "key": key,
         "static": entry.static,
         "startup": entry.startup,
+        "rest": entry.rest,
         "fingerprints": deps,
+        "quick": quick_stamps(deps, entry.static),
     }
     data = json.dumps(record).encode()
     if len(data) > MAX_BYTES:

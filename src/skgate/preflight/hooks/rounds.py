@@ -110,7 +110,8 @@ class FirstRound:
         self.probes: list[Probe] = []
         self.cache_dir = cache.cache_dir()
         self.cache_key = cache.cache_key(python, env, workdir, flags, STATIC_PROBE.parent)
-        self.cached = cache.load(self.cache_dir, self.cache_key)
+        self.cache_rest = cache.rest_digest(env)
+        self.cached = cache.load(self.cache_dir, self.cache_key, self.cache_rest)
         if self.cached is not None:
             self._results = [(self.cached.static, None)]
             return

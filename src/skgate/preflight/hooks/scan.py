@@ -254,7 +254,9 @@ def scan(
                 )
                 findings += marker(dynamic, allowances=[], allowed_modules={})
         if fresh and not problems:
-            cache.store(first.cache_dir, first.cache_key, cache.Entry(static, started))
+            cache.store(
+                first.cache_dir, first.cache_key, cache.Entry(static, started, first.cache_rest)
+            )
     finally:
         first.forked.set()
         first.cleanup()
