@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Reaper, wait_file
+from conftest import Reaper, wait_file, wait_for
 from skgate.proc import observe
 
 # A child that starts a grandchild, says its pid, and waits to be ended by pid.
@@ -81,3 +81,19 @@ def test_a_compiler_script_under_an_interpreter_is_a_compiler() -> None:
     )
     assert not observe.is_compiler("python3", ("/usr/bin/python3", "-c", "pass"), names)
     assert observe.program_name(("/usr/bin/env", "python3", "/x/op_compiler")) == "python3"
+
+
+def test_read_cmdline_reads_a_long_argv_whole_and_nothing_of_a_gone_process(
+    reaper: Reaper,
+) -> None:
+    # Longer than one read of the os-level reader (64 KiB): C3 keeps the argv the process
+    # ran with, never a prefix of it.
+    words = ["import signal; signal.pause()", *(f"w{i:06d}" * 40 for i in range(300))]
+    proc = reaper.popen(subprocess.Popen([sys.executable, "-c", *words]))
+    want = (sys.executable, "-c", *words)
+    assert sum(len(w) + 1 for w in want) > 65536
+    got = wait_for(lambda: observe.read_cmdline(proc.pid) == want, "argv after the exec")
+    assert got
+    proc.kill()
+    proc.wait()
+    assert observe.read_cmdline(proc.pid) == ()  # reaped: no such process

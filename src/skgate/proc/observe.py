@@ -45,7 +45,7 @@ class ProcStat:
 
 
 def _read_small(path: str) -> bytes | None:
-    """The whole of a small ``/proc`` file, or None when it cannot be opened or read.
+    """The whole of a ``/proc`` file, or None when it cannot be opened or read.
 
     Plain ``os.open``/``os.read`` (no buffered file object): the scan reads two such files
     per owned process every interval, and this halves its CPU (issue 29)."""
@@ -96,10 +96,10 @@ def parse_stat(raw: bytes) -> ProcStat | None:
 
 
 def read_cmdline(pid: int) -> tuple[str, ...]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            raw = fh.read()
-    except OSError:
+    """Its argv, () when it cannot be read (gone, or a kernel thread). Read with plain os
+    calls like the stat: the events read it at every owned exec (issue 29)."""
+    raw = _read_small(f"/proc/{pid}/cmdline")
+    if raw is None:
         return ()
     parts = raw.split(b"\0")
     if parts and parts[-1] == b"":

@@ -55,6 +55,7 @@ from skgate.model.events import (
 )
 from skgate.model.running import Coverage, ProcessRecord
 from skgate.model.signals import signal_name
+from skgate.proc.eventpace import EventsPace
 from skgate.proc.observe import ProcStat, direct_children, is_alive, read_stat, tree
 from skgate.proc.outpipe import OutputPipe, drain, read_chunk
 from skgate.proc.owned import OwnedTree
@@ -66,17 +67,10 @@ from skgate.proc.termination import Action, Reason, RecordTimeout, Termination
 from skgate.proc.waiting import waiting_line
 from skgate.proc.waitstatus import cpu_seconds, decode_wait_status, drain_fd, peek_exit
 
-#: While the owned tree is quiet, process events of the rest of the machine are read in
-#: batches (they queue in the socket meanwhile): one wake per event of a busy host would
-#: cost the runner more than 1 % of a core. The pause doubles from the first to the last
-#: value while batches hold only foreign events; any owned event resets it and keeps
-#: reading at once, so argv is read promptly while the tree is active.
-EVENTS_COALESCE = (0.025, 0.2)
-
 #: Signals that, sent to the runner, are forwarded to its own group (C2.4: external).
 FORWARDED = STOP_SIGNALS
 
-__all__ = ["EVENTS_COALESCE", "Outcome", "Supervisor", "SupervisorConfig", "SupervisorObserver"]
+__all__ = ["Outcome", "Supervisor", "SupervisorConfig", "SupervisorObserver"]
 
 
 class Supervisor:
@@ -115,8 +109,7 @@ class Supervisor:
         self._pidfd = -1
         self._pace = ScanPace(config.scan_interval)  # when the next scan is due
         self._next_progress: float | None = None  # no "waiting for" line said yet
-        self._events_resume: float | None = None  # when the paused events fd is watched again
-        self._pause = EVENTS_COALESCE[0]
+        self._events = EventsPace()  # when the host's events are read while the tree is quiet
         self._stop: dict[str, Any] | None = None
 
     # -- signal plumbing ------------------------------------------------------------
@@ -220,7 +213,8 @@ class Supervisor:
     def _step(self, out: Outcome) -> bool:
         """One turn of the loop; True once the tree ended (or only escapees are left)."""
         now = self.config.clock()
-        self._resume_events(now)
+        if self._events.due(now):
+            self._events_batch(listening=False)  # in this turn: no second turn to read it
         if now >= self._pace.next_at:
             self._scan(now)
         for signum in self._drain_pending():
@@ -235,7 +229,8 @@ class Supervisor:
             if self._tree_done(out, now):
                 return True
         self._perform(out, self._policy.advance(now))
-        wake = [t for t in (self._pace.next_at, self._policy.wake_at(), self._events_resume) if t]
+        due = (self._pace.next_at, self._policy.wake_at(), self._events.resume_at)
+        wake = [t for t in due if t]
         wait_s = 0.0 if self._look else max(0.0, min(wake) - self.config.clock())
         for key, _ in self._sel.select(wait_s):
             self._handlers[key.fd]()
@@ -380,23 +375,26 @@ class Supervisor:
         self._look = True
 
     def _on_events(self) -> None:
+        self._events_batch(listening=True)
+
+    def _events_batch(self, *, listening: bool) -> None:
+        """Read the queued events: the fd was readable (``listening``), or their pause
+        ended (skgate.proc.eventpace); then listen to the fd, or pause it."""
         conn = self.sources.connector
         assert conn is not None
-        if self._read_events():
+        before = conn.received
+        owned = self._read_events()
+        if owned:
             self._dirty = True
             self._flush_journal()
             self._pace.snap_back(self.config.clock())
-            self._pause = EVENTS_COALESCE[0]
-        else:
-            self._sel.unregister(conn.fileno())
-            self._events_resume = time.monotonic() + self._pause
-            self._pause = min(2 * self._pause, EVENTS_COALESCE[1])
-
-    def _resume_events(self, now: float) -> None:
-        conn = self.sources.connector
-        if self._events_resume is not None and now >= self._events_resume and conn is not None:
-            self._events_resume = None
+        # Nothing queued during a pause: the next event (an owned fork) is read as it comes.
+        listen = owned or (not listening and conn.received == before)
+        if listen and not listening:
             self._sel.register(conn.fileno(), selectors.EVENT_READ)
+        elif listening and not listen:
+            self._sel.unregister(conn.fileno())
+        self._events.after_batch(self.config.clock(), listen=listen, owned=owned)
 
     def _on_cgroup(self) -> None:
         leaf = self.sources.leaf

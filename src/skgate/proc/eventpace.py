@@ -1,0 +1,48 @@
+"""When the runner reads the machine's process events while its own tree is quiet (C3,
+issue 29).
+
+The events connector reports every process of the host, not only the owned tree. One
+wake per event of a busy host would cost the runner more than 1 % of a core, so while
+the owned tree is quiet the events are read in batches: they queue in the socket
+meanwhile. The pause doubles from the first to the last value of :data:`COALESCE` while
+batches hold only foreign events; an owned event ends it, and the fd is then listened to
+at once again, so argv is read promptly while the tree is active.
+
+A paused batch is read in the loop turn its pause ends in (skgate.proc.supervise), not by
+listening to the fd again and taking a second turn for what already queued: on a busy
+host every pause ended with exactly that second turn. When nothing queued during the
+pause, the fd is listened to again, so the next event (an owned fork on a quiet host) is
+read as it arrives, as before.
+"""
+
+from __future__ import annotations
+
+#: The first and the longest pause, in seconds.
+COALESCE = (0.025, 0.2)
+
+
+class EventsPace:
+    """The paused events' next read (see the module doc). ``resume_at`` is None while
+    the fd is listened to."""
+
+    __slots__ = ("pause", "resume_at")
+
+    def __init__(self) -> None:
+        self.pause = COALESCE[0]
+        self.resume_at: float | None = None
+
+    def due(self, now: float) -> bool:
+        """Has the pause ended at ``now``?"""
+        return self.resume_at is not None and now >= self.resume_at
+
+    def after_batch(self, now: float, *, listen: bool, owned: bool) -> None:
+        """After a batch read at ``now``: listened to again (an owned event, which also
+        starts the next pause short, or an empty queue), or paused, longer each time up
+        to the cap (only foreign events)."""
+        if owned:
+            self.pause = COALESCE[0]
+        if listen:
+            self.resume_at = None
+        else:
+            self.resume_at = now + self.pause
+            self.pause = min(2 * self.pause, COALESCE[1])
