@@ -57,7 +57,8 @@ BENCHES: dict[str, tuple[list[str], str]] = {
         "runner CPU, last exit -> verdict.json, start-up vs `timeout 60 true`",
     ),
     "agents": (["bench_agents.py", "--runs", "20"], "`skgate start` / `wait` vs `setsid -f`"),
-    "cli": (["bench_cli.py", "--runs", "21"], "`skgate --help` / `status` vs `python -c pass`"),
+    # 101 rounds (about 15 s): at 21 a median of 10-40 ms start-ups moves by a tenth
+    "cli": (["bench_cli.py", "--runs", "101"], "`skgate --help` / `status` vs `python -c pass`"),
     "ledger": (["bench_ledger.py"], "seal vs `sha256sum`, cleanup vs `rm -rf`"),
     "census": (["bench_census.py", "--files", "200000"], "artifact census vs `find`"),
     "stages": (["bench_stages.py"], "stage census vs `find`"),
