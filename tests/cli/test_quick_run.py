@@ -103,6 +103,14 @@ def test_every_other_command_line_goes_to_argparse(argv: list[str]) -> None:
     assert run_args(argv) is None
 
 
+def _python(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """This interpreter with ``args``, in ``cwd``, with the tests' environment."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=ENV, capture_output=True, text=True,
+        check=False, timeout=120,
+    )  # fmt: skip
+
+
 def test_a_run_line_of_a_common_shape_runs_without_argparse(tmp_path: Path) -> None:
     """A real ``skgate run`` (and ``start``) of the common shape never imports
     ``argparse`` (nor ``gettext``), and runs to its verdict; a line left to argparse
@@ -113,33 +121,14 @@ def test_a_run_line_of_a_common_shape_runs_without_argparse(tmp_path: Path) -> N
         "'--timeout=60', '--', 'true']); "
         "print(c, 'argparse' in sys.modules, 'gettext' in sys.modules)"
     )
-    res = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    res = _python(tmp_path, "-c", code)
     assert res.stdout.split()[-3:] == ["0", "False", "False"], res.stdout + res.stderr
     start = code.replace("'run', ", "'start', ").replace("'--quiet', ", "")
-    res = subprocess.run(
-        [sys.executable, "-c", start], cwd=tmp_path, env=ENV, capture_output=True, text=True,
-        check=False, timeout=120,
-    )  # fmt: skip
+    res = _python(tmp_path, "-c", start)
     assert res.stdout.split()[-3:] == ["0", "False", "False"], res.stdout + res.stderr
     # The started attempt runs to its end (its runner's reply said where it is).
     attempt = Path(res.stdout.split()[0])
     wait_for((attempt / "seal.json").is_file, "the started attempt's seal", 60)
-    res = subprocess.run(
-        [sys.executable, "-m", "skgate", "run", "--root", "r2", "--timeout", "0", "--", "true"],
-        cwd=tmp_path,
-        check=False,
-        timeout=120,
-        env=ENV,
-        capture_output=True,
-        text=True,
-    )
+    res = _python(tmp_path, "-m", "skgate", "run", "--root", "r2", "--timeout", "0", "--", "true")
     assert res.returncode == 2 and not (tmp_path / "r2").exists(), res.stderr
     assert res.stderr.count("\n") == 1 and "--timeout" in res.stderr, res.stderr
