@@ -14,9 +14,18 @@ rewritten; a later attempt is appended).
 Why a JSONL file and not SQLite: SQLite rewrites pages in place, so "append-only" would
 be a promise of the code, not a property of the file. A JSONL file opened ``O_APPEND``
 only grows, can be checked with ``sha256sum`` and read by a person with ``less``, and
-survives a crash with at most one torn last line (which the chain still covers: ``prev``
-hashes the raw bytes, whatever they are). Writers serialise with ``flock`` on the ledger
-file itself, read the last line, append one line with a single ``write`` and ``fsync``.
+survives a crash with at most one torn last line. Writers serialise with ``flock`` on the
+ledger file itself, read the last line, append one line with a single ``write`` and
+``fsync``.
+
+A torn last line (no line end, and not a whole entry: an append the disk filled up
+under, or whose writer was killed mid-write) is no entry, and no entry depends on it
+(issue 29's leftover: it made ``verify`` call the root changed forever, and the next
+append chained onto it). ``verify`` calls it unfinished; the next append, or ``skgate
+recover``, cuts it back to the last whole line and records the cut (``torn_cut``: its
+size and sha256) in the entry it appends. A writer whose own append fails (ENOSPC after
+a partial write) takes its partial line back at once. Every whole line stays as written
+(C4: append-only); a whole entry that lost only its line end is kept and completed.
 
 Schema history: ``skgate.ledger/1``: first version (2026-11).
 """
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import enum
 import os
+import stat
 import time
 
 from skgate.evidence import pathtext, regular
@@ -58,6 +68,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from skgate.evidence.seal_problem import SealProblem
     from skgate.model.records import Verdict
 
 LEDGER = "ledger.jsonl"
@@ -72,9 +83,12 @@ class LedgerEvent(str, enum.Enum):
     END = "end"
     SEAL = "seal"
     SCENE = "scene"
+    #: ``skgate recover`` cut back a torn last line (the entry's ``torn_cut`` says what).
+    REPAIR = "repair"
 
 
-#: Entry kinds: an attempt started, ended, was sealed, or had a scene preserved.
+#: Entry kinds: an attempt started, ended, was sealed, had a scene preserved, or the
+#: ledger's torn last line was cut back.
 EVENTS = tuple(k.value for k in LedgerEvent)
 
 
@@ -169,16 +183,17 @@ def _attempt_ref(root: Path, attempt: Path) -> str:
 LINE_LIMIT = 1 << 20
 
 
-def _last_line(fd: int) -> tuple[bytes | None, str | None]:
-    """The last line (without its newline) and its sha256, reading back from the end.
+def _last_line(fd: int) -> tuple[bytes | None, str | None, int]:
+    """The last line (without its newline), its sha256 and where it starts, reading back
+    from the end.
 
-    ``(None, None)`` for an empty ledger. A last line over :data:`LINE_LIMIT` is not
-    held: ``(None, its sha256)``, hashed in blocks, so the chain still covers it and
+    ``(None, None, 0)`` for an empty ledger. A last line over :data:`LINE_LIMIT` is not
+    held: ``(None, its sha256, start)``, hashed in blocks, so the chain still covers it and
     memory stays bounded whatever was appended by hand (issue 21).
     """
     size = os.fstat(fd).st_size
     if size == 0:
-        return None, None
+        return None, None, 0
     end = size - 1 if os.pread(fd, 1, size - 1) == b"\n" else size
     chunk = 8192
     pos = end
@@ -193,7 +208,7 @@ def _last_line(fd: int) -> tuple[bytes | None, str | None]:
         chunk = min(chunk * 2, 1 << 20)
     if end - start <= LINE_LIMIT:
         raw = os.pread(fd, end - start, start)
-        return raw, sha256_bytes(raw)
+        return raw, sha256_bytes(raw), start
     digest = new_sha256()
     at = start
     while at < end:
@@ -202,7 +217,37 @@ def _last_line(fd: int) -> tuple[bytes | None, str | None]:
             break
         digest.update(block)
         at += len(block)
-    return None, digest.hexdigest()
+    return None, digest.hexdigest(), start
+
+
+def whole_entry(entry: object) -> bool:
+    """Is a parsed line a ledger entry (an object of this schema)? A last line without its
+    line end that is one lost only its newline; one that is not is torn."""
+    return isinstance(entry, dict) and entry.get("schema") == SCHEMA_LEDGER
+
+
+def _parsed(raw: bytes) -> object:
+    try:
+        return jsonread.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def _cut_torn_tail(fd: int) -> dict[str, Any] | None:
+    """Cut a torn last line back to the last whole one (the caller holds the lock); what
+    was cut (size, sha256), or None when the ledger ends whole.
+
+    Only a line of at most :data:`LINE_LIMIT` bytes is cut: a longer one is no append of
+    skgate's, and stays for ``verify`` to name (issue 21)."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return None
+    raw, digest, start = _last_line(fd)
+    if raw is None or whole_entry(_parsed(raw)):
+        return None
+    os.ftruncate(fd, start)
+    os.fsync(fd)
+    return {"bytes": len(raw), "sha256": digest}
 
 
 class _LockedLedger:
@@ -251,38 +296,72 @@ def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, An
         raise ValueError(f"unknown ledger event {event!r}")
     with _LockedLedger(root) as fd:
         fresh = os.fstat(fd).st_size == 0
-        last, last_hash = _last_line(fd)
-        prev = GENESIS if last_hash is None else last_hash
-        seq = 1
-        if last is None and last_hash is not None:
-            seq = -1  # an oversized last line: damaged, verify reports it
-        elif last is not None:
-            try:
-                seq = int(jsonread.loads(last)["seq"]) + 1
-            except (ValueError, KeyError, TypeError):
-                seq = -1  # torn or damaged previous line: verify reports it; chain still holds
-        entry: dict[str, Any] = {
-            "schema": SCHEMA_LEDGER,
-            "seq": seq,
-            "event": event,
-            **fields,
-            "t": time.time(),
-            "prev": prev,
-        }
-        line = json_text(entry).encode("utf-8")
-        # A torn last line (writer killed mid-write) gets its own line end, so the new
-        # entry is never glued to it; the torn bytes stay as they were (append-only).
-        size = os.fstat(fd).st_size
-        lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
-        payload = lead + line + b"\n"
-        view = memoryview(payload)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
+        entry = _append_locked(fd, event, fields, _cut_torn_tail(fd))
     if fresh:
         fsync_dir(root)
     return entry
+
+
+def _append_locked(
+    fd: int, event: str, fields: dict[str, Any], torn: dict[str, Any] | None
+) -> dict[str, Any]:
+    last, last_hash, _ = _last_line(fd)
+    prev = GENESIS if last_hash is None else last_hash
+    seq = 1
+    if last is None and last_hash is not None:
+        seq = -1  # an oversized last line: damaged, verify reports it
+    elif last is not None:
+        try:
+            seq = int(jsonread.loads(last)["seq"]) + 1
+        except (ValueError, KeyError, TypeError):
+            seq = -1  # a damaged previous line: verify reports it; the chain still holds
+    entry: dict[str, Any] = {
+        "schema": SCHEMA_LEDGER,
+        "seq": seq,
+        "event": event,
+        **fields,
+        **({"torn_cut": torn} if torn is not None else {}),
+        "t": time.time(),
+        "prev": prev,
+    }
+    line = json_text(entry).encode("utf-8")
+    # A whole entry that lost only its line end gets it now, so the new entry is never
+    # glued to it (a torn one was cut back by the caller).
+    size = os.fstat(fd).st_size
+    lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+    view = memoryview(lead + line + b"\n")
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        # ENOSPC after a partial write (or a signal mid-write) would leave a torn line:
+        # take this writer's own bytes back, so the ledger is exactly as it was.
+        try:  # noqa: SIM105 - no contextlib on status's read path (issue 29)
+            os.ftruncate(fd, size)
+        except OSError:
+            pass  # the next append, or recover, cuts it back
+        raise
+    return entry
+
+
+def repair(root: Path) -> dict[str, Any] | None:
+    """``skgate recover``: cut back the ledger's torn last line and record the cut in a
+    ``repair`` entry (returned); None when the ledger is absent, linked or ends whole."""
+    if not _regular_ledger(root):
+        return None
+    with _LockedLedger(root) as fd:
+        torn = _cut_torn_tail(fd)
+        if torn is None:
+            return None
+        return _append_locked(fd, LedgerEvent.REPAIR.value, {"by": "skgate recover"}, torn)
+
+
+def _regular_ledger(root: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(root / LEDGER).st_mode)
+    except OSError:
+        return False
 
 
 def record_start(root: Path, attempt: Path, parent: str | None) -> None:
@@ -390,6 +469,8 @@ class LedgerLine:
     raw: bytes
     entry: dict[str, Any] | None
     too_long: bool = False
+    #: False for a last line without its line end.
+    complete: bool = True
 
 
 def iter_ledger(root: Path) -> Iterator[LedgerLine]:
@@ -402,15 +483,11 @@ def iter_ledger(root: Path) -> Iterator[LedgerLine]:
     try:
         for line in regular.iter_lines(path, LINE_LIMIT):
             if line.too_long:
-                yield LedgerLine(line.number, b"", None, too_long=True)
+                yield LedgerLine(line.number, b"", None, True, line.complete)
                 continue
-            entry: dict[str, Any] | None
-            try:
-                parsed = jsonread.loads(line.raw)
-                entry = parsed if isinstance(parsed, dict) else None
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                entry = None
-            yield LedgerLine(line.number, line.raw, entry)
+            parsed = _parsed(line.raw)
+            entry = parsed if isinstance(parsed, dict) else None
+            yield LedgerLine(line.number, line.raw, entry, False, line.complete)
     except FileNotFoundError:
         return
 
@@ -433,32 +510,41 @@ def read_ledger(root: Path) -> list[dict[str, Any]]:
     return [ln.entry for ln in iter_ledger(root) if ln.entry is not None]
 
 
-def check_chain(root: Path) -> list[str]:
-    """Problems in the ledger's hash chain and entry shapes (empty: intact)."""
-    problems: list[str] = []
-    where = root / LEDGER
+def check_chain(root: Path) -> list[SealProblem]:
+    """Problems in the ledger's hash chain and entry shapes (empty: intact).
+
+    A torn last line (no line end, not a whole entry) is unfinished, not changed: no
+    entry depends on it and ``skgate recover`` cuts it back. A damaged line anywhere
+    else, or a whole one whose ``prev`` breaks the chain, is a change (C4)."""
+    from skgate.evidence.seal_problem import Flaw, problem  # noqa: PLC0415 - not on status's path
+
+    problems: list[SealProblem] = []
+    where = str(root / LEDGER)
     prev_raw: bytes | None = None
     prev_long = False
     for ln in iter_ledger(root):
         expected = GENESIS if prev_raw is None else sha256_bytes(prev_raw)
         after_long, prev_long = prev_long, ln.too_long
         prev_raw = ln.raw
+        number = ln.number
         if ln.too_long:
             problems.append(
-                f"{where}: line {ln.number} is longer than {LINE_LIMIT} bytes (damaged, not read)"
+                problem(where, Flaw.LEDGER_LINE_TOO_LONG, number=number, limit=LINE_LIMIT)
             )
+            continue
+        if not ln.complete and not whole_entry(ln.entry):
+            problems.append(problem(where, Flaw.LEDGER_TORN, number=number, root=root))
             continue
         if ln.entry is None:
-            problems.append(f"{where}: line {ln.number} is not a JSON entry (torn or edited)")
+            problems.append(problem(where, Flaw.LEDGER_NOT_JSON, number=number))
             continue
         if ln.entry.get("schema") != SCHEMA_LEDGER:
-            problems.append(f"{where}: line {ln.number} is not a {SCHEMA_LEDGER!r} entry")
+            problems.append(
+                problem(where, Flaw.LEDGER_WRONG_SCHEMA, number=number, schema=SCHEMA_LEDGER)
+            )
             continue
         if not after_long and ln.entry.get("prev") != expected:
-            problems.append(
-                f"{where}: line {ln.number} breaks the hash chain (the line before it was "
-                "changed, removed or reordered)"
-            )
+            problems.append(problem(where, Flaw.LEDGER_CHAIN_BROKEN, number=number))
     return problems
 
 
