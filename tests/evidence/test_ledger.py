@@ -272,3 +272,29 @@ def test_verify_calls_a_torn_line_unfinished_and_recover_cuts_it_back(
     assert json.loads(again.stdout) == [
         {"attempt": "r/attempts/0001", "done": [], "state": "succeeded"}
     ]
+
+
+def test_the_next_run_after_a_torn_line_leaves_a_root_that_verifies(tmp_path: Path) -> None:
+    """``skgate run`` in a root whose ledger ends torn: its start entry is never glued onto
+    the torn bytes nor chained on them (at d3788b1 the root then failed verify for ever,
+    "line N is not a JSON entry"); the cut is on record in that entry."""
+    from test_seal import ended_attempt
+
+    from conftest import run_skgate
+
+    root = tmp_path / "r"
+    ended_attempt(root)
+    with (root / ledger.LEDGER).open("ab") as fh:
+        fh.write(TORN)
+    ran = run_skgate(
+        "run", "--root", "r", "--quiet", "--verdict-from", "exit-status", "--", "true", cwd=tmp_path
+    )
+    assert ran.returncode == 0, ran
+    checked = run_skgate("verify", "r", cwd=tmp_path)
+    assert checked.returncode == 0 and checked.stdout.startswith("OK: 2 attempt(s)"), checked
+    entries = ledger.read_ledger(root)
+    assert [(e["event"], e.get("attempt")) for e in entries[3:]] == [
+        ("start", "0002"),
+        ("end", "0002"),
+    ]
+    assert entries[3]["torn_cut"]["sha256"] == digest.sha256_bytes(TORN)
