@@ -125,6 +125,31 @@ def test_a_whole_entry_that_lost_only_its_line_end_is_kept(tmp_path: Path) -> No
     assert "torn_cut" not in entries[1] and ledger.check_chain(tmp_path) == []
 
 
+def test_a_last_line_someone_else_wrote_stays_a_change_and_is_never_cut(tmp_path: Path) -> None:
+    # Only the beginning of an entry cut short is an interrupted append; bytes that begin
+    # otherwise (or parse) were written whole by someone: a change, kept as they are.
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    with (tmp_path / ledger.LEDGER).open("ab") as fh:
+        fh.write(b"hello")
+    (problem,) = ledger.check_chain(tmp_path)
+    assert problem.flaw is Flaw.LEDGER_NOT_JSON and not problem.unfinished
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    assert b"\nhello\n" in (tmp_path / ledger.LEDGER).read_bytes()
+    assert [p.flaw for p in ledger.check_chain(tmp_path)] == [Flaw.LEDGER_NOT_JSON]
+    assert "torn_cut" not in ledger.read_ledger(tmp_path)[-1]
+
+
+def test_every_entry_begins_as_a_torn_line_is_recognised(tmp_path: Path) -> None:
+    for parent in (None, "attempts/0001", "目录"):
+        ledger.record_start(tmp_path, make_attempt(tmp_path), parent)
+    lines = (tmp_path / ledger.LEDGER).read_bytes().splitlines()
+    assert all(line.startswith(ledger.ENTRY_HEAD) for line in lines)
+    last = lines[-1]
+    # Every cut of an entry short of its end is torn; the whole entry is not.
+    assert all(ledger.is_torn(last[:n]) for n in range(1, len(last)))
+    assert not ledger.is_torn(last)
+
+
 def test_a_torn_line_in_the_middle_stays_a_change(tmp_path: Path) -> None:
     # An earlier version chained the next entry onto a torn line: it is mid-file now,
     # and a damaged line that an entry depends on is never cut (append-only, C4).

@@ -18,8 +18,9 @@ survives a crash with at most one torn last line. Writers serialise with ``flock
 ledger file itself, read the last line, append one line with a single ``write`` and
 ``fsync``.
 
-A torn last line (no line end, and not a whole entry: an append the disk filled up
-under, or whose writer was killed mid-write) is no entry, and no entry depends on it
+A torn last line (no line end; it begins as every entry does and stops before its end:
+an append the disk filled up under, or whose writer was killed mid-write) is no entry,
+and no entry depends on it
 (issue 29's leftover: it made ``verify`` call the root changed forever, and the next
 append chained onto it). ``verify`` calls it unfinished; the next append, or ``skgate
 recover``, cuts it back to the last whole line and records the cut (``torn_cut``: its
@@ -220,10 +221,24 @@ def _last_line(fd: int) -> tuple[bytes | None, str | None, int]:
     return None, digest.hexdigest(), start
 
 
-def whole_entry(entry: object) -> bool:
-    """Is a parsed line a ledger entry (an object of this schema)? A last line without its
-    line end that is one lost only its newline; one that is not is torn."""
-    return isinstance(entry, dict) and entry.get("schema") == SCHEMA_LEDGER
+#: How every entry's line begins: ``json_text`` keeps the keys in the order written
+#: (``schema``, then ``seq``) with no spaces (held by tests/evidence/test_ledger.py).
+ENTRY_HEAD = b'{"schema":"' + SCHEMA_LEDGER.encode() + b'","seq":'
+
+
+def is_torn(raw: bytes) -> bool:
+    """Is a last line without its line end an append cut short (a full disk, a kill)?
+
+    It is when it begins as every entry begins and stops before its end (it does not
+    parse). A line that parses lost only its line end; one that begins otherwise was
+    written by someone else: a change, never cut back (C4)."""
+    if not (raw.startswith(ENTRY_HEAD) or ENTRY_HEAD.startswith(raw)):
+        return False
+    try:
+        jsonread.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return True
+    return False
 
 
 def _parsed(raw: bytes) -> object:
@@ -234,8 +249,8 @@ def _parsed(raw: bytes) -> object:
 
 
 def _cut_torn_tail(fd: int) -> dict[str, Any] | None:
-    """Cut a torn last line back to the last whole one (the caller holds the lock); what
-    was cut (size, sha256), or None when the ledger ends whole.
+    """Cut a torn last line (:func:`is_torn`) back to the last whole one (the caller holds
+    the lock); what was cut (size, sha256), or None when the ledger ends otherwise.
 
     Only a line of at most :data:`LINE_LIMIT` bytes is cut: a longer one is no append of
     skgate's, and stays for ``verify`` to name (issue 21)."""
@@ -243,7 +258,7 @@ def _cut_torn_tail(fd: int) -> dict[str, Any] | None:
     if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
         return None
     raw, digest, start = _last_line(fd)
-    if raw is None or whole_entry(_parsed(raw)):
+    if raw is None or not is_torn(raw):
         return None
     os.ftruncate(fd, start)
     os.fsync(fd)
@@ -513,8 +528,8 @@ def read_ledger(root: Path) -> list[dict[str, Any]]:
 def check_chain(root: Path) -> list[SealProblem]:
     """Problems in the ledger's hash chain and entry shapes (empty: intact).
 
-    A torn last line (no line end, not a whole entry) is unfinished, not changed: no
-    entry depends on it and ``skgate recover`` cuts it back. A damaged line anywhere
+    A torn last line (:func:`is_torn`) is unfinished, not changed: no entry depends on it
+    and ``skgate recover`` cuts it back. A damaged line anywhere
     else, or a whole one whose ``prev`` breaks the chain, is a change (C4)."""
     from skgate.evidence.seal_problem import Flaw, problem  # noqa: PLC0415 - not on status's path
 
@@ -532,7 +547,7 @@ def check_chain(root: Path) -> list[SealProblem]:
                 problem(where, Flaw.LEDGER_LINE_TOO_LONG, number=number, limit=LINE_LIMIT)
             )
             continue
-        if not ln.complete and not whole_entry(ln.entry):
+        if not ln.complete and is_torn(ln.raw):
             problems.append(problem(where, Flaw.LEDGER_TORN, number=number, root=root))
             continue
         if ln.entry is None:
