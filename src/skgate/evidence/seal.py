@@ -12,7 +12,10 @@ whose hash is chained into the ledger; ``verify`` checks those files against it.
 else may appear in a sealed attempt (C4 last bullet: the scene is never rewritten).
 
 ``verify`` re-hashes everything and names each file that changed, vanished or appeared,
-and checks the ledger's hash chain and its cross-references to seals and scenes.
+and checks the ledger's hash chain and its cross-references to seals and scenes. Every
+problem it finds is a typed :class:`~skgate.evidence.seal_problem.SealProblem` whose kind
+says whether ``skgate recover`` finishes it (:func:`find_problems`); :func:`verify` gives
+their English lines, the ones ``skgate verify`` prints.
 
 Schema history: ``skgate.seal/1``, ``skgate.scene/1``: first versions (2026-11).
 """
