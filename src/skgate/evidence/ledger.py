@@ -35,11 +35,10 @@ from __future__ import annotations
 
 import enum
 import os
-import stat
 import time
 
 from skgate.evidence import pathtext, regular
-from skgate.evidence.digest import new_sha256, sha256_bytes, sha256_file
+from skgate.evidence.digest import sha256_bytes, sha256_file
 from skgate.evidence.files import (
     SEAL,
     check_root,
@@ -47,6 +46,11 @@ from skgate.evidence.files import (
     is_attempt_dir,
     json_text,
 )
+from skgate.evidence.ledger_tail import ENTRY_HEAD as ENTRY_HEAD  # noqa: PLC0414
+from skgate.evidence.ledger_tail import LINE_LIMIT as LINE_LIMIT  # noqa: PLC0414
+from skgate.evidence.ledger_tail import SCHEMA_LEDGER as SCHEMA_LEDGER  # noqa: PLC0414
+from skgate.evidence.ledger_tail import cut_torn_tail, ends_torn, last_line, parsed
+from skgate.evidence.ledger_tail import is_torn as is_torn  # noqa: PLC0414
 
 # The lookups live in lookup.py (status loads no ledger, issue 29); re-exported here for
 # the callers that always found them in the ledger (``as``: an explicit re-export).
@@ -73,7 +77,6 @@ if TYPE_CHECKING:
     from skgate.model.records import Verdict
 
 LEDGER = "ledger.jsonl"
-SCHEMA_LEDGER = "skgate.ledger/1"
 GENESIS = "0" * 64
 
 
@@ -179,92 +182,6 @@ def _attempt_ref(root: Path, attempt: Path) -> str:
         return str(attempt.resolve())
 
 
-#: The longest ledger line read back whole: entries are a few hundred bytes; a longer
-#: line is damaged and is hashed in blocks, never held (issue 21).
-LINE_LIMIT = 1 << 20
-
-
-def _last_line(fd: int) -> tuple[bytes | None, str | None, int]:
-    """The last line (without its newline), its sha256 and where it starts, reading back
-    from the end.
-
-    ``(None, None, 0)`` for an empty ledger. A last line over :data:`LINE_LIMIT` is not
-    held: ``(None, its sha256, start)``, hashed in blocks, so the chain still covers it and
-    memory stays bounded whatever was appended by hand (issue 21).
-    """
-    size = os.fstat(fd).st_size
-    if size == 0:
-        return None, None, 0
-    end = size - 1 if os.pread(fd, 1, size - 1) == b"\n" else size
-    chunk = 8192
-    pos = end
-    start = 0
-    while pos > 0:
-        lo = max(0, pos - chunk)
-        cut = os.pread(fd, pos - lo, lo).rfind(b"\n")
-        if cut >= 0:
-            start = lo + cut + 1
-            break
-        pos = lo
-        chunk = min(chunk * 2, 1 << 20)
-    if end - start <= LINE_LIMIT:
-        raw = os.pread(fd, end - start, start)
-        return raw, sha256_bytes(raw), start
-    digest = new_sha256()
-    at = start
-    while at < end:
-        block = os.pread(fd, min(1 << 20, end - at), at)
-        if not block:
-            break
-        digest.update(block)
-        at += len(block)
-    return None, digest.hexdigest(), start
-
-
-#: How every entry's line begins: ``json_text`` keeps the keys in the order written
-#: (``schema``, then ``seq``) with no spaces (held by tests/evidence/test_ledger.py).
-ENTRY_HEAD = b'{"schema":"' + SCHEMA_LEDGER.encode() + b'","seq":'
-
-
-def is_torn(raw: bytes) -> bool:
-    """Is a last line without its line end an append cut short (a full disk, a kill)?
-
-    It is when it begins as every entry begins and stops before its end (it does not
-    parse). A line that parses lost only its line end; one that begins otherwise was
-    written by someone else: a change, never cut back (C4)."""
-    if not (raw.startswith(ENTRY_HEAD) or ENTRY_HEAD.startswith(raw)):
-        return False
-    try:
-        jsonread.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return True
-    return False
-
-
-def _parsed(raw: bytes) -> object:
-    try:
-        return jsonread.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None
-
-
-def _cut_torn_tail(fd: int) -> dict[str, Any] | None:
-    """Cut a torn last line (:func:`is_torn`) back to the last whole one (the caller holds
-    the lock); what was cut (size, sha256), or None when the ledger ends otherwise.
-
-    Only a line of at most :data:`LINE_LIMIT` bytes is cut: a longer one is no append of
-    skgate's, and stays for ``verify`` to name (issue 21)."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return None
-    raw, digest, start = _last_line(fd)
-    if raw is None or not is_torn(raw):
-        return None
-    os.ftruncate(fd, start)
-    os.fsync(fd)
-    return {"bytes": len(raw), "sha256": digest}
-
-
 class _LockedLedger:
     """``with _LockedLedger(root) as fd``: ``<root>/ledger.jsonl`` open for append under
     an exclusive flock, closed (and so unlocked) on exit. A plain class, not
@@ -311,7 +228,7 @@ def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, An
         raise ValueError(f"unknown ledger event {event!r}")
     with _LockedLedger(root) as fd:
         fresh = os.fstat(fd).st_size == 0
-        entry = _append_locked(fd, event, fields, _cut_torn_tail(fd))
+        entry = _append_locked(fd, event, fields, cut_torn_tail(fd))
     if fresh:
         fsync_dir(root)
     return entry
@@ -320,7 +237,7 @@ def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, An
 def _append_locked(
     fd: int, event: str, fields: dict[str, Any], torn: dict[str, Any] | None
 ) -> dict[str, Any]:
-    last, last_hash, _ = _last_line(fd)
+    last, last_hash, _ = last_line(fd)
     prev = GENESIS if last_hash is None else last_hash
     seq = 1
     if last is None and last_hash is not None:
@@ -363,20 +280,13 @@ def _append_locked(
 def repair(root: Path) -> dict[str, Any] | None:
     """``skgate recover``: cut back the ledger's torn last line and record the cut in a
     ``repair`` entry (returned); None when the ledger is absent, linked or ends whole."""
-    if not _regular_ledger(root):
-        return None
+    if not ends_torn(root / LEDGER):
+        return None  # read-only look first: a root this user may only read is not opened
     with _LockedLedger(root) as fd:
-        torn = _cut_torn_tail(fd)
+        torn = cut_torn_tail(fd)
         if torn is None:
             return None
         return _append_locked(fd, LedgerEvent.REPAIR.value, {"by": "skgate recover"}, torn)
-
-
-def _regular_ledger(root: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(root / LEDGER).st_mode)
-    except OSError:
-        return False
 
 
 def record_start(root: Path, attempt: Path, parent: str | None) -> None:
@@ -500,8 +410,8 @@ def iter_ledger(root: Path) -> Iterator[LedgerLine]:
             if line.too_long:
                 yield LedgerLine(line.number, b"", None, True, line.complete)
                 continue
-            parsed = _parsed(line.raw)
-            entry = parsed if isinstance(parsed, dict) else None
+            value = parsed(line.raw)
+            entry = value if isinstance(value, dict) else None
             yield LedgerLine(line.number, line.raw, entry, False, line.complete)
     except FileNotFoundError:
         return
