@@ -11,6 +11,7 @@ pid, never a fixed sleep.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -30,7 +31,7 @@ from conftest import (
     start_skgate,
     wait_for,
 )
-from skgate.evidence import files
+from skgate.evidence import files, ledger
 from skgate.evidence.diskfull import DISKFULL, MIN_FREE_ENV, cut_torn_tail, low_space_warning
 
 #: Prints ``MB`` MiB of lines to stdout (after filling the outputs until ENOSPC, with
@@ -335,3 +336,53 @@ def test_the_first_stop_signal_ends_the_wait_for_space_and_status_says_why(
     assert last.endswith(f"then run 'skgate recover {attempt}'"), last
     assert "received after the attempt was recorded" not in err.read_text()
     _free_and_recover(tmpfs, attempt, tmp_path)
+
+
+def _fill(path: Path) -> None:
+    """Fill the file system ``path`` is on, to its last page."""
+    with path.open("wb", buffering=0) as fh:
+        while True:
+            try:
+                fh.write(b"\0" * 4096)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                return
+
+
+def test_a_ledger_append_the_disk_fills_under_leaves_no_torn_line(
+    tmpfs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29's leftover, on a real full file system: the ledger's append wrote part of
+    its line (the room left in the file's last page) and then met ENOSPC. It left that
+    torn line behind, and ``verify`` called the root changed for ever. Now the writer
+    takes its own partial line back: the ledger is byte for byte as it was."""
+    root = tmpfs / "r"
+    path = root / ledger.LEDGER
+    page = os.statvfs(tmpfs).f_bsize
+    a = ledger.allocate(root)
+    ledger.record_start(root, a, None)
+    while page - path.stat().st_size % page >= 150:  # tmpfs gives a file whole pages
+        ledger.record_start(root, a, None)
+    b = ledger.allocate(root)
+    _fill(tmpfs / "filler")
+    before = path.read_bytes()
+    written: list[int] = []
+    real = os.write
+
+    def spy(fd: int, data: bytes | memoryview) -> int:
+        n = real(fd, data)  # the real write: only what it returns is noted
+        written.append(n)
+        return n
+
+    monkeypatch.setattr(os, "write", spy)
+    with pytest.raises(OSError, match="No space left") as failed:
+        ledger.record_start(root, b, "p" * 300)  # longer than the room left
+    monkeypatch.undo()
+    assert failed.value.errno == errno.ENOSPC
+    assert written and 0 < written[0] < 300, written  # a partial write, then ENOSPC
+    assert path.read_bytes() == before
+    assert ledger.check_chain(root) == []
+    (tmpfs / "filler").unlink()  # space is back: the next append chains on as ever
+    ledger.record_start(root, a, None)
+    assert ledger.check_chain(root) == [] and "torn_cut" not in ledger.read_ledger(root)[-1]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -12,6 +14,7 @@ import pytest
 
 from skgate.evidence import digest, ledger
 from skgate.evidence.files import CONTROL, SEAL, write_json_new
+from skgate.evidence.seal_problem import Flaw
 from skgate.model.records import Cause, State, Verdict
 
 
@@ -67,7 +70,8 @@ def test_chain_names_an_edited_line(tmp_path: Path) -> None:
     path.write_bytes(b"\n".join(lines))
     problems = ledger.check_chain(tmp_path)
     assert len(problems) == 1
-    assert "line 3 breaks the hash chain" in problems[0]
+    assert "line 3 breaks the hash chain" in str(problems[0])
+    assert problems[0].flaw is Flaw.LEDGER_CHAIN_BROKEN and not problems[0].unfinished
 
 
 def test_chain_detects_a_removed_line(tmp_path: Path) -> None:
@@ -77,22 +81,111 @@ def test_chain_detects_a_removed_line(tmp_path: Path) -> None:
     lines = path.read_bytes().split(b"\n")
     del lines[0]
     path.write_bytes(b"\n".join(lines))
-    assert any("line 1 breaks" in p for p in ledger.check_chain(tmp_path))
+    assert any("line 1 breaks" in str(p) for p in ledger.check_chain(tmp_path))
 
 
-def test_torn_last_line_is_reported_and_appends_continue(tmp_path: Path) -> None:
-    # A writer killed mid-write leaves a partial line; later writers must not glue onto
-    # it, and the chain must still cover the torn bytes.
+TORN = b'{"schema":"skgate.ledger/1","seq":2,"ev'
+
+
+def test_a_torn_last_line_is_unfinished_and_the_next_append_cuts_it_back(tmp_path: Path) -> None:
+    """A writer killed mid-write (or a full disk) leaves a partial last line that no entry
+    depends on: unfinished, not a change (C4). Before issue 29's leftover it read "not a
+    JSON entry (torn or edited)", a change, and the next append chained onto it, so the
+    root failed verify forever. Now the next append cuts it back and records the cut."""
     a = make_attempt(tmp_path)
     ledger.record_start(tmp_path, a, None)
+    whole = (tmp_path / ledger.LEDGER).read_bytes()
     with (tmp_path / ledger.LEDGER).open("ab") as fh:
-        fh.write(b'{"schema":"skgate.ledger/1","seq":2,"ev')
+        fh.write(TORN)
+    (torn,) = ledger.check_chain(tmp_path)
+    assert torn.flaw is Flaw.LEDGER_TORN and torn.unfinished
+    assert str(torn) == (
+        f"{tmp_path / ledger.LEDGER}: line 2 is torn: an append stopped before its line end "
+        "(its writer was killed or the disk filled) and no entry depends on it; run "
+        f"'skgate recover {tmp_path}' to cut it back"
+    )
     ledger.record_start(tmp_path, make_attempt(tmp_path), "attempts/0001")
-    problems = ledger.check_chain(tmp_path)
-    assert len(problems) == 1
-    assert "line 2 is not a JSON entry" in problems[0]
+    assert ledger.check_chain(tmp_path) == []
+    text = (tmp_path / ledger.LEDGER).read_bytes()
+    assert text.startswith(whole)  # every whole line as it was
+    assert [json.loads(line)["seq"] for line in text.splitlines()] == [1, 2]  # no torn bytes
     last = ledger.read_ledger(tmp_path)[-1]
-    assert last["parent"] == "attempts/0001"
+    assert last["parent"] == "attempts/0001" and last["seq"] == 2
+    assert last["torn_cut"] == {"bytes": len(TORN), "sha256": digest.sha256_bytes(TORN)}
+
+
+def test_a_whole_entry_that_lost_only_its_line_end_is_kept(tmp_path: Path) -> None:
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    path = tmp_path / ledger.LEDGER
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    assert ledger.check_chain(tmp_path) == []
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    entries = ledger.read_ledger(tmp_path)
+    assert [e["attempt"] for e in entries] == ["0001", "0002"]
+    assert "torn_cut" not in entries[1] and ledger.check_chain(tmp_path) == []
+
+
+def test_a_last_line_someone_else_wrote_stays_a_change_and_is_never_cut(tmp_path: Path) -> None:
+    # Only the beginning of an entry cut short is an interrupted append; bytes that begin
+    # otherwise (or parse) were written whole by someone: a change, kept as they are.
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    with (tmp_path / ledger.LEDGER).open("ab") as fh:
+        fh.write(b"hello")
+    (problem,) = ledger.check_chain(tmp_path)
+    assert problem.flaw is Flaw.LEDGER_NOT_JSON and not problem.unfinished
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    assert b"\nhello\n" in (tmp_path / ledger.LEDGER).read_bytes()
+    assert [p.flaw for p in ledger.check_chain(tmp_path)] == [Flaw.LEDGER_NOT_JSON]
+    assert "torn_cut" not in ledger.read_ledger(tmp_path)[-1]
+
+
+def test_every_entry_begins_as_a_torn_line_is_recognised(tmp_path: Path) -> None:
+    for parent in (None, "attempts/0001", "目录"):
+        ledger.record_start(tmp_path, make_attempt(tmp_path), parent)
+    lines = (tmp_path / ledger.LEDGER).read_bytes().splitlines()
+    assert all(line.startswith(ledger.ENTRY_HEAD) for line in lines)
+    last = lines[-1]
+    # Every cut of an entry short of its end is torn; the whole entry is not.
+    assert all(ledger.is_torn(last[:n]) for n in range(1, len(last)))
+    assert not ledger.is_torn(last)
+
+
+def test_a_torn_line_in_the_middle_stays_a_change(tmp_path: Path) -> None:
+    # An earlier version chained the next entry onto a torn line: it is mid-file now,
+    # and a damaged line that an entry depends on is never cut (append-only, C4).
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    with (tmp_path / ledger.LEDGER).open("ab") as fh:
+        fh.write(TORN + b"\n")
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    (problem,) = ledger.check_chain(tmp_path)
+    assert problem.flaw is Flaw.LEDGER_NOT_JSON and not problem.unfinished
+    assert str(problem).endswith("line 2 is not a JSON entry (torn or edited)")
+    assert TORN in (tmp_path / ledger.LEDGER).read_bytes()
+
+
+def test_a_failed_append_takes_its_partial_line_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENOSPC after a partial write: the writer's own bytes are taken back under the lock,
+    so the ledger is exactly as it was (test_disk_full does this on a real full tmpfs)."""
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    before = (tmp_path / ledger.LEDGER).read_bytes()
+    real = os.write
+    calls: list[int] = []
+
+    def write(fd: int, data: bytes | memoryview) -> int:
+        calls.append(fd)
+        if len(calls) == 1:
+            return real(fd, bytes(data)[:20])  # a short write: the disk filled part-way
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", write)
+    with pytest.raises(OSError, match="No space left"):
+        ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    monkeypatch.undo()
+    assert len(calls) == 2
+    assert (tmp_path / ledger.LEDGER).read_bytes() == before
+    assert ledger.check_chain(tmp_path) == []
 
 
 def test_concurrent_writers_in_many_processes_keep_one_chain(tmp_path: Path) -> None:
@@ -165,3 +258,68 @@ def test_one_atomic_replace_helper_flushes_the_directory_when_synced(
     # Exclusive create refuses an existing file (evidence is never overwritten).
     with pytest.raises(FileExistsError):
         files.create_exclusive(target, "x")
+
+
+@pytest.mark.parametrize("target", ["root", "attempt"])
+def test_verify_calls_a_torn_line_unfinished_and_recover_cuts_it_back(
+    tmp_path: Path, target: str
+) -> None:
+    """The CLI's side: ``verify`` says UNFINISHED with what to do (it said CHANGED, and
+    ``recover`` found "nothing to recover": a dead end), ``recover`` of the root or of
+    one of its attempts cuts the line back and says so, and ``verify`` passes."""
+    from test_seal import ended_attempt
+
+    from conftest import run_skgate
+
+    root = tmp_path / "r"
+    a = ended_attempt(root)
+    with (root / ledger.LEDGER).open("ab") as fh:
+        fh.write(TORN)
+    checked = run_skgate("verify", "r", cwd=tmp_path)
+    assert checked.returncode == 1, checked
+    assert checked.stdout.splitlines() == [
+        "UNFINISHED: r/ledger.jsonl: line 4 is torn: an append stopped before its line end "
+        "(its writer was killed or the disk filled) and no entry depends on it; run "
+        "'skgate recover r' to cut it back"
+    ]
+    rec = run_skgate("recover", "r" if target == "root" else str(a), cwd=tmp_path)
+    assert rec.returncode == 0, rec
+    assert (
+        f"{root / ledger.LEDGER if target == 'attempt' else 'r/ledger.jsonl'}: repaired"
+        in rec.stdout
+    )
+    assert f"cut back a torn last line ({len(TORN)} bytes, sha256 " in rec.stdout, rec.stdout
+    ok = run_skgate("verify", "r", cwd=tmp_path)
+    assert ok.returncode == 0 and ok.stdout.startswith("OK: 1 attempt(s)"), ok
+    repair = ledger.read_ledger(root)[-1]
+    assert repair["event"] == "repair" and repair["torn_cut"]["bytes"] == len(TORN)
+    again = run_skgate("recover", "r", "--json", cwd=tmp_path)
+    assert json.loads(again.stdout) == [
+        {"attempt": "r/attempts/0001", "done": [], "state": "succeeded"}
+    ]
+
+
+def test_the_next_run_after_a_torn_line_leaves_a_root_that_verifies(tmp_path: Path) -> None:
+    """``skgate run`` in a root whose ledger ends torn: its start entry is never glued onto
+    the torn bytes nor chained on them (at d3788b1 the root then failed verify for ever,
+    "line N is not a JSON entry"); the cut is on record in that entry."""
+    from test_seal import ended_attempt
+
+    from conftest import run_skgate
+
+    root = tmp_path / "r"
+    ended_attempt(root)
+    with (root / ledger.LEDGER).open("ab") as fh:
+        fh.write(TORN)
+    ran = run_skgate(
+        "run", "--root", "r", "--quiet", "--verdict-from", "exit-status", "--", "true", cwd=tmp_path
+    )
+    assert ran.returncode == 0, ran
+    checked = run_skgate("verify", "r", cwd=tmp_path)
+    assert checked.returncode == 0 and checked.stdout.startswith("OK: 2 attempt(s)"), checked
+    entries = ledger.read_ledger(root)
+    assert [(e["event"], e.get("attempt")) for e in entries[3:]] == [
+        ("start", "0002"),
+        ("end", "0002"),
+    ]
+    assert entries[3]["torn_cut"]["sha256"] == digest.sha256_bytes(TORN)

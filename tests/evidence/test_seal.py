@@ -162,7 +162,9 @@ def test_unfinished_attempts_are_named_apart_from_tampering(tmp_path: Path) -> N
     (d / CONTROL).write_text("{garbage")
     e = ended_attempt(tmp_path, record=False)  # sealed, chained, no end in the ledger...
     problems = seal.verify(tmp_path)
-    kinds = {p.split(":", 1)[0].split("/")[0]: seal.problem_kind(p) for p in problems}
+    found = seal.find_problems(tmp_path)
+    assert [str(p) for p in found] == problems
+    kinds = {p.where.split("/")[0]: "unfinished" if p.unfinished else "changed" for p in found}
     assert any(p.startswith("0001: never finished") for p in problems), problems
     assert any(p.startswith("0002: unfinished: no control.json") for p in problems), problems
     assert any(p.startswith("0003/control.json: damaged") for p in problems), problems
@@ -246,8 +248,8 @@ def test_a_seal_temp_left_by_a_kill_while_sealing_is_unfinished_not_tampering(
     ledger records the seal, the same file is something added after sealing."""
     a = ended_attempt(tmp_path, record=False)  # sealed by ended_attempt
     os.link(a / SEAL, a / f".{SEAL}.4242.0a1b2c3d.tmp")
-    (problem,) = seal.verify_attempt(a, recorded=False)
-    assert "interrupted while sealing" in problem and seal.problem_kind(problem) == "unfinished"
+    (problem,) = seal.attempt_problems(a, recorded=False)
+    assert "interrupted while sealing" in str(problem) and problem.unfinished
     (changed,) = seal.verify_attempt(a, recorded=True)
     assert changed.endswith("added after sealing")
     (a / "x.tmp").write_text("")  # not the seal's temporary name: always a change

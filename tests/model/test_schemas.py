@@ -30,6 +30,7 @@ NAMES = (
     "event",
     "logscan",
     "seal",
+    "scene",
     "report",
     "start",
     "wait",
@@ -114,6 +115,40 @@ def test_seal_schema() -> None:
     }
     validate("seal", good)
     assert invalid("seal", {**good, "files": [{"name": "x", "sha256": "zz", "size": 1}]})
+
+
+def test_real_scene_manifests_validate(tmp_path: Path) -> None:
+    """``scene/<k>/manifest.json`` as ``skgate cleanup`` writes it (a link kept as a link)
+    and as ``skgate recover`` writes it over the files a killed cleanup left."""
+    from skgate.evidence import ledger, seal
+    from skgate.workdir import cleanup
+    from skgate.workdir.scenes import finish_scenes
+
+    root, work = tmp_path / "r", tmp_path / "work"
+    attempt = make_attempt(root, 1, State.FAILED)
+    control = json.loads((attempt / "control.json").read_text())
+    control["request"]["cwd"] = str(work)
+    (attempt / "control.json").write_text(json.dumps(control))
+    ledger.record_start(root, attempt, None)
+    seal.seal_attempt(attempt)
+    (work / "kernel_meta").mkdir(parents=True)
+    (work / "kernel_meta" / "k.o").write_bytes(b"\x7fELF")
+    (work / "kernel_meta" / "latest.o").symlink_to("k.o")
+    (work / ".static_kernel_records.json").write_text("{}")
+    assert cleanup.cleanup(work, root, attempt=attempt).ok
+    made = json.loads((attempt / "scene/01/manifest.json").read_text())
+    assert made["links"] == [{"name": "kernel_meta/latest.o", "target": "k.o"}]
+    validate("scene", made)
+    assert invalid("scene", {**made, "moved": [{**made["moved"][0], "method": "teleport"}]})
+    assert invalid("scene", {k: v for k, v in made.items() if k != "files"})
+    left = attempt / "scene" / "02" / "kernel_meta"  # a cleanup killed before its manifest
+    left.mkdir(parents=True)
+    (left / "k.o").write_bytes(b"\x7fELF2")
+    assert finish_scenes(attempt, root)
+    found = json.loads((attempt / "scene/02/manifest.json").read_text())
+    assert found["recovered"]["by"] == "skgate recover" and found["moved"][0]["method"] == "unknown"
+    validate("scene", found)
+    assert seal.verify(root) == []
 
 
 @pytest.mark.slow

@@ -40,7 +40,8 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     target = Path(args.target)
-    problems = seal.verify(target)
+    found = seal.find_problems(target)
+    problems = [str(p) for p in found]
     count = len(resolve(target, prelaunch=True))
     waiting = unsealed.waiting_notes(target)  # issue 30: waiting is not "the runner died"
     if args.json:
@@ -50,6 +51,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     "target": str(target),
                     "ok": not problems,
                     "problems": problems,
+                    # Each problem's kind, in order: "unfinished" (recover finishes it) or
+                    # "changed" (issue 12), so a reader never matches words either.
+                    "kinds": ["unfinished" if p.unfinished else "changed" for p in found],
                     "waiting": waiting,
                 }
             )
@@ -58,9 +62,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     for note in waiting:
         print(f"WAITING: {note}")
     if problems:
-        for problem in problems:
-            # An interrupted or unfinished attempt is not a changed one (issue 12).
-            print(f"{seal.problem_kind(problem).upper()}: {problem}")
+        for problem in found:
+            # An interrupted or unfinished attempt is not a changed one (issue 12): the
+            # problem's kind says which, never a word of its line.
+            print(f"{'UNFINISHED' if problem.unfinished else 'CHANGED'}: {problem}")
         print(f"verify: {len(problems)} problem(s) in {target}", file=sys.stderr)
     else:
         print(f"OK: {count} attempt(s) in {target}: seals match, ledger chain intact")

@@ -14,9 +14,19 @@ rewritten; a later attempt is appended).
 Why a JSONL file and not SQLite: SQLite rewrites pages in place, so "append-only" would
 be a promise of the code, not a property of the file. A JSONL file opened ``O_APPEND``
 only grows, can be checked with ``sha256sum`` and read by a person with ``less``, and
-survives a crash with at most one torn last line (which the chain still covers: ``prev``
-hashes the raw bytes, whatever they are). Writers serialise with ``flock`` on the ledger
-file itself, read the last line, append one line with a single ``write`` and ``fsync``.
+survives a crash with at most one torn last line. Writers serialise with ``flock`` on the
+ledger file itself, read the last line, append one line with a single ``write`` and
+``fsync``.
+
+A torn last line (no line end; it begins as every entry does and stops before its end:
+an append the disk filled up under, or whose writer was killed mid-write) is no entry,
+and no entry depends on it
+(issue 29's leftover: it made ``verify`` call the root changed forever, and the next
+append chained onto it). ``verify`` calls it unfinished; the next append, or ``skgate
+recover``, cuts it back to the last whole line and records the cut (``torn_cut``: its
+size and sha256) in the entry it appends. A writer whose own append fails (ENOSPC after
+a partial write) takes its partial line back at once. Every whole line stays as written
+(C4: append-only); a whole entry that lost only its line end is kept and completed.
 
 Schema history: ``skgate.ledger/1``: first version (2026-11).
 """
@@ -28,7 +38,7 @@ import os
 import time
 
 from skgate.evidence import pathtext, regular
-from skgate.evidence.digest import new_sha256, sha256_bytes, sha256_file
+from skgate.evidence.digest import sha256_bytes, sha256_file
 from skgate.evidence.files import (
     SEAL,
     check_root,
@@ -36,6 +46,11 @@ from skgate.evidence.files import (
     is_attempt_dir,
     json_text,
 )
+from skgate.evidence.ledger_tail import ENTRY_HEAD as ENTRY_HEAD  # noqa: PLC0414
+from skgate.evidence.ledger_tail import LINE_LIMIT as LINE_LIMIT  # noqa: PLC0414
+from skgate.evidence.ledger_tail import SCHEMA_LEDGER as SCHEMA_LEDGER  # noqa: PLC0414
+from skgate.evidence.ledger_tail import cut_torn_tail, ends_torn, last_line, parsed
+from skgate.evidence.ledger_tail import is_torn as is_torn  # noqa: PLC0414
 
 # The lookups live in lookup.py (status loads no ledger, issue 29); re-exported here for
 # the callers that always found them in the ledger (``as``: an explicit re-export).
@@ -58,10 +73,10 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from skgate.evidence.seal_problem import SealProblem
     from skgate.model.records import Verdict
 
 LEDGER = "ledger.jsonl"
-SCHEMA_LEDGER = "skgate.ledger/1"
 GENESIS = "0" * 64
 
 
@@ -72,9 +87,12 @@ class LedgerEvent(str, enum.Enum):
     END = "end"
     SEAL = "seal"
     SCENE = "scene"
+    #: ``skgate recover`` cut back a torn last line (the entry's ``torn_cut`` says what).
+    REPAIR = "repair"
 
 
-#: Entry kinds: an attempt started, ended, was sealed, or had a scene preserved.
+#: Entry kinds: an attempt started, ended, was sealed, had a scene preserved, or the
+#: ledger's torn last line was cut back.
 EVENTS = tuple(k.value for k in LedgerEvent)
 
 
@@ -164,47 +182,6 @@ def _attempt_ref(root: Path, attempt: Path) -> str:
         return str(attempt.resolve())
 
 
-#: The longest ledger line read back whole: entries are a few hundred bytes; a longer
-#: line is damaged and is hashed in blocks, never held (issue 21).
-LINE_LIMIT = 1 << 20
-
-
-def _last_line(fd: int) -> tuple[bytes | None, str | None]:
-    """The last line (without its newline) and its sha256, reading back from the end.
-
-    ``(None, None)`` for an empty ledger. A last line over :data:`LINE_LIMIT` is not
-    held: ``(None, its sha256)``, hashed in blocks, so the chain still covers it and
-    memory stays bounded whatever was appended by hand (issue 21).
-    """
-    size = os.fstat(fd).st_size
-    if size == 0:
-        return None, None
-    end = size - 1 if os.pread(fd, 1, size - 1) == b"\n" else size
-    chunk = 8192
-    pos = end
-    start = 0
-    while pos > 0:
-        lo = max(0, pos - chunk)
-        cut = os.pread(fd, pos - lo, lo).rfind(b"\n")
-        if cut >= 0:
-            start = lo + cut + 1
-            break
-        pos = lo
-        chunk = min(chunk * 2, 1 << 20)
-    if end - start <= LINE_LIMIT:
-        raw = os.pread(fd, end - start, start)
-        return raw, sha256_bytes(raw)
-    digest = new_sha256()
-    at = start
-    while at < end:
-        block = os.pread(fd, min(1 << 20, end - at), at)
-        if not block:
-            break
-        digest.update(block)
-        at += len(block)
-    return None, digest.hexdigest()
-
-
 class _LockedLedger:
     """``with _LockedLedger(root) as fd``: ``<root>/ledger.jsonl`` open for append under
     an exclusive flock, closed (and so unlocked) on exit. A plain class, not
@@ -251,38 +228,65 @@ def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, An
         raise ValueError(f"unknown ledger event {event!r}")
     with _LockedLedger(root) as fd:
         fresh = os.fstat(fd).st_size == 0
-        last, last_hash = _last_line(fd)
-        prev = GENESIS if last_hash is None else last_hash
-        seq = 1
-        if last is None and last_hash is not None:
-            seq = -1  # an oversized last line: damaged, verify reports it
-        elif last is not None:
-            try:
-                seq = int(jsonread.loads(last)["seq"]) + 1
-            except (ValueError, KeyError, TypeError):
-                seq = -1  # torn or damaged previous line: verify reports it; chain still holds
-        entry: dict[str, Any] = {
-            "schema": SCHEMA_LEDGER,
-            "seq": seq,
-            "event": event,
-            **fields,
-            "t": time.time(),
-            "prev": prev,
-        }
-        line = json_text(entry).encode("utf-8")
-        # A torn last line (writer killed mid-write) gets its own line end, so the new
-        # entry is never glued to it; the torn bytes stay as they were (append-only).
-        size = os.fstat(fd).st_size
-        lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
-        payload = lead + line + b"\n"
-        view = memoryview(payload)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
+        entry = _append_locked(fd, event, fields, cut_torn_tail(fd))
     if fresh:
         fsync_dir(root)
     return entry
+
+
+def _append_locked(
+    fd: int, event: str, fields: dict[str, Any], torn: dict[str, Any] | None
+) -> dict[str, Any]:
+    last, last_hash, _ = last_line(fd)
+    prev = GENESIS if last_hash is None else last_hash
+    seq = 1
+    if last is None and last_hash is not None:
+        seq = -1  # an oversized last line: damaged, verify reports it
+    elif last is not None:
+        try:
+            seq = int(jsonread.loads(last)["seq"]) + 1
+        except (ValueError, KeyError, TypeError):
+            seq = -1  # a damaged previous line: verify reports it; the chain still holds
+    entry: dict[str, Any] = {
+        "schema": SCHEMA_LEDGER,
+        "seq": seq,
+        "event": event,
+        **fields,
+        **({"torn_cut": torn} if torn is not None else {}),
+        "t": time.time(),
+        "prev": prev,
+    }
+    line = json_text(entry).encode("utf-8")
+    # A whole entry that lost only its line end gets it now, so the new entry is never
+    # glued to it (a torn one was cut back by the caller).
+    size = os.fstat(fd).st_size
+    lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+    view = memoryview(lead + line + b"\n")
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        # ENOSPC after a partial write (or a signal mid-write) would leave a torn line:
+        # take this writer's own bytes back, so the ledger is exactly as it was.
+        try:  # noqa: SIM105 - no contextlib on status's read path (issue 29)
+            os.ftruncate(fd, size)
+        except OSError:
+            pass  # the next append, or recover, cuts it back
+        raise
+    return entry
+
+
+def repair(root: Path) -> dict[str, Any] | None:
+    """``skgate recover``: cut back the ledger's torn last line and record the cut in a
+    ``repair`` entry (returned); None when the ledger is absent, linked or ends whole."""
+    if not ends_torn(root / LEDGER):
+        return None  # read-only look first: a root this user may only read is not opened
+    with _LockedLedger(root) as fd:
+        torn = cut_torn_tail(fd)
+        if torn is None:
+            return None
+        return _append_locked(fd, LedgerEvent.REPAIR.value, {"by": "skgate recover"}, torn)
 
 
 def record_start(root: Path, attempt: Path, parent: str | None) -> None:
@@ -390,6 +394,8 @@ class LedgerLine:
     raw: bytes
     entry: dict[str, Any] | None
     too_long: bool = False
+    #: False for a last line without its line end.
+    complete: bool = True
 
 
 def iter_ledger(root: Path) -> Iterator[LedgerLine]:
@@ -402,15 +408,11 @@ def iter_ledger(root: Path) -> Iterator[LedgerLine]:
     try:
         for line in regular.iter_lines(path, LINE_LIMIT):
             if line.too_long:
-                yield LedgerLine(line.number, b"", None, too_long=True)
+                yield LedgerLine(line.number, b"", None, True, line.complete)
                 continue
-            entry: dict[str, Any] | None
-            try:
-                parsed = jsonread.loads(line.raw)
-                entry = parsed if isinstance(parsed, dict) else None
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                entry = None
-            yield LedgerLine(line.number, line.raw, entry)
+            value = parsed(line.raw)
+            entry = value if isinstance(value, dict) else None
+            yield LedgerLine(line.number, line.raw, entry, False, line.complete)
     except FileNotFoundError:
         return
 
@@ -433,32 +435,41 @@ def read_ledger(root: Path) -> list[dict[str, Any]]:
     return [ln.entry for ln in iter_ledger(root) if ln.entry is not None]
 
 
-def check_chain(root: Path) -> list[str]:
-    """Problems in the ledger's hash chain and entry shapes (empty: intact)."""
-    problems: list[str] = []
-    where = root / LEDGER
+def check_chain(root: Path) -> list[SealProblem]:
+    """Problems in the ledger's hash chain and entry shapes (empty: intact).
+
+    A torn last line (:func:`is_torn`) is unfinished, not changed: no entry depends on it
+    and ``skgate recover`` cuts it back. A damaged line anywhere
+    else, or a whole one whose ``prev`` breaks the chain, is a change (C4)."""
+    from skgate.evidence.seal_problem import Flaw, problem  # noqa: PLC0415 - not on status's path
+
+    problems: list[SealProblem] = []
+    where = str(root / LEDGER)
     prev_raw: bytes | None = None
     prev_long = False
     for ln in iter_ledger(root):
         expected = GENESIS if prev_raw is None else sha256_bytes(prev_raw)
         after_long, prev_long = prev_long, ln.too_long
         prev_raw = ln.raw
+        number = ln.number
         if ln.too_long:
             problems.append(
-                f"{where}: line {ln.number} is longer than {LINE_LIMIT} bytes (damaged, not read)"
+                problem(where, Flaw.LEDGER_LINE_TOO_LONG, number=number, limit=LINE_LIMIT)
             )
+            continue
+        if not ln.complete and is_torn(ln.raw):
+            problems.append(problem(where, Flaw.LEDGER_TORN, number=number, root=root))
             continue
         if ln.entry is None:
-            problems.append(f"{where}: line {ln.number} is not a JSON entry (torn or edited)")
+            problems.append(problem(where, Flaw.LEDGER_NOT_JSON, number=number))
             continue
         if ln.entry.get("schema") != SCHEMA_LEDGER:
-            problems.append(f"{where}: line {ln.number} is not a {SCHEMA_LEDGER!r} entry")
+            problems.append(
+                problem(where, Flaw.LEDGER_WRONG_SCHEMA, number=number, schema=SCHEMA_LEDGER)
+            )
             continue
         if not after_long and ln.entry.get("prev") != expected:
-            problems.append(
-                f"{where}: line {ln.number} breaks the hash chain (the line before it was "
-                "changed, removed or reordered)"
-            )
+            problems.append(problem(where, Flaw.LEDGER_CHAIN_BROKEN, number=number))
     return problems
 
 

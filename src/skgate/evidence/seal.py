@@ -12,7 +12,10 @@ whose hash is chained into the ledger; ``verify`` checks those files against it.
 else may appear in a sealed attempt (C4 last bullet: the scene is never rewritten).
 
 ``verify`` re-hashes everything and names each file that changed, vanished or appeared,
-and checks the ledger's hash chain and its cross-references to seals and scenes.
+and checks the ledger's hash chain and its cross-references to seals and scenes. Every
+problem it finds is a typed :class:`~skgate.evidence.seal_problem.SealProblem` whose kind
+says whether ``skgate recover`` finishes it (:func:`find_problems`); :func:`verify` gives
+their English lines, the ones ``skgate verify`` prints.
 
 Schema history: ``skgate.seal/1``, ``skgate.scene/1``: first versions (2026-11).
 """
@@ -39,11 +42,12 @@ from skgate.evidence.files import (
 )
 from skgate.evidence.ledger import LedgerEvent
 from skgate.evidence.load import load_control
-from skgate.evidence.seal_problem import Flaw, Phase, SealProblem, problem
+from skgate.evidence.seal_problem import Flaw, Odd, Phase, SealProblem, problem
 from skgate.evidence.sealed import FileEntry
 from skgate.evidence.unsealed import overlong, runner_alive
 from skgate.evidence.walk import interrupted_scene, walk_files
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import replace
 from skgate.model.schema import check_schema, require
 
 SCHEMA_SEAL = "skgate.seal/1"
@@ -195,16 +199,6 @@ def _sealed_in_ledger(root: Path | None) -> set[str]:
     }
 
 
-#: Words that mark a verify problem as an interrupted or unfinished attempt (one that
-#: 'skgate recover' finishes), not a changed one.
-UNFINISHED_MARKS = ("interrupted while sealing", "never finished", ": unfinished:")
-
-
-def problem_kind(problem: str) -> str:
-    """``"unfinished"`` (the runner died; recover finishes it) or ``"changed"``."""
-    return "unfinished" if any(m in problem for m in UNFINISHED_MARKS) else "changed"
-
-
 def unfinished_problem(attempt: Path, *, recorded: bool = False) -> SealProblem | None:
     """Why an unsealed attempt is unfinished or damaged, or None (sealed, or still running).
 
@@ -324,10 +318,10 @@ def attempt_problems(attempt: Path, *, recorded: bool = False) -> list[SealProbl
     return problems
 
 
-def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
+def _ledger_problems(root: Path, only: str | None = None) -> list[SealProblem]:
     """Cross-check ledger entries against the attempts: seals, scenes, presence."""
     problems = ledger.check_chain(root)
-    where = root / ledger.LEDGER
+    where = str(root / ledger.LEDGER)
     started: set[str] = set()
     ended: set[str] = set()
     scenes: set[tuple[str, str]] = set()
@@ -346,7 +340,7 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
         if event is LedgerEvent.START:
             started.add(name)
             if not attempt.is_dir():
-                problems.append(f"{where}: attempt {name} is indexed but its directory is gone")
+                problems.append(problem(where, Flaw.INDEXED_GONE, name=name))
         elif event in (LedgerEvent.END, LedgerEvent.SEAL):
             if event is LedgerEvent.END:
                 ended.add(name)
@@ -355,9 +349,9 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
                 seals.add(name)
                 got = digest.sha256_file(attempt / SEAL)
                 if got is None:
-                    problems.append(f"{name}/{SEAL}: removed (the ledger recorded it)")
+                    problems.append(problem(f"{name}/{SEAL}", Flaw.LEDGER_SEAL_REMOVED))
                 elif got != want:
-                    problems.append(f"{name}/{SEAL}: differs from the one the ledger recorded")
+                    problems.append(problem(f"{name}/{SEAL}", Flaw.LEDGER_DIFFERS))
         elif event is LedgerEvent.SCENE:
             manifest = entry.get("manifest")
             want = entry.get("manifest_sha256")
@@ -365,37 +359,32 @@ def _ledger_problems(root: Path, only: str | None = None) -> list[str]:
                 scenes.add((name, manifest))
                 got = digest.sha256_file(attempt / manifest)
                 if got != want:
-                    problems.append(f"{name}/{manifest}: differs from the one the ledger recorded")
+                    problems.append(problem(f"{name}/{manifest}", Flaw.LEDGER_DIFFERS))
     if (root / ledger.LEDGER).exists():
         for attempt in ledger.list_attempts(root):
             if only is not None and attempt.name != only:
                 continue
             if attempt.name not in started:
-                problems.append(f"{attempt.name}: not in the ledger (added by hand?)")
+                problems.append(problem(attempt.name, Flaw.NOT_IN_LEDGER))
             elif (attempt / SEAL).exists() and attempt.name not in seals:
                 if attempt.name not in ended and _seal_matches(attempt):
                     # The seal matches the files and the ledger has no end at all: the
                     # runner died between the two writes. Interrupted, not tampered.
-                    problems.append(
-                        f"{attempt.name}: interrupted while sealing: {SEAL} matches the files "
-                        "but the ledger has no end entry; run 'skgate recover "
-                        f"{attempt}' to index it"
-                    )
+                    problems.append(problem(attempt.name, Flaw.LEDGER_NO_END, attempt=attempt))
                 else:
-                    problems.append(f"{attempt.name}/{SEAL}: not recorded in the ledger (re-made?)")
+                    problems.append(problem(f"{attempt.name}/{SEAL}", Flaw.SEAL_NOT_RECORDED))
             for scene in scene_dirs(attempt):
                 rel = f"{SCENE_DIR}/{scene.name}/{SCENE_MANIFEST}"
                 if (scene / SCENE_MANIFEST).is_file() and (attempt.name, rel) not in scenes:
                     if scene_matches(scene):
                         # Written whole and matching its files, but not indexed: a cleanup
                         # killed before its ledger entry (issue 28); recover indexes it.
+                        where_scene = f"{attempt.name}/{rel}"
                         problems.append(
-                            f"{attempt.name}/{rel}: unfinished: not in the ledger (a cleanup or "
-                            f"retry was interrupted before indexing it); run 'skgate recover "
-                            f"{attempt}'"
+                            problem(where_scene, Flaw.SCENE_NOT_INDEXED, attempt=attempt)
                         )
                     else:
-                        problems.append(f"{attempt.name}/{rel}: not in the ledger (added by hand?)")
+                        problems.append(problem(f"{attempt.name}/{rel}", Flaw.NOT_IN_LEDGER))
     return problems
 
 
@@ -423,7 +412,7 @@ def _seal_matches(attempt: Path) -> bool:
     return not _compare(attempt, attempt.name, entries, Phase.SEALING)
 
 
-def _orphans(root: Path) -> list[str]:
+def _orphans(root: Path) -> list[SealProblem]:
     """Attempt directories without control.json (a runner that died early): unfinished."""
     base = root / ledger.ATTEMPTS
     try:
@@ -436,33 +425,34 @@ def _orphans(root: Path) -> list[str]:
         if path.name.isdigit() and not is_attempt_dir(path):
             found = unfinished_problem(path)
             if found is not None:
-                problems.append(str(found))
+                problems.append(found)
     return problems
 
 
-def _not_regular(path: Path) -> str | None:
-    """What ``path`` is when it is not what evidence may be (a link, a FIFO...), or None."""
+def _not_regular(path: Path) -> dict[str, object] | None:
+    """What ``path`` is when it is a link (``odd``, with ``target`` when it can be read),
+    as a problem's values, or None."""
     try:
         st = os.lstat(path)
     except OSError:
         return None
     if stat.S_ISLNK(st.st_mode):
         try:
-            return f"a symbolic link (to {os.readlink(path)})"
+            return {"odd": Odd.LINK_TO, "target": os.readlink(path)}
         except OSError:
-            return "a symbolic link"
+            return {"odd": Odd.LINK}
     return None
 
 
-def _root_entries(root: Path) -> list[str]:
+def _root_entries(root: Path) -> list[SealProblem]:
     """Linked or non-regular entries of a root (issue 21): ``attempts/``, each
     ``attempts/NNNN``, the ledger. Each is named: the attempt walks never follow them,
     so without this ``verify`` would say OK for a root whose attempt is elsewhere."""
-    problems: list[str] = []
+    problems: list[SealProblem] = []
     base = root / ledger.ATTEMPTS
     what = _not_regular(base)
     if what is not None:
-        problems.append(f"{ledger.ATTEMPTS}: is {what}; evidence is never read through a link")
+        problems.append(problem(ledger.ATTEMPTS, Flaw.READ_THROUGH_LINK, **what))
     else:
         try:
             with os.scandir(base) as it:
@@ -472,19 +462,17 @@ def _root_entries(root: Path) -> list[str]:
         for e in entries:
             if e.is_dir(follow_symlinks=False) or not (e.is_symlink() or e.name.isdigit()):
                 continue  # a real attempt (checked below), or a stray file that is none
-            what = _not_regular(Path(e.path)) or "not a directory"
-            problems.append(
-                f"{ledger.ATTEMPTS}/{e.name}: is {what}; an attempt is never read or "
-                "recovered through a link"
-            )
+            what = _not_regular(Path(e.path)) or {"odd": Odd.NOT_DIR}
+            where = f"{ledger.ATTEMPTS}/{e.name}"
+            problems.append(problem(where, Flaw.ATTEMPT_THROUGH_LINK, **what))
     path = root / ledger.LEDGER
     try:
         st = os.lstat(path)
     except OSError:
         return problems
     if not stat.S_ISREG(st.st_mode):
-        what = _not_regular(path) or "not a regular file"
-        problems.append(f"{ledger.LEDGER}: is {what}; the ledger is never read through a link")
+        what = _not_regular(path) or {"odd": Odd.NOT_REGULAR}
+        problems.append(problem(ledger.LEDGER, Flaw.LEDGER_THROUGH_LINK, **what))
     return problems
 
 
@@ -500,31 +488,42 @@ def _ledger_regular(root: Path | None) -> bool:
 
 
 def verify(target: Path) -> list[str]:
-    """Problems found in an attempt or a whole evidence root (empty list: all intact)."""
+    """Problems found in an attempt or a whole evidence root (empty list: all intact), in
+    the words ``skgate verify`` prints (:func:`find_problems`)."""
+    return [str(p) for p in find_problems(target)]
+
+
+def find_problems(target: Path) -> list[SealProblem]:
+    """Every problem in an attempt or a whole evidence root, typed (empty: all intact);
+    each says whether it is unfinished (``skgate recover`` finishes it) or a change."""
     if ledger.is_prelaunch_dir(target):
         # Still in preflight: unfinished if its runner is gone, else nothing to check yet
         # (issue 30: a runner waiting for a foreign compiler has not died).
         found = unfinished_problem(target)
-        return [] if found is None else [str(found)]
+        return [] if found is None else [found]
     if is_attempt_dir(target):
         root = ledger.root_of(target)
         if os.path.islink(target):
-            return [f"{target}: is a symbolic link; evidence is never read through a link"]
+            return [problem(str(target), Flaw.READ_THROUGH_LINK, odd=Odd.LINK)]
         if root is not None and not _ledger_regular(root):
-            return _root_entries(root) + verify_attempt(target)
-        problems = verify_attempt(target, recorded=target.name in _sealed_in_ledger(root))
+            return _root_entries(root) + attempt_problems(target)
+        problems = attempt_problems(target, recorded=target.name in _sealed_in_ledger(root))
         if root is not None and (root / ledger.LEDGER).exists():
             problems += _ledger_problems(root, only=target.name)
         return list(dict.fromkeys(problems))
     subs = ledger.sub_roots(target)
     if subs:  # a matrix session root: every arm's root, each with its own ledger
-        return [f"{ledger.RUNS}/{sub.name}: {p}" for sub in subs for p in verify(sub)]
+        return [
+            replace(p, within=f"{ledger.RUNS}/{sub.name}")
+            for sub in subs
+            for p in find_problems(sub)
+        ]
     attempts = ledger.resolve(target)  # raises a one-line EvidenceError for a bad target
     problems = _root_entries(target) + _orphans(target)
     readable = _ledger_regular(target)
     recorded = _sealed_in_ledger(target) if readable else set()
     for attempt in attempts:
-        problems += verify_attempt(attempt, recorded=attempt.name in recorded)
+        problems += attempt_problems(attempt, recorded=attempt.name in recorded)
     if readable:
         problems += _ledger_problems(target)
     return list(dict.fromkeys(problems))  # several ledger entries may name one change

@@ -1,4 +1,4 @@
-"""What ``verify`` finds wrong in one attempt, as typed records worded in English and Chinese.
+"""What ``verify`` finds wrong, as typed records worded in English and Chinese.
 
 :func:`skgate.evidence.seal.verify_attempt` used to return English lines only, so a Chinese
 report (``skgate report --lang zh``) listed its seal problems in English, and whether a
@@ -6,7 +6,12 @@ problem meant "unfinished" (``skgate recover`` finishes it) or "changed" was tol
 matching words in the line. A :class:`SealProblem` carries its :class:`Flaw`, which says
 both, and renders itself in either language. The English text is the one ``verify``
 prints, unchanged (C2.5: evidence that changed after sealing decides no verdict).
-Nothing here does I/O.
+
+Every problem ``verify`` reports is one: those of one attempt (its seal, its scenes),
+those of the root's ledger (its hash chain, a torn last line, its cross-references to
+seals and scenes) and those of the root's entries (a linked ``attempts/`` or ledger).
+``skgate verify`` prints ``UNFINISHED:`` or ``CHANGED:`` from :attr:`Flaw.unfinished`
+(issue 29's leftover: no word of a line is ever matched). Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -26,6 +31,19 @@ class Phase(enum.Enum):
 
     SEALING = ("sealing", "封存")
     PRESERVING = ("preserving", "保存现场")
+
+    def word(self, lang: Lang) -> str:
+        return self.value[1] if lang is Lang.ZH else self.value[0]
+
+
+class Odd(enum.Enum):
+    """What stands where a directory or a regular file should (``{odd}`` in a template):
+    evidence is never read through a link (issue 21)."""
+
+    LINK_TO = ("a symbolic link (to {target})", "指向 {target} 的符号链接")
+    LINK = ("a symbolic link", "符号链接")
+    NOT_DIR = ("not a directory", "非目录")
+    NOT_REGULAR = ("not a regular file", "非普通文件")
 
     def word(self, lang: Lang) -> str:
         return self.value[1] if lang is Lang.ZH else self.value[0]
@@ -132,6 +150,92 @@ class Flaw(enum.Enum):
         True,
     )
 
+    # The root's entries (issue 21): each is named, since the walks never follow them.
+    READ_THROUGH_LINK = (
+        "{where}: is {odd}; evidence is never read through a link",
+        "{where}：实为{odd}；证据从不经由链接读取",
+        False,
+    )
+    ATTEMPT_THROUGH_LINK = (
+        "{where}: is {odd}; an attempt is never read or recovered through a link",
+        "{where}：实为{odd}；从不经由链接读取或恢复尝试",
+        False,
+    )
+    LEDGER_THROUGH_LINK = (
+        "{where}: is {odd}; the ledger is never read through a link",
+        "{where}：实为{odd}；从不经由链接读取账本",
+        False,
+    )
+    # The ledger's lines (``ledger.check_chain``, C4: an append-only hash chain).
+    LEDGER_LINE_TOO_LONG = (
+        "{where}: line {number} is longer than {limit} bytes (damaged, not read)",
+        "{where}：第 {number} 行超过 {limit} 字节（已损坏，未读取）",
+        False,
+    )
+    LEDGER_NOT_JSON = (
+        "{where}: line {number} is not a JSON entry (torn or edited)",
+        "{where}：第 {number} 行不是 JSON 条目（残缺或被编辑）",
+        False,
+    )
+    LEDGER_WRONG_SCHEMA = (
+        "{where}: line {number} is not a '{schema}' entry",
+        "{where}：第 {number} 行不是 '{schema}' 条目",
+        False,
+    )
+    LEDGER_CHAIN_BROKEN = (
+        "{where}: line {number} breaks the hash chain (the line before it was changed, "
+        "removed or reordered)",
+        "{where}：第 {number} 行断开了哈希链（它之前的行被改动、删除或调换了顺序）",
+        False,
+    )
+    LEDGER_TORN = (
+        "{where}: line {number} is torn: an append stopped before its line end (its writer "
+        "was killed or the disk filled) and no entry depends on it; run 'skgate recover "
+        "{root}' to cut it back",
+        "{where}：第 {number} 行残缺：一次追加在写到行尾前中断（写入者被终止或磁盘已满），"
+        "且没有条目依赖它；运行 'skgate recover {root}' 将其截去",
+        True,
+    )
+    # The ledger against the attempts: seals, scenes, presence.
+    INDEXED_GONE = (
+        "{where}: attempt {name} is indexed but its directory is gone",
+        "{where}：尝试 {name} 已登记，但其目录已不存在",
+        False,
+    )
+    LEDGER_SEAL_REMOVED = (
+        "{where}: removed (the ledger recorded it)",
+        "{where}：已被删除（账本记录过它）",
+        False,
+    )
+    LEDGER_DIFFERS = (
+        "{where}: differs from the one the ledger recorded",
+        "{where}：与账本记录的不同",
+        False,
+    )
+    NOT_IN_LEDGER = (
+        "{where}: not in the ledger (added by hand?)",
+        "{where}：不在账本中（手工加入？）",
+        False,
+    )
+    SEAL_NOT_RECORDED = (
+        "{where}: not recorded in the ledger (re-made?)",
+        "{where}：账本中没有记录（被重新生成？）",
+        False,
+    )
+    LEDGER_NO_END = (
+        "{where}: interrupted while sealing: seal.json matches the files but the ledger has "
+        "no end entry; run 'skgate recover {attempt}' to index it",
+        "{where}：封存时被中断：seal.json 与文件相符，但账本没有结束条目；运行 "
+        "'skgate recover {attempt}' 将其登记",
+        True,
+    )
+    SCENE_NOT_INDEXED = (
+        "{where}: unfinished: not in the ledger (a cleanup or retry was interrupted before "
+        "indexing it); " + _RECOVER_EN,
+        "{where}：未完成：不在账本中（cleanup 或 retry 在登记前被中断）；" + _RECOVER_ZH,
+        True,
+    )
+
     @property
     def unfinished(self) -> bool:
         return bool(self.value[2])
@@ -139,17 +243,25 @@ class Flaw(enum.Enum):
 
 @record
 class SealProblem:
-    """One problem: where (the attempt-relative name ``verify`` prints), what kind, and
-    the values its words name (``why``, ``size``, ``attempt`` ...), as text."""
+    """One problem: where (the attempt-relative name ``verify`` prints, or the ledger's
+    path), what kind, and the values its words name (``why``, ``size``, ``attempt`` ...),
+    as text, or an :class:`Odd` for ``{odd}``. ``within``: the matrix arm's root it was
+    found in (``runs/<arm>``), said first."""
 
     where: str
     flaw: Flaw
-    values: tuple[tuple[str, str], ...] = ()
+    values: tuple[tuple[str, str | Odd], ...] = ()
     phase: Phase = Phase.SEALING
+    within: str = ""
 
     def text(self, lang: Lang = Lang.EN) -> str:
         template = self.flaw.value[1] if lang is Lang.ZH else self.flaw.value[0]
-        return template.format(where=self.where, what=self.phase.word(lang), **dict(self.values))
+        plain = {k: v for k, v in self.values if isinstance(v, str)}
+        words = {k: v.word(lang).format(**plain) for k, v in self.values if isinstance(v, Odd)}
+        said = template.format(where=self.where, what=self.phase.word(lang), **plain, **words)
+        if not self.within:
+            return said
+        return f"{self.within}{'：' if lang is Lang.ZH else ': '}{said}"
 
     @property
     def unfinished(self) -> bool:
@@ -159,6 +271,9 @@ class SealProblem:
         return self.text(Lang.EN)
 
 
-def problem(where: str, flaw: Flaw, phase: Phase = Phase.SEALING, **values: object) -> SealProblem:
-    """A :class:`SealProblem`, its values given by name."""
-    return SealProblem(where, flaw, tuple((k, str(v)) for k, v in values.items()), phase)
+def problem(
+    where: str, flaw: Flaw, phase: Phase = Phase.SEALING, /, **values: object
+) -> SealProblem:
+    """A :class:`SealProblem`, its values given by name (an :class:`Odd` kept as it is)."""
+    kept = tuple((k, v if isinstance(v, Odd) else str(v)) for k, v in values.items())
+    return SealProblem(where, flaw, kept, phase)

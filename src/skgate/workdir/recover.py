@@ -61,22 +61,48 @@ from skgate.workdir.scenes import finish_scenes
 
 @dataclass(frozen=True)
 class Recovery:
-    """What ``recover`` did for one attempt (``done`` empty: nothing to recover)."""
+    """What ``recover`` did for one attempt (``done`` empty: nothing to recover), or, with
+    ``ledger``, for the root's ledger (``attempt`` is then the ledger's path)."""
 
     attempt: Path
     done: tuple[str, ...]
     verdict: Verdict | None
+    ledger: bool = False
 
     @property
     def nothing_to_do(self) -> bool:
         return not self.done
 
     def to_dict(self) -> dict[str, Any]:
+        if self.ledger:
+            return {"ledger": str(self.attempt), "done": list(self.done)}
         return {
             "attempt": str(self.attempt),
             "done": list(self.done),
             "state": self.verdict.state.value if self.verdict else None,
         }
+
+
+def repair_ledger(root: Path | None) -> Recovery | None:
+    """Cut back the root's torn ledger line, if it has one (issue 29's leftover).
+
+    A last line without its line end that is no whole entry is an append its writer never
+    finished (killed, or the disk filled): no entry depends on it, so it is cut back to
+    the last whole line, and the ``repair`` entry appended next records its size and
+    sha256 (C4: every whole line stays as written). Done under the ledger's lock, so a
+    writer still appending is waited for, never cut."""
+    if root is None:
+        return None
+    entry = ledger.repair(root)
+    if entry is None:
+        return None
+    cut = entry["torn_cut"]
+    said = (
+        f"cut back a torn last line ({cut['bytes']} bytes, sha256 {cut['sha256']}): an append "
+        "stopped before its line end (its writer was killed or the disk filled); the "
+        "ledger's repair entry records the cut"
+    )
+    return Recovery(root / ledger.LEDGER, (said,), None, ledger=True)
 
 
 def _ledger_entries(root: Path | None, name: str) -> set[ledger.LedgerEvent | None]:
@@ -446,13 +472,22 @@ def attempts_to_recover(target: Path) -> list[Path]:
 
 
 def recover(target: Path, notify: Notify | None = None, *, adopt: bool = False) -> list[Recovery]:
-    """``skgate recover [--adopt] ATTEMPT|ROOT``: recover each unfinished attempt."""
-    return [recover_attempt(a, notify, adopt_tree=adopt) for a in attempts_to_recover(target)]
+    """``skgate recover [--adopt] ATTEMPT|ROOT``: repair the root's torn ledger line, if
+    any, then recover each unfinished attempt."""
+    attempts = attempts_to_recover(target)
+    root = ledger.root_of(target) if attempts == [target] else target
+    repaired = repair_ledger(root)
+    done = [recover_attempt(a, notify, adopt_tree=adopt) for a in attempts]
+    return done if repaired is None else [repaired, *done]
 
 
 def render(recoveries: list[Recovery]) -> list[str]:
     lines: list[str] = []
     for r in recoveries:
+        if r.ledger:
+            lines.append(f"{r.attempt}: repaired")
+            lines.extend(f"  - {d}" for d in r.done)
+            continue
         if r.nothing_to_do:
             lines.append(f"{r.attempt}: nothing to recover (sealed and indexed)")
             continue
