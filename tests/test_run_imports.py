@@ -47,7 +47,15 @@ STDLIB_NOT_BEFORE_LAUNCH = {
     "shutil",
 }
 
-AT_LAUNCH = """\
+#: Loaded by no step of a ``run -- true``, from the parse to the verdict: ``dataclasses``
+#: (with ``inspect``), and OpenSSL's ``hashlib`` (``_hashlib``, about 2 ms to load): the
+#: hook cache's keys, the ledger chain and the seal of small files use the interpreter's
+#: own sha256 (``skgate.evidence.digest.small_sha256``, issue 29).
+NEVER_IN_A_RUN = ("dataclasses", "inspect", "hashlib", "_hashlib")
+
+AT_LAUNCH = (
+    f"NEVER_IN_A_RUN = {NEVER_IN_A_RUN!r}\n"
+    + """\
 import json, sys
 from skgate.proc import supervise
 
@@ -72,9 +80,10 @@ from skgate.cli.main import main
 
 code = main(["run", "--root", sys.argv[1], "--quiet", "--verdict-from", "exit-status",
              "--", "true"])
-seen["at_end"] = sorted(m for m in ("dataclasses", "inspect") if m in sys.modules)
+seen["at_end"] = sorted(m for m in NEVER_IN_A_RUN if m in sys.modules)
 print(json.dumps({"code": code, **seen}))
 """
+)
 
 
 def read_json_if(path: Path) -> dict[str, object] | None:
@@ -129,7 +138,8 @@ def test_run_builds_no_dataclass_before_launch_nor_after(tmp_path: Path) -> None
     none is built before the launch (the journal's events, the records and the mutable
     working state of the run path use ``skgate.model.frozen``), nor by the finish (the
     stage records, the loaded evidence, the installed binaries): a ``run -- true``
-    waits for its finish too, and ``dataclasses`` brings ``inspect`` with it."""
+    waits for its finish too, and ``dataclasses`` brings ``inspect`` with it. Nor does
+    any step load OpenSSL's ``hashlib`` (:data:`NEVER_IN_A_RUN`)."""
     got = at_launch(tmp_path)
     assert got["dataclasses"] == [], got["dataclasses"]
     assert got["at_end"] == [], got["at_end"]

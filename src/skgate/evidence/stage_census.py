@@ -26,7 +26,6 @@ only as regular files, without following links, with a bound (:func:`read_bounde
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -37,7 +36,7 @@ from typing import NamedTuple
 
 from skgate.evidence import regular
 from skgate.evidence.census import ERROR_SUFFIX, RUN_SUFFIX, SUCC_SUFFIX
-from skgate.evidence.digest import sha256_file
+from skgate.evidence.digest import sha256_bytes, sha256_file
 from skgate.model.errors import EvidenceError
 from skgate.model.stages import (
     MAX_NAMED,
@@ -216,7 +215,7 @@ def file_digest(path: str) -> str | None:
     data = read_bounded(path, MAX_INPUT_BYTES)
     if data is None or len(data) >= MAX_INPUT_BYTES:
         return None
-    return hashlib.sha256(data).hexdigest()
+    return sha256_bytes(data)
 
 
 class _Log:

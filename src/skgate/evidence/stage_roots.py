@@ -13,13 +13,13 @@ without following links, with a bound.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import stat
 from collections.abc import Collection, Iterable
 
+from skgate.evidence.digest import small_sha256
 from skgate.evidence.stage_census import (
     INPUT_SUFFIX,
     MAX_HASHED,
@@ -188,7 +188,7 @@ def cache_keys(root: str) -> frozenset[str]:
                 break
             digests.append(digest)
         else:
-            base = hashlib.sha256()
+            base = small_sha256()  # hex digests: small
             for digest in sorted(digests):
                 base.update(digest.encode())
             for sk in _SK_PARTS:
