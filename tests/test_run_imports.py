@@ -81,6 +81,15 @@ from skgate.cli.main import main
 code = main(["run", "--root", sys.argv[1], "--quiet", "--verdict-from", "exit-status",
              "--", "true"])
 seen["at_end"] = sorted(m for m in NEVER_IN_A_RUN if m in sys.modules)
+from skgate.model.lazy_re import Lazy
+seen["compiled"] = sorted(
+    f"{name}.{k}"
+    for name, mod in list(sys.modules.items())
+    if name.startswith("skgate")
+    for k, v in list(vars(mod).items())
+    if isinstance(v, Lazy) and v._compiled is not None
+)
+seen["launcher_patterns"] = sys.modules["skgate.evidence.launcher_lines"]._PATTERNS is not None
 print(json.dumps({"code": code, **seen}))
 """
 )
@@ -143,6 +152,19 @@ def test_run_builds_no_dataclass_before_launch_nor_after(tmp_path: Path) -> None
     got = at_launch(tmp_path)
     assert got["dataclasses"] == [], got["dataclasses"]
     assert got["at_end"] == [], got["at_end"]
+
+
+#: The only lazily compiled patterns a ``run -- true`` compiles: the command's
+#: interpreter test (the owned ``true``'s exec) and the torch-npu lookup in the site
+#: directories. The log's (an empty log), the plogs' (none), the outputs' and stage
+#: census's (none), the releases' (no torch-npu) stay uncompiled (issue 29).
+COMPILED_IN_A_RUN = {"skgate.proc.observe._INTERPRETERS", "skgate.preflight.torch_npu._DIST_INFO"}
+
+
+def test_a_run_with_an_empty_log_compiles_none_of_the_log_patterns(tmp_path: Path) -> None:
+    got = at_launch(tmp_path)
+    assert set(got["compiled"]) <= COMPILED_IN_A_RUN, got["compiled"]  # type: ignore[call-overload]
+    assert got["launcher_patterns"] is False
 
 
 def test_start_records_its_attempt_without_the_dataclasses_module() -> None:

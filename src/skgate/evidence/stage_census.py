@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from itertools import chain
 from pathlib import Path
@@ -38,6 +37,7 @@ from skgate.evidence import regular
 from skgate.evidence.census import ERROR_SUFFIX, RUN_SUFFIX, SUCC_SUFFIX
 from skgate.evidence.digest import sha256_bytes, sha256_file
 from skgate.model.errors import EvidenceError
+from skgate.model.lazy_re import Lazy
 from skgate.model.stages import (
     MAX_NAMED,
     InputOutcome,
@@ -176,7 +176,7 @@ class LogName(NamedTuple):
 
 # Lazy: tried at each "_" from the left, so the 64-hex field anchors it at once (op
 # types are short); fullmatch keeps an op type with an underscore whole.
-_LOG_NAME = re.compile(r"static_kernel_(.+?)_([0-9a-f]{64})_([0-9]+)_d([0-9]+)")
+_LOG_NAME = Lazy(r"static_kernel_(.+?)_([0-9a-f]{64})_([0-9]+)_d([0-9]+)")
 
 
 def parse_log_name(base: str) -> LogName | None:
@@ -184,7 +184,7 @@ def parse_log_name(base: str) -> LogName | None:
 
     Anchored on the hash from the right, so an op type with an underscore stays whole.
     """
-    m = _LOG_NAME.fullmatch(base)
+    m = _LOG_NAME.get().fullmatch(base)
     return None if m is None else LogName._make(m.groups())
 
 
@@ -470,7 +470,7 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
     stem_paired = len(stems or ()) - len(remaining)
     # 2. Real names: static_kernel_<OpType>_<sha256>_<pid>_d<n>.
     by_op: dict[str, list[_Log]] = {}
-    match = _LOG_NAME.fullmatch  # parse_log_name, inlined: 10^4 logs
+    match = _LOG_NAME.get().fullmatch  # parse_log_name, inlined: 10^4 logs
     error_only = [(b, d) for b, d in error_dirs.items() if b not in succ_dirs]
     strangers: list[str] = []
     for base, succ, err in chain(

@@ -12,11 +12,11 @@ scan every second over a few hundred processes must cost well under 1 % of a cor
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from skgate.model.frozen import record
+from skgate.model.lazy_re import Lazy
 
 PROC = Path("/proc")
 
@@ -230,7 +230,7 @@ def direct_children(pid: int) -> list[int]:
 
 #: Interpreters a compiler script may run under (``#!/usr/bin/env python3`` makes the
 #: process's name and argv[0] the interpreter's; the script is the next word).
-_INTERPRETERS = re.compile(r"\A(?:python[0-9.]*|sh|bash|dash|env|perl)\Z")
+_INTERPRETERS = Lazy(r"\A(?:python[0-9.]*|sh|bash|dash|env|perl)\Z")  # compiled on first use
 
 
 def program_name(argv: Sequence[str]) -> str:
@@ -238,7 +238,7 @@ def program_name(argv: Sequence[str]) -> str:
     if not argv:
         return ""
     first = os.path.basename(argv[0])
-    if not _INTERPRETERS.match(first):
+    if not _INTERPRETERS.get().match(first):
         return first
     for word in argv[1:3]:
         if not word.startswith("-"):
