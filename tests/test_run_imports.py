@@ -50,8 +50,9 @@ STDLIB_NOT_BEFORE_LAUNCH = {
 #: Loaded by no step of a ``run -- true``, from the parse to the verdict: ``dataclasses``
 #: (with ``inspect``), and OpenSSL's ``hashlib`` (``_hashlib``, about 2 ms to load): the
 #: hook cache's keys, the ledger chain and the seal of small files use the interpreter's
-#: own sha256 (``skgate.evidence.digest.small_sha256``, issue 29).
-NEVER_IN_A_RUN = ("dataclasses", "inspect", "hashlib", "_hashlib")
+#: own sha256 (``skgate.evidence.digest.small_sha256``, issue 29). Nor, in a ``--quiet``
+#: run (as ``start`` and the API run), the terminal echo and its queue.
+NEVER_IN_A_RUN = ("dataclasses", "inspect", "hashlib", "_hashlib", "skgate.proc.echo", "queue")
 
 AT_LAUNCH = (
     f"NEVER_IN_A_RUN = {NEVER_IN_A_RUN!r}\n"
