@@ -51,8 +51,18 @@ STDLIB_NOT_BEFORE_LAUNCH = {
 #: (with ``inspect``), and OpenSSL's ``hashlib`` (``_hashlib``, about 2 ms to load): the
 #: hook cache's keys, the ledger chain and the seal of small files use the interpreter's
 #: own sha256 (``skgate.evidence.digest.small_sha256``, issue 29). Nor, in a ``--quiet``
-#: run (as ``start`` and the API run), the terminal echo and its queue.
-NEVER_IN_A_RUN = ("dataclasses", "inspect", "hashlib", "_hashlib", "skgate.proc.echo", "queue")
+#: run (as ``start`` and the API run), the terminal echo and its queue. ``socket`` (the
+#: Python layer, whose import converts its constants to enums): the netlink sources and
+#: the host name use ``_socket``.
+NEVER_IN_A_RUN = (
+    "dataclasses",
+    "inspect",
+    "hashlib",
+    "_hashlib",
+    "skgate.proc.echo",
+    "queue",
+    "socket",
+)
 
 AT_LAUNCH = (
     f"NEVER_IN_A_RUN = {NEVER_IN_A_RUN!r}\n"
