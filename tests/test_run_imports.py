@@ -53,7 +53,8 @@ STDLIB_NOT_BEFORE_LAUNCH = {
 #: own sha256 (``skgate.evidence.digest.small_sha256``, issue 29). Nor, in a ``--quiet``
 #: run (as ``start`` and the API run), the terminal echo and its queue. ``socket`` (the
 #: Python layer, whose import converts its constants to enums): the netlink sources and
-#: the host name use ``_socket``.
+#: the host name use ``_socket``. ``skgate.model.outcomes``: the run's two modes come from
+#: ``skgate.model.modes``, without the seven outcome enums of other commands.
 NEVER_IN_A_RUN = (
     "dataclasses",
     "inspect",
@@ -62,6 +63,7 @@ NEVER_IN_A_RUN = (
     "skgate.proc.echo",
     "queue",
     "socket",
+    "skgate.model.outcomes",
 )
 
 AT_LAUNCH = (
