@@ -54,7 +54,8 @@ STDLIB_NOT_BEFORE_LAUNCH = {
 #: run (as ``start`` and the API run), the terminal echo and its queue. ``socket`` (the
 #: Python layer, whose import converts its constants to enums): the netlink sources and
 #: the host name use ``_socket``. ``skgate.model.outcomes``: the run's two modes come from
-#: ``skgate.model.modes``, without the seven outcome enums of other commands.
+#: ``skgate.model.modes``, without the seven outcome enums of other commands. The jobs
+#: shim: installed only with ``--enforce-jobs``.
 NEVER_IN_A_RUN = (
     "dataclasses",
     "inspect",
@@ -64,6 +65,7 @@ NEVER_IN_A_RUN = (
     "queue",
     "socket",
     "skgate.model.outcomes",
+    "skgate.preflight.shim",
 )
 
 AT_LAUNCH = (
