@@ -266,7 +266,7 @@ def compiler_processes(
 
     Every launch pays for this scan of the whole host (issue 29), so a process is first
     judged on raw bytes: its name (the stat line's parenthesised field) and the first
-    three words of its argv (all :func:`is_compiler` reads), each from one bounded read.
+    three words of its argv (all :func:`is_compiler` reads; a long argv's tail is not read).
     Only a process whose name is one of ``names`` or whose argv holds one of them as a
     byte string is read again and judged by the rule itself. The byte test never drops a
     process the rule finds (see :func:`_needles`)."""
