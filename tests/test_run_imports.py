@@ -47,7 +47,30 @@ STDLIB_NOT_BEFORE_LAUNCH = {
     "shutil",
 }
 
-AT_LAUNCH = """\
+#: Loaded by no step of a ``run -- true``, from the parse to the verdict: ``dataclasses``
+#: (with ``inspect``), and OpenSSL's ``hashlib`` (``_hashlib``, about 2 ms to load): the
+#: hook cache's keys, the ledger chain and the seal of small files use the interpreter's
+#: own sha256 (``skgate.evidence.digest.small_sha256``, issue 29). Nor, in a ``--quiet``
+#: run (as ``start`` and the API run), the terminal echo and its queue. ``socket`` (the
+#: Python layer, whose import converts its constants to enums): the netlink sources and
+#: the host name use ``_socket``. ``skgate.model.outcomes``: the run's two modes come from
+#: ``skgate.model.modes``, without the seven outcome enums of other commands. The jobs
+#: shim: installed only with ``--enforce-jobs``.
+NEVER_IN_A_RUN = (
+    "dataclasses",
+    "inspect",
+    "hashlib",
+    "_hashlib",
+    "skgate.proc.echo",
+    "queue",
+    "socket",
+    "skgate.model.outcomes",
+    "skgate.preflight.shim",
+)
+
+AT_LAUNCH = (
+    f"NEVER_IN_A_RUN = {NEVER_IN_A_RUN!r}\n"
+    + """\
 import json, sys
 from skgate.proc import supervise
 
@@ -72,9 +95,19 @@ from skgate.cli.main import main
 
 code = main(["run", "--root", sys.argv[1], "--quiet", "--verdict-from", "exit-status",
              "--", "true"])
-seen["at_end"] = sorted(m for m in ("dataclasses", "inspect") if m in sys.modules)
+seen["at_end"] = sorted(m for m in NEVER_IN_A_RUN if m in sys.modules)
+from skgate.model.lazy_re import Lazy
+seen["compiled"] = sorted(
+    f"{name}.{k}"
+    for name, mod in list(sys.modules.items())
+    if name.startswith("skgate")
+    for k, v in list(vars(mod).items())
+    if isinstance(v, Lazy) and v._compiled is not None
+)
+seen["launcher_patterns"] = sys.modules["skgate.evidence.launcher_lines"]._PATTERNS is not None
 print(json.dumps({"code": code, **seen}))
 """
+)
 
 
 def read_json_if(path: Path) -> dict[str, object] | None:
@@ -129,10 +162,24 @@ def test_run_builds_no_dataclass_before_launch_nor_after(tmp_path: Path) -> None
     none is built before the launch (the journal's events, the records and the mutable
     working state of the run path use ``skgate.model.frozen``), nor by the finish (the
     stage records, the loaded evidence, the installed binaries): a ``run -- true``
-    waits for its finish too, and ``dataclasses`` brings ``inspect`` with it."""
+    waits for its finish too, and ``dataclasses`` brings ``inspect`` with it. Nor does
+    any step load OpenSSL's ``hashlib`` (:data:`NEVER_IN_A_RUN`)."""
     got = at_launch(tmp_path)
     assert got["dataclasses"] == [], got["dataclasses"]
     assert got["at_end"] == [], got["at_end"]
+
+
+#: The only lazily compiled patterns a ``run -- true`` compiles: the command's
+#: interpreter test (the owned ``true``'s exec) and the torch-npu lookup in the site
+#: directories. The log's (an empty log), the plogs' (none), the outputs' and stage
+#: census's (none), the releases' (no torch-npu) stay uncompiled (issue 29).
+COMPILED_IN_A_RUN = {"skgate.proc.observe._INTERPRETERS", "skgate.preflight.torch_npu._DIST_INFO"}
+
+
+def test_a_run_with_an_empty_log_compiles_none_of_the_log_patterns(tmp_path: Path) -> None:
+    got = at_launch(tmp_path)
+    assert set(got["compiled"]) <= COMPILED_IN_A_RUN, got["compiled"]  # type: ignore[call-overload]
+    assert got["launcher_patterns"] is False
 
 
 def test_start_records_its_attempt_without_the_dataclasses_module() -> None:

@@ -48,7 +48,7 @@ def test_unavailable_is_one_line_reason(monkeypatch: pytest.MonkeyPatch) -> None
     def refuse(*_a: object, **_k: object) -> object:
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr("socket.socket", refuse)
+    monkeypatch.setattr("_socket.socket", refuse)  # the C module skgate.proc.events uses
     with pytest.raises(events.EventsUnavailable, match="EPERM") as info:
         events.open_connector()
     assert "\n" not in str(info.value)

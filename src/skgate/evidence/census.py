@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from skgate.model.events import Observation
 from skgate.model.frozen import field, mutable
+from skgate.model.lazy_re import Lazy
 
 if TYPE_CHECKING:
     from skgate.model.records import Census
@@ -44,13 +45,13 @@ OTHER_ROOT = "."
 
 # ``ts<time>_pid<pid>_outputs`` from torch-npu 2.9 on; ``<time>_<pid>_outputs`` in 2.7
 # (static_kernel.py l.273-274 of 2.7.1.post2).
-_RESULT_ROOT = re.compile(r"(?:ts.*_pid.*|\d+_\d+)_outputs\Z", re.DOTALL)
+_RESULT_ROOT = Lazy(r"(?:ts.*_pid.*|\d+_\d+)_outputs\Z", re.DOTALL)
 
 
 def is_result_root(name: str) -> bool:
     """Does a directory name look like a CANN result root (``ts<time>_pid<pid>_outputs``,
     or 2.7's ``<time>_<pid>_outputs``)?"""
-    return _RESULT_ROOT.match(name) is not None
+    return _RESULT_ROOT.get().match(name) is not None
 
 
 def _has_new(outputs: Path, before: Collection[tuple[str, int]]) -> bool:

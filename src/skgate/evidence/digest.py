@@ -30,10 +30,15 @@ def new_sha256() -> hashlib._Hash:
 _BUILTIN_SHA256 = ("_sha2", "_sha256") if sys.version_info >= (3, 12) else ("_sha256", "_sha2")
 
 
-def sha256_small(data: bytes) -> str:
-    """sha256 of a small buffer (an evidence file checked against its seal on read)
-    without loading OpenSSL: ``_hashlib`` costs ``skgate status`` a tenth of its start-up,
-    the interpreter's built-in sha256 a fraction of that (issue 28, bench/bench_cli.py)."""
+#: Below this many bytes a hash is the interpreter's own sha256 (:func:`small_sha256`).
+SMALL = 1 << 20
+
+
+def small_sha256() -> hashlib._Hash:
+    """A sha256 object for a small input, without loading OpenSSL when the interpreter
+    has its own sha256: ``_hashlib`` costs ``skgate status`` a tenth of its start-up and
+    a ``run`` about 2 ms, the built-in module a fraction of that (issues 28, 29). The
+    digest is the same; OpenSSL's is faster only on large inputs (:data:`SMALL`)."""
     for name in _BUILTIN_SHA256:
         try:
             # ``__import__``, not ``importlib.import_module``: no ``importlib`` package
@@ -41,12 +46,19 @@ def sha256_small(data: bytes) -> str:
             module = __import__(name)
         except ImportError:
             continue
-        return str(module.sha256(data).hexdigest())
-    return sha256_bytes(data)
+        return module.sha256()  # type: ignore[no-any-return]
+    return new_sha256()
+
+
+def sha256_small(data: bytes) -> str:
+    """sha256 of a small buffer (an evidence file checked against its seal on read)."""
+    digest = small_sha256()
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:
-    digest = new_sha256()
+    digest = small_sha256() if len(data) < SMALL else new_sha256()
     digest.update(data)
     return digest.hexdigest()
 
@@ -55,19 +67,22 @@ def hash_fd(fd: int, block: int = 1 << 20) -> tuple[str, int]:
     """sha256 and byte count of an open file, read in fixed blocks (bounded memory).
 
     ``hashlib`` releases the GIL on large updates, so several of these run in parallel
-    threads (the seal uses that to keep up with ``sha256sum``).
+    threads (the seal uses that to keep up with ``sha256sum``); a file smaller than one
+    block is hashed by :func:`small_sha256`, without loading OpenSSL for it.
     """
-    digest = new_sha256()
-    buf = bytearray(block)
+    size = os.fstat(fd).st_size
+    digest = small_sha256() if size < block else new_sha256()
+    # No 1 MiB buffer to zero for each small evidence file a seal hashes.
+    buf = bytearray(min(block, max(size + 1, 1 << 16)))
     view = memoryview(buf)
-    size = 0
+    done = 0
     while True:
         n = os.readv(fd, [buf])
         if n == 0:
             break
         digest.update(view[:n])
-        size += n
-    return digest.hexdigest(), size
+        done += n
+    return digest.hexdigest(), done
 
 
 def sha256_file(path: Path | str) -> str | None:

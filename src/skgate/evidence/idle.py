@@ -16,13 +16,13 @@ Directories are listed without following links, and only a bounded number is rea
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterable, Sequence
 
 from skgate.evidence.stage_census import input_stems
 from skgate.evidence.stage_roots import subdirs
 from skgate.model.idle import Idle, IdleKind
+from skgate.model.lazy_re import Lazy
 from skgate.model.request import OUTPUTS_DIRNAME
 from skgate.model.running import ProcessRecord
 from skgate.model.stage_roots import AnnouncedRoot
@@ -115,7 +115,7 @@ def cached_installs(
 
 
 #: The uninstall path torchair prints after an install (``save_uninstall_info``).
-_UNINSTALL = re.compile(r"(?P<dir>.*/opp/static_kernel/ai_core)/(?P<pkg>[^/]+)/uninstall\.sh")
+_UNINSTALL = Lazy(r"(?P<dir>.*/opp/static_kernel/ai_core)/(?P<pkg>[^/]+)/uninstall\.sh")
 
 
 def printed_installs(
@@ -127,7 +127,7 @@ def printed_installs(
     cached: dict[str, list[str]] = {}
     printed: dict[str, list[str]] = {}
     for path in list(uninstall_paths)[:MAX_ITEMS]:
-        m = _UNINSTALL.fullmatch(path.strip())
+        m = _UNINSTALL.get().fullmatch(path.strip())
         if m is None:
             continue
         pkg = m.group("pkg")

@@ -60,8 +60,6 @@ PACKAGE_SUCCESS = b"install success"
 #: holds START (``Rank N: skipping static kernel compilation for multi card: ...``).
 DUMP_FAILED = b"Failed to execute dump json"
 SKIPPING = "skipping static kernel compilation"
-#: torch-npu 2.7.1's start line names no build directory (static_kernel.py l.27).
-_BARE_START = re.compile(r"^Starting static kernel compilation\s*$")
 
 #: Literals the log scanner looks for on this module's behalf.
 LITERALS: tuple[bytes, ...] = (
@@ -79,7 +77,7 @@ LITERALS: tuple[bytes, ...] = (
 )
 
 #: A line can add a fact only if it holds one of these (each is in, or implied by, what
-#: ``LauncherCollector.on_line`` looks for: ``_START`` needs ``[Ss]tarting static kernel
+#: ``LauncherCollector.on_line`` looks for: ``start`` needs ``[Ss]tarting static kernel
 #: compilation``, an unpacking line adds nothing). Lines that merely close an open error
 #: message are read by the grep path around its hits, so they need no trigger.
 TRIGGERS: tuple[bytes, ...] = (
@@ -98,39 +96,62 @@ TRIGGERS: tuple[bytes, ...] = (
     SKIPPING.encode(),
 )
 
-# ``<file>:<lineno>: <Category>: `` as warnings.formatwarning writes it.
-_WARNING_HEADER = re.compile(r"^.*?:\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): ")
-# The same header found by a search from its first colon: on a line (no newline, which
-# ``.`` would not cross) the leftmost match is the one the lazy ``^.*?`` finds, at a
-# fraction of the cost (the lazy prefix retries the tail at every byte; issue 29).
-_WARNING_TAIL = re.compile(r":\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): ")
+_MSG = "execute op_compiler error, msg:"
+
+
+class _Patterns:
+    """This module's regexes, compiled when the first line holding a launcher literal
+    comes (:func:`_patterns`): a run whose log holds none (``run -- true``, most
+    compiles' stdout) compiles none of them (issue 29: about 0.6 ms of every start-up)."""
+
+    def __init__(self) -> None:
+        # torch-npu 2.7.1's start line names no build directory (static_kernel.py l.27).
+        self.bare_start = re.compile(r"^Starting static kernel compilation\s*$")
+        # ``<file>:<lineno>: <Category>: `` as warnings.formatwarning writes it.
+        self.warning_header = re.compile(r"^.*?:\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): ")
+        # The same header found by a search from its first colon: on a line (no newline,
+        # which ``.`` would not cross) the leftmost match is the one the lazy ``^.*?``
+        # finds, at a fraction of the cost (the lazy prefix retries the tail at every
+        # byte; issue 29).
+        self.warning_tail = re.compile(r":\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): ")
+        self.rank_at = re.compile(r"Rank (?P<rank>\d+): ")
+        self.header_rank = re.compile(
+            r":\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): (?:Rank (?P<rank>\d+): )?"
+        )
+        self.start = re.compile(
+            r"[Ss]tarting static kernel compilation(?P<multi> for multi card)?, "
+            r"the build directory is (?P<root>.+?)\s*$"
+        )
+        self.cache_hit = re.compile(r"Static kernel cache hit:?\s*(?P<path>.*?)\s*$")
+        self.cache_miss = re.compile(r"No matching cache found for key\s*:?\s*(?P<key>.*?)\s*$")
+        # ``[Rank N: ]<file>.run install failed`` / ``<dir>/uninstall.sh uninstall
+        # success``, anywhere in the line: the logger's header comes first.
+        self.package = re.compile(
+            r"(?:Rank (?P<rank>\d+): )?(?P<path>\S+) (?P<kind>un)?install (?P<res>failed|success)\b"
+        )
+
+
+_PATTERNS: _Patterns | None = None
+
+
+def _patterns() -> _Patterns:
+    """The compiled regexes (two threads racing here compile them twice: harmless)."""
+    global _PATTERNS
+    if _PATTERNS is None:
+        _PATTERNS = _Patterns()
+    return _PATTERNS
 
 
 def _header(text: str) -> re.Match[str] | None:
-    """``_WARNING_HEADER.match(text)``, faster on a line without a newline."""
+    """``warning_header.match(text)``, faster on a line without a newline."""
+    rx = _patterns()
     if "\n" in text:
-        return _WARNING_HEADER.match(text)
-    return _WARNING_TAIL.search(text)
+        return rx.warning_header.match(text)
+    return rx.warning_tail.search(text)
 
 
-_RANK_AT = re.compile(r"Rank (?P<rank>\d+): ")
-_HEADER_RANK = re.compile(
-    r":\d+: (?P<category>[A-Za-z_]\w*(?:Warning|Error)): (?:Rank (?P<rank>\d+): )?"
-)
-_START = re.compile(
-    r"[Ss]tarting static kernel compilation(?P<multi> for multi card)?, "
-    r"the build directory is (?P<root>.+?)\s*$"
-)
-_CACHE_HIT = re.compile(r"Static kernel cache hit:?\s*(?P<path>.*?)\s*$")
-_CACHE_MISS = re.compile(r"No matching cache found for key\s*:?\s*(?P<key>.*?)\s*$")
-_MSG = "execute op_compiler error, msg:"
-# ``[Rank N: ]<file>.run install failed`` / ``<dir>/uninstall.sh uninstall success``,
-# anywhere in the line: the logger's header comes first.
-_PACKAGE = re.compile(
-    r"(?:Rank (?P<rank>\d+): )?(?P<path>\S+) (?P<kind>un)?install (?P<res>failed|success)\b"
-)
-# The literal each check above needs, decoded once (``_START`` and ``_BARE_START`` need
-# ``[Ss]tarting static kernel compilation``, ``_PACKAGE`` needs ``install failed`` or
+# The literal each check above needs, decoded once (``start`` and ``bare_start`` need
+# ``[Ss]tarting static kernel compilation``, ``package`` needs ``install failed`` or
 # ``install success``): a regex runs only on a line holding its literal.
 _S_START = TRIGGERS[0].decode()
 _S_COMPILER_ERROR = COMPILER_ERROR.decode()
@@ -146,22 +167,23 @@ _S_PACKAGE_SUCCESS = PACKAGE_SUCCESS.decode()
 
 def split_line(text: str) -> tuple[str | None, int | None, str]:
     """(warning category or None, rank or None, message) of one log line."""
+    rx = _patterns()
     if "\n" not in text:
         # One search finds the header and the rank after it: the optional rank cannot
-        # move the leftmost header, and after it it is ``_RANK_AT.match`` (issue 29).
-        m = _HEADER_RANK.search(text)
+        # move the leftmost header, and after it it is ``rank_at.match`` (issue 29).
+        m = rx.header_rank.search(text)
         if m is not None:
             rank = m.group("rank")
             return m.group("category"), int(rank) if rank else None, text[m.end() :]
     else:
-        m = _WARNING_HEADER.match(text)
+        m = rx.warning_header.match(text)
     category = None
     at = 0
     if m is not None:
         category = m.group("category")
         at = m.end()
-    # ``_RANK_AT.match(text, at)`` is ``_RANK.match(text[at:])`` without the copy.
-    r = _RANK_AT.match(text, at)
+    # ``rank_at.match(text, at)`` is ``rank_at.match(text[at:])`` without the copy.
+    r = rx.rank_at.match(text, at)
     if r is not None:
         return category, int(r.group("rank")), text[r.end() :]
     return category, None, text[at:] if at else text
@@ -214,9 +236,10 @@ class LauncherCollector:
 
         Each regex runs only when the literal it needs is in the line (``_GATES``): a log
         full of error messages pays a few ``in`` tests per line, not five regex searches
-        (issue 29; ``_PACKAGE`` alone is quadratic in a long path token).
+        (issue 29; ``package`` alone is quadratic in a long path token).
         """
         _, rank, msg = split_line(text)
+        rx = _patterns()
         seen = False
         if _S_COMPILER_ERROR in msg:
             if len(self._lists["compiler_errors"]) < MAX_ITEMS:
@@ -228,7 +251,7 @@ class LauncherCollector:
                 self._add("compiler_errors", None)
             seen = True
         if _S_START in msg:
-            m = _START.search(msg)
+            m = rx.start.search(msg)
             if m is not None:
                 self._add(
                     "starts",
@@ -239,16 +262,16 @@ class LauncherCollector:
                     },
                 )
                 seen = True
-            if _BARE_START.match(msg.strip()) is not None:
+            if rx.bare_start.match(msg.strip()) is not None:
                 self._bare_starts += 1
                 seen = True
         if _S_CACHE_HIT in msg:
-            m = _CACHE_HIT.search(msg)
+            m = rx.cache_hit.search(msg)
             if m is not None:
                 self._add("cache_hits", {"rank": rank, "path": m.group("path")[:MAX_TEXT]})
                 seen = True
         if _S_CACHE_MISS in msg:
-            m = _CACHE_MISS.search(msg)
+            m = rx.cache_miss.search(msg)
             if m is not None:
                 self._add("cache_misses", {"rank": rank, "key": m.group("key")[:MAX_TEXT]})
                 seen = True
@@ -266,7 +289,7 @@ class LauncherCollector:
             self._uninstall += 1
             seen = True
         if _S_PACKAGE_FAILED in msg or _S_PACKAGE_SUCCESS in msg:
-            m = _PACKAGE.search(msg)
+            m = rx.package.search(msg)
             if m is not None:
                 line_rank = int(m.group("rank")) if m.group("rank") else rank
                 self._add(

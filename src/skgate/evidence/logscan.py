@@ -52,6 +52,7 @@ from skgate.evidence.launcher_lines import LITERALS as LAUNCHER_LITERALS
 from skgate.evidence.launcher_lines import TRIGGERS as LAUNCHER_TRIGGERS
 from skgate.evidence.launcher_lines import LauncherCollector
 from skgate.model.errors import UsageError
+from skgate.model.lazy_re import Lazy
 from skgate.model.logscan import LogScan
 from skgate.model.request import SUMMARY_GROUPS, validate_patterns
 from skgate.model.running import Stage, Summary
@@ -86,9 +87,10 @@ _UNLISTED = tuple(x for x in LITERALS if not any(t in x for t in GREP_TRIGGERS))
 _OWN_STR = tuple(x.decode() for x in _OWN_LITERALS)
 _LAUNCHER_STR = tuple(x.decode() for x in LAUNCHER_LITERALS)
 
-_KV = re.compile(r"\b(stage|inputs|succeeded|failed)=(\S+)")
-_PACKAGE_RE = re.compile(r"generate run package (\S+) success")
-_UNINSTALL_RE = re.compile(r"(?:[^\s'\"=,;:()<>\[\]]*/)?uninstall\.sh(?![\w.])")
+# Compiled on first use: a run with an empty log needs none of them (issue 29).
+_KV = Lazy(r"\b(stage|inputs|succeeded|failed)=(\S+)")
+_PACKAGE_RE = Lazy(r"generate run package (\S+) success")
+_UNINSTALL_RE = Lazy(r"(?:[^\s'\"=,;:()<>\[\]]*/)?uninstall\.sh(?![\w.])")
 _EXECUTING = "executing:"
 
 
@@ -106,7 +108,7 @@ def uninstall_paths(line: str) -> list[str]:
     if at >= 0:
         rest = line[at + len(_EXECUTING) :].strip(" ")
         return [rest] if rest else []
-    return _UNINSTALL_RE.findall(line)
+    return _UNINSTALL_RE.get().findall(line)
 
 
 def count_long_lines(data: bytes | bytearray, s: int, e: int, max_line: int) -> int:
@@ -458,7 +460,7 @@ class LogScanner:
                 )
             )
         if groups is None:
-            values = dict(_KV.findall(line))
+            values = dict(_KV.get().findall(line))
             if not values:
                 return  # a [summary] line in another shape: archived verbatim only
             groups = tuple(values.get(g, "") for g in SUMMARY_GROUPS)
@@ -509,7 +511,7 @@ class LogScanner:
             self._roots.add(root[:MAX_KEPT_LINE])
 
     def _on_package(self, line: str) -> None:
-        for name in _PACKAGE_RE.findall(line):
+        for name in _PACKAGE_RE.get().findall(line):
             self._packages.add(name[:MAX_KEPT_LINE])
 
     def _on_uninstall(self, line: str) -> None:

@@ -21,11 +21,12 @@ Nothing in the log directory is changed.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from skgate.model.lazy_re import Lazy
 
 SCHEMA_PLOG = "skgate.plog/1"
 PLOG_DIR = "plog"
@@ -34,9 +35,10 @@ PLOG_INDEX = "plog.json"
 MAX_TOTAL = 64 << 20
 #: Files considered, at the most.
 MAX_FILES = 4096
-PLOG_NAME = re.compile(r"^plog-(\d+)[_-].*\.log$")
-DEVICE_NAME = re.compile(r"^device-(\d+)[_-].*\.log$")
-DEVICE_DIR = re.compile(r"^device-\d+$")
+#: Compiled on first use: most runs leave no CANN process log (issue 29).
+PLOG_NAME = Lazy(r"^plog-(\d+)[_-].*\.log$")
+DEVICE_NAME = Lazy(r"^device-(\d+)[_-].*\.log$")
+DEVICE_DIR = Lazy(r"^device-\d+$")
 
 
 def log_base(env: Mapping[str, str]) -> tuple[str | None, str]:
@@ -65,11 +67,11 @@ def candidates(base: str, pids: Iterable[int], since: float) -> list[tuple[str, 
     found: list[tuple[str, int, str]] = []
     dirs = [(os.path.join(debug, "plog"), PLOG_NAME, "plog")]
     for e in _names(debug):
-        if DEVICE_DIR.match(e.name) and e.is_dir(follow_symlinks=False):
+        if DEVICE_DIR.get().match(e.name) and e.is_dir(follow_symlinks=False):
             dirs.append((e.path, DEVICE_NAME, "device"))
     for directory, pattern, kind in dirs:
         for e in _names(directory):
-            m = pattern.match(e.name)
+            m = pattern.get().match(e.name)
             if m is None or int(m.group(1)) not in owned:
                 continue
             try:

@@ -26,10 +26,8 @@ only as regular files, without following links, with a bound (:func:`read_bounde
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from itertools import chain
 from pathlib import Path
@@ -37,8 +35,9 @@ from typing import NamedTuple
 
 from skgate.evidence import regular
 from skgate.evidence.census import ERROR_SUFFIX, RUN_SUFFIX, SUCC_SUFFIX
-from skgate.evidence.digest import sha256_file
+from skgate.evidence.digest import sha256_bytes, sha256_file
 from skgate.model.errors import EvidenceError
+from skgate.model.lazy_re import Lazy
 from skgate.model.stages import (
     MAX_NAMED,
     InputOutcome,
@@ -177,7 +176,7 @@ class LogName(NamedTuple):
 
 # Lazy: tried at each "_" from the left, so the 64-hex field anchors it at once (op
 # types are short); fullmatch keeps an op type with an underscore whole.
-_LOG_NAME = re.compile(r"static_kernel_(.+?)_([0-9a-f]{64})_([0-9]+)_d([0-9]+)")
+_LOG_NAME = Lazy(r"static_kernel_(.+?)_([0-9a-f]{64})_([0-9]+)_d([0-9]+)")
 
 
 def parse_log_name(base: str) -> LogName | None:
@@ -185,7 +184,7 @@ def parse_log_name(base: str) -> LogName | None:
 
     Anchored on the hash from the right, so an op type with an underscore stays whole.
     """
-    m = _LOG_NAME.fullmatch(base)
+    m = _LOG_NAME.get().fullmatch(base)
     return None if m is None else LogName._make(m.groups())
 
 
@@ -216,7 +215,7 @@ def file_digest(path: str) -> str | None:
     data = read_bounded(path, MAX_INPUT_BYTES)
     if data is None or len(data) >= MAX_INPUT_BYTES:
         return None
-    return hashlib.sha256(data).hexdigest()
+    return sha256_bytes(data)
 
 
 class _Log:
@@ -471,7 +470,7 @@ def stage_census(params_dir: str, output_root: str, *, after_return: bool) -> St
     stem_paired = len(stems or ()) - len(remaining)
     # 2. Real names: static_kernel_<OpType>_<sha256>_<pid>_d<n>.
     by_op: dict[str, list[_Log]] = {}
-    match = _LOG_NAME.fullmatch  # parse_log_name, inlined: 10^4 logs
+    match = _LOG_NAME.get().fullmatch  # parse_log_name, inlined: 10^4 logs
     error_only = [(b, d) for b, d in error_dirs.items() if b not in succ_dirs]
     strangers: list[str] = []
     for base, succ, err in chain(

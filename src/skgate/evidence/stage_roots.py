@@ -13,13 +13,12 @@ without following links, with a bound.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import stat
 from collections.abc import Collection, Iterable
 
+from skgate.evidence.digest import small_sha256
 from skgate.evidence.stage_census import (
     INPUT_SUFFIX,
     MAX_HASHED,
@@ -28,6 +27,7 @@ from skgate.evidence.stage_census import (
     read_bounded,
     walk_root,
 )
+from skgate.model.lazy_re import Lazy
 from skgate.model.stage_roots import CACHE_DIRNAME
 from skgate.model.stages import MAX_NAMED, AnnouncedRoot, CacheEntry, CacheFile
 
@@ -80,7 +80,7 @@ def _root_counts(root: str) -> tuple[int, int, int, int | None]:
 
 #: torchair's build directory name (fact 1a): ``ts<%Y%m%d%H%M%S%f>_pid<pid>_outputs``;
 #: torch-npu 2.7's ``<%Y%m%d%H%M%S%f>_<pid>_outputs`` (2.7.1.post2 static_kernel.py l.273).
-_ROOT_NAME = re.compile(r"(?:ts\d{20}_pid|\d{20}_)(\d+)_outputs")
+_ROOT_NAME = Lazy(r"(?:ts\d{20}_pid|\d{20}_)(\d+)_outputs")
 
 
 def owned_unannounced_roots(
@@ -107,7 +107,7 @@ def owned_unannounced_roots(
     except OSError:
         return []
     for entry in entries:
-        match = _ROOT_NAME.fullmatch(entry.name)
+        match = _ROOT_NAME.get().fullmatch(entry.name)
         if match is None or entry.name in names_before or int(match.group(1)) not in owned_pids:
             continue
         path = os.path.normpath(entry.path)
@@ -188,7 +188,7 @@ def cache_keys(root: str) -> frozenset[str]:
                 break
             digests.append(digest)
         else:
-            base = hashlib.sha256()
+            base = small_sha256()  # hex digests: small
             for digest in sorted(digests):
                 base.update(digest.encode())
             for sk in _SK_PARTS:

@@ -13,10 +13,10 @@ the same row when it explains what it did not see. No I/O here:
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Mapping
 
 from skgate.model.frozen import record, replace
+from skgate.model.lazy_re import Lazy
 from skgate.model.request import LEGACY_OUTPUTS_DIRNAME, OUTPUTS_DIRNAME
 
 
@@ -137,7 +137,7 @@ RELEASES: tuple[Release, ...] = (
 )
 
 _BY_SERIES: Mapping[str, Release] = {r.series: r for r in RELEASES}
-_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.|$|[a-z+])")
+_VERSION = Lazy(r"(\d+)\.(\d+)(?:\.|$|[a-z+])")
 
 
 def release_for(version: str | None) -> Release | None:
@@ -145,7 +145,7 @@ def release_for(version: str | None) -> Release | None:
     is not in the table (never guessed from a neighbour)."""
     if not version:
         return None
-    m = _VERSION.match(version.strip())
+    m = _VERSION.get().match(version.strip())
     if m is None:
         return None
     return _BY_SERIES.get(f"{int(m.group(1))}.{int(m.group(2))}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.frozen import field, record
-from skgate.model.outcomes import PackageMode, VerdictFrom
+from skgate.model.modes import PackageMode, VerdictFrom
 from skgate.model.schema import require
 
 #: Where CANN's static compile writes its outputs, below the working directory (C1, C8).

@@ -141,7 +141,8 @@ def host_facts(
     answer already taken for the jobs decision, recorded as the decision saw it (and
     not read from /proc and the cgroup files a second time, issue 29)."""
     # Imported here: base_env is needed before the runner's early work starts, this not.
-    import socket  # noqa: PLC0415
+    # The C module: ``socket.py`` converts its constants to enums at import (issue 29).
+    import _socket as socket  # noqa: PLC0415
 
     uname = os.uname()
     facts: dict[str, Any] = {

@@ -62,7 +62,6 @@ from skgate.preflight.hooks import scan as hooks
 from skgate.preflight.inputs import check_inputs, profiler_step, scan_inputs
 from skgate.preflight.interpreter import Interpreter, find_interpreter
 from skgate.preflight.render import render_lines, skip_lines
-from skgate.preflight.shim import install_shim
 from skgate.preflight.skips import skips_step
 from skgate.proc import leases
 from skgate.proc.signals import deferred
@@ -294,7 +293,10 @@ def prepare(
             jobs_record.get("value"), python.get("version"), env
         )
     if request.enforce_jobs:
-        # C5, opt-in only: the shim makes the frozen -j the one op_compiler gets.
+        # C5, opt-in only: the shim makes the frozen -j the one op_compiler gets (loaded
+        # only then, issue 29).
+        from skgate.preflight.shim import install_shim  # noqa: PLC0415
+
         jobs_record["shim"] = install_shim(attempt_dir, env, jobs_record.get("value"))
     controls["pythonpath"] = (
         [dict(e) for e in scan.pythonpath] if scan is not None else ordered_pythonpath(env)

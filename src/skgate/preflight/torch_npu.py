@@ -19,10 +19,11 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from skgate.model.lazy_re import Lazy
 from skgate.model.releases import release_for
 
 #: A dist-info directory of torch-npu (the project's normalised name is ``torch_npu``).
-_DIST_INFO = re.compile(r"torch_npu-(?P<version>[^-/]+)\.dist-info", re.IGNORECASE)
+_DIST_INFO = Lazy(r"torch_npu-(?P<version>[^-/]+)\.dist-info", re.IGNORECASE)
 _VERSION_LINE = re.compile(rb"^Version:\s*(\S+)\s*$", re.MULTILINE)
 #: METADATA read at the most (the Version line is in its header).
 MAX_METADATA = 64 << 10
@@ -54,13 +55,13 @@ def find_torch_npu(dirs: Iterable[str]) -> tuple[str, str] | None:
                 names = sorted(
                     e.name
                     for e in it
-                    if _DIST_INFO.fullmatch(e.name) and e.is_dir(follow_symlinks=False)
+                    if _DIST_INFO.get().fullmatch(e.name) and e.is_dir(follow_symlinks=False)
                 )
         except OSError:
             continue
         if names:
             path = os.path.join(d, names[0])
-            m = _DIST_INFO.fullmatch(names[0])
+            m = _DIST_INFO.get().fullmatch(names[0])
             version = _metadata_version(path) or (m.group("version") if m else None)
             if version:
                 return version, path

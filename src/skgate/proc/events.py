@@ -31,12 +31,14 @@ Identity by (pid, start time) is done by :mod:`skgate.proc.owned`, which knows t
 
 from __future__ import annotations
 
+# The C module itself: socket.py would add ~1.4 ms to every run's start-up converting
+# its constants to enums (issue 29); the same socket type, calls and constants.
+import _socket as socket
 import array
 import contextlib
 import enum
 import errno
 import os
-import socket
 import struct
 import time
 from collections.abc import Container, Iterator

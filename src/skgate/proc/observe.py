@@ -12,11 +12,11 @@ scan every second over a few hundred processes must cost well under 1 % of a cor
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from skgate.model.frozen import record
+from skgate.model.lazy_re import Lazy
 
 PROC = Path("/proc")
 
@@ -99,8 +99,11 @@ def read_cmdline(pid: int) -> tuple[str, ...]:
     """Its argv, () when it cannot be read (gone, or a kernel thread). Read with plain os
     calls like the stat: the events read it at every owned exec (issue 29)."""
     raw = _read_small(f"/proc/{pid}/cmdline")
-    if raw is None:
-        return ()
+    return () if raw is None else parse_cmdline(raw)
+
+
+def parse_cmdline(raw: bytes) -> tuple[str, ...]:
+    """The argv in the bytes of a ``/proc/<pid>/cmdline``."""
     parts = raw.split(b"\0")
     if parts and parts[-1] == b"":
         parts.pop()
@@ -227,7 +230,7 @@ def direct_children(pid: int) -> list[int]:
 
 #: Interpreters a compiler script may run under (``#!/usr/bin/env python3`` makes the
 #: process's name and argv[0] the interpreter's; the script is the next word).
-_INTERPRETERS = re.compile(r"\A(?:python[0-9.]*|sh|bash|dash|env|perl)\Z")
+_INTERPRETERS = Lazy(r"\A(?:python[0-9.]*|sh|bash|dash|env|perl)\Z")  # compiled on first use
 
 
 def program_name(argv: Sequence[str]) -> str:
@@ -235,7 +238,7 @@ def program_name(argv: Sequence[str]) -> str:
     if not argv:
         return ""
     first = os.path.basename(argv[0])
-    if not _INTERPRETERS.match(first):
+    if not _INTERPRETERS.get().match(first):
         return first
     for word in argv[1:3]:
         if not word.startswith("-"):
@@ -258,17 +261,100 @@ def is_compiler(name: str, argv: Iterable[str], names: Iterable[str] = COMPILER_
 def compiler_processes(
     names: Iterable[str] = COMPILER_NAMES, exclude: Iterable[int] = ()
 ) -> list[tuple[ProcStat, tuple[str, ...]]]:
-    """Compiler-looking processes now alive, except ``exclude`` (read-only)."""
+    """Compiler-looking processes now alive, except ``exclude`` (read-only, C4): those
+    :func:`is_compiler` finds by name, argv[0] or script, zombies left out.
+
+    Every launch pays for this scan of the whole host (issue 29), so a process is first
+    judged on raw bytes: its name (the stat line's parenthesised field) and the first
+    three words of its argv (all :func:`is_compiler` reads; a long argv's tail is not read).
+    Only a process whose name is one of ``names`` or whose argv holds one of them as a
+    byte string is read again and judged by the rule itself. The byte test never drops a
+    process the rule finds (see :func:`_needles`)."""
     skip = set(exclude)
     wanted = tuple(names)
+    needles = _needles(wanted)
+    root = _PROC_ROOT
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return []
     found = []
-    for st in scan().values():
-        if st.pid in skip or st.zombie:
+    for entry in entries:
+        if not entry.isdigit():
             continue
-        argv = read_cmdline(st.pid)
+        pid = int(entry)
+        if pid in skip:
+            continue
+        if needles is not None and not _may_be_compiler(f"{root}/{entry}", needles):
+            continue
+        raw = _read_small(f"{root}/{entry}/stat")
+        st = parse_stat(raw) if raw is not None else None
+        if st is None or st.zombie:
+            continue
+        raw = _read_small(f"{root}/{entry}/cmdline")
+        argv = () if raw is None else parse_cmdline(raw)
         if is_compiler(st.name, argv, wanted):
             found.append((st, argv))
     return found
+
+
+#: The process table :func:`compiler_processes` reads (a test points it at a fake one).
+_PROC_ROOT = "/proc"
+#: One read's size for an argv's first words: most fit.
+_HEAD = 4096
+
+
+def _needles(wanted: Sequence[str]) -> frozenset[bytes] | None:
+    """The names as UTF-8 bytes for the byte test, or None (no byte test) when one of
+    them could match without its bytes being there.
+
+    Why the test is exact: every text :func:`is_compiler` compares with a name (the
+    process name, an argv word's base name) starts at the start of a decoded field or
+    right after a ``/`` byte, so at a character boundary. Decoding with
+    ``backslashreplace`` turns each byte that is not valid UTF-8 into ``\\xNN``, which
+    holds a backslash; a text equal to a name without a backslash therefore decoded
+    from valid UTF-8 alone, and is the name's own UTF-8 bytes. A name with a backslash,
+    or one that is no valid UTF-8 (a ``surrogateescape``'d environment value), gets no
+    byte test."""
+    try:
+        needles = frozenset(name.encode() for name in wanted)
+    except UnicodeEncodeError:
+        return None
+    return None if any(b"\\" in n for n in needles) else needles
+
+
+def _may_be_compiler(pid_dir: str, needles: frozenset[bytes]) -> bool:
+    """False only when neither its name nor its argv's first three words can be one of
+    the names (see :func:`_needles`); True when it is gone or unreadable (the rule
+    itself then decides, as before)."""
+    stat_line = _read_small(f"{pid_dir}/stat")
+    if stat_line is None:
+        return True
+    lpar, rpar = stat_line.find(b"("), stat_line.rfind(b")")
+    if lpar < 0 or rpar < 0 or stat_line[lpar + 1 : rpar] in needles:
+        return True
+    argv_head = _read_words(f"{pid_dir}/cmdline", 3)
+    return argv_head is None or any(n in argv_head for n in needles)
+
+
+def _read_words(path: str, words: int) -> bytes | None:
+    """A ``/proc/<pid>/cmdline`` up to its ``words``-th NUL byte or its end (more may
+    follow), or None when it cannot be read: the first ``words`` words of the argv whole,
+    in one read for most processes, without reading a long argv's tail."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        chunks, nuls = [], 0
+        while nuls < words and (got := os.read(fd, _HEAD)):
+            chunks.append(got)
+            nuls += got.count(b"\0")
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def clock_ticks() -> int:

@@ -30,13 +30,13 @@ from skgate.model.frozen import mutable
 from skgate.model.running import Coverage, ProcessRecord
 from skgate.preflight import prepare as preflight
 from skgate.preflight.request import legacy_outputs_dir, outputs_dir
-from skgate.proc.echo import TerminalEcho
 from skgate.proc.supervise import Outcome
 from skgate.runner.attempt import Attempt
 from skgate.runner.stage_tracker import StageTracker
 
 if TYPE_CHECKING:
     from skgate.model.records import Verdict
+    from skgate.proc.echo import TerminalEcho
 
 Echo = Callable[[bytes], None]
 
@@ -82,7 +82,13 @@ class Watcher:
         held.callback(os.close, log_fd)
         procs = files.AppendFile(att.dir / files.PROCS)  # every fork, exec, exit (C3)
         held.callback(procs.close)
-        echoer = TerminalEcho(echo) if echo is not None else None
+        echoer = None
+        if echo is not None:
+            # Only a run with a terminal echoes: ``--quiet``, ``start`` and the API load
+            # no echo thread's queue (issue 29).
+            from skgate.proc.echo import TerminalEcho  # noqa: PLC0415
+
+            echoer = TerminalEcho(echo)
         if echoer is not None:
             held.callback(echoer.close)
         full = DiskFull()

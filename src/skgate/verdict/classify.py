@@ -9,7 +9,7 @@ gives the same verdict, and it can be recomputed later (``skgate classify``).
 from __future__ import annotations
 
 from skgate.model.frozen import replace
-from skgate.model.outcomes import SOURCE_EXIT_STATUS, VerdictFrom
+from skgate.model.modes import SOURCE_EXIT_STATUS, VerdictFrom
 from skgate.model.phrases import count
 from skgate.model.records import Cause, Evidence, RecoveredWhen, State, Verdict
 from skgate.model.signals import signal_name

@@ -17,7 +17,7 @@ import posixpath
 
 from skgate.model.frozen import replace
 from skgate.model.installs import Installs, PackageRun, RunSource
-from skgate.model.outcomes import PackageMode
+from skgate.model.modes import PackageMode
 from skgate.model.records import Evidence, State, Verdict
 from skgate.model.releases import unseen_install_note
 from skgate.model.signals import signal_name

@@ -8,7 +8,7 @@ in one module: the ``.run`` package is the terminal success artifact, an error l
 
 from __future__ import annotations
 
-from skgate.model.outcomes import PackageMode
+from skgate.model.modes import PackageMode
 from skgate.model.phrases import count
 from skgate.model.records import Evidence
 

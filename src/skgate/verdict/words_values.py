@@ -13,7 +13,7 @@ import functools
 import re
 from collections.abc import Mapping
 
-from skgate.model.outcomes import PackageMode
+from skgate.model.modes import PackageMode
 from skgate.model.phrases import Lang
 from skgate.model.records import State
 from skgate.model.running import Cause

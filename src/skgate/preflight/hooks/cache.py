@@ -37,7 +37,6 @@ cached is recorded in ``control.json`` (``hooks.probe_answer``).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import stat
@@ -46,6 +45,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence.digest import sha256_bytes, small_sha256
 from skgate.evidence.regular import read_bytes
 
 SCHEMA = "skgate.hook-probe-cache/2"
@@ -85,14 +85,14 @@ def _content(path: str) -> str:
     if not stat.S_ISREG(st.st_mode):
         return f"kind:{stat.S_IFMT(st.st_mode)}:{os.path.realpath(path)}"
     try:
-        return hashlib.sha256(read_bytes(path, MAX_BYTES)).hexdigest()
+        return sha256_bytes(read_bytes(path, MAX_BYTES))
     except Exception as exc:
         return f"unreadable:{type(exc).__name__}"
 
 
 def _listing(path: str) -> str:
     """A directory's names with each entry's kind, size and times (not following links)."""
-    h = hashlib.sha256()
+    h = small_sha256()
     try:
         st = os.stat(path)
         h.update(f"{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}\n".encode())
@@ -142,7 +142,7 @@ def rest_digest(env: Mapping[str, str]) -> str:
     reads ``SETUPTOOLS_USE_DISTUTILS``, and import according to its value."""
     keyed = dict(startup_env(env))
     rest = sorted((k, v) for k, v in env.items() if k not in keyed)
-    return hashlib.sha256(json.dumps(rest).encode()).hexdigest()
+    return sha256_bytes(json.dumps(rest).encode())
 
 
 def runs_code(static: Mapping[str, Any]) -> bool:
@@ -167,7 +167,7 @@ def cache_key(
         "env": startup_env(env),
         "probes": [_content(str(probe_dir / name)) for name in _PROBES],
     }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    return sha256_bytes(json.dumps(parts, sort_keys=True).encode())
 
 
 def dependencies(static: Mapping[str, Any], startup: Mapping[str, Any] | None) -> list[str]:

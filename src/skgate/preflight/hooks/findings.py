@@ -7,12 +7,11 @@ approval is bound to one file's exact content.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.digest import sha256_bytes
+from skgate.evidence.digest import new_sha256, sha256_bytes
 from skgate.model.frozen import field, record, replace
 
 SCHEMA_HOOK_SCAN = "skgate.hook-scan/1"
@@ -120,7 +119,7 @@ def content_hash(path: str) -> str:
     p = Path(path)
     try:
         if p.is_dir():
-            h = hashlib.sha256()
+            h = new_sha256()  # a package directory: any size
             for sub in sorted(p.rglob("*")):
                 if sub.is_file() and "__pycache__" not in sub.parts:
                     h.update(str(sub.relative_to(p)).encode() + b"\0")

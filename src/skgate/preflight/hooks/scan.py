@@ -44,14 +44,13 @@ file (``skgate.hook-baseline/1``), or, for the few known distribution hooks of
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.digest import sha256_bytes
+from skgate.evidence.digest import sha256_bytes, small_sha256
 from skgate.model.frozen import replace
 from skgate.preflight.hooks import cache, catalogue
 from skgate.preflight.hooks.baseline import (
@@ -451,7 +450,7 @@ def _pythonpath(static: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _shadow_hash(entry: Mapping[str, Any]) -> str:
-    h = hashlib.sha256()
+    h = small_sha256()
     for name, path in sorted(entry["_files"].items()):
         h.update(f"{name}\0{content_hash(path)}\0".encode())
     return h.hexdigest()
