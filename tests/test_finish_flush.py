@@ -18,9 +18,10 @@ fewest flushes on the way:
   never delays the verdict) and before the seal, which then lists no ``run.kept.log``;
 * no module is imported between ``tree_ended`` and ``finished``: what finishing needs is
   loaded while the command runs (an import there compiles it, without cached bytecode);
-* neither is ``control.json`` read there: final since before the launch, it is parsed
-  while the command runs; the event listeners are closed only after the verdict; the
-  final manifest is compact JSON, as the running snapshots.
+* neither is ``control.json`` read there (final since before the launch, it is parsed
+  while the command runs), nor the whole journal (read in steps meanwhile); the event
+  listeners are closed only after the verdict; the final manifest is compact JSON, as
+  the running snapshots.
 """
 
 from __future__ import annotations
@@ -119,6 +120,15 @@ def load_control(*args, **kwargs):
 
 
 load.load_control = load_control
+real_read_journal = load.read_journal
+
+
+def read_journal(*args, **kwargs):
+    note("journal read whole")
+    return real_read_journal(*args, **kwargs)
+
+
+load.read_journal = read_journal
 from skgate.proc.sources import Sources
 
 real_close = Sources.close
@@ -222,9 +232,11 @@ def test_what_is_final_before_the_last_exit_is_not_done_after_it(tmp_path: Path)
     steps = traced_compile(tmp_path, "inputs=2 succeeded=1 failed=1", 1)  # failed
     ended = steps.index("line tree_ended sync=False")
     finished = steps.index("line finished sync=True")
-    # control.json was read back while the command ran, and not again after its end.
+    # control.json was read back while the command ran, and not again after its end;
+    # the journal was read in steps meanwhile, and not whole again after it.
     assert "control read" in steps[:ended], steps
     assert "control read" not in steps[ended:finished], steps[ended:finished]
+    assert "journal read whole" not in steps[ended:finished], steps[ended:finished]
     # The listeners are closed after verdict.json (the leaf's facts are in the manifest).
     assert steps.index("link verdict.json") < steps.index("sources closed")
     att = tmp_path / "r" / "attempts" / "0001"
@@ -296,3 +308,45 @@ def test_the_round_of_fsyncs_waits_for_every_one_and_raises_the_first_error(
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def test_the_journal_read_in_steps_is_the_journal_read_whole(tmp_path: Path) -> None:
+    """Issue 29, C2: what JournalSoFar gives is what read_journal gives, at any point,
+    complete lines taken as they come, a torn last line and damage alike."""
+    import pytest
+
+    from skgate.evidence.journal import JournalSoFar, read_journal
+    from skgate.model.errors import EvidenceError
+
+    path = tmp_path / "events.jsonl"
+    so_far = JournalSoFar(path)
+    so_far.advance()  # not written yet
+    assert so_far.events() == read_journal(path) == []
+
+    def line(i: int) -> bytes:
+        record = {"schema": "skgate.event/1", "t": 1.0 + i, "event": "observation", "n": i}
+        return (json.dumps(record) + "\n").encode()
+
+    with path.open("ab") as fh:
+        fh.write(line(1) + b"\n" + line(2) + line(3)[:-9])  # a blank line; a torn write
+    so_far.advance()
+    assert so_far.events() == read_journal(path) and len(read_journal(path)) == 2
+    with path.open("ab") as fh:
+        fh.write(line(3)[-9:] + line(4))  # the torn line completed, one more
+    assert so_far.events() == read_journal(path) and len(read_journal(path)) == 4
+    so_far.advance()
+    with path.open("ab") as fh:
+        fh.write(line(5))
+    assert so_far.events() == read_journal(path) and len(read_journal(path)) == 5
+    # A line iter_journal refuses is refused in the same words, taken in steps or not.
+    with path.open("ab") as fh:
+        fh.write(b'{"schema": "not an event"}\n' + line(6))
+    with pytest.raises(EvidenceError) as whole:
+        read_journal(path)
+    with pytest.raises(EvidenceError) as stepped:
+        so_far.events()
+    assert str(stepped.value) == str(whole.value) and "line 7 " in str(whole.value)
+    so_far.advance()  # it stops stepping there, and still says the same
+    with pytest.raises(EvidenceError) as after:
+        so_far.events()
+    assert str(after.value) == str(whole.value)

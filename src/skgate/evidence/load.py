@@ -13,7 +13,7 @@ module loads no ``skgate.proc`` module, so a report of archives never does (issu
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -195,6 +195,7 @@ def load_evidence(
     finishing: bool = False,
     pending: Mapping[str, str] | None = None,
     control: Control | None = None,
+    events: Sequence[Event] | None = None,
 ) -> Evidence:
     """Build the classifier's input from the attempt directory alone.
 
@@ -206,9 +207,12 @@ def load_evidence(
     recomputes from the files (C2). ``control``: ``control.json`` as :func:`load_control`
     read it from this attempt's file earlier (the file is written once, before launch,
     and never again), so the runner parses it while the command runs, not after.
+    ``events``: the journal as :class:`~skgate.evidence.journal.JournalSoFar` read it from
+    the file (the list :func:`~skgate.evidence.journal.read_journal` gives), mostly
+    while the command ran.
     """
     return archived_evidence(
-        attempt_dir, finishing=finishing, pending=pending, control=control
+        attempt_dir, finishing=finishing, pending=pending, control=control, events=events
     ).evidence
 
 
@@ -233,13 +237,15 @@ def archived_evidence(
     finishing: bool = False,
     pending: Mapping[str, str] | None = None,
     control: Control | None = None,
+    events: Sequence[Event] | None = None,
 ) -> Archived:
     """:func:`load_evidence` with the launch facts a live look needs."""
     if control is None:
         control = load_control(attempt_dir)
     journal = attempt_dir / files.EVENTS
     journal_missing = not files.present(journal)
-    events = read_journal(journal)
+    if events is None:
+        events = read_journal(journal)
     where = str(journal)
     launched = False
     blocked: list[str] = []

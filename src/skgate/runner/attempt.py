@@ -48,6 +48,7 @@ from skgate.proc.signals import (
 from skgate.proc.waitstatus import cpu_seconds
 
 if TYPE_CHECKING:
+    from skgate.evidence.journal import JournalSoFar
     from skgate.evidence.load import Control
     from skgate.model.records import Verdict
     from skgate.preflight.early import EarlyWork
@@ -121,6 +122,8 @@ class Attempt:
         self.after_verdict: list[Callable[[], None]] = []
         #: ``control.json`` as read back once the command runs (:meth:`warm_readers`).
         self.control: Control | None = None
+        #: The journal read back step by step while the command runs (the same).
+        self.journal_so_far: JournalSoFar | None = None
 
     def emit(self, event: Event) -> Event:
         with deferred():  # a journal line is written whole, never cut by a stop signal
@@ -138,7 +141,8 @@ class Attempt:
         built on its first read, about 0.3 ms each) and ``control.json`` parsed (0.1-0.2
         ms). That file is final since before the launch: written once, never replaced
         (C2: what is classified is still the file's own bytes, as a later reader's)."""
-        from skgate.evidence.load import load_control  # noqa: PLC0415 - see runner._FINISHING
+        from skgate.evidence.journal import JournalSoFar  # noqa: PLC0415 - runner._FINISHING
+        from skgate.evidence.load import load_control  # noqa: PLC0415
 
         for kind in _READ_WHEN_FINISHING:
             event_from_dict({"event": kind.value})
@@ -146,6 +150,15 @@ class Attempt:
             self.control = load_control(self.dir)
         except (SkgateError, OSError, ValueError):  # read again when finishing, which says why
             self.control = None
+        self.journal_so_far = JournalSoFar(self.dir / files.EVENTS)
+        self.journal_so_far.advance()
+
+    def advance_journal(self) -> None:
+        """Parse the journal lines written since the last scan tick (issue 29): a long
+        compile journals an observation every 15 s, about 17 us each to read back, which
+        the final classification would otherwise read after the last exit (4 ms an hour)."""
+        if self.journal_so_far is not None:
+            self.journal_so_far.advance()
 
     def sync_journal(self) -> None:
         """Make the lines of :data:`SYNCED_LATER` durable now (one fsync, if any)."""
@@ -306,7 +319,14 @@ class Attempt:
         from skgate.verdict.classify import classify  # noqa: PLC0415
 
         self.record_signals()
-        evidence = load_evidence(self.dir, finishing=True, pending=pending, control=self.control)
+        so_far = self.journal_so_far
+        evidence = load_evidence(
+            self.dir,
+            finishing=True,
+            pending=pending,
+            control=self.control,
+            events=so_far.events() if so_far is not None else None,
+        )
         verdict = classify(evidence).with_attempt(str(self.dir))
         with deferred():
             self._write_final(pending, verdict, also_sync)
