@@ -83,17 +83,24 @@ real_emit = files.Journal.emit
 
 
 loaded = set()
+built = set()
 
 
 def emit(self, event, **kwargs):
     out = real_emit(self, event, **kwargs)
     kind = out.to_dict()["event"]
     note(f"line {kind} sync={kwargs.get('sync', True)}")
+    from skgate.model import events
+
     if kind == "tree_ended":
         loaded.update(sys.modules)
+        built.update(events._READERS)
     elif kind == "finished":
         for name in sorted(set(sys.modules) - loaded):
             note(f"imported {name}")
+        for cls in sorted(events._READERS, key=lambda c: c.__name__):
+            late = "" if cls in built else " built after tree_ended"
+            note(f"reader {cls.__name__}{late}")
     return out
 
 
@@ -237,6 +244,12 @@ def test_what_is_final_before_the_last_exit_is_not_done_after_it(tmp_path: Path)
     assert "control read" in steps[:ended], steps
     assert "control read" not in steps[ended:finished], steps[ended:finished]
     assert "journal read whole" not in steps[ended:finished], steps[ended:finished]
+    # Every journal record reader it needed was built before the tree's end; none for a
+    # kind this journal does not hold (no foreign compiler was waited for).
+    assert [s for s in steps if s.endswith("built after tree_ended")] == []
+    readers = [s for s in steps if s.startswith("reader ")]
+    assert "reader TreeEnded" in readers and "reader Launched" in readers, readers
+    assert "reader ForeignWait" not in readers, readers
     # The listeners are closed after verdict.json (the leaf's facts are in the manifest).
     assert steps.index("link verdict.json") < steps.index("sources closed")
     att = tmp_path / "r" / "attempts" / "0001"

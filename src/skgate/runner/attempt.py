@@ -69,20 +69,21 @@ StopRequest = Callable[[Path], "dict[str, Any] | None"]
 SYNCED_LATER = (LeaderExited, Reaped, TreeEnded)
 
 
-#: What a journal holds when the runner classifies it: read back after the last exit, so
-#: their readers are built before it (:meth:`Attempt.warm_readers`).
-_READ_WHEN_FINISHING = tuple(
-    k
-    for k in EventKind
-    if k
-    not in (
-        EventKind.FINISHING_CUT_SHORT,
-        EventKind.FINISHED,
-        EventKind.RECOVERED,
-        EventKind.ADOPTED,
-        EventKind.ADOPTED_TREE_ENDED,
-        EventKind.VERDICT,
-    )
+#: The kinds the runner can journal once the command runs: their readers are built before
+#: the last exit (:meth:`Attempt.warm_readers`), each about 0.25 ms. The earlier kinds
+#: (``created``, ``preflight``, ``launched``...) are in the journal by then, or never:
+#: reading it back on the first tick (:class:`~skgate.evidence.journal.JournalSoFar`)
+#: builds the readers of those it holds, and none is built for a kind it does not.
+_WRITTEN_AFTER_LAUNCH = (
+    EventKind.STAGE_SEEN,
+    EventKind.OBSERVATION,
+    EventKind.SIGNAL_RECEIVED,
+    EventKind.SIGNAL_SENT,
+    EventKind.TIMEOUT,
+    EventKind.LEADER_EXITED,
+    EventKind.REAPED,
+    EventKind.TREE_ENDED,
+    EventKind.RUNNER_SIGNAL,
 )
 
 
@@ -137,14 +138,15 @@ class Attempt:
 
     def warm_readers(self) -> None:
         """While the command runs (issue 29), what the final classification would
-        otherwise pay after the last exit: the journal's record readers (each kind's is
-        built on its first read, about 0.3 ms each) and ``control.json`` parsed (0.1-0.2
-        ms). That file is final since before the launch: written once, never replaced
-        (C2: what is classified is still the file's own bytes, as a later reader's)."""
+        otherwise pay after the last exit: the record readers of the kinds journalled
+        after the launch (:data:`_WRITTEN_AFTER_LAUNCH`), the journal so far read back,
+        and ``control.json`` parsed (0.1-0.2 ms). That file is final since before the
+        launch: written once, never replaced (C2: what is classified is still the file's
+        own bytes, as a later reader's)."""
         from skgate.evidence.journal import JournalSoFar  # noqa: PLC0415 - runner._FINISHING
         from skgate.evidence.load import load_control  # noqa: PLC0415
 
-        for kind in _READ_WHEN_FINISHING:
+        for kind in _WRITTEN_AFTER_LAUNCH:
             event_from_dict({"event": kind.value})
         try:
             self.control = load_control(self.dir)
