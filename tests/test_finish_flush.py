@@ -17,7 +17,11 @@ fewest flushes on the way:
 * the pipe keeper, whose pipe is drained, is released only after ``finished`` (its exit
   never delays the verdict) and before the seal, which then lists no ``run.kept.log``;
 * no module is imported between ``tree_ended`` and ``finished``: what finishing needs is
-  loaded while the command runs (an import there compiles it, without cached bytecode).
+  loaded while the command runs (an import there compiles it, without cached bytecode);
+* neither is ``control.json`` read there (final since before the launch, it is parsed
+  while the command runs), nor the whole journal (read in steps meanwhile); the event
+  listeners are closed only after the verdict; the final manifest is compact JSON, as
+  the running snapshots.
 """
 
 from __future__ import annotations
@@ -79,17 +83,24 @@ real_emit = files.Journal.emit
 
 
 loaded = set()
+built = set()
 
 
 def emit(self, event, **kwargs):
     out = real_emit(self, event, **kwargs)
     kind = out.to_dict()["event"]
     note(f"line {kind} sync={kwargs.get('sync', True)}")
+    from skgate.model import events
+
     if kind == "tree_ended":
         loaded.update(sys.modules)
+        built.update(events._READERS)
     elif kind == "finished":
         for name in sorted(set(sys.modules) - loaded):
             note(f"imported {name}")
+        for cls in sorted(events._READERS, key=lambda c: c.__name__):
+            late = "" if cls in built else " built after tree_ended"
+            note(f"reader {cls.__name__}{late}")
     return out
 
 
@@ -105,6 +116,37 @@ def release(self, *args, **kwargs):
 
 
 PipeKeeper.release = release
+from skgate.evidence import load
+
+real_load_control = load.load_control
+
+
+def load_control(*args, **kwargs):
+    note("control read")
+    return real_load_control(*args, **kwargs)
+
+
+load.load_control = load_control
+real_read_journal = load.read_journal
+
+
+def read_journal(*args, **kwargs):
+    note("journal read whole")
+    return real_read_journal(*args, **kwargs)
+
+
+load.read_journal = read_journal
+from skgate.proc.sources import Sources
+
+real_close = Sources.close
+
+
+def close(self):
+    note("sources closed")
+    return real_close(self)
+
+
+Sources.close = close
 from skgate.cli.main import main
 
 sys.exit(main(sys.argv[2:]))
@@ -122,6 +164,20 @@ def traced_run(tmp_path: Path) -> list[str]:
         cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    return trace.read_text().splitlines()
+
+
+def traced_compile(tmp_path: Path, summary: str, status: int) -> list[str]:
+    """The trace of a run of a compile-like workload printing one summary line."""
+    work = tmp_path / "w.py"
+    work.write_text(f"print('[summary] stage=compile {summary}')\n")
+    trace = tmp_path / "trace"
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(trace), "run", "--root", "r", "--quiet",
+         "--", sys.executable, str(work)],
+        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == status, done.stderr
     return trace.read_text().splitlines()
 
 
@@ -169,18 +225,43 @@ def test_the_pipe_keeper_is_released_after_the_verdict_and_before_the_seal(
 
 def test_nothing_is_imported_between_the_last_exit_and_the_verdict(tmp_path: Path) -> None:
     # A compile-like workload: a summary line, so the stage and census paths all run.
-    work = tmp_path / "w.py"
-    work.write_text("print('[summary] stage=compile inputs=1 succeeded=1 failed=0')\n")
-    trace = tmp_path / "trace"
-    done = subprocess.run(
-        [sys.executable, "-c", WRAPPER, str(trace), "run", "--root", "r", "--quiet",
-         "--", sys.executable, str(work)],
-        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    steps = trace.read_text().splitlines()
+    steps = traced_compile(tmp_path, "inputs=1 succeeded=1 failed=0", 0)
     assert "line finished sync=True" in steps
     assert [s for s in steps if s.startswith("imported ")] == []
+
+
+def test_what_is_final_before_the_last_exit_is_not_done_after_it(tmp_path: Path) -> None:
+    """Issue 29: off the path from the tree's end to verdict.json, with the same result
+    (C2: the recorded verdict is what ``skgate classify`` recomputes from the files)."""
+    from skgate.evidence.load import load_control, load_evidence
+    from skgate.verdict.classify import classify
+
+    steps = traced_compile(tmp_path, "inputs=2 succeeded=1 failed=1", 1)  # failed
+    ended = steps.index("line tree_ended sync=False")
+    finished = steps.index("line finished sync=True")
+    # control.json was read back while the command ran, and not again after its end;
+    # the journal was read in steps meanwhile, and not whole again after it.
+    assert "control read" in steps[:ended], steps
+    assert "control read" not in steps[ended:finished], steps[ended:finished]
+    assert "journal read whole" not in steps[ended:finished], steps[ended:finished]
+    # Every journal record reader it needed was built before the tree's end; none for a
+    # kind this journal does not hold (no foreign compiler was waited for).
+    assert [s for s in steps if s.endswith("built after tree_ended")] == []
+    readers = [s for s in steps if s.startswith("reader ")]
+    assert "reader TreeEnded" in readers and "reader Launched" in readers, readers
+    assert "reader ForeignWait" not in readers, readers
+    # The listeners are closed after verdict.json (the leaf's facts are in the manifest).
+    assert steps.index("link verdict.json") < steps.index("sources closed")
+    att = tmp_path / "r" / "attempts" / "0001"
+    text = (att / "ownership.json").read_text()
+    manifest = json.loads(text)
+    assert manifest["complete"] is True and manifest["owned"]
+    assert text.count("\n") == 1 and ": " not in text  # compact, as the snapshots
+    recorded = json.loads((att / "verdict.json").read_text())
+    fresh = classify(load_evidence(att)).to_dict()
+    assert recorded["state"] == fresh["state"] == "failed"
+    assert recorded["reasons"] == fresh["reasons"]
+    assert load_evidence(att, control=load_control(att)) == load_evidence(att)
 
 
 def test_the_runner_classifies_the_final_files_text_as_a_later_reader_reads_the_files(
@@ -240,3 +321,45 @@ def test_the_round_of_fsyncs_waits_for_every_one_and_raises_the_first_error(
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def test_the_journal_read_in_steps_is_the_journal_read_whole(tmp_path: Path) -> None:
+    """Issue 29, C2: what JournalSoFar gives is what read_journal gives, at any point,
+    complete lines taken as they come, a torn last line and damage alike."""
+    import pytest
+
+    from skgate.evidence.journal import JournalSoFar, read_journal
+    from skgate.model.errors import EvidenceError
+
+    path = tmp_path / "events.jsonl"
+    so_far = JournalSoFar(path)
+    so_far.advance()  # not written yet
+    assert so_far.events() == read_journal(path) == []
+
+    def line(i: int) -> bytes:
+        record = {"schema": "skgate.event/1", "t": 1.0 + i, "event": "observation", "n": i}
+        return (json.dumps(record) + "\n").encode()
+
+    with path.open("ab") as fh:
+        fh.write(line(1) + b"\n" + line(2) + line(3)[:-9])  # a blank line; a torn write
+    so_far.advance()
+    assert so_far.events() == read_journal(path) and len(read_journal(path)) == 2
+    with path.open("ab") as fh:
+        fh.write(line(3)[-9:] + line(4))  # the torn line completed, one more
+    assert so_far.events() == read_journal(path) and len(read_journal(path)) == 4
+    so_far.advance()
+    with path.open("ab") as fh:
+        fh.write(line(5))
+    assert so_far.events() == read_journal(path) and len(read_journal(path)) == 5
+    # A line iter_journal refuses is refused in the same words, taken in steps or not.
+    with path.open("ab") as fh:
+        fh.write(b'{"schema": "not an event"}\n' + line(6))
+    with pytest.raises(EvidenceError) as whole:
+        read_journal(path)
+    with pytest.raises(EvidenceError) as stepped:
+        so_far.events()
+    assert str(stepped.value) == str(whole.value) and "line 7 " in str(whole.value)
+    so_far.advance()  # it stops stepping there, and still says the same
+    with pytest.raises(EvidenceError) as after:
+        so_far.events()
+    assert str(after.value) == str(whole.value)

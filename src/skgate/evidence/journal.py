@@ -44,6 +44,7 @@ from skgate.model.schema import SCHEMA_EVENT
 
 __all__ = [
     "JournalFollower",
+    "JournalSoFar",
     "blocker_text",
     "blockers_of",
     "created_runner",
@@ -59,24 +60,88 @@ def iter_journal(path: Path) -> Iterator[Event]:
     try:
         # Through the one reader: a sealed journal must match its seal (issue 28 s3).
         for line in sealed.iter_lines(path):
-            if line.too_long:
-                raise EvidenceError(
-                    f"{path}: line {line.number} is longer than {regular.LINE_LIMIT} bytes "
-                    "(a damaged record, not read)"
-                )
-            if not line.raw.strip():
-                continue
-            try:
-                record = jsonread.loads(line.raw)
-            except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError
-                if not line.complete:
-                    continue  # torn final write
-                raise EvidenceError(f"{path}: line {line.number} is not a JSON event") from None
-            if not isinstance(record, dict) or record.get("schema") != SCHEMA_EVENT:
-                raise EvidenceError(f"{path}: line {line.number} is not a {SCHEMA_EVENT!r} event")
-            yield event_from_dict(record)
+            event = _event_of(path, line, line.number)
+            if event is not None:
+                yield event
     except FileNotFoundError:
         return
+
+
+def _event_of(path: Path, line: regular.Line, number: int) -> Event | None:
+    """One line of the journal as :func:`iter_journal` reads it (None: nothing to read)."""
+    if line.too_long:
+        raise EvidenceError(
+            f"{path}: line {number} is longer than {regular.LINE_LIMIT} bytes "
+            "(a damaged record, not read)"
+        )
+    if not line.raw.strip():
+        return None
+    try:
+        record = jsonread.loads(line.raw)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError
+        if not line.complete:
+            return None  # torn final write
+        raise EvidenceError(f"{path}: line {number} is not a JSON event") from None
+    if not isinstance(record, dict) or record.get("schema") != SCHEMA_EVENT:
+        raise EvidenceError(f"{path}: line {number} is not a {SCHEMA_EVENT!r} event")
+    return event_from_dict(record)
+
+
+class JournalSoFar:
+    """:func:`read_journal` of a journal still being written, taken in steps (issue 29).
+
+    The runner's own journal, before its seal: :meth:`advance` parses the complete lines
+    written since the last call (while the command runs), so :meth:`events` has only the
+    last few left to read after the last exit. Each line is read from the file's bytes by
+    the very per-line rule of :func:`iter_journal`, so the result is the same list (C2:
+    the runner's verdict is the one ``skgate classify`` recomputes). Anything
+    :func:`iter_journal` would stop at (a damaged or over-long line, a read error) ends
+    the stepping: :meth:`events` then reads the whole file again, as it does, and raises
+    what it raises.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0  # just after the last complete line taken
+        self._lines = 0
+        self._events: list[Event] = []
+        self._stepping = True
+
+    def advance(self) -> None:
+        """Take the complete lines appended since the last call."""
+        if not self._stepping:
+            return
+        try:
+            with regular.opened(self.path) as fd:
+                os.lseek(fd, self._offset, os.SEEK_SET)
+                for line in regular.iter_fd_lines(fd):
+                    if not line.complete:
+                        break  # its newline is not there yet: taken at the next call
+                    event = _event_of(self.path, line, self._lines + line.number)
+                    self._offset += len(line.raw) + 1
+                    self._lines += 1
+                    if event is not None:
+                        self._events.append(event)
+        except FileNotFoundError:
+            return  # not written yet
+        except (OSError, EvidenceError):
+            self._stepping = False
+
+    def events(self) -> list[Event]:
+        """The whole journal now, exactly as :func:`read_journal` gives it."""
+        if not self._stepping:
+            return read_journal(self.path)
+        try:
+            with regular.opened(self.path) as fd:
+                os.lseek(fd, self._offset, os.SEEK_SET)
+                rest = [
+                    event
+                    for line in regular.iter_fd_lines(fd)
+                    if (event := _event_of(self.path, line, self._lines + line.number)) is not None
+                ]
+        except (OSError, EvidenceError):
+            return read_journal(self.path)  # raises what it raises, or reads it whole
+        return [*self._events, *rest]
 
 
 def created_runner(path: Path) -> tuple[int, int, str] | None:

@@ -13,7 +13,7 @@ module loads no ``skgate.proc`` module, so a report of archives never does (issu
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -190,7 +190,12 @@ class Archived:
 
 
 def load_evidence(
-    attempt_dir: Path, *, finishing: bool = False, pending: Mapping[str, str] | None = None
+    attempt_dir: Path,
+    *,
+    finishing: bool = False,
+    pending: Mapping[str, str] | None = None,
+    control: Control | None = None,
+    events: Sequence[Event] | None = None,
 ) -> Evidence:
     """Build the classifier's input from the attempt directory alone.
 
@@ -199,9 +204,16 @@ def load_evidence(
     ``pending`` maps final file names to the exact text the runner is about to write
     there, in the same flush as verdict.json (issue 29): each is parsed from that text, as
     a later reader parses the file's bytes, so the verdict is the one ``skgate classify``
-    recomputes from the files (C2).
+    recomputes from the files (C2). ``control``: ``control.json`` as :func:`load_control`
+    read it from this attempt's file earlier (the file is written once, before launch,
+    and never again), so the runner parses it while the command runs, not after.
+    ``events``: the journal as :class:`~skgate.evidence.journal.JournalSoFar` read it from
+    the file (the list :func:`~skgate.evidence.journal.read_journal` gives), mostly
+    while the command ran.
     """
-    return archived_evidence(attempt_dir, finishing=finishing, pending=pending).evidence
+    return archived_evidence(
+        attempt_dir, finishing=finishing, pending=pending, control=control, events=events
+    ).evidence
 
 
 def _final(
@@ -220,13 +232,20 @@ def _final(
 
 
 def archived_evidence(
-    attempt_dir: Path, *, finishing: bool = False, pending: Mapping[str, str] | None = None
+    attempt_dir: Path,
+    *,
+    finishing: bool = False,
+    pending: Mapping[str, str] | None = None,
+    control: Control | None = None,
+    events: Sequence[Event] | None = None,
 ) -> Archived:
     """:func:`load_evidence` with the launch facts a live look needs."""
-    control = load_control(attempt_dir)
+    if control is None:
+        control = load_control(attempt_dir)
     journal = attempt_dir / files.EVENTS
     journal_missing = not files.present(journal)
-    events = read_journal(journal)
+    if events is None:
+        events = read_journal(journal)
     where = str(journal)
     launched = False
     blocked: list[str] = []

@@ -109,10 +109,16 @@ class Sources:
 
     def close(self) -> None:
         """At the end of the attempt: stop listening; remove the leaf if it is empty."""
+        self.close_leaf()
         if self.connector is not None:
             self.connector.close()
         if self.exit_records is not None:
             self.exit_records.close()  # kept: the final coverage names the source
+
+    def close_leaf(self) -> None:
+        """Take the leaf's final stats and remove it if empty: what the final manifest
+        says of it. The listeners can stay open until :meth:`close` (nothing reads them
+        once the tree has ended; closing them is off the last exit's path, issue 29)."""
         if self.leaf is not None and not self.leaf.removed:
             self.final_stats = self.leaf.stats()
             self.leaf.remove()

@@ -424,8 +424,9 @@ class Supervisor:
         return now + self.config.progress_every
 
     def finish_manifest(self) -> None:
-        """The final manifest (``complete``), once the leader is reaped and the leaf gone."""
-        self.sources.close()
+        """The final manifest (``complete``), once the leader is reaped and the leaf gone;
+        the listeners close with the attempt, off the path to the verdict (issue 29)."""
+        self.sources.close_leaf()
         self.observer.manifest(self.records(), True, self.coverage_of(True))
 
     def reap_leader(self) -> None:

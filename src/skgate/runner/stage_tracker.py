@@ -60,11 +60,16 @@ def is_stage(record: ProcessRecord, names: Iterable[str]) -> bool:
     return DRIVER_NAME in (record.name, first, program_name(record.argv))
 
 
-def _is_worker_fork(record: ProcessRecord, stage_argv: Mapping[int, tuple[str, ...]]) -> bool:
+def _is_worker_fork(
+    record: ProcessRecord,
+    stage_argv: Mapping[int, tuple[str, ...]],
+    parsed: Mapping[int, CompilerArgs] | None = None,
+) -> bool:
     """A child of a stage is one of its workers, never a stage of its own: seen between
     fork and exec it carries the stage's argv, gone before its own argv could be read it
     has that argv or none at all. Only a child that names other inputs and another
-    result root (a nested invocation) would be a stage."""
+    result root (a nested invocation) would be a stage. ``parsed``: the stages' argv
+    already parsed, by pid (the tracker's, so 64 workers' execs parse it once)."""
     parent = stage_argv.get(record.ppid)
     if parent is None:
         return False
@@ -72,7 +77,10 @@ def _is_worker_fork(record: ProcessRecord, stage_argv: Mapping[int, tuple[str, .
         return True
     from skgate.model.stages import parse_compiler_argv  # noqa: PLC0415
 
-    mine, theirs = parse_compiler_argv(record.argv), parse_compiler_argv(parent)
+    mine = parse_compiler_argv(record.argv)
+    theirs = parsed.get(record.ppid) if parsed is not None else None
+    if theirs is None:
+        theirs = parse_compiler_argv(parent)
     return not mine.is_invocation or (mine.params_dir, mine.output) == (
         theirs.params_dir,
         theirs.output,
@@ -88,6 +96,8 @@ class StageTracker:
         self.inputs_first_seen: dict[tuple[int, int], int | None] = {}
         #: pid -> argv of each stage seen, to tell its forked workers from new stages.
         self._stage_argv: dict[int, tuple[str, ...]] = {}
+        #: pid -> that argv parsed once (issue 29: a launch burst asks it of every worker).
+        self._stage_parsed: dict[int, CompilerArgs] = {}
         self._stage_args: dict[tuple[int, int], CompilerArgs] = {}
         self._opc: set[tuple[int, int]] = set()
         self.peak_opc = 0
@@ -107,7 +117,7 @@ class StageTracker:
     def on_process(self, record: ProcessRecord) -> None:
         """A new owned process, or one that exec'd: note stages and opc workers."""
         key = (record.pid, record.start_ticks)
-        if _is_worker_fork(record, self._stage_argv):
+        if _is_worker_fork(record, self._stage_argv, self._stage_parsed):
             self._opc.add(key)  # an opc between fork and exec is already a worker
         elif is_stage(record, self.names):
             self._opc.discard(key)
@@ -116,6 +126,7 @@ class StageTracker:
 
                 args = self.args_of(record)
                 self._stage_argv[record.pid] = record.argv
+                self._stage_parsed[record.pid] = args  # its own argv (no parent_argv)
                 self._stage_args[key] = args
                 self.inputs_first_seen[key] = (
                     count_inputs(_resolve(args.params_dir, self.cwd))

@@ -142,6 +142,8 @@ class Watcher:
             # path to the verdict (issue 29).
             self._warm = True
             self.att.warm_readers()
+        else:
+            self.att.advance_journal()
         # The tree's end lines written without their own fsync are durable within one scan
         # interval when the tree lives on (see runner.attempt.SYNCED_LATER): a reap or
         # the leader's exit brings the scan back to its configured interval (proc.scanpace).
