@@ -34,6 +34,7 @@ from conftest import (
     signal_group,
     skip_beside_other_compilers,
 )
+from skgate.model.running import Ownership
 
 pytestmark = pytest.mark.realcode
 
@@ -158,7 +159,25 @@ class Result(GateVerdictView):
     headline: str
     output: str
     stages: dict[str, Any]
+    attempt: Path | None = None
     TAIL = 3000
+
+    def escape_dump(self) -> str:
+        """The escaped processes not counted in torchrun's worker sessions, with every
+        procs.jsonl line of each and of its session's head: what an intermittent
+        "left the process group" needs to be understood (the attempt's directory is a
+        temporary one, gone after the session)."""
+        if self.attempt is None or not (self.attempt / "ownership.json").is_file():
+            return "(no ownership.json)"
+        own = Ownership.from_dict(json.loads((self.attempt / "ownership.json").read_text()))
+        calm = {(p.pid, p.start_ticks) for p in own.torchrun_escaped}
+        odd = [p for p in own.escaped if (p.pid, p.start_ticks) not in calm]
+        pids = {p.pid for p in odd} | {p.sid for p in odd if p.sid is not None}
+        journal = self.attempt / "procs.jsonl"
+        lines = journal.read_text(errors="replace").splitlines() if journal.is_file() else []
+        picked = [ln for ln in lines if any(f'"pid":{pid},' in ln for pid in pids)]
+        records = [repr(p) for p in odd]
+        return "\n".join(["--- escaped, not torchrun's ---", *records, *picked])
 
 
 @dataclass
@@ -277,7 +296,7 @@ class Scene:
         stages = json.loads(stages_path.read_text()) if stages_path.is_file() else {}
         run_log = attempt / "run.log"
         log = run_log.read_text(errors="replace") if run_log.is_file() else ""
-        return Result(proc.returncode, verdict, headline, err + log, stages)
+        return Result(proc.returncode, verdict, headline, err + log, stages, attempt)
 
     def cleanup(self) -> None:
         """End what this test started: each gated run's group, then any process group
@@ -547,6 +566,6 @@ def test_realcode_verdict(version: str, level: str, name: str, scene_factory: An
     for word in case.words:
         assert word in res.words, f"{word!r} not said\n{res.explain()}"
     for word in case.not_words:
-        assert word not in res.words, f"{word!r} said\n{res.explain()}"
+        assert word not in res.words, f"{word!r} said\n{res.explain()}\n{res.escape_dump()}"
     problem = case.check(rel, res)
     assert problem is None, f"{problem}\n{res.explain()}"
