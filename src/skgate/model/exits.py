@@ -123,7 +123,8 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
             "arms need a clean retry)",
             "lint-report": "violations found in the report",
             "verify": "changes found (a seal, a scene or the ledger chain differs), or "
-            "unfinished attempts (their runner died: skgate recover finishes them)",
+            "unfinished work (a runner, cleanup or ledger append that died part-way: skgate "
+            "recover finishes it)",
             "cleanup": "something was refused or left in place",
             "uninstall": "refused a candidate, or an uninstall.sh failed",
             "demo": "mismatch: the scenario did not give the verdict it shows",
