@@ -9,7 +9,8 @@ kernel step queues its process event, in causal order per process; the runner re
 queue in batches of any size, at any moment, and scans the current simulated ``/proc``
 (non-zombies only, as the runner's scan) at any moment. A fork event may be read late
 and carry a time stamp off the child's stat start time (a preempted fork on a loaded
-VM), and a child may be reaped before its fork or exec event is read.
+VM), a child may be reaped before its fork or exec event is read, and a stat read during
+a worker's setsid may pair the old session with the new group.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ RUNNER, T, R0, R1, OC, OPC, SH, DAEMON = 50, 100, 101, 102, 103, 104, 105, 106
 PROGRAMS: dict[int, list[tuple[str, object]]] = {
     T: [("fork", R0), ("fork", R1), ("wait", R0), ("wait", R1), ("exit", 0)],
     R0: [
+        ("tear", None),
         ("setsid", None),
         ("exec", LAUNCHER),
         ("fork", OC),
@@ -44,7 +46,7 @@ PROGRAMS: dict[int, list[tuple[str, object]]] = {
         ("wait", SH),
         ("exit", 0),
     ],
-    R1: [("setsid", None), ("exec", LAUNCHER), ("exit", 0)],
+    R1: [("tear", None), ("setsid", None), ("exec", LAUNCHER), ("exit", 0)],
     OC: [("exec", ("op_compiler", "-p", "k")), ("fork", OPC), ("wait", OPC), ("exit", 0)],
     OPC: [("exec", ("opc", "k.o")), ("exit", 0)],
     SH: [("exec", ("/bin/sh", "/w/k.run", "--install")), ("exit", 0)],
@@ -100,6 +102,13 @@ class Sim:
             self.queue.append(ProcEvent(Kind.FORK, ts, child, child, parent_tgid=pid))
         elif what == "wait":
             del self.procs[int(arg)]  # type: ignore[call-overload]  # reaped by its parent
+        elif what == "tear":
+            # Half-way through setsid as /proc/<pid>/stat may show it: the kernel changes
+            # the session, then the group, under tasklist_lock (kernel/sys.c
+            # __set_special_pids); do_task_stat reads the session, then the group, under
+            # the sighand lock only (fs/proc/array.c): a read in between pairs the old
+            # session with the new group. The setsid event comes with the next step.
+            self.procs[pid] = _with(me, pgid=pid)
         elif what == "setsid":
             self.procs[pid] = _with(me, pgid=pid, sid=pid)
             self.queue.append(ProcEvent(Kind.SID, ts, pid, pid))
@@ -209,6 +218,8 @@ def run_model(
         elif what == "events":
             read(n)
         elif what == "scan":
+            if any(s.pgid == pid != s.sid for pid, s in sim.live().items()):
+                sim.seen["a scan read a worker mid-setsid"] += 1
             tree.observe(sim.live(), sim.now / 100)
         elif what == "reap":
             reap(sim, tree)
@@ -316,7 +327,8 @@ def test_a_setsid_read_after_the_scan_saw_the_worker_gone_still_escapes(
 ) -> None:
     """Rank 1 is scanned before its setsid, then leaves the group and exits before the
     next scan; its setsid event, read after that, still marks the escape (C4)."""
-    sim, tree = run_model([K] * 4 + [S] + [K] * 4 + [S], False, monkeypatch)
+    rank1 = ("kernel", 1, 0)  # rank 1's next step (rank 0 is the first runnable)
+    sim, tree = run_model([K, K, S, rank1, rank1, rank1, rank1, S], False, monkeypatch)
     check(sim, tree)
 
 
@@ -327,4 +339,18 @@ def test_a_child_of_a_worker_whose_exec_went_unread_is_not_torchruns(
     (a fork copies it) with ``argv_late``; its own setsid child is not in a session
     torchrun made, and is said as an ordinary escape (C4)."""
     sim, tree = run_model([], True, monkeypatch)
+    check(sim, tree)
+
+
+def test_a_torn_scan_of_a_worker_is_put_right_by_its_setsid_event(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The intermittent realcode failure's shape (two-ranks-setsid-calm): the scan reads
+    rank 0 mid-setsid (torchrun's session, its own group: escaped, in no worker session);
+    its fork event, stamped 3 ticks late, is read after rank 0 was reaped. It used to make
+    a second record ("event": exec'ed before its argv was read, named by taskstats) that
+    took the setsid event, so the scan's record kept torchrun's session: one escape
+    "left the process group". One record takes every event, and the setsid puts the
+    session right (C3, C4)."""
+    sim, tree = run_model([("kernel", 0, 3), ("kernel", 1, 0), S], False, monkeypatch)
     check(sim, tree)
