@@ -34,3 +34,18 @@ def test_escapes_in_sessions_torchrun_started_are_counted_as_its_workers() -> No
     assert is_torchrun(("python3", "-m", "torch.distributed.run", "x.py"))
     assert is_torchrun(("torchrun", "x.py")) and is_torchrun(("python3", "/t/rc_torchrun.py"))
     assert not is_torchrun(("python3", "/torchrun/x.py", "torchrun"))
+
+
+def test_a_parent_whose_own_program_was_never_read_is_not_taken_for_torchrun() -> None:
+    """A worker whose exec was gone before its argv could be read still carries torchrun's
+    argv (a fork copies it; ``argv_late`` says so): a session its child made is an
+    ordinary escape (C4), while the leader's launch argv counts either way."""
+    run = _p(10, 1, 10, ("python3", "/usr/bin/torchrun", "infer.py"))
+    w1 = ProcessRecord(
+        11, 11, 10, 11, 11, run.argv, "python3", 1.0, 2.0, 0, None, True, argv_late=True
+    )
+    daemon = _p(12, 11, 12, ("python3", "-c", "pass"), escaped=True)
+    own = _ownership(run, w1, daemon)
+    assert [p.pid for p in own.torchrun_escaped] == [11]
+    late_leader = ProcessRecord(10, 10, 1, 10, 10, run.argv, "python3", 1.0, 2.0, argv_late=True)
+    assert [p.pid for p in _ownership(late_leader, w1).torchrun_escaped] == [11]

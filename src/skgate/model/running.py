@@ -233,15 +233,22 @@ class Ownership:
         """Escaped processes in a session torchrun made: the session's leader is a child
         of a torchrun process (torchrun starts every worker with
         ``start_new_session=True``), read from the recorded argv and parent (C4: the
-        launcher's normal shape, still watched and never signalled)."""
+        launcher's normal shape, still watched and never signalled).
+
+        A parent whose exec was gone before its argv could be read still carries its own
+        parent's argv (``argv_late``): what it ran is unknown, so it is never taken for
+        torchrun; the leader's argv is the one it was launched with, known either way."""
         by_pid = {p.pid: p for p in self.owned}
+        leader = self.leader.pid if self.leader is not None else None
         if self.leader is not None:
             by_pid.setdefault(self.leader.pid, self.leader)
         out: list[ProcessRecord] = []
         for p in self.escaped:
             head = by_pid.get(p.sid)
             parent = by_pid.get(head.ppid) if head is not None else None
-            if parent is not None and is_torchrun(parent.argv):
+            if parent is None or (parent.argv_late and parent.pid != leader):
+                continue
+            if is_torchrun(parent.argv):
                 out.append(p)
         return tuple(out)
 

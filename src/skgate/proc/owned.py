@@ -276,12 +276,19 @@ class OwnedTree:
             else:
                 p = alive.get(ev.pid)
                 if p is None:
-                    late = self._late(ev.pid, ev) if kind is Kind.EXIT else None
-                    if late is not None and late.exit_status is None and late.exit_signal is None:
-                        late.exit_status, late.exit_signal = decode_exit_code(ev.exit_code)
-                        self._note("exit", late, status=late.exit_status, signal=late.exit_signal)
-                        changed = True
-                    continue
+                    # Seen gone by another source before this event was read: an event
+                    # older than that still counts. A setsid or an exec too: a worker that
+                    # left the group and exited between two scans escaped all the same
+                    # (C4), and ran another program than its parent's (C3).
+                    p = self._late(ev.pid, ev) if kind in _LATE_KINDS else None
+                    if p is None:
+                        continue
+                    if kind is Kind.EXIT:
+                        if p.exit_status is None and p.exit_signal is None:
+                            p.exit_status, p.exit_signal = decode_exit_code(ev.exit_code)
+                            self._note("exit", p, status=p.exit_status, signal=p.exit_signal)
+                            changed = True
+                        continue
                 if kind is Kind.EXEC:
                     self._on_exec(p, wall, ev.ts_ns)
                 elif kind is Kind.EXIT:
@@ -340,9 +347,13 @@ class OwnedTree:
         pid = ev.tgid
         ticks = conn.start_ticks(ev, self._hz)
         st = read_stat(pid)
-        # The pid may already be dead and reused: the stat is this child's only when its
-        # start time is the fork's (within rounding of the two clocks).
-        if st is not None and abs(st.start_ticks - ticks) <= 2:
+        # The pid may already be dead and reused: the stat is this child's unless it
+        # started after the fork's event (beyond the rounding of the two clocks). The
+        # kernel sets the child's start time before it sends the event, and the child
+        # holds the pid from before that until it is reaped: a stat that started earlier
+        # is this child's, however long the fork was preempted in between (a loaded VM);
+        # taking it as gone made a second record of one process (issue 29, C3, C4).
+        if st is not None and st.start_ticks - ticks <= 2:
             p = Proc(st, (), wall, SEEN_EVENTS)
         else:
             # Gone already: keep what the events give (a fork copies group, session, name).
@@ -350,7 +361,9 @@ class OwnedTree:
             p = Proc(gone, (), wall, SEEN_EVENTS, "event")
         p.ppid = parent.pid  # the forking parent, even if it has died since
         p.argv = parent.argv  # until it execs, a forked child runs its parent's program
-        known = self._known(pid, p.start_ticks)
+        # Gone, with no stat to match: the scan or the reaper may have met it, born before
+        # this event however late the event was sent (see above), not after.
+        known = self._born_by(pid, ticks) if st is None else self._known(pid, p.start_ticks)
         if known is not None:
             known.seen_by.add(SEEN_EVENTS)  # the scan or the reaper saw it first
             known.ppid = parent.pid  # they saw its parent of now; the fork names its own
@@ -361,6 +374,17 @@ class OwnedTree:
         """The record of ``pid`` born at ``ticks``, within the rounding of the two clocks
         (C3: a process the scan met first is the same process, never a second record)."""
         for t in (ticks, ticks - 1, ticks + 1, ticks - 2, ticks + 2):
+            known = self.procs.get((pid, t))
+            if known is not None:
+                return known
+        return None
+
+    def _born_by(self, pid: int, ticks: int) -> Proc | None:
+        """The last-born record of ``pid`` started at most one second before ``ticks`` (a
+        fork's event, sent late) and not after it (clock rounding aside). An older
+        process of that pid would have had to live, die and have its pid handed round
+        every other pid within that second (C3: one process, one record)."""
+        for t in range(ticks + 2, ticks - self._hz - 1, -1):
             known = self.procs.get((pid, t))
             if known is not None:
                 return known
@@ -525,6 +549,10 @@ class OwnedTree:
         return sum(
             1 for p in self.procs.values() if SEEN_EVENTS not in p.seen_by and p.pid != self.leader
         )
+
+
+#: Events still applied to a process seen gone before they were read (OwnedTree._late).
+_LATE_KINDS = frozenset((Kind.EXIT, Kind.SID, Kind.EXEC))
 
 
 class _ExitInterest:
