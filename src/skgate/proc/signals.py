@@ -98,12 +98,20 @@ class StopSignals:
         # kept is received here, before launch; restore() gives back what they found.
         kept, original = startup_signals.handover()
         ignored = []
-        for sig in STOP_SIGNALS:
-            if inherited_ignore(sig):
-                ignored.append(int(sig))
-                continue
-            old = signal.signal(sig, self._on_signal)
-            self._old[sig] = original.get(sig, old)
+        # A signal that lands while the handlers go in (Python runs it inside the next
+        # signal.signal call) is only recorded here: raising out of install would skip
+        # the runner's handling and show a traceback. It acts at the next safe point, the
+        # end of the allocation's deferred block, like the ones kept at start-up (C2.4).
+        self._depth += 1
+        try:
+            for sig in STOP_SIGNALS:
+                if inherited_ignore(sig):
+                    ignored.append(int(sig))
+                    continue
+                old = signal.signal(sig, self._on_signal)
+                self._old[sig] = original.get(sig, old)
+        finally:
+            self._depth -= 1
         self.ignored = tuple(ignored)
         self.received.extend((s, Phase.BEFORE_LAUNCH) for s in kept)
         _active = self
