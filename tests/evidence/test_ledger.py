@@ -114,6 +114,79 @@ def test_a_torn_last_line_is_unfinished_and_the_next_append_cuts_it_back(tmp_pat
     assert last["torn_cut"] == {"bytes": len(TORN), "sha256": digest.sha256_bytes(TORN)}
 
 
+def _torn_root(root: Path) -> bytes:
+    """A root whose ledger ends with :data:`TORN`; its bytes."""
+    ledger.record_start(root, make_attempt(root), None)
+    with (root / ledger.LEDGER).open("ab") as fh:
+        fh.write(TORN)
+    return (root / ledger.LEDGER).read_bytes()
+
+
+def _torn_cut_is_recorded_next(root: Path) -> None:
+    """Space is back: the next append writes over the torn line and records it (C4)."""
+    ledger.record_start(root, make_attempt(root), None)
+    assert ledger.check_chain(root) == []
+    last = ledger.read_ledger(root)[-1]
+    assert last["torn_cut"] == {"bytes": len(TORN), "sha256": digest.sha256_bytes(TORN)}
+
+
+def test_an_append_that_finds_no_room_over_a_torn_line_leaves_it_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C7: the cut and its record are one act. Before, the append cut the torn line and
+    then its own write failed (the disk still full): the torn bytes were gone and no
+    ``torn_cut`` recorded them anywhere. Now, without room for the entry, nothing is cut."""
+    before = _torn_root(tmp_path)
+
+    def full(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(OSError, match="No space left"):
+        ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    with pytest.raises(OSError, match="No space left"):
+        ledger.repair(tmp_path)  # recover cannot either ...
+    monkeypatch.undo()
+    assert (tmp_path / ledger.LEDGER).read_bytes() == before  # ... and leaves it too
+    assert [p.flaw for p in ledger.check_chain(tmp_path)] == [Flaw.LEDGER_TORN]
+    _torn_cut_is_recorded_next(tmp_path)
+
+
+def test_a_write_over_a_torn_line_that_fails_part_way_puts_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _torn_root(tmp_path)
+    real = os.pwrite
+    calls: list[int] = []
+
+    def partial(fd: int, data: bytes | memoryview, at: int) -> int:
+        calls.append(at)
+        if len(calls) == 1:
+            return real(fd, bytes(data)[:10], at)  # part of the entry over the torn bytes
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data, at)  # putting the torn bytes back
+
+    monkeypatch.setattr(os, "pwrite", partial)
+    with pytest.raises(OSError, match="No space left"):
+        ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    monkeypatch.undo()
+    assert len(calls) >= 3
+    assert (tmp_path / ledger.LEDGER).read_bytes() == before
+    _torn_cut_is_recorded_next(tmp_path)
+
+
+def test_recover_writes_its_repair_entry_over_the_torn_line(tmp_path: Path) -> None:
+    before = _torn_root(tmp_path)
+    entry = ledger.repair(tmp_path)
+    assert entry is not None and entry["event"] == "repair"
+    text = (tmp_path / ledger.LEDGER).read_bytes()
+    whole = before[: -len(TORN)]
+    assert text.startswith(whole) and text[len(whole) :].count(b"\n") == 1
+    assert json.loads(text[len(whole) :])["torn_cut"]["bytes"] == len(TORN)
+    assert ledger.check_chain(tmp_path) == []
+
+
 def test_a_whole_entry_that_lost_only_its_line_end_is_kept(tmp_path: Path) -> None:
     ledger.record_start(tmp_path, make_attempt(tmp_path), None)
     path = tmp_path / ledger.LEDGER
