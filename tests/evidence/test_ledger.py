@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from skgate.evidence import digest, ledger
+from skgate.evidence import digest, ledger, ledger_tail
 from skgate.evidence.files import CONTROL, SEAL, write_json_new
 from skgate.evidence.seal_problem import Flaw
 from skgate.model.records import Cause, State, Verdict
@@ -174,6 +174,53 @@ def test_a_write_over_a_torn_line_that_fails_part_way_puts_it_back(
     assert len(calls) >= 3
     assert (tmp_path / ledger.LEDGER).read_bytes() == before
     _torn_cut_is_recorded_next(tmp_path)
+
+
+def test_a_torn_line_longer_than_the_entry_is_written_over_and_cut_to_it(
+    tmp_path: Path,
+) -> None:
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    long = ledger.ENTRY_HEAD + b"9" * 5000
+    with (tmp_path / ledger.LEDGER).open("ab") as fh:
+        fh.write(long)
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    assert ledger.check_chain(tmp_path) == []
+    assert ledger.read_ledger(tmp_path)[-1]["torn_cut"]["bytes"] == len(long)
+    assert (tmp_path / ledger.LEDGER).read_bytes().endswith(b"}\n")
+
+
+@pytest.mark.parametrize("torn", [TORN, ledger.ENTRY_HEAD + b"9" * 5000])
+@pytest.mark.parametrize("where", [0, 5, 60, "ftruncate", "fsync"])
+def test_a_writer_killed_while_writing_over_a_torn_line_leaves_a_torn_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, torn: bytes, where: int | str
+) -> None:
+    """C7: a crash at any step of the write over leaves the ledger torn (unfinished: the
+    next append or recover finishes it) or whole, never changed. The writer dies part-way
+    through its write (after ``where`` bytes), at its cut or at the sync: whatever the
+    reserve, the cut or the write did before stays (nothing is put back)."""
+    if where == "ftruncate" and len(torn) < 100:
+        pytest.skip("an entry longer than the torn line cuts nothing")
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    with (tmp_path / ledger.LEDGER).open("ab") as fh:
+        fh.write(torn)
+    real = os.pwrite
+
+    def write(fd: int, data: bytes | memoryview, at: int) -> int:
+        real(fd, bytes(data)[: int(where)], at)
+        raise KeyboardInterrupt  # the writer dies here: no put-back below
+
+    def killed(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ledger_tail, "_back", lambda *a: None)
+    monkeypatch.setattr(os, *((where, killed) if isinstance(where, str) else ("pwrite", write)))
+    with pytest.raises(KeyboardInterrupt):
+        ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    monkeypatch.undo()
+    flaws = [p.flaw for p in ledger.check_chain(tmp_path)]
+    assert flaws in ([Flaw.LEDGER_TORN], []), flaws
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    assert ledger.check_chain(tmp_path) == []
 
 
 def test_recover_writes_its_repair_entry_over_the_torn_line(tmp_path: Path) -> None:

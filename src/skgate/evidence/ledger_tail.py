@@ -134,12 +134,13 @@ def replace_torn(fd: int, torn: TornTail, data: bytes) -> None:
     crash. Here the room the entry needs past the file's end is reserved first
     (``posix_fallocate``): when there is none, nothing was changed and the torn line
     stays for the next append or ``recover``. Then the entry is written over the torn
-    bytes, the file cut to its end and synced; should that write fail, the torn bytes are
-    written back and the file is its old size again. A crash part-way leaves one last line
-    without a line end that begins as every entry does (the torn bytes with the reserved
-    zeros after them, or the entry's beginning over them): torn again, so the next append
-    or ``recover`` cuts it and records what it cut; every whole line before it is as it
-    was (C7: append-only, crash consistent). The descriptor is opened ``O_APPEND`` (every
+    bytes (a torn line longer than the entry cut to the entry's length first) and synced;
+    should that write fail, the torn bytes are written back and the file is its old size
+    again. A crash part-way leaves one last line without a line end that begins as every
+    entry does (the torn bytes with the reserved zeros after them, their beginning, or the
+    entry's beginning over them): torn again, so the next append or ``recover`` writes
+    over it and records what it found; every whole line before it is as it was (C7:
+    append-only, crash consistent). The descriptor is opened ``O_APPEND`` (every
     write goes to the end): that flag is off for the write over and back on after."""
     import fcntl  # noqa: PLC0415 - writers only; a read (status) never loads it
 
@@ -155,9 +156,12 @@ def replace_torn(fd: int, torn: TornTail, data: bytes) -> None:
                 _back(fd, torn, size)
                 raise
         try:
-            _write_at(fd, data, torn.start)
             if end < size:
+                # The entry is shorter than the torn line: its tail goes first, so a crash
+                # in between leaves the torn line's beginning (torn still), never a stray
+                # piece of it after the entry's line end (a change, for ever).
                 os.ftruncate(fd, end)
+            _write_at(fd, data, torn.start)
             os.fsync(fd)
         except BaseException:
             _back(fd, torn, size)
