@@ -31,8 +31,9 @@ from conftest import (
     start_skgate,
     wait_for,
 )
-from skgate.evidence import files, ledger
+from skgate.evidence import digest, files, ledger
 from skgate.evidence.diskfull import DISKFULL, MIN_FREE_ENV, cut_torn_tail, low_space_warning
+from skgate.evidence.seal_problem import Flaw
 
 #: Prints ``MB`` MiB of lines to stdout (after filling the outputs until ENOSPC, with
 #: ``fill``), then the summary, then writes ``done`` with its view of its own exit.
@@ -386,3 +387,35 @@ def test_a_ledger_append_the_disk_fills_under_leaves_no_torn_line(
     (tmpfs / "filler").unlink()  # space is back: the next append chains on as ever
     ledger.record_start(root, a, None)
     assert ledger.check_chain(root) == [] and "torn_cut" not in ledger.read_ledger(root)[-1]
+
+
+def test_an_append_over_a_torn_line_on_a_full_disk_keeps_it_for_the_record(
+    tmpfs: Path,
+) -> None:
+    """C7 on a real full file system: the next append found a torn last line, cut it, and
+    its own write then met ENOSPC; the torn bytes were gone with no ``torn_cut`` anywhere.
+    Now nothing is cut without room for the entry that records the cut."""
+    root = tmpfs / "r"
+    path = root / ledger.LEDGER
+    page = os.statvfs(tmpfs).f_bsize
+    a = ledger.allocate(root)
+    ledger.record_start(root, a, None)
+    # A torn line that ends 20 bytes before the end of the file's last page (tmpfs gives
+    # a file whole pages): an entry longer than it by more than that needs a new page.
+    n = page - path.stat().st_size % page - 20
+    n += page if n <= len(ledger.ENTRY_HEAD) else 0
+    torn = ledger.ENTRY_HEAD + b"9" * (n - len(ledger.ENTRY_HEAD))
+    with path.open("ab") as fh:
+        fh.write(torn)
+    assert path.stat().st_size % page == page - 20
+    _fill(tmpfs / "filler")
+    before = path.read_bytes()
+    with pytest.raises(OSError, match="No space left"):
+        ledger.record_start(root, a, "p" * (n + 100))  # longer than the room left
+    assert path.read_bytes() == before
+    assert [p.flaw for p in ledger.check_chain(root)] == [Flaw.LEDGER_TORN]
+    (tmpfs / "filler").unlink()
+    ledger.record_start(root, a, None)
+    assert ledger.check_chain(root) == []
+    cut = {"bytes": len(torn), "sha256": digest.sha256_bytes(torn)}
+    assert ledger.read_ledger(root)[-1]["torn_cut"] == cut

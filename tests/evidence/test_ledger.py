@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from skgate.evidence import digest, ledger
+from skgate.evidence import digest, ledger, ledger_tail
 from skgate.evidence.files import CONTROL, SEAL, write_json_new
 from skgate.evidence.seal_problem import Flaw
 from skgate.model.records import Cause, State, Verdict
@@ -112,6 +112,126 @@ def test_a_torn_last_line_is_unfinished_and_the_next_append_cuts_it_back(tmp_pat
     last = ledger.read_ledger(tmp_path)[-1]
     assert last["parent"] == "attempts/0001" and last["seq"] == 2
     assert last["torn_cut"] == {"bytes": len(TORN), "sha256": digest.sha256_bytes(TORN)}
+
+
+def _torn_root(root: Path) -> bytes:
+    """A root whose ledger ends with :data:`TORN`; its bytes."""
+    ledger.record_start(root, make_attempt(root), None)
+    with (root / ledger.LEDGER).open("ab") as fh:
+        fh.write(TORN)
+    return (root / ledger.LEDGER).read_bytes()
+
+
+def _torn_cut_is_recorded_next(root: Path) -> None:
+    """Space is back: the next append writes over the torn line and records it (C4)."""
+    ledger.record_start(root, make_attempt(root), None)
+    assert ledger.check_chain(root) == []
+    last = ledger.read_ledger(root)[-1]
+    assert last["torn_cut"] == {"bytes": len(TORN), "sha256": digest.sha256_bytes(TORN)}
+
+
+def test_an_append_that_finds_no_room_over_a_torn_line_leaves_it_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C7: the cut and its record are one act. Before, the append cut the torn line and
+    then its own write failed (the disk still full): the torn bytes were gone and no
+    ``torn_cut`` recorded them anywhere. Now, without room for the entry, nothing is cut."""
+    before = _torn_root(tmp_path)
+
+    def full(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(OSError, match="No space left"):
+        ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    with pytest.raises(OSError, match="No space left"):
+        ledger.repair(tmp_path)  # recover cannot either ...
+    monkeypatch.undo()
+    assert (tmp_path / ledger.LEDGER).read_bytes() == before  # ... and leaves it too
+    assert [p.flaw for p in ledger.check_chain(tmp_path)] == [Flaw.LEDGER_TORN]
+    _torn_cut_is_recorded_next(tmp_path)
+
+
+def test_a_write_over_a_torn_line_that_fails_part_way_puts_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _torn_root(tmp_path)
+    real = os.pwrite
+    calls: list[int] = []
+
+    def partial(fd: int, data: bytes | memoryview, at: int) -> int:
+        calls.append(at)
+        if len(calls) == 1:
+            return real(fd, bytes(data)[:10], at)  # part of the entry over the torn bytes
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data, at)  # putting the torn bytes back
+
+    monkeypatch.setattr(os, "pwrite", partial)
+    with pytest.raises(OSError, match="No space left"):
+        ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    monkeypatch.undo()
+    assert len(calls) >= 3
+    assert (tmp_path / ledger.LEDGER).read_bytes() == before
+    _torn_cut_is_recorded_next(tmp_path)
+
+
+def test_a_torn_line_longer_than_the_entry_is_written_over_and_cut_to_it(
+    tmp_path: Path,
+) -> None:
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    long = ledger.ENTRY_HEAD + b"9" * 5000
+    with (tmp_path / ledger.LEDGER).open("ab") as fh:
+        fh.write(long)
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    assert ledger.check_chain(tmp_path) == []
+    assert ledger.read_ledger(tmp_path)[-1]["torn_cut"]["bytes"] == len(long)
+    assert (tmp_path / ledger.LEDGER).read_bytes().endswith(b"}\n")
+
+
+@pytest.mark.parametrize("torn", [TORN, ledger.ENTRY_HEAD + b"9" * 5000])
+@pytest.mark.parametrize("where", [0, 5, 60, "ftruncate", "fsync"])
+def test_a_writer_killed_while_writing_over_a_torn_line_leaves_a_torn_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, torn: bytes, where: int | str
+) -> None:
+    """C7: a crash at any step of the write over leaves the ledger torn (unfinished: the
+    next append or recover finishes it) or whole, never changed. The writer dies part-way
+    through its write (after ``where`` bytes), at its cut or at the sync: whatever the
+    reserve, the cut or the write did before stays (nothing is put back)."""
+    if where == "ftruncate" and len(torn) < 100:
+        pytest.skip("an entry longer than the torn line cuts nothing")
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    with (tmp_path / ledger.LEDGER).open("ab") as fh:
+        fh.write(torn)
+    real = os.pwrite
+
+    def write(fd: int, data: bytes | memoryview, at: int) -> int:
+        real(fd, bytes(data)[: int(where)], at)
+        raise KeyboardInterrupt  # the writer dies here: no put-back below
+
+    def killed(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ledger_tail, "_back", lambda *a: None)
+    monkeypatch.setattr(os, *((where, killed) if isinstance(where, str) else ("pwrite", write)))
+    with pytest.raises(KeyboardInterrupt):
+        ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    monkeypatch.undo()
+    flaws = [p.flaw for p in ledger.check_chain(tmp_path)]
+    assert flaws in ([Flaw.LEDGER_TORN], []), flaws
+    ledger.record_start(tmp_path, make_attempt(tmp_path), None)
+    assert ledger.check_chain(tmp_path) == []
+
+
+def test_recover_writes_its_repair_entry_over_the_torn_line(tmp_path: Path) -> None:
+    before = _torn_root(tmp_path)
+    entry = ledger.repair(tmp_path)
+    assert entry is not None and entry["event"] == "repair"
+    text = (tmp_path / ledger.LEDGER).read_bytes()
+    whole = before[: -len(TORN)]
+    assert text.startswith(whole) and text[len(whole) :].count(b"\n") == 1
+    assert json.loads(text[len(whole) :])["torn_cut"]["bytes"] == len(TORN)
+    assert ledger.check_chain(tmp_path) == []
 
 
 def test_a_whole_entry_that_lost_only_its_line_end_is_kept(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 from evidence_fixtures import census, live_verdict_of, make_attempt, ownership, verdict_for
+from skgate.evidence import ledger
 from skgate.evidence.census import take_census
 from skgate.evidence.logscan import LogScanner
 from skgate.model.errors import BlockedError
@@ -180,3 +181,19 @@ def test_files_of_a_real_attempt_validate(tmp_path: Path) -> None:
         validate("event", json.loads(line))
     assert {"control", "verdict"} <= seen
     validate("report", json.loads(report.render(load.build_report(attempt), Lang.EN, "json")))
+
+
+def test_a_report_of_a_root_whose_ledger_is_torn_validates(tmp_path: Path) -> None:
+    """The report's ``ledgers`` (C4): a torn ledger's status and problems validate, and a
+    status the schema does not name is refused."""
+    root = tmp_path / "r"
+    a = make_attempt(root, 1, State.FAILED)
+    ledger.record_start(root, a, None)
+    with (root / ledger.LEDGER).open("ab") as fh:
+        fh.write(b'{"schema":"skgate.ledger/1","seq":2,"ev')
+    for lang in Lang:
+        data = json.loads(report.render(load.build_report(a), lang, "json"))
+        assert data["ledgers"][0]["status"] == "unfinished"
+        validate("report", data)
+    data["ledgers"][0]["status"] = "torn"
+    assert invalid("report", data)

@@ -253,3 +253,43 @@ def test_a_settled_directory_is_checked_by_its_stamp(
             fh.write("b\n")
     expected = "cached" if change == "edit_notes" else "probed"
     assert answer(hooks.scan(str(python), clean_env())) == expected
+
+
+def test_a_change_while_the_probes_run_is_not_stored(cached: Path, venv: tuple[Path, Path]) -> None:
+    """C6: the fingerprints are taken after the probes; a site directory that changed
+    while they ran (here the start-up itself writes a new ``.pth`` the static probe never
+    saw) must not store the old answer under the new fingerprint: the next scan probes."""
+    python, site = venv
+    late = site / "late.pth"
+    make = f"import os; os.path.exists({str(late)!r}) or open({str(late)!r}, 'w')"
+    make += ".write('import json\\n')"
+    (site / "maker.pth").write_text(make + "\n")
+    first = hooks.scan(str(python), clean_env(), approve_all=True)
+    assert answer(first) == "probed" and late.exists()
+    assert not any("late.pth" in str(f.to_dict()) for f in first.findings)
+    again = hooks.scan(str(python), clean_env(), approve_all=True)
+    assert answer(again) == "probed"
+    assert any("late.pth" in str(f.to_dict()) for f in again.findings)
+    # Nothing changed while that one ran: its answer is stored and used.
+    assert answer(hooks.scan(str(python), clean_env(), approve_all=True)) == "cached"
+
+
+def test_a_pth_edited_between_probe_and_fingerprint_is_not_stored(
+    cached: Path, venv: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seam between the probes' answer and the fingerprints taken for it (C6)."""
+    python, site = venv
+    (site / "plain.pth").write_text("/nowhere\n")
+    real = cache.fingerprints
+
+    def edit_first(paths: list[str]) -> dict[str, str]:
+        (site / "plain.pth").write_text("import json\n")  # a hook now
+        return real(paths)
+
+    monkeypatch.setattr(cache, "fingerprints", edit_first)
+    assert answer(hooks.scan(str(python), clean_env())) == "probed"
+    monkeypatch.setattr(cache, "fingerprints", real)
+    assert not list(cached.glob("*.json"))
+    result = hooks.scan(str(python), clean_env())
+    assert answer(result) == "probed"
+    assert [f.kind for f in result.findings] == ["pth-import"]

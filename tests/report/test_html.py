@@ -27,7 +27,7 @@ from skgate.cli.main import main
 from skgate.model.events import ForeignWait, ForeignWaitEnd
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import ProcessRecord, State
-from skgate.report import chart, load, markdown, sentences
+from skgate.report import chart, load, markdown, sentences, svg
 from skgate.report.html import render_html
 from skgate.verdict.words import WORDS, phrase
 
@@ -404,3 +404,45 @@ def test_an_exit_or_signal_label_sits_at_its_instant_not_the_bar_start(
     label = re.search(r'<text class="end-label[^"]*" x="([\d.]+)"[^>]*>([^<]*)</text>', drawn)
     assert label is not None and label.group(2) == ended, drawn
     assert abs(float(label.group(1)) - frame.x(4.0)) <= 6, (label.group(1), frame.x(4.0))
+
+
+_CIRCLE = re.compile(r'<circle class="badge[^"]*" cx="([-\d.]+)" cy="([-\d.]+)" r="([-\d.]+)"')
+
+
+@pytest.mark.parametrize("n", [2, 12, 90])
+def test_badges_of_marks_close_in_time_never_overlap_and_fit_the_picture(n: int) -> None:
+    """A stop signals a group's members one by one, milliseconds apart: their numbered
+    badges once fell back onto their own mark when the rows were full, one over the other.
+    Every badge has its own place now, rows added below when needed, inside the picture."""
+    marks = tuple(
+        chart.Mark(5.0 + i * 0.001, "signal_sent", f"SIGTERM: runner → {100 + i}") for i in range(n)
+    )
+    c = chart.Chart(
+        t_end=10.0,
+        launched=0.0,
+        deadline=5.0,
+        grace_end=None,
+        timeout=5.0,
+        grace=None,
+        bars=(),
+        strips=(),
+        aggregated=0,
+        owned_total=0,
+        marks=marks,
+        foreign=(),
+        census=(),
+        census_final=False,
+        concurrency=(),
+        peak_opc=0,
+        frozen_jobs=None,
+    )
+    picture = svg.timeline_svg(c, Lang.EN)
+    box = re.search(r'viewBox="0 0 [\d.]+ ([\d.]+)"', picture)
+    assert box is not None
+    height = float(box.group(1))
+    badges = [(float(x), float(y), float(r)) for x, y, r in _CIRCLE.findall(picture)]
+    assert len(badges) == n
+    for i, (x, y, r) in enumerate(badges):
+        assert y - r >= 0 and y + r <= height
+        for x2, y2, r2 in badges[i + 1 :]:
+            assert ((x - x2) ** 2 + (y - y2) ** 2) ** 0.5 >= r + r2, (x, y, x2, y2)

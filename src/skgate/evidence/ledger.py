@@ -23,9 +23,11 @@ an append the disk filled up under, or whose writer was killed mid-write) is no 
 and no entry depends on it
 (issue 29's leftover: it made ``verify`` call the root changed forever, and the next
 append chained onto it). ``verify`` calls it unfinished; the next append, or ``skgate
-recover``, cuts it back to the last whole line and records the cut (``torn_cut``: its
-size and sha256) in the entry it appends. A writer whose own append fails (ENOSPC after
-a partial write) takes its partial line back at once. Every whole line stays as written
+recover``, writes its entry in the torn line's place, recording the cut (``torn_cut``: its
+size and sha256) in that entry, or, when it cannot (the disk still full), leaves the torn
+line as it was: the cut is never made without its record (``ledger_tail.replace_torn``).
+A writer whose own append fails (ENOSPC after a partial write) takes its partial line
+back at once. Every whole line stays as written
 (C4: append-only); a whole entry that lost only its line end is kept and completed.
 
 Schema history: ``skgate.ledger/1``: first version (2026-11).
@@ -49,7 +51,14 @@ from skgate.evidence.files import (
 from skgate.evidence.ledger_tail import ENTRY_HEAD as ENTRY_HEAD  # noqa: PLC0414
 from skgate.evidence.ledger_tail import LINE_LIMIT as LINE_LIMIT  # noqa: PLC0414
 from skgate.evidence.ledger_tail import SCHEMA_LEDGER as SCHEMA_LEDGER  # noqa: PLC0414
-from skgate.evidence.ledger_tail import cut_torn_tail, ends_torn, last_line, parsed
+from skgate.evidence.ledger_tail import (
+    TornTail,
+    ends_torn,
+    last_line,
+    parsed,
+    replace_torn,
+    torn_tail,
+)
 from skgate.evidence.ledger_tail import is_torn as is_torn  # noqa: PLC0414
 
 # The lookups live in lookup.py (status loads no ledger, issue 29); re-exported here for
@@ -228,16 +237,18 @@ def append_entry(root: Path, event: str, fields: dict[str, Any]) -> dict[str, An
         raise ValueError(f"unknown ledger event {event!r}")
     with _LockedLedger(root) as fd:
         fresh = os.fstat(fd).st_size == 0
-        entry = _append_locked(fd, event, fields, cut_torn_tail(fd))
+        entry = _append_locked(fd, event, fields, torn_tail(fd))
     if fresh:
         fsync_dir(root)
     return entry
 
 
 def _append_locked(
-    fd: int, event: str, fields: dict[str, Any], torn: dict[str, Any] | None
+    fd: int, event: str, fields: dict[str, Any], torn: TornTail | None
 ) -> dict[str, Any]:
-    last, last_hash, _ = last_line(fd)
+    """Append one entry; over ``torn`` (the torn last line) when there is one, which the
+    entry records as ``torn_cut`` (:func:`replace_torn`)."""
+    last, last_hash, _ = last_line(fd, None if torn is None else torn.start)
     prev = GENESIS if last_hash is None else last_hash
     seq = 1
     if last is None and last_hash is not None:
@@ -252,13 +263,16 @@ def _append_locked(
         "seq": seq,
         "event": event,
         **fields,
-        **({"torn_cut": torn} if torn is not None else {}),
+        **({"torn_cut": torn.cut} if torn is not None else {}),
         "t": time.time(),
         "prev": prev,
     }
     line = json_text(entry).encode("utf-8")
+    if torn is not None:
+        replace_torn(fd, torn, line + b"\n")  # the cut and its record in one act (C7)
+        return entry
     # A whole entry that lost only its line end gets it now, so the new entry is never
-    # glued to it (a torn one was cut back by the caller).
+    # glued to it (a torn one is written over, above).
     size = os.fstat(fd).st_size
     lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
     view = memoryview(lead + line + b"\n")
@@ -278,12 +292,13 @@ def _append_locked(
 
 
 def repair(root: Path) -> dict[str, Any] | None:
-    """``skgate recover``: cut back the ledger's torn last line and record the cut in a
-    ``repair`` entry (returned); None when the ledger is absent, linked or ends whole."""
+    """``skgate recover``: write a ``repair`` entry (returned) in place of the ledger's
+    torn last line, recording the cut; None when the ledger is absent, linked or ends
+    whole."""
     if not ends_torn(root / LEDGER):
         return None  # read-only look first: a root this user may only read is not opened
     with _LockedLedger(root) as fd:
-        torn = cut_torn_tail(fd)
+        torn = torn_tail(fd)
         if torn is None:
             return None
         return _append_locked(fd, LedgerEvent.REPAIR.value, {"by": "skgate recover"}, torn)

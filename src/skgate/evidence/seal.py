@@ -318,9 +318,19 @@ def attempt_problems(attempt: Path, *, recorded: bool = False) -> list[SealProbl
     return problems
 
 
+def ledger_problems(root: Path) -> list[SealProblem]:
+    """What is wrong with the root's ledger file itself (empty: intact or absent): a
+    ledger that is a link or not a regular file, else its hash chain and lines
+    (:func:`ledger.check_chain`: a torn last line is unfinished, the rest a change, C4).
+    The one reader ``verify`` and ``report`` use for it."""
+    if not _ledger_regular(root):
+        return [p for p in _root_entries(root) if p.flaw is Flaw.LEDGER_THROUGH_LINK]
+    return ledger.check_chain(root)
+
+
 def _ledger_problems(root: Path, only: str | None = None) -> list[SealProblem]:
     """Cross-check ledger entries against the attempts: seals, scenes, presence."""
-    problems = ledger.check_chain(root)
+    problems = ledger_problems(root)
     where = str(root / ledger.LEDGER)
     started: set[str] = set()
     ended: set[str] = set()

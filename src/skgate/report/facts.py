@@ -6,7 +6,9 @@ come from :mod:`skgate.report.sentences`), so the three formats state the same f
 Schema history: ``skgate.report/1``: first version (2026-11); 2026-12: ``reasons`` (in
 the report's language; ``verdict.reasons`` keeps the originals), ``controls_table``,
 ``stages``, ``error_logs_to_read``, ``error_logs_total``, ``seal``, and ``matrix`` at
-the top level (added fields only: readers of the first version are unaffected)."""
+the top level; ``ledgers`` at the top level (each evidence root's ledger: intact,
+unfinished or changed, C4) (added fields only: readers of the first version are
+unaffected)."""
 
 from __future__ import annotations
 
@@ -327,6 +329,7 @@ def report_json(report: Report, lang: Lang = Lang.EN) -> dict[str, Any]:
         ],
         "health": report_health(report),
         "matrix": matrix_rows(report.matrix),
+        "ledgers": [led.to_dict(lang) for led in report.ledgers],
     }
 
 

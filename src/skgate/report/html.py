@@ -441,6 +441,15 @@ def _seal(ev: load.AttemptEvidence, lang: Lang) -> str:
     return out
 
 
+def _ledgers(report: load.Report, lang: Lang) -> str:
+    """The evidence root's ledger, when it is torn or changed (C4), else nothing."""
+    items = "".join(
+        f"<p>{_e(words)}</p><ul>" + "".join(f"<li>{_e(p)}</li>" for p in problems) + "</ul>"
+        for words, problems in say.damaged_ledgers(report, lang)
+    )
+    return f'<h2>{_e(phrase("ledger", lang))}</h2><div class="card">{items}</div>' if items else ""
+
+
 def _attempt(
     report: load.Report, ev: load.AttemptEvidence, a: Mapping[str, Any], lang: Lang
 ) -> str:
@@ -548,6 +557,7 @@ def render_html(report: load.Report, lang: Lang = Lang.EN) -> str:
         f'<p class="meta">{_e(_h("generated", lang).format(v=__version__))} · '
         f"{_e(facts.fmt_time(data['generated_at']))}</p>"
     )
+    body.append(_ledgers(report, lang))
     if report.kind == "root":
         body.append(_root_table(report, data, lang))
         if data["health"]:

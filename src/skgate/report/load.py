@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from os.path import lexists
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from skgate.evidence.files import (
 from skgate.evidence.files import read_json as _read_json
 from skgate.evidence.installed import INSTALLED_FILE
 from skgate.evidence.journal import read_journal
-from skgate.evidence.ledger import is_prelaunch_dir, resolve
+from skgate.evidence.ledger import LEDGER, is_prelaunch_dir, resolve, root_of
 from skgate.evidence.load import archived_verdict
 from skgate.evidence.plog import PLOG_INDEX
 from skgate.evidence.sealed import SealBreachError
@@ -188,6 +189,15 @@ class Report:
     retry_of: Mapping[str, str | None]
     retried_by: Mapping[str, tuple[str, ...]]
     matrix: Mapping[str, Any] | None = None
+    #: The ledger of each evidence root its attempts are in (a matrix: one per arm), or of
+    #: the root itself when it has none yet; a damaged one is said in every format (C4).
+    ledgers: tuple[rows.LedgerStatus, ...] = ()
+
+
+def _ledgers(target: Path, attempts: tuple[AttemptEvidence, ...]) -> tuple[rows.LedgerStatus, ...]:
+    roots = [root_of(a.path) for a in attempts] if attempts else [target]
+    found = [r for r in dict.fromkeys(roots) if r is not None and lexists(r / LEDGER)]
+    return tuple(rows.ledger_status(r) for r in found)
 
 
 def _matrix_record(target: Path) -> Mapping[str, Any] | None:
@@ -244,4 +254,5 @@ def build_report(target: Path, verdict_of: VerdictOf = default_verdict_of) -> Re
         retry_of=retry_of,
         retried_by={k: tuple(v) for k, v in retried_by.items()},
         matrix=matrix,
+        ledgers=_ledgers(target, attempts),
     )

@@ -44,6 +44,7 @@ from skgate.report.sentences import (
     census_lines,
     colon,
     counts_line,
+    damaged_ledgers,
     ownership_lines,
     path_line,
     request_lines,
@@ -193,6 +194,17 @@ def _md_seal(ev: AttemptEvidence, lang: Lang, hh: str) -> list[str]:
     return out
 
 
+def _md_ledgers(report: Report, lang: Lang) -> list[str]:
+    """The evidence root's ledger, when it is torn or changed (C4), else nothing."""
+    damaged = damaged_ledgers(report, lang)
+    if not damaged:
+        return []
+    out = [f"## {phrase('ledger', lang)}", ""]
+    for words, problems in damaged:
+        out += [f"- {words}", *(f"  - {p}" for p in problems)]
+    return [*out, ""]
+
+
 def _md_matrix(report: Report, lang: Lang) -> list[str]:
     m = matrix_rows(report.matrix)
     if m is None:
@@ -236,7 +248,7 @@ def render_markdown(report: Report, lang: Lang = Lang.EN) -> str:
     check_lang(lang)
     out: list[str] = []
     if report.kind == "attempt":
-        out += _md_attempt(report, report.attempts[0], lang, 1)
+        out += _md_attempt(report, report.attempts[0], lang, 1) + _md_ledgers(report, lang)
         return "\n".join(out).rstrip() + "\n"
     out += [f"# {phrase('title_root', lang)} `{report.target}`", ""]
     out += [f"## {phrase('attempts', lang)}", ""]
@@ -257,6 +269,7 @@ def render_markdown(report: Report, lang: Lang = Lang.EN) -> str:
             )
         out.append(line)
     out.append("")
+    out += _md_ledgers(report, lang)
     out += _md_nodes(report, lang)
     health = report_health(report)
     if health is not None:

@@ -12,7 +12,9 @@ Nothing here decides a state; the verdict does (C2).
   attempt has one, with the failed inputs and the path of each one's error log (C2, C3);
 - :func:`error_logs_to_read`: after a natural failure, the error logs a person reads next
   (from the stages, else the kept ``*_compile_error.log`` files under the census roots);
-- :func:`seal_status`: sealed and intact, sealed with problems, or not sealed yet.
+- :func:`seal_status`: sealed and intact, sealed with problems, or not sealed yet;
+- :func:`ledger_status`: the evidence root's ledger intact, unfinished (a torn last line)
+  or changed, read as ``verify`` reads it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.seal import attempt_problems
+from skgate.evidence.seal import attempt_problems, ledger_problems
 from skgate.evidence.seal_problem import SealProblem
 from skgate.model.phrases import Lang
 from skgate.model.records import Census, State, Verdict
@@ -300,3 +302,43 @@ def seal_status(attempt: Path) -> SealStatus:
     if not (attempt / "seal.json").is_file():
         return SealStatus(SealState.NOT_SEALED, ())
     return SealStatus(SealState.INTACT, ())
+
+
+# ---------------------------------------------------------------------------
+# The root's ledger
+
+
+class LedgerState(enum.Enum):
+    """Where an evidence root's ledger stands; the value is the report's JSON word. A torn
+    last line is unfinished (``skgate recover`` cuts it back); anything else wrong with
+    it is a change (C4): the same kinds ``skgate verify`` prints."""
+
+    INTACT = "intact"
+    UNFINISHED = "unfinished"
+    CHANGED = "changed"
+
+
+@dataclass(frozen=True)
+class LedgerStatus:
+    root: Path
+    state: LedgerState
+    problems: tuple[SealProblem, ...]
+
+    def to_dict(self, lang: Lang = Lang.EN) -> dict[str, Any]:
+        return {
+            "root": str(self.root),
+            "status": self.state.value,
+            "problems": [p.text(lang) for p in self.problems],
+        }
+
+
+def ledger_status(root: Path) -> LedgerStatus:
+    """The root's ledger as ``verify`` reads it (:func:`skgate.evidence.seal.ledger_problems`)."""
+    problems = tuple(ledger_problems(root))
+    if not problems:
+        state = LedgerState.INTACT
+    elif all(p.unfinished for p in problems):
+        state = LedgerState.UNFINISHED
+    else:
+        state = LedgerState.CHANGED
+    return LedgerStatus(root, state, problems)

@@ -15,7 +15,7 @@ from skgate.model.records import ProcessRecord, State, Verdict
 from skgate.model.signals import signal_name
 from skgate.report.facts import census_label, headline, is_clean_retry_result
 from skgate.report.load import AttemptEvidence, Report
-from skgate.report.rows import SealState
+from skgate.report.rows import LedgerState, SealState
 from skgate.verdict.words import (
     CONTROL_SECTIONS,
     UNCOMPILED_COUNT,
@@ -184,6 +184,16 @@ def census_lines(ev: AttemptEvidence, lang: Lang, code: Code = plain) -> list[tu
             text = f"error-named {r.error_logs} ({kind}), succ {r.succ_logs}, .run {r.run_packages}"
         out.append((1, f"{code(r.root)}{colon(lang)}{text}"))
     return out
+
+
+def damaged_ledgers(report: Report, lang: Lang) -> list[tuple[str, list[str]]]:
+    """Each evidence root ledger that is not intact: what it is (unfinished or changed)
+    and its problems, in ``lang`` (C4: a report never leaves a damaged ledger unsaid)."""
+    return [
+        (phrase(f"ledger_{led.state.value}", lang), [p.text(lang) for p in led.problems])
+        for led in report.ledgers
+        if led.state is not LedgerState.INTACT
+    ]
 
 
 def seal_text(ev: AttemptEvidence, lang: Lang) -> str:

@@ -212,20 +212,35 @@ def badge_places(
     other marks' and ``lines``, e.g. the deadline).
 
     Each badge takes the first row (going down from the top) where its own mark's x is
-    clear; else the nearest x to the right or left, one gap at a time, with a short
-    leader from its mark line (which still shows where it belongs)."""
+    clear; else the nearest x to the right or left, one gap at a time across the whole
+    plot, with a short leader from its mark line (which still shows where it belongs).
+    When every row down to ``bottom`` is full (many signals a few milliseconds apart: a
+    stop signals a group's members one by one), a row is added below it: the caller makes
+    the picture that much taller (:func:`badges_bottom`). So no two badges ever overlap."""
     avoid = blocked or []
     first = top + 24
     rows = max(1, int((bottom - first - BADGE_R) // BADGE_GAP) + 1)
     placed: list[list[float]] = [[] for _ in range(rows)]
-    offsets = [0.0] + [side * BADGE_GAP * k for k in range(1, 40) for side in (1.0, -1.0)]
+    span = int((W - LEFT - RIGHT) // BADGE_GAP) + 1
+    offsets = [0.0] + [side * BADGE_GAP * k for k in range(1, span + 1) for side in (1.0, -1.0)]
     out: list[tuple[float, float]] = []
     for x in xs:
         others = [lx for lx in (*lines, *xs) if abs(lx - x) > 0.5]
         spot = _spot(x, offsets=offsets, others=others, placed=placed, first=first, avoid=avoid)
+        if spot is None:  # every row full: a new one below them all, empty
+            placed.append([])
+            fresh = _spot(x, offsets=offsets, others=others, placed=[[]], first=first, avoid=[])
+            # None: a mark line every few pixels across the plot; then on its own mark.
+            bx = min(max(x, LEFT + BADGE_R), W - RIGHT - BADGE_R) if fresh is None else fresh[1]
+            spot = len(placed) - 1, bx
         placed[spot[0]].append(spot[1])
         out.append((spot[1], first + BADGE_GAP * spot[0]))
     return out
+
+
+def badges_bottom(places: list[tuple[float, float]]) -> float:
+    """The lowest point the badges at ``places`` reach (0 for none)."""
+    return max((y for _, y in places), default=-BADGE_R) + BADGE_R
 
 
 def _spot(
@@ -236,8 +251,8 @@ def _spot(
     placed: list[list[float]],
     first: float,
     avoid: list[Box],
-) -> tuple[int, float]:
-    """(row, x) of the first clear place for a badge of the mark at ``x``."""
+) -> tuple[int, float] | None:
+    """(row, x) of the first clear place for a badge of the mark at ``x``, or None."""
     for dx in offsets:
         bx = x + dx
         if not LEFT + BADGE_R <= bx <= W - RIGHT - BADGE_R:
@@ -248,21 +263,17 @@ def _spot(
             y = first + BADGE_GAP * level
             if all(abs(bx - o) >= BADGE_GAP for o in row) and _clear(bx, y, avoid):
                 return level, bx
-    return 0, x  # nowhere clear (a plot full of marks): on its own mark
+    return None
 
 
 def _marks(
     c: Chart,
-    f: Frame,
+    xs: list[float],
+    places: list[tuple[float, float]],
     top: float,
     bottom: float,
-    *,
-    blocked: list[Box] | None = None,
-    lines: tuple[float, ...] = (),
 ) -> list[str]:
     out: list[str] = []
-    xs = [f.x(m.t) for m in c.marks]
-    places = badge_places(xs, top, bottom, blocked, lines)
     for i, (m, x, (bx, by)) in enumerate(zip(c.marks, xs, places, strict=True), 1):
         out.append(_vline(f"mark {m.kind}", x, top, bottom, m.label))
         if bx != x:  # moved aside: a short leader from its mark line
@@ -398,13 +409,18 @@ def timeline_svg(
         body += _census(c, fr, y, chart_h, lang)
         y += chart_h + 16
     height = y + 8
-    rows = _axis(fr, zero, AXIS, height - AXIS - 8, lang) + body
     deadline = _deadline(c, fr, AXIS, height - 8, lang)
     labels = label_boxes(body + deadline, ("end-label", "deadline-label", "lane"))
     lines = tuple(
         float(x) for x in re.findall(r'<line class="deadline" x1="([-\d.]+)"', "".join(deadline))
     )
-    rows += deadline + _marks(c, fr, AXIS, height - 8, blocked=labels, lines=lines)
+    xs = [fr.x(m.t) for m in c.marks]
+    places = badge_places(xs, AXIS, height - 8, labels, lines)
+    if badges_bottom(places) + 4 > height - 8:  # rows of badges added below: taller
+        height = badges_bottom(places) + 12
+        deadline = _deadline(c, fr, AXIS, height - 8, lang)
+    rows = _axis(fr, zero, AXIS, height - AXIS - 8, lang) + body + deadline
+    rows += _marks(c, xs, places, AXIS, height - 8)
     return _svg("timeline", height, "时间线" if zh else "Timeline", rows)
 
 

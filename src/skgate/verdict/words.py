@@ -326,6 +326,17 @@ TEXT: Mapping[str, Mapping[str, str]] = {
         "en": "not sealed yet (the attempt is still running)",
         "zh": "尚未封存（尝试仍在运行）",
     },
+    # The evidence root's ledger, when it is not intact (C4; docs/contract.md's table).
+    "ledger": {"en": "Ledger", "zh": "账本"},
+    "ledger_unfinished": {
+        "en": "the evidence root's ledger is unfinished (skgate recover finishes it):",
+        "zh": "证据根目录的账本未完成（skgate recover 可将其完成）：",
+    },
+    "ledger_changed": {
+        "en": "the evidence root's ledger changed after it was written (skgate verify names "
+        "every difference):",
+        "zh": "证据根目录的账本在写入后被改动（skgate verify 会逐项列出）：",
+    },
     "col_section": {"en": "control", "zh": "控制项"},
     "col_key": {"en": "field", "zh": "字段"},
     "col_value": {"en": "value", "zh": "取值"},

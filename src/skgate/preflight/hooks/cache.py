@@ -27,6 +27,13 @@ probes run. A corrupt, over-long, linked or foreign entry is a miss too, and so 
 in a directory or file not this user's or writable by others. So an entry, even a
 forged one, is never trusted across a changed fingerprint.
 
+The fingerprints are taken after the probes (only their answer names the paths), so an
+answer is stored only when nothing it depends on changed since the moment before the
+first probe started (:func:`unchanged_since`): a ``.pth`` edited or a site directory's
+listing changed while a probe ran would otherwise be stored under the new fingerprint
+with the old answer, and trusted later (C6). Such a scan's answer is used, not stored:
+the next scan probes again.
+
 Where: ``$XDG_CACHE_HOME/skgate/hook-probe`` (``~/.cache/...``), one file per key,
 written whole and atomically (a temporary name, then ``rename``), read as a regular file
 without following links and within a bound; at most :data:`MAX_ENTRIES` files (the
@@ -329,12 +336,55 @@ def _own(path: Path, kind: Callable[[int], bool]) -> bool:
     return kind(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
-def store(folder: Path | None, key: str, entry: Entry) -> None:
+def moment() -> int:
+    """The moment a probe starts, to give :func:`store` as ``since``."""
+    return time.time_ns()
+
+
+def _changed_at(path: str) -> int:
+    """When ``path`` last changed (its ctime, followed or not, the newer); for a path that
+    is not there, when its directory last changed (a file made and removed again)."""
+    times = []
+    for look in (os.lstat, os.stat):
+        with contextlib.suppress(OSError):
+            times.append(look(path).st_ctime_ns)
+    if not times:
+        with contextlib.suppress(OSError):
+            times.append(os.stat(os.path.dirname(path) or ".").st_ctime_ns)
+    return max(times, default=0)
+
+
+def unchanged_since(paths: Iterable[str], since: int) -> bool:
+    """No path in ``paths`` changed at or after ``since`` (a :func:`moment`).
+
+    The kernel sets a file's ctime on every change to it (content, times, mode, links) and
+    a directory's on every name added, removed or renamed in it; nobody can set it back.
+    A change made after ``since`` has a ctime no earlier than ``since`` less one tick of
+    the file system's clock: a change inside that tick comes before the probe's first
+    read (an interpreter start takes longer), so the probe saw it. Where the file system
+    keeps whole seconds (a ctime with no nanoseconds), any change in ``since``'s second
+    counts as after it: only a miss more, never a stale answer kept."""
+    whole = since - since % 1_000_000_000
+    for path in paths:
+        at = _changed_at(path)
+        if at >= since or (at % 1_000_000_000 == 0 and at >= whole):
+            return False
+    return True
+
+
+def store(folder: Path | None, key: str, entry: Entry, since: int | None = None) -> bool:
     """Write ``entry`` under ``key`` whole (temporary name, then rename); never fails the
-    scan (a cache that cannot be written is only a cache that misses)."""
+    scan (a cache that cannot be written is only a cache that misses). With ``since``
+    (the :func:`moment` the first probe started), only when no path the answer depends on
+    changed since then (:func:`unchanged_since`). True when the entry was written."""
     if folder is None:
-        return
-    deps = fingerprints(dependencies(entry.static, entry.startup))
+        return False
+    paths = dependencies(entry.static, entry.startup)
+    deps = fingerprints(paths)
+    # After the fingerprints: a change made between the probe and them is seen here,
+    # one made after them makes a later load miss (C6).
+    if since is not None and not unchanged_since(paths, since):
+        return False
     record = {
         "schema": SCHEMA,
         "key": key,
@@ -346,7 +396,7 @@ def store(folder: Path | None, key: str, entry: Entry) -> None:
     }
     data = json.dumps(record).encode()
     if len(data) > MAX_BYTES:
-        return
+        return False
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = folder / f".{key}.{os.getpid()}.tmp"
@@ -362,6 +412,8 @@ def store(folder: Path | None, key: str, entry: Entry) -> None:
                 tmp.unlink()
             raise
         _trim(folder)
+        return True
+    return False
 
 
 def _trim(folder: Path) -> None:

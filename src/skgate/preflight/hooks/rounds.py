@@ -112,6 +112,9 @@ class FirstRound:
         self.cache_key = cache.cache_key(python, env, workdir, flags, STATIC_PROBE.parent)
         self.cache_rest = cache.rest_digest(env)
         self.cached = cache.load(self.cache_dir, self.cache_key, self.cache_rest)
+        #: When the first probe started: its answer is cached only if nothing it depends
+        #: on changed since (cache.store, C6).
+        self.probe_from = cache.moment()
         if self.cached is not None:
             self._results = [(self.cached.static, None)]
             return

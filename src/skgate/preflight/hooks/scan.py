@@ -253,9 +253,8 @@ def scan(
                 )
                 findings += marker(dynamic, allowances=[], allowed_modules={})
         if fresh and not problems:
-            cache.store(
-                first.cache_dir, first.cache_key, cache.Entry(static, started, first.cache_rest)
-            )
+            entry = cache.Entry(static, started, first.cache_rest)
+            cache.store(first.cache_dir, first.cache_key, entry, since=first.probe_from)
     finally:
         first.forked.set()
         first.cleanup()
