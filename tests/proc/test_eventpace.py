@@ -46,6 +46,7 @@ class QueuedConnector:
         self.overruns = 0
         self.received = 0
         self.exit_records = None
+        self.doorbell: Any = None
         self.queue: list[ProcEvent | None] = []
 
     def fileno(self) -> int:

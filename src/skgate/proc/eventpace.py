@@ -13,12 +13,21 @@ listening to the fd again and taking a second turn for what already queued: on a
 host every pause ended with exactly that second turn. When nothing queued during the
 pause, the fd is listened to again, so the next event (an owned fork on a quiet host) is
 read as it arrives, as before.
+
+With a doorbell (skgate.proc.events.Doorbell: the kernel wakes the loop for the owned
+tree's events only), the full socket is never listened to: it is read when the doorbell
+rings, at each scan and at the tree's end, and otherwise every :data:`FULL_READ_EVERY`,
+so that the host's events never overflow its queue. The owned tree's events are then read
+as they come whether or not the host is busy, and a busy host costs one wake a second.
 """
 
 from __future__ import annotations
 
 #: The first and the longest pause, in seconds.
 COALESCE = (0.025, 0.2)
+#: With a doorbell: the longest time between two reads of the full socket, in seconds
+#: (its 16 MiB queue holds about 20,000 events: far more than a host forks in that time).
+FULL_READ_EVERY = 1.0
 
 
 class EventsPace:
@@ -31,17 +40,25 @@ class EventsPace:
         self.pause = COALESCE[0]
         self.resume_at: float | None = None
 
+    def start(self, now: float, *, bell: bool) -> None:
+        """As the loop starts at ``now``: the fd listened to, or with a doorbell the full
+        socket's first paced read."""
+        self.after_batch(now, listen=True, owned=False, bell=bell)
+
     def due(self, now: float) -> bool:
         """Has the pause ended at ``now``?"""
         return self.resume_at is not None and now >= self.resume_at
 
-    def after_batch(self, now: float, *, listen: bool, owned: bool) -> None:
+    def after_batch(self, now: float, *, listen: bool, owned: bool, bell: bool = False) -> None:
         """After a batch read at ``now``: listened to again (an owned event, which also
         starts the next pause short, or an empty queue), or paused, longer each time up
-        to the cap (only foreign events)."""
+        to the cap (only foreign events). With a doorbell (``bell``), the next read is
+        due :data:`FULL_READ_EVERY` later, whatever the batch held."""
         if owned:
             self.pause = COALESCE[0]
-        if listen:
+        if bell:
+            self.resume_at = now + FULL_READ_EVERY
+        elif listen:
             self.resume_at = None
         else:
             self.resume_at = now + self.pause

@@ -247,14 +247,15 @@ class Supervisor:
             self._pidfd = os.pidfd_open(self.pid_or_zero())
             self._handlers[self._pidfd] = self._on_change
         conn, leaf = self.sources.connector, self.sources.leaf
-        if conn is not None:
-            self._handlers[conn.fileno()] = self._on_events
+        if conn is not None:  # its doorbell where there is one (skgate.proc.eventpace)
+            self._handlers[(conn.doorbell or conn).fileno()] = self._on_events
         if leaf is not None:
             self._handlers[leaf.watch_fd()] = self._on_cgroup
         for fd in self._handlers:
             self._sel.register(fd, selectors.EVENT_READ)
         if conn is not None:
             self._read_events()  # what queued since the subscription, the launch included
+            self._events.start(self.config.clock(), bell=conn.doorbell is not None)
         try:
             yield
         finally:
@@ -378,23 +379,22 @@ class Supervisor:
         self._events_batch(listening=True)
 
     def _events_batch(self, *, listening: bool) -> None:
-        """Read the queued events: the fd was readable (``listening``), or their pause
-        ended (skgate.proc.eventpace); then listen to the fd, or pause it."""
+        """Read the queued events: the fd (or doorbell) was readable (``listening``), or
+        their pause ended (skgate.proc.eventpace); then listen to the fd, or pause it."""
         conn = self.sources.connector
         assert conn is not None
-        before = conn.received
-        owned = self._read_events()
-        if owned:
+        before, bell = conn.received, conn.doorbell is not None
+        if owned := self._read_events():
             self._dirty = True
             self._flush_journal()
             self._pace.snap_back(self.config.clock())
         # Nothing queued during a pause: the next event (an owned fork) is read as it comes.
-        listen = owned or (not listening and conn.received == before)
+        listen = not bell and (owned or (not listening and conn.received == before))
         if listen and not listening:
             self._sel.register(conn.fileno(), selectors.EVENT_READ)
-        elif listening and not listen:
+        elif listening and not listen and not bell:
             self._sel.unregister(conn.fileno())
-        self._events.after_batch(self.config.clock(), listen=listen, owned=owned)
+        self._events.after_batch(self.config.clock(), listen=listen, owned=owned, bell=bell)
 
     def _on_cgroup(self) -> None:
         leaf = self.sources.leaf
