@@ -185,7 +185,16 @@ def thread_filter() -> bytes:
 
 
 _PAIR = struct.Struct("=HBBIHBBI")
-_SUBJECT_HEAD = _program([*_skip_threads(11, 10), _DROP, (_LD_ABS, 0, 0, _SUBJECT_AT)])
+_SUBJECT_HEAD = _program(
+    [
+        *_skip_threads(11, 10),
+        _DROP,  # 10
+        (_LD_ABS, 0, 0, _HDR),  # 11: what
+        (_JEQ_K, 0, 1, _be(Kind.EXIT)),  # 12: an exit does not ring (see Doorbell)
+        _DROP,  # 13
+        (_LD_ABS, 0, 0, _SUBJECT_AT),  # 14: the subject, compared with each tgid
+    ]
+)
 _DROP_BYTES = _program([_DROP])
 
 #: The most processes a doorbell's program lists (two instructions each, under the
@@ -196,7 +205,8 @@ DOORBELL_MAX = 1500
 def subject_filter(tgids: Collection[int]) -> bytes:
     """A classic BPF program keeping the process events whose subject is one of ``tgids``
     (the word :attr:`Connector.stream`'s ``interest`` reads: a fork's parent, else the
-    tgid), threads' events dropped; every process event when there are too many."""
+    tgid), threads' events and exits dropped; every process event when there are too
+    many."""
     if len(tgids) > DOORBELL_MAX:
         return thread_filter()
     # Per subject: ``jeq #tgid, 0, 1`` then ``ret keep``; htonl is _be for a u32.
@@ -241,6 +251,13 @@ class Doorbell:
     in full and in order, when it rings, and at a slow pace otherwise
     (skgate.proc.eventpace). Nothing is read from the doorbell: the record (C3) comes
     from the full socket only, which no filter narrows but the thread test.
+
+    Forks, execs, ``setsid`` and renames ring: a new program's argv must be read while
+    it runs (C3). Exits do not: an exit leaves nothing to read in time (its name comes
+    with the kernel's exit record, read with the events), and the end of the tree wakes
+    the loop by other ways: the last process of a tree is always the runner's child
+    (SIGCHLD), and the leader's pidfd and the cgroup's ``populated`` also say so. A
+    tree's exits are read at the next read of the full socket, one wake for many.
 
     The race, and why nothing is lost (C3): a child forked by an owned process is added
     to the filter only once its fork was read; its exec may come first. After each change
