@@ -52,6 +52,9 @@ class QueuedConnector:
     def fileno(self) -> int:
         return self.ends[0].fileno()
 
+    def take_ring(self) -> None:
+        """No doorbell here (tests/proc/test_doorbell.py has one)."""
+
     def fill(self, *events: ProcEvent | None) -> None:
         self.queue += events
         self.ends[1].send(b"x")  # readable, as the real socket is with events queued

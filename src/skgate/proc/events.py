@@ -189,10 +189,11 @@ _SUBJECT_HEAD = _program(
     [
         *_skip_threads(11, 10),
         _DROP,  # 10
-        (_LD_ABS, 0, 0, _HDR),  # 11: what
-        (_JEQ_K, 0, 1, _be(Kind.EXIT)),  # 12: an exit does not ring (see Doorbell)
-        _DROP,  # 13
-        (_LD_ABS, 0, 0, _SUBJECT_AT),  # 14: the subject, compared with each tgid
+        (_LD_ABS, 0, 0, _HDR),  # 11: what: only a fork or an exec rings (see Doorbell)
+        (_JEQ_K, 2, 0, _be(Kind.FORK)),  # 12
+        (_JEQ_K, 1, 0, _be(Kind.EXEC)),  # 13
+        _DROP,  # 14
+        (_LD_ABS, 0, 0, _SUBJECT_AT),  # 15: the subject, compared with each tgid
     ]
 )
 _DROP_BYTES = _program([_DROP])
@@ -205,8 +206,8 @@ DOORBELL_MAX = 1500
 def subject_filter(tgids: Collection[int]) -> bytes:
     """A classic BPF program keeping the process events whose subject is one of ``tgids``
     (the word :attr:`Connector.stream`'s ``interest`` reads: a fork's parent, else the
-    tgid), threads' events and exits dropped; every process event when there are too
-    many."""
+    tgid) and that ring (a fork or an exec), threads' events dropped; every process
+    event when there are too many."""
     if len(tgids) > DOORBELL_MAX:
         return thread_filter()
     # Per subject: ``jeq #tgid, 0, 1`` then ``ret keep``; htonl is _be for a u32.
@@ -252,12 +253,14 @@ class Doorbell:
     (skgate.proc.eventpace). Nothing is read from the doorbell: the record (C3) comes
     from the full socket only, which no filter narrows but the thread test.
 
-    Forks, execs, ``setsid`` and renames ring: a new program's argv must be read while
-    it runs (C3). Exits do not: an exit leaves nothing to read in time (its name comes
-    with the kernel's exit record, read with the events), and the end of the tree wakes
-    the loop by other ways: the last process of a tree is always the runner's child
-    (SIGCHLD), and the leader's pidfd and the cgroup's ``populated`` also say so. A
-    tree's exits are read at the next read of the full socket, one wake for many.
+    Only forks and execs ring: a new program's argv must be read while it runs (C3),
+    and a child must join the filter before its exec. The other events carry all that
+    is recorded of them (a ``setsid``'s new group is its pid, a rename its name, an
+    exit's name comes with the kernel's exit record) and are read at the next read of
+    the full socket, one wake for many. The end of the tree wakes the loop by other
+    ways: its last process is always the runner's child (SIGCHLD), and the leader's
+    pidfd and the cgroup's ``populated`` also say so. Signals never depend on events
+    (C4: the group is read from ``/proc``).
 
     The race, and why nothing is lost (C3): a child forked by an owned process is added
     to the filter only once its fork was read; its exec may come first. After each change
@@ -361,8 +364,6 @@ class Connector:
         as each event is read, so a consumer that adds a forked child to it before
         asking for the next event also gets that child's exec and exit.
         """
-        if self.doorbell is not None:
-            self.doorbell.clear()  # first: an event queued after this rings again
         recv = self._sock.recv
         subject = _SUBJECT.unpack_from
         for _ in range(limit):
@@ -387,6 +388,13 @@ class Connector:
             ev = parse(buf)
             if ev is not None:
                 yield ev
+
+    def take_ring(self) -> None:
+        """The doorbell rang: take its ring before the full socket is read (an event
+        queued after this rings again). A ring left by a read made for another reason
+        only wakes the loop once more."""
+        if self.doorbell is not None:
+            self.doorbell.clear()
 
     def start_ticks(self, ev: ProcEvent, hz: int) -> int:
         """The event's time in ``/proc/<pid>/stat`` start-time units (boot clock ticks)."""

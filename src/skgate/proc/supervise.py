@@ -384,6 +384,8 @@ class Supervisor:
         conn = self.sources.connector
         assert conn is not None
         before, bell = conn.received, conn.doorbell is not None
+        if listening:
+            conn.take_ring()
         if owned := self._read_events():
             self._dirty = True
             self._flush_journal()
@@ -445,13 +447,10 @@ class Supervisor:
     # -- helpers --------------------------------------------------------------------
 
     def _flush_manifest(self, now: float) -> None:
-        """Write the manifest snapshot when it changed, at a bounded rate.
-
-        The snapshot holds every process ever seen, so its cost grows with the tree; the
-        next write waits at least a scan interval and 100 times the last write's duration,
-        which keeps the manifest under 1 % of the runner's time on any tree. The final
-        write (``complete=True``) is always made.
-        """
+        """Write the manifest snapshot when it changed, at a bounded rate: it holds every
+        process ever seen, so the next write waits at least a scan interval and 100 times
+        the last write's duration (under 1 % of the runner's time on any tree). The final
+        write (``complete=True``) is always made."""
         if not self._dirty or now < self._next_manifest:
             return
         self._dirty = False
