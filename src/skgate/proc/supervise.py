@@ -19,10 +19,10 @@ How the rules become code:
   the group has a live member. The leader is left a zombie, unreaped, until
   signalling is over: while it exists its pid, and so the group id, cannot be recycled,
   and ``killpg`` can never reach a stranger's group.
-* C2.1, natural return: waiting is event-driven. SIGCHLD and the leader's pidfd wake the
-  loop through ``signal.set_wakeup_fd``; the last process of a tree to die always has the
-  runner as its parent (every ancestor died first, so it was re-parented here), so
-  SIGCHLD is enough to see the end of the whole tree, not just of the leader.
+* C2.1, natural return: waiting is event-driven. SIGCHLD and the leader's pidfd wake the loop
+  through ``signal.set_wakeup_fd``; the last process of a tree to die always has the runner
+  as its parent (every ancestor died first, so it was re-parented here), so SIGCHLD is
+  enough to see the end of the whole tree, not just of the leader.
 * Escaped processes (an owned descendant that moved to another process group with
   ``setsid``) are owned, watched and waited for, but never signalled: the group signal
   cannot reach them and nothing else is allowed to. They are reported.
@@ -396,7 +396,8 @@ class Supervisor:
             self._sel.register(conn.fileno(), selectors.EVENT_READ)
         elif listening and not listen and not bell:
             self._sel.unregister(conn.fileno())
-        self._events.after_batch(self.config.clock(), listen=listen, owned=owned, bell=bell)
+        now, read = self.config.clock(), conn.received - before
+        self._events.after_batch(now, listen=listen, owned=owned, bell=bell, read=read)
 
     def _on_cgroup(self) -> None:
         leaf = self.sources.leaf
