@@ -199,17 +199,17 @@ _SUBJECT_HEAD = _program(
 _DROP_BYTES = _program([_DROP])
 
 #: The most processes a doorbell's program lists (two instructions each, under the
-#: kernel's 4096); a larger tree's doorbell rings for every process event of the host.
+#: kernel's 4096); a larger tree's doorbell rings for every fork and exec of the host.
 DOORBELL_MAX = 1500
 
 
 def subject_filter(tgids: Collection[int]) -> bytes:
     """A classic BPF program keeping the process events whose subject is one of ``tgids``
     (the word :attr:`Connector.stream`'s ``interest`` reads: a fork's parent, else the
-    tgid) and that ring (a fork or an exec), threads' events dropped; every process
-    event when there are too many."""
+    tgid) and that ring (a fork or an exec), threads' events dropped; every process's
+    fork and exec when there are too many."""
     if len(tgids) > DOORBELL_MAX:
-        return thread_filter()
+        return _SUBJECT_HEAD + _program([_KEEP])  # every process's fork and exec
     # Per subject: ``jeq #tgid, 0, 1`` then ``ret keep``; htonl is _be for a u32.
     pair, keep = _PAIR.pack, 0xFFFFFFFF
     checks = [pair(_JEQ_K, 0, 1, socket.htonl(t), _RET_K, 0, 0, keep) for t in tgids]
@@ -282,15 +282,17 @@ class Doorbell:
 
     def ring_for(self, tgids: Collection[int]) -> bool:
         """Ring only for events about ``tgids`` from now on; True when the filter changed
-        (then read the full socket once more: see the class doc)."""
+        (then read the full socket once more: see the class doc), False when it did not
+        need to, or the kernel refused the new one."""
         wanted = frozenset(tgids)
         have = self._tgids
         # A process gone stays in the program until half of it is gone: attaching costs
         # ~0.1 ms of kernel time, and a reused pid only rings once too often.
         if have is not None and wanted <= have and len(have) <= 2 * len(wanted) + 8:
             return False
-        # Refused: the old filter stays, and what it misses is read at the paced reads.
-        self._tgids = wanted if _attach(self._sock, subject_filter(wanted)) else self._tgids
+        if not _attach(self._sock, subject_filter(wanted)):
+            return False  # refused: the old filter stays; what it misses is read at the paced reads
+        self._tgids = wanted
         return True
 
     def clear(self, limit: int = 4096) -> None:
