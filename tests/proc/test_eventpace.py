@@ -46,10 +46,14 @@ class QueuedConnector:
         self.overruns = 0
         self.received = 0
         self.exit_records = None
+        self.doorbell: Any = None
         self.queue: list[ProcEvent | None] = []
 
     def fileno(self) -> int:
         return self.ends[0].fileno()
+
+    def take_ring(self) -> None:
+        """No doorbell here (tests/proc/test_doorbell.py has one)."""
 
     def fill(self, *events: ProcEvent | None) -> None:
         self.queue += events

@@ -40,6 +40,7 @@ class BlindConnector:
         self.overruns = 0
         self.received = 0
         self.exit_records = None
+        self.doorbell = None
 
     def stream(self, limit: int = 4096, interest: Any = None) -> Iterator[Any]:
         return iter(())

@@ -54,7 +54,7 @@ def test_every_availability_combination_degrades_with_reasons(
         def stats(self) -> dict[str, object]:
             return {"usage_usec": 5}
 
-    def connector(rcvbuf: int = 0) -> FakeConn:
+    def connector(rcvbuf: int = 0, doorbell: bool = False) -> FakeConn:
         if not events_ok:
             raise events.EventsUnavailable("injected: no CAP_NET_ADMIN")
         conn = FakeConn()

@@ -41,7 +41,7 @@ import errno
 import os
 import struct
 import time
-from collections.abc import Container, Iterator
+from collections.abc import Collection, Container, Iterator
 from typing import TYPE_CHECKING
 
 from skgate.model.frozen import record
@@ -148,6 +148,31 @@ def _be(value: int) -> int:
     return int.from_bytes(struct.pack("=I", value), "big")
 
 
+def _skip_threads(keep: int, drop: int) -> list[tuple[int, int, int, int]]:
+    """The thread test: jump to instruction ``keep`` for a process's event, to ``drop``
+    for a thread's (both counted from the start of the program)."""
+    fork_child = _DATA + 8  # child_pid, then child_tgid
+    return [
+        (_LD_ABS, 0, 0, _HDR),  # 0: what
+        (_JEQ_K, 0, 4, _be(Kind.FORK)),  # 1
+        (_LD_ABS, 0, 0, fork_child),  # 2
+        (_TAX, 0, 0, 0),  # 3
+        (_LD_ABS, 0, 0, fork_child + 4),  # 4
+        (_JEQ_X, keep - 6, drop - 6, 0),  # 5
+        (_LD_ABS, 0, 0, _DATA),  # 6: pid
+        (_TAX, 0, 0, 0),  # 7
+        (_LD_ABS, 0, 0, _DATA + 4),  # 8: tgid
+        (_JEQ_X, keep - 10, drop - 10, 0),  # 9
+    ]
+
+
+_KEEP, _DROP = (_RET_K, 0, 0, 0xFFFFFFFF), (_RET_K, 0, 0, 0)
+
+
+def _program(prog: list[tuple[int, int, int, int]]) -> bytes:
+    return b"".join(_INSN.pack(*insn) for insn in prog)
+
+
 def thread_filter() -> bytes:
     """A classic BPF program that drops threads' events in the kernel (issue 29).
 
@@ -156,28 +181,44 @@ def thread_filter() -> bytes:
     thread's event is one whose subject pid is not its tgid (for a fork, the child's).
     Both words are loaded the same way, so their equality does not depend on byte order.
     """
-    fork_child = _DATA + 8  # child_pid, then child_tgid
-    prog = [
-        (_LD_ABS, 0, 0, _HDR),  # what
-        (_JEQ_K, 0, 4, _be(Kind.FORK)),
-        (_LD_ABS, 0, 0, fork_child),
-        (_TAX, 0, 0, 0),
-        (_LD_ABS, 0, 0, fork_child + 4),
-        (_JEQ_X, 4, 5, 0),  # -> keep / drop
-        (_LD_ABS, 0, 0, _DATA),  # pid
-        (_TAX, 0, 0, 0),
-        (_LD_ABS, 0, 0, _DATA + 4),  # tgid
-        (_JEQ_X, 0, 1, 0),
-        (_RET_K, 0, 0, 0xFFFFFFFF),  # keep the whole datagram
-        (_RET_K, 0, 0, 0),  # drop it
+    return _program([*_skip_threads(10, 11), _KEEP, _DROP])
+
+
+_PAIR = struct.Struct("=HBBIHBBI")
+_SUBJECT_HEAD = _program(
+    [
+        *_skip_threads(11, 10),
+        _DROP,  # 10
+        (_LD_ABS, 0, 0, _HDR),  # 11: what: only a fork or an exec rings (see Doorbell)
+        (_JEQ_K, 2, 0, _be(Kind.FORK)),  # 12
+        (_JEQ_K, 1, 0, _be(Kind.EXEC)),  # 13
+        _DROP,  # 14
+        (_LD_ABS, 0, 0, _SUBJECT_AT),  # 15: the subject, compared with each tgid
     ]
-    return b"".join(_INSN.pack(*insn) for insn in prog)
+)
+_DROP_BYTES = _program([_DROP])
+
+#: The most processes a doorbell's program lists (two instructions each, under the
+#: kernel's 4096); a larger tree's doorbell rings for every fork and exec of the host.
+DOORBELL_MAX = 1500
 
 
-def _drop_threads(sock: socket.socket) -> bool:
-    """Attach :func:`thread_filter`; False where the kernel refuses (nothing is lost
-    then: the consumers skip threads' events themselves)."""
-    code = array.array("B", thread_filter())
+def subject_filter(tgids: Collection[int]) -> bytes:
+    """A classic BPF program keeping the process events whose subject is one of ``tgids``
+    (the word :attr:`Connector.stream`'s ``interest`` reads: a fork's parent, else the
+    tgid) and that ring (a fork or an exec), threads' events dropped; every process's
+    fork and exec when there are too many."""
+    if len(tgids) > DOORBELL_MAX:
+        return _SUBJECT_HEAD + _program([_KEEP])  # every process's fork and exec
+    # Per subject: ``jeq #tgid, 0, 1`` then ``ret keep``; htonl is _be for a u32.
+    pair, keep = _PAIR.pack, 0xFFFFFFFF
+    checks = [pair(_JEQ_K, 0, 1, socket.htonl(t), _RET_K, 0, 0, keep) for t in tgids]
+    return b"".join((_SUBJECT_HEAD, *checks, _DROP_BYTES))
+
+
+def _attach(sock: socket.socket, program: bytes) -> bool:
+    """Attach a classic BPF program; False where the kernel refuses it."""
+    code = array.array("B", program)
     address, _ = code.buffer_info()
     # struct sock_fprog {unsigned short len; struct sock_filter *filter;}, native layout:
     # the kernel copies the program during the call.
@@ -189,10 +230,103 @@ def _drop_threads(sock: socket.socket) -> bool:
     return True
 
 
+def _drop_threads(sock: socket.socket) -> bool:
+    """Attach :func:`thread_filter`; False where the kernel refuses (nothing is lost
+    then: the consumers skip threads' events themselves)."""
+    return _attach(sock, thread_filter())
+
+
 def _control(op: int, seq: int = 0) -> bytes:
     payload = struct.pack("=I", op)
     cn = _CN.pack(CN_IDX_PROC, CN_VAL_PROC, seq, 0, len(payload), 0) + payload
     return _NL.pack(_NL.size + len(cn), NLMSG_DONE, 0, 0, 0) + cn
+
+
+class Doorbell:
+    """A second subscription to the same events that only wakes the loop (issue 29).
+
+    The full socket (:class:`Connector`) hears every process of the host; reading it at
+    each foreign event costs the runner a wake each. The doorbell's kernel filter
+    (:func:`subject_filter`) keeps only the events about the owned tree's processes (as
+    :meth:`ring_for` last said), so the loop listens to it, and reads the full socket,
+    in full and in order, when it rings, and at a slow pace otherwise
+    (skgate.proc.eventpace). Nothing is read from the doorbell: the record (C3) comes
+    from the full socket only, which no filter narrows but the thread test.
+
+    Only forks and execs ring: a new program's argv must be read while it runs (C3),
+    and a child must join the filter before its exec. The other events carry all that
+    is recorded of them (a ``setsid``'s new group is its pid, a rename its name, an
+    exit's name comes with the kernel's exit record) and are read at the next read of
+    the full socket, one wake for many. The end of the tree wakes the loop by other
+    ways: its last process is always the runner's child (SIGCHLD), and the leader's
+    pidfd and the cgroup's ``populated`` also say so. Signals never depend on events
+    (C4: the group is read from ``/proc``).
+
+    The race, and why nothing is lost (C3): a child forked by an owned process is added
+    to the filter only once its fork was read; its exec may come first. After each change
+    of the filter the full socket is read once more (:meth:`OwnedTree.drain`): an event
+    the old filter dropped was queued on the full socket before the new one was attached,
+    because the kernel delivers a multicast to the newest subscriber first
+    (``net/netlink/af_netlink.c``: ``sk_add_bind_node`` adds at the head of
+    ``mc_list``, which ``netlink_broadcast`` walks in order) and the doorbell subscribes
+    before the full socket. Were that order ever different, such an event is still read,
+    at the next paced read of the full socket: late, never lost.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._tgids: frozenset[int] | None = None  # None: rings for every process event
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def ring_for(self, tgids: Collection[int]) -> bool:
+        """Ring only for events about ``tgids`` from now on; True when the filter changed
+        (then read the full socket once more: see the class doc), False when it did not
+        need to, or the kernel refused the new one."""
+        wanted = frozenset(tgids)
+        have = self._tgids
+        # A process gone stays in the program until half of it is gone: attaching costs
+        # ~0.1 ms of kernel time, and a reused pid only rings once too often.
+        if have is not None and wanted <= have and len(have) <= 2 * len(wanted) + 8:
+            return False
+        if not _attach(self._sock, subject_filter(wanted)):
+            return False  # refused: the old filter stays; what it misses is read at the paced reads
+        self._tgids = wanted
+        return True
+
+    def clear(self, limit: int = 4096) -> None:
+        """Take what rang (before the full socket is read: a later event rings again)."""
+        recv = self._sock.recv
+        for _ in range(limit):
+            try:
+                recv(64)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.ENOBUFS, errno.EINTR):
+                    raise
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+def _open_doorbell() -> Doorbell | None:
+    """A doorbell, before the full socket subscribes (see :class:`Doorbell`); None where
+    the kernel refuses one (the full socket is then listened to, as before)."""
+    try:
+        sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_CONNECTOR)
+    except (OSError, AttributeError):
+        return None
+    try:
+        sock.bind((0, CN_IDX_PROC))
+        if not _drop_threads(sock):
+            raise OSError(errno.EINVAL, "no socket filter")
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        return None
+    return Doorbell(sock)
 
 
 class Connector:
@@ -207,6 +341,8 @@ class Connector:
         #: they can be had: the name of a process gone before it could be read (C3).
         #: Opened and closed by skgate.proc.sources.Sources, which owns them.
         self.exit_records: ExitRecords | None = None
+        #: What wakes the loop for the owned tree's events, where the kernel allows one.
+        self.doorbell: Doorbell | None = None
         # The event clock is CLOCK_MONOTONIC; /proc start times count CLOCK_BOOTTIME ticks.
         self.boottime_offset_ns = time.clock_gettime_ns(time.CLOCK_BOOTTIME) - (
             time.clock_gettime_ns(time.CLOCK_MONOTONIC)
@@ -255,6 +391,13 @@ class Connector:
             if ev is not None:
                 yield ev
 
+    def take_ring(self) -> None:
+        """The doorbell rang: take its ring before the full socket is read (an event
+        queued after this rings again). A ring left by a read made for another reason
+        only wakes the loop once more."""
+        if self.doorbell is not None:
+            self.doorbell.clear()
+
     def start_ticks(self, ev: ProcEvent, hz: int) -> int:
         """The event's time in ``/proc/<pid>/stat`` start-time units (boot clock ticks)."""
         return (ev.ts_ns + self.boottime_offset_ns) * hz // 1_000_000_000
@@ -263,14 +406,29 @@ class Connector:
         with contextlib.suppress(OSError):
             self._sock.send(_control(PROC_CN_MCAST_IGNORE))
         self._sock.close()
+        if self.doorbell is not None:
+            self.doorbell.close()
 
 
-def open_connector(rcvbuf: int = RCVBUF) -> Connector:
+def open_connector(rcvbuf: int = RCVBUF, doorbell: bool = False) -> Connector:
     """Subscribe to process events; :class:`EventsUnavailable` (with why) if impossible.
 
     Subscribe *before* the launch: the kernel queues events from this moment, so the
-    leader's first fork is never missed, whatever the runner does meanwhile.
+    leader's first fork is never missed, whatever the runner does meanwhile. With
+    ``doorbell``, a :class:`Doorbell` subscribes first, where the kernel allows it.
     """
+    bell = _open_doorbell() if doorbell else None
+    try:
+        conn = _open_full(rcvbuf)
+    except EventsUnavailable:
+        if bell is not None:
+            bell.close()
+        raise
+    conn.doorbell = bell
+    return conn
+
+
+def _open_full(rcvbuf: int) -> Connector:
     try:
         sock = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_CONNECTOR)
     except (OSError, AttributeError) as exc:

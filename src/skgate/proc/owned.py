@@ -310,12 +310,16 @@ class OwnedTree:
         """Apply every event queued on ``conn`` now; True when the record changed.
 
         The connector's pre-filter asks this tree (``in``) as it grows, so a child forked
-        in the batch also brings its exec and exit."""
+        in the batch also brings its exec and exit. The doorbell, where there is one, is
+        then told the live owned processes."""
         changed = False
+        bell = conn.doorbell
         while True:
             before = conn.received
             changed = self.on_events(conn.stream(interest=self), conn, time.time()) or changed
-            if conn.received == before:
+            # The doorbell follows the tree; what its old filter let pass unrung is queued
+            # on this socket already, and read by the next pass (skgate.proc.events).
+            if conn.received == before and (bell is None or not bell.ring_for(self.alive)):
                 break
         if conn.exit_records is not None:
             records = conn.exit_records.drain(interest=_ExitInterest(self))

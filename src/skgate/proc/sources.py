@@ -133,7 +133,7 @@ def open_sources(allowed: frozenset[str], leaf_name: str, made: MadeLeaf | None 
     src = Sources()
     if SOURCE_EVENTS in allowed:
         try:
-            src.connector = events.open_connector()
+            src.connector = events.open_connector(doorbell=True)
         except events.EventsUnavailable as exc:
             src.unavailable[SOURCE_EVENTS] = str(exc)
         else:

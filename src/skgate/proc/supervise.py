@@ -19,10 +19,10 @@ How the rules become code:
   the group has a live member. The leader is left a zombie, unreaped, until
   signalling is over: while it exists its pid, and so the group id, cannot be recycled,
   and ``killpg`` can never reach a stranger's group.
-* C2.1, natural return: waiting is event-driven. SIGCHLD and the leader's pidfd wake the
-  loop through ``signal.set_wakeup_fd``; the last process of a tree to die always has the
-  runner as its parent (every ancestor died first, so it was re-parented here), so
-  SIGCHLD is enough to see the end of the whole tree, not just of the leader.
+* C2.1, natural return: waiting is event-driven. SIGCHLD and the leader's pidfd wake the loop
+  through ``signal.set_wakeup_fd``; the last process of a tree to die always has the runner
+  as its parent (every ancestor died first, so it was re-parented here), so SIGCHLD is
+  enough to see the end of the whole tree, not just of the leader.
 * Escaped processes (an owned descendant that moved to another process group with
   ``setsid``) are owned, watched and waited for, but never signalled: the group signal
   cannot reach them and nothing else is allowed to. They are reported.
@@ -247,14 +247,15 @@ class Supervisor:
             self._pidfd = os.pidfd_open(self.pid_or_zero())
             self._handlers[self._pidfd] = self._on_change
         conn, leaf = self.sources.connector, self.sources.leaf
-        if conn is not None:
-            self._handlers[conn.fileno()] = self._on_events
+        if conn is not None:  # its doorbell where there is one (skgate.proc.eventpace)
+            self._handlers[(conn.doorbell or conn).fileno()] = self._on_events
         if leaf is not None:
             self._handlers[leaf.watch_fd()] = self._on_cgroup
         for fd in self._handlers:
             self._sel.register(fd, selectors.EVENT_READ)
         if conn is not None:
             self._read_events()  # what queued since the subscription, the launch included
+            self._events.start(self.config.clock(), bell=conn.doorbell is not None)
         try:
             yield
         finally:
@@ -378,23 +379,25 @@ class Supervisor:
         self._events_batch(listening=True)
 
     def _events_batch(self, *, listening: bool) -> None:
-        """Read the queued events: the fd was readable (``listening``), or their pause
-        ended (skgate.proc.eventpace); then listen to the fd, or pause it."""
+        """Read the queued events: the fd (or doorbell) was readable (``listening``), or
+        their pause ended (skgate.proc.eventpace); then listen to the fd, or pause it."""
         conn = self.sources.connector
         assert conn is not None
-        before = conn.received
-        owned = self._read_events()
-        if owned:
+        before, bell = conn.received, conn.doorbell is not None
+        if listening:
+            conn.take_ring()
+        if owned := self._read_events():
             self._dirty = True
             self._flush_journal()
             self._pace.snap_back(self.config.clock())
         # Nothing queued during a pause: the next event (an owned fork) is read as it comes.
-        listen = owned or (not listening and conn.received == before)
+        listen = not bell and (owned or (not listening and conn.received == before))
         if listen and not listening:
             self._sel.register(conn.fileno(), selectors.EVENT_READ)
-        elif listening and not listen:
+        elif listening and not listen and not bell:
             self._sel.unregister(conn.fileno())
-        self._events.after_batch(self.config.clock(), listen=listen, owned=owned)
+        now, read = self.config.clock(), conn.received - before
+        self._events.after_batch(now, listen=listen, owned=owned, bell=bell, read=read)
 
     def _on_cgroup(self) -> None:
         leaf = self.sources.leaf
@@ -445,13 +448,10 @@ class Supervisor:
     # -- helpers --------------------------------------------------------------------
 
     def _flush_manifest(self, now: float) -> None:
-        """Write the manifest snapshot when it changed, at a bounded rate.
-
-        The snapshot holds every process ever seen, so its cost grows with the tree; the
-        next write waits at least a scan interval and 100 times the last write's duration,
-        which keeps the manifest under 1 % of the runner's time on any tree. The final
-        write (``complete=True``) is always made.
-        """
+        """Write the manifest snapshot when it changed, at a bounded rate: it holds every
+        process ever seen, so the next write waits at least a scan interval and 100 times
+        the last write's duration (under 1 % of the runner's time on any tree). The final
+        write (``complete=True``) is always made."""
         if not self._dirty or now < self._next_manifest:
             return
         self._dirty = False
