@@ -30,7 +30,6 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest
@@ -41,6 +40,8 @@ from skgate.preflight.inputs import check_inputs, early_scan_inputs
 from skgate.proc.cgroup import MadeLeaf, leaf_name, make_leaf
 from skgate.proc.observe import self_stat
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from skgate.preflight.hooks.findings import HookScan
 

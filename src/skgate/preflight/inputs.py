@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest
@@ -16,7 +15,11 @@ from skgate.preflight import jobs, profiler
 from skgate.preflight.env import base_env
 from skgate.preflight.hooks.baseline import check_fingerprint, load_baseline
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from skgate.preflight.hooks.rounds import ScanInputs
     from skgate.preflight.interpreter import Interpreter
 

@@ -32,7 +32,6 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence.diskfull import low_space_warning
 from skgate.evidence.files import CONTROL, VERDICT, check_root, read_json
@@ -65,6 +64,11 @@ from skgate.preflight.render import render_lines, skip_lines
 from skgate.preflight.skips import skips_step
 from skgate.proc import leases
 from skgate.proc.signals import deferred
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Emit = Callable[[Event], object]
 
