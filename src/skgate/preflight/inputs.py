@@ -76,14 +76,16 @@ def scan_inputs(
 
 
 def early_scan_inputs(
-    request: RunRequest, runner_env: Mapping[str, str] | None = None
+    request: RunRequest,
+    runner_env: Mapping[str, str] | None = None,
+    host: Mapping[str, Any] | None = None,
 ) -> ScanInputs | None:
     """The inputs :func:`skgate.preflight.prepare.prepare` will scan with (the environment
     after the C5 and C6 exports), computed before the attempt exists; None when there is
-    nothing to scan."""
+    nothing to scan. ``host``: :func:`jobs.probe_host`'s facts, probed here when None."""
     env = base_env(request, dict(os.environ if runner_env is None else runner_env))
     env[jobs.JOBS_VAR] = str(
-        jobs.decide(request.jobs, env, job_memory_mb=request.job_memory_mb).value
+        jobs.decide(request.jobs, env, host, job_memory_mb=request.job_memory_mb).value
     )
     profiler_step(request, env)
     from skgate.preflight.interpreter import find_interpreter  # noqa: PLC0415 - see the top

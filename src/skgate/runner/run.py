@@ -325,6 +325,7 @@ def _preflight(run: _Run) -> Verdict | None:
             notify=notify,
             progress_every=run.progress_every,
             early_scan=att.early.scan_result if att.early is not None else None,
+            host=att.early.host if att.early is not None else None,
             attempt_dir=att.dir,
         )
     except SkgateError as exc:
