@@ -37,7 +37,7 @@ def test_the_console_entry_raises_the_young_threshold_and_keeps_the_collector_on
         [sys.executable, "-c", PROBE], env=ENV, capture_output=True, text=True, check=True
     )
     got = json.loads(done.stdout)
-    assert got["before"] == [700, 10, 10]  # CPython's default, as the interpreter starts
+    assert got["before"] != list(GC_THRESHOLD)  # the interpreter's default (3.11: 700)
     assert got["now"] == list(GC_THRESHOLD) and GC_THRESHOLD[0] > 700
     assert got["on"] is True
     assert got["main_loaded"] is False  # set before the command's own imports
