@@ -55,7 +55,9 @@ STDLIB_NOT_BEFORE_LAUNCH = {
 #: Python layer, whose import converts its constants to enums): the netlink sources and
 #: the host name use ``_socket``. ``skgate.model.outcomes``: the run's two modes come from
 #: ``skgate.model.modes``, without the seven outcome enums of other commands. The jobs
-#: shim: installed only with ``--enforce-jobs``.
+#: shim: installed only with ``--enforce-jobs``. ``typing`` (about 3 ms): the run path's
+#: annotation-only names are imported under ``TYPE_CHECKING``, and the journal's readers
+#: evaluate their annotations without ``typing.get_type_hints`` (model/events.py).
 NEVER_IN_A_RUN = (
     "dataclasses",
     "inspect",
@@ -66,6 +68,7 @@ NEVER_IN_A_RUN = (
     "socket",
     "skgate.model.outcomes",
     "skgate.preflight.shim",
+    "typing",
 )
 
 AT_LAUNCH = (

@@ -153,7 +153,7 @@ def test_the_import_check_sees_the_classifier(finished_root: Path) -> None:
     attempt = finished_root / "attempts" / "0001"
     loaded, done = _imports("classify", str(attempt))
     assert done.returncode == 0, done.stderr[-2000:]
-    assert {"skgate.verdict.classify", "typing"} <= loaded & NOT_FOR_STATUS
+    assert {"skgate.verdict.classify", "skgate.evidence.load"} <= loaded & NOT_FOR_STATUS
 
 
 #: What ``import json`` and ``import pathlib`` bring, kept off an English ``status``:

@@ -4,12 +4,15 @@ schema, and a record this version cannot type is kept, never an error of the rea
 from __future__ import annotations
 
 import json
+import types
+import typing
 from importlib import resources
 from typing import Any
 
 import jsonschema
 import pytest
 
+from skgate.model import events
 from skgate.model.events import (
     EVENT_TYPES,
     Adopted,
@@ -200,3 +203,30 @@ def test_preflight_keeps_its_step_fields_in_order() -> None:
     assert isinstance(ev, Preflight) and ev.step_kind is PreflightStep.LEASE_ACQUIRED
     assert list(ev.to_dict().items()) == list(raw.items())
     assert Preflight(step="a_new_step").step_kind is None
+
+
+def _shape(hint: Any) -> Any:
+    """A hint with ``Any`` (typing's or the readers' own) as one marker, a union as the
+    set of its arms, a generic as its origin and arguments."""
+    if hint is Any or hint is events.ANY_HINT:
+        return "Any"
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return ("union", frozenset(_shape(a) for a in typing.get_args(hint)))
+    if typing.get_origin(hint) is not None:
+        return (typing.get_origin(hint), tuple(_shape(a) for a in typing.get_args(hint)))
+    return hint
+
+
+@pytest.mark.parametrize("cls", [*EVENT_TYPES.values(), UnknownEvent], ids=lambda c: c.__name__)
+def test_the_readers_hints_are_typings(cls: type[Event]) -> None:
+    """The readers evaluate the annotations without ``typing`` (issue 29): for every kind
+    they are what ``typing.get_type_hints`` says, field by field, ``ClassVar`` aside."""
+    expected = typing.get_type_hints(cls, localns={"Any": Any, "ClassVar": typing.ClassVar})
+    fields = {
+        name: _shape(hint)
+        for name, hint in expected.items()
+        if typing.get_origin(hint) is not typing.ClassVar
+    }
+    got = events.field_hints(cls)
+    assert {name: _shape(hint) for name, hint in got.items()} == fields
+    assert list(got) == list(fields)  # declared order, the bases' first

@@ -25,6 +25,7 @@ from test_hooks import clean_env, make_venv, request_for
 
 from skgate.model.frozen import replace
 from skgate.model.sources import ALL_SOURCES
+from skgate.preflight import jobs
 from skgate.preflight.early import EarlyWork
 from skgate.preflight.hooks.probe import Probe
 from skgate.preflight.hooks.rounds import STATIC_PROBE
@@ -84,6 +85,45 @@ def test_early_scan_is_the_scan_preflight_would_make(
     )
     without = prepare(request, tmp_path / "runs", runner_env=clean_env(), take_leases=False)  # type: ignore[arg-type]
     assert with_early.controls["hooks"] == without.controls["hooks"]
+
+
+def test_the_host_facts_are_read_once_and_preflight_records_those(
+    venv_request: tuple[Path, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The early work reads the host facts (CPUs, memory) for the scan's jobs value and
+    hands them to preflight, which decides and records with the same facts instead of
+    reading them again (issue 29: a run read them twice)."""
+    _, request = venv_request
+    real = jobs.probe_host
+    reads: list[int] = []
+    marker = 3 << 40  # no host has this much memory available: these facts, recorded
+
+    def probe() -> dict[str, object]:
+        reads.append(1)
+        return {**real(), "mem_available": marker}
+
+    monkeypatch.setattr(jobs, "probe_host", probe)
+    work = EarlyWork.begin(request, clean_env())  # type: ignore[arg-type]
+    assert work is not None
+    try:
+        assert work.host is not None and work.host["mem_available"] == marker
+        assert len(reads) == 1
+        plan = prepare(
+            request,  # type: ignore[arg-type]
+            tmp_path / "runs",
+            runner_env=clean_env(),
+            take_leases=False,
+            early_scan=work.scan_result,
+            host=work.host,
+        )
+    finally:
+        work.close()
+    assert len(reads) == 1
+    assert plan.controls["jobs"]["inputs"]["memory_available"] == marker
+    assert plan.controls["host"]["mem_available"] == marker
+    # Without early facts preflight reads them itself.
+    prepare(request, tmp_path / "runs", runner_env=clean_env(), take_leases=False)  # type: ignore[arg-type]
+    assert len(reads) == 2
 
 
 def test_early_scan_for_other_inputs_is_cancelled_and_leaves_no_probe(

@@ -88,3 +88,20 @@ def test_a_full_disk_never_stops_the_draining(tmp_path: Path) -> None:
         assert 0 < (disk / KEPT_LOG).stat().st_size <= 64 * 1024
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_keeper_that_does_not_end_is_killed_at_the_timeout_and_reaped(tmp_path: Path) -> None:
+    """release() waits for the keeper's exit (on its pidfd), up to its timeout: one that
+    never reads the runner's word is then killed by its own handle and reaped."""
+    alive_r, alive_w = _pipe()
+    # A stand-in keeper that never reads the liveness pipe: our own child.
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        keeper = PipeKeeper(proc, alive_w, tmp_path / KEPT_LOG)
+        keeper.release(timeout=0.2)
+        assert proc.returncode == -9  # killed, and reaped (returncode is set)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
+        os.close(alive_r)

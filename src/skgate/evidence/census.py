@@ -28,13 +28,16 @@ import stat
 import time
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from skgate.model.events import Observation
 from skgate.model.frozen import field, mutable
 from skgate.model.lazy_re import Lazy
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from skgate.model.records import Census
 
 

@@ -29,19 +29,23 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
 
 from skgate.evidence import files
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import field, mutable, record
 from skgate.model.schema import check_schema
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
+
 DISKFULL = "diskfull.json"
 #: ``skgate.diskfull/1`` first version (2026-12).
 SCHEMA_DISKFULL = "skgate.diskfull/1"
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
-
-T = TypeVar("T")
 
 
 def is_full(exc: BaseException) -> bool:

@@ -25,7 +25,6 @@ import select
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import files
 from skgate.evidence.journal import blocker_text, blockers_of, is_wait_end, is_wait_start
@@ -45,7 +44,11 @@ from skgate.model.frozen import field, mutable
 from skgate.model.protocol import AttemptPhase
 from skgate.model.running import ProcessRecord, State, Waiting
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     # Annotation only: the tracker is runner-side (issue 22 s3); evidence/ never loads it.
     from skgate.model.records import Verdict
     from skgate.runner.stage_tracker import StageTracker

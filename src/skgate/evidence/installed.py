@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from skgate.evidence.stage_census import INPUT_SUFFIX, input_stems, json_op_type, read_bounded
 from skgate.model.installed import InstalledBinaries, PackageManifest
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DUMP_SUFFIX = "_opcompile"
 RUN_SUFFIX = ".run"

@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from skgate.evidence import files
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from skgate.model.installs import Installs
     from skgate.model.launcher import LauncherFacts

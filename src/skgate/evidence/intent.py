@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence import files
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
 from skgate.model.schema import check_schema
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 INTENT = "launch.json"
 #: ``skgate.launch_intent/1`` first version (2026-12).

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence import regular, sealed
 from skgate.model import jsonread
@@ -41,6 +40,11 @@ from skgate.model.events import (
 )
 from skgate.model.running import Waiting
 from skgate.model.schema import SCHEMA_EVENT
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "JournalFollower",

@@ -35,9 +35,13 @@ older versions, read back as empty).
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from skgate.model.launcher import LauncherFacts
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Caps on what is kept per kind (the rest is counted in ``LauncherFacts.omitted``).
 MAX_ITEMS = 1000

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from skgate.evidence import files
 from skgate.evidence.diskfull import read_diskfull
@@ -58,10 +57,12 @@ from skgate.model.request import RunRequest, frozen_jobs
 from skgate.model.schema import SCHEMA_CONTROL, SCHEMA_REGRESS, check_schema, require
 from skgate.verdict.classify import classify
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    pass
+    from typing import Any, TypeVar
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 
 @record

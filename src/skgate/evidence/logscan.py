@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from skgate.evidence.launcher_lines import LITERALS as LAUNCHER_LITERALS
 from skgate.evidence.launcher_lines import TRIGGERS as LAUNCHER_TRIGGERS
@@ -56,6 +55,11 @@ from skgate.model.lazy_re import Lazy
 from skgate.model.logscan import LogScan
 from skgate.model.request import SUMMARY_GROUPS, validate_patterns
 from skgate.model.running import Stage, Summary
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Caps on what is kept (the rest is counted in ``LogScan.omitted``).
 MAX_SUMMARY_LINES = 20_000

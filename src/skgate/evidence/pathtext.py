@@ -31,6 +31,14 @@ if TYPE_CHECKING:
 def plain(path: str | os.PathLike[str]) -> str:
     """``str(PurePosixPath(path))``."""
     text = os.fspath(path)
+    if (
+        text
+        and "//" not in text
+        and "/./" not in text
+        and not text.endswith(("/", "/."))
+        and not text.startswith("./")
+    ):
+        return text  # already as pathlib spells it: the usual case, one scan, no split
     if text.startswith("//") and not text.startswith("///"):
         lead = "//"
     elif text.startswith("/"):

@@ -24,9 +24,13 @@ import os
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from skgate.model.lazy_re import Lazy
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_PLOG = "skgate.plog/1"
 PLOG_DIR = "plog"

@@ -28,7 +28,6 @@ import stat
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence import digest, ledger, regular
 from skgate.evidence.files import (
@@ -49,6 +48,11 @@ from skgate.evidence.walk import interrupted_scene, walk_files
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import replace
 from skgate.model.schema import check_schema, require
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_SEAL = "skgate.seal/1"
 SCHEMA_SCENE = "skgate.scene/1"

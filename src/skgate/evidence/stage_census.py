@@ -31,12 +31,12 @@ import os
 from collections.abc import Iterable, Mapping
 from itertools import chain
 from pathlib import Path
-from typing import NamedTuple
 
 from skgate.evidence import regular
 from skgate.evidence.census import ERROR_SUFFIX, RUN_SUFFIX, SUCC_SUFFIX
 from skgate.evidence.digest import sha256_bytes, sha256_file
 from skgate.model.errors import EvidenceError
+from skgate.model.frozen import record
 from skgate.model.lazy_re import Lazy
 from skgate.model.stages import (
     MAX_NAMED,
@@ -84,7 +84,8 @@ def count_inputs(params_dir: str) -> int | None:
     return None if stems is None else len(stems)
 
 
-class Walk(NamedTuple):
+@record
+class Walk:
     """What :func:`walk_root` found under a result root."""
 
     #: log base -> the ``*_compile_log`` directory holding ``<base>_compile_succ.log``
@@ -162,10 +163,12 @@ def walk_root(root: str, params_dir: str | None = None) -> Walk:
     return Walk(succ, error, runs, unreadable, stems)
 
 
-class LogName(NamedTuple):
+@record
+class LogName:
     """A real per-input log name: ``static_kernel_<OpType>_<sha256>_<pid>_d<n>``.
 
-    A tuple, not a dataclass: one is made per log, ten thousand per large stage.
+    A frozen record, not a ``typing.NamedTuple`` (a run never imports ``typing``, issue
+    29); the census's own loop parses its ten thousand names inline, without one.
     """
 
     op_type: str
@@ -185,7 +188,7 @@ def parse_log_name(base: str) -> LogName | None:
     Anchored on the hash from the right, so an op type with an underscore stays whole.
     """
     m = _LOG_NAME.get().fullmatch(base)
-    return None if m is None else LogName._make(m.groups())
+    return None if m is None else LogName(*m.groups())
 
 
 def read_bounded(path: str, limit: int) -> bytes | None:

@@ -6,10 +6,11 @@ The runner side that builds it while the compile lives is :mod:`skgate.runner.st
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from skgate.evidence import files
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from skgate.model.stages import Stages
 

@@ -8,10 +8,14 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence import regular
 from skgate.model.errors import EvidenceError
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_STOP_REQUEST = "skgate.stop-request/1"
 STOP_REQUEST_DIR = "stop-requests"

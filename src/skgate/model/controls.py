@@ -13,9 +13,13 @@ Reading is as lenient as the file may be old or partial: a missing or ill-typed 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from skgate.model.frozen import field, record
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _sub(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:

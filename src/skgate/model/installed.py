@@ -12,10 +12,14 @@ and the words are here. Nothing here does I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from skgate.model.frozen import field, record
 from skgate.model.phrases import Lang
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record

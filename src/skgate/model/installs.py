@@ -27,12 +27,16 @@ from __future__ import annotations
 import enum
 import posixpath
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
 from skgate.model.running import ProcessRecord
 from skgate.model.schema import check_schema, opt_int, require
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_INSTALLS = "skgate.installs/1"
 

@@ -7,10 +7,14 @@ the ``launcher`` object of ``logscan.json``; the classifier reads it (C2, C7).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import field, record
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record

@@ -5,13 +5,17 @@ Nothing here does I/O. Schema history: ``skgate.logscan/1``: first version (2026
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import field, record
 from skgate.model.launcher import LauncherFacts
 from skgate.model.running import Stage, Summary
 from skgate.model.schema import check_schema, require
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_LOGSCAN = "skgate.logscan/1"
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Any
 
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError, UsageError
 from skgate.model.exits import EXIT_BLOCKED
 from skgate.model.frozen import record
 from skgate.model.running import State
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_START = "skgate.start/1"
 

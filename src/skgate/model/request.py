@@ -9,12 +9,16 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.frozen import field, record
 from skgate.model.modes import PackageMode, VerdictFrom
 from skgate.model.schema import require
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Where CANN's static compile writes its outputs, below the working directory (C1, C8).
 OUTPUTS_DIRNAME = "static_kernel_compile_outputs"

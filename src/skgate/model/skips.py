@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from skgate.model.frozen import record
 from skgate.model.phrases import Lang
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The longest file name a Linux file system accepts, in bytes (NAME_MAX).
 NAME_MAX = 255

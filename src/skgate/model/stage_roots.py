@@ -9,11 +9,15 @@ them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
 from skgate.model.schema import opt_int, require
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The static-kernel cache directory beside the ``ts*_outputs`` roots (fact 5a).
 CACHE_DIRNAME = "static_kernel_cache"

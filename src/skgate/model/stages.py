@@ -28,13 +28,17 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
 from skgate.model.idle import Idle, idles_from
 from skgate.model.schema import SCHEMA_STAGES, SCHEMA_STAGES_V1, check_schema, opt_int, require
 from skgate.model.stage_roots import AnnouncedRoot, CacheEntry, CacheFile
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["AnnouncedRoot", "CacheEntry", "CacheFile"]
 

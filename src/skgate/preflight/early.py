@@ -30,18 +30,22 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest
 from skgate.model.sources import allowed_sources
+from skgate.preflight import jobs
 from skgate.preflight.hooks.probe import Cancel, ProbeCancelled
 from skgate.preflight.hooks.rounds import FirstRound, ScanInputs
 from skgate.preflight.inputs import check_inputs, early_scan_inputs
 from skgate.proc.cgroup import MadeLeaf, leaf_name, make_leaf
 from skgate.proc.observe import self_stat
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from skgate.preflight.hooks.findings import HookScan
 
 #: How long :meth:`EarlyWork.close` waits for the thread after cancelling it.
@@ -62,6 +66,10 @@ class EarlyWork:
         self.inputs = inputs
         self.allowed = allowed
         self.leaf_name = name
+        #: :func:`jobs.probe_host`'s facts as :meth:`begin` read them (None: not read),
+        #: handed to preflight so that a run reads them once (issue 29), and its jobs
+        #: value and the scan's environment come from the same facts.
+        self.host: dict[str, Any] | None = None
         self._cancel = Cancel()
         self._first: FirstRound | None = None
         self._scan: HookScan | None = None
@@ -93,8 +101,10 @@ class EarlyWork:
                 check_inputs(request, runner_env)
         except UsageError:
             return None  # the runner refuses it with this same message, running nothing
+        # The host facts once for the scan's jobs value and preflight's (``host``).
+        host = jobs.probe_host()
         try:
-            inputs = early_scan_inputs(request, runner_env)
+            inputs = early_scan_inputs(request, runner_env, host)
         except Exception:  # preflight reports the same problem itself
             inputs = None
         try:
@@ -107,6 +117,7 @@ class EarlyWork:
             return None
         me = self_stat()
         work = cls(inputs, allowed, leaf_name(me.pid, me.start_ticks))
+        work.host = host
         sys.setswitchinterval(min(work._switch, EARLY_SWITCH_INTERVAL))
         if inputs is not None:
             # Round 1 from this thread, at once: a thread would first wait for the GIL.

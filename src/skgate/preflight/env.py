@@ -8,12 +8,16 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from skgate import __version__
 from skgate.model.request import RunRequest
 from skgate.preflight import jobs
 from skgate.proc.observe import boot_id
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _SECRET = re.compile(
     r"(TOKEN|PASSW(OR)?D|SECRET|CREDENTIAL|PRIVATE|COOKIE|SESSION|AUTH|(^|_)KEY($|_)|"

@@ -22,13 +22,17 @@ import os
 import select
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from skgate.model.errors import UsageError
 from skgate.model.events import Event, ForeignWait, ForeignWaitEnd
 from skgate.model.request import RunRequest
 from skgate.model.running import ProcessRecord
 from skgate.proc.observe import COMPILER_NAMES, clock_ticks, compiler_processes, is_alive
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Emit = Callable[[Event], object]
 Notify = Callable[[str], None]

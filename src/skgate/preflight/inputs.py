@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest
@@ -16,7 +15,11 @@ from skgate.preflight import jobs, profiler
 from skgate.preflight.env import base_env
 from skgate.preflight.hooks.baseline import check_fingerprint, load_baseline
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from skgate.preflight.hooks.rounds import ScanInputs
     from skgate.preflight.interpreter import Interpreter
 
@@ -73,14 +76,16 @@ def scan_inputs(
 
 
 def early_scan_inputs(
-    request: RunRequest, runner_env: Mapping[str, str] | None = None
+    request: RunRequest,
+    runner_env: Mapping[str, str] | None = None,
+    host: Mapping[str, Any] | None = None,
 ) -> ScanInputs | None:
     """The inputs :func:`skgate.preflight.prepare.prepare` will scan with (the environment
     after the C5 and C6 exports), computed before the attempt exists; None when there is
-    nothing to scan."""
+    nothing to scan. ``host``: :func:`jobs.probe_host`'s facts, probed here when None."""
     env = base_env(request, dict(os.environ if runner_env is None else runner_env))
     env[jobs.JOBS_VAR] = str(
-        jobs.decide(request.jobs, env, job_memory_mb=request.job_memory_mb).value
+        jobs.decide(request.jobs, env, host, job_memory_mb=request.job_memory_mb).value
     )
     profiler_step(request, env)
     from skgate.preflight.interpreter import find_interpreter  # noqa: PLC0415 - see the top

@@ -6,11 +6,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from skgate.model.errors import UsageError
 from skgate.model.frozen import record
 from skgate.model.request import RunRequest
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _PYTHON_RE = re.compile(r"^python(\d+(\.\d+)*)?$")
 #: Interpreter flags of the command that change start-up, passed to the scan probes.

@@ -18,11 +18,15 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from skgate.model.errors import UsageError
 from skgate.model.frozen import record
 from skgate.model.request import frozen_jobs
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 JOBS_VAR = "NPU_STATIC_KERNEL_COMPILE_JOBS"
 #: Per-job memory budget override (MiB), read from the workload environment.

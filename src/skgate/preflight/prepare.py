@@ -32,7 +32,6 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence.diskfull import low_space_warning
 from skgate.evidence.files import CONTROL, VERDICT, check_root, read_json
@@ -65,6 +64,11 @@ from skgate.preflight.render import render_lines, skip_lines
 from skgate.preflight.skips import skips_step
 from skgate.proc import leases
 from skgate.proc.signals import deferred
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Emit = Callable[[Event], object]
 
@@ -241,6 +245,7 @@ def prepare(
     progress_every: float = PROGRESS_EVERY,
     early_scan: EarlyScan | None = None,
     attempt_dir: Path | None = None,
+    host: Mapping[str, Any] | None = None,
 ) -> LaunchPlan:
     """Check and freeze every control of an attempt before launch (see module doc).
 
@@ -253,6 +258,8 @@ def prepare(
     ``early_scan`` hands over a hook scan started before the attempt existed, used only
     for exactly the inputs this preflight would scan (:mod:`skgate.preflight.early`).
     ``attempt_dir``: where ``--enforce-jobs`` installs its shim (None: report only).
+    ``host``: :func:`jobs.probe_host`'s facts read before the attempt existed (the early
+    work's), else read here.
     """
     check_root(root)  # the root run would refuse is refused here too (exit 2)
     runner = dict(os.environ if runner_env is None else runner_env)
@@ -260,7 +267,8 @@ def prepare(
     blocked: list[str] = []
     controls: dict[str, Any] = {}
 
-    host = jobs.probe_host()  # once: the jobs decision and controls.host see the same
+    # Once: the jobs decision and controls.host see the same facts.
+    host = jobs.probe_host() if host is None else dict(host)
     jobs_record, jobs_blocked = _jobs_step(request, root, env, host)
     controls["jobs"] = jobs_record
     blocked.extend(jobs_blocked)

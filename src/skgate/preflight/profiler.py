@@ -23,10 +23,14 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from skgate.model.errors import UsageError
 from skgate.model.frozen import record
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ENV_VAR = "SKGATE_PROFILER_SCHEDULE"
 FIELDS: tuple[str, ...] = ("wait", "warmup", "active", "repeat", "skip_first")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 from skgate.model.skips import findings_of
 from skgate.preflight import jobs, self_hooks, torch_npu
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from skgate.preflight.prepare import LaunchPlan
 
 

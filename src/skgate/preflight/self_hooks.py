@@ -17,7 +17,11 @@ from __future__ import annotations
 import os
 import site
 import sys
-from typing import Any
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The advice printed and recorded whenever a hook ran in skgate's own process.
 HARDENED = "python -I -m skgate"

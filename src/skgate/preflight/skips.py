@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from typing import Any
 
 from skgate.model.request import OUTPUTS_DIRNAME, RunRequest
 from skgate.model.skips import (
@@ -31,6 +30,11 @@ from skgate.model.skips import (
     static_off_markers,
 )
 from skgate.model.stage_roots import CACHE_DIRNAME
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_SKIPS = "skgate.skips/1"
 #: ``kernel_meta`` objects listed by name, at the most.

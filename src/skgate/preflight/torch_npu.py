@@ -17,10 +17,14 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from skgate.model.lazy_re import Lazy
 from skgate.model.releases import release_for
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: A dist-info directory of torch-npu (the project's normalised name is ``torch_npu``).
 _DIST_INFO = Lazy(r"torch_npu-(?P<version>[^-/]+)\.dist-info", re.IGNORECASE)

@@ -36,11 +36,15 @@ import select
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from skgate.model.frozen import record
 from skgate.model.sources import SOURCE_CGROUP, SOURCES_VAR
 from skgate.proc.observe import is_alive
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROC_SELF_CGROUP = Path("/proc/self/cgroup")
 #: Every leaf is named ``skgate-<runner pid>-<runner start ticks>``.

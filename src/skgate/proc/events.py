@@ -42,10 +42,11 @@ import os
 import struct
 import time
 from collections.abc import Collection, Container, Iterator
-from typing import TYPE_CHECKING
 
 from skgate.model.frozen import record
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from skgate.proc.taskstats import ExitRecords
 

@@ -36,6 +36,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -137,7 +138,7 @@ class PipeKeeper:
             os.close(self._alive_w)
             self._alive_w = -1
         try:
-            self._proc.wait(timeout=timeout)
+            self._wait(timeout)
         except subprocess.TimeoutExpired:
             # Our own child, by its Popen handle (never by name): it did not answer.
             self._proc.kill()
@@ -145,6 +146,25 @@ class PipeKeeper:
         with contextlib.suppress(FileNotFoundError):
             if self.path.stat().st_size == 0:
                 self.path.unlink()
+
+    def _wait(self, timeout: float) -> None:
+        """Reap the keeper once it has exited, within ``timeout`` seconds. Woken by its
+        pidfd (our unreaped child: the pid cannot be reused), not by ``Popen.wait``'s
+        polling, which sleeps 0.5 ms, then 1, 2, ... between looks: the runner's finish
+        waited up to twice the keeper's time to end (issue 29)."""
+        try:
+            pidfd = os.pidfd_open(self._proc.pid)
+        except (AttributeError, OSError):  # before Linux 5.3: Popen's own polling
+            self._proc.wait(timeout=timeout)
+            return
+        try:
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            if not poller.poll(timeout * 1000):
+                raise subprocess.TimeoutExpired(self._proc.args, timeout)
+        finally:
+            os.close(pidfd)
+        self._proc.wait()
 
 
 def keeper_draining(attempt: Path) -> bool:

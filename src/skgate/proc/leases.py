@@ -28,11 +28,15 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from skgate.model.events import Event, Preflight, PreflightStep
 from skgate.model.frozen import record
 from skgate.proc.observe import boot_id, self_stat
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HELD_VAR = "SUPERKERNEL_DEVICE_LEASE_HELD"
 IDS_VAR = "SUPERKERNEL_DEVICE_IDS"

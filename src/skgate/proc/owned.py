@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from skgate.model.frozen import field, mutable
 from skgate.model.installs import MAX_RUNS, package_action
@@ -37,6 +36,11 @@ from skgate.model.running import ProcessRecord
 from skgate.proc.events import Connector, Kind, ProcEvent
 from skgate.proc.observe import ProcStat, clock_ticks, read_cmdline, read_stat
 from skgate.proc.taskstats import ExitRecord
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Processes that keep a full record whatever happens (see the module doc).
 FULL_RECORDS = 5_000

@@ -20,8 +20,8 @@ ended is always a full walk (skgate.proc.supervise). Signals never depend on it 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from skgate.proc.sources import Sources
 

@@ -39,10 +39,14 @@ import os
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
 
 from skgate.model.signals import signal_name
 from skgate.proc import startup_signals
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 #: The signals that ask the runner to stop (the Supervisor forwards the same set).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

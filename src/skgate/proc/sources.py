@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
 
 from skgate.model.frozen import field, mutable
 from skgate.model.running import Coverage
@@ -32,6 +31,11 @@ from skgate.model.sources import (
 from skgate.proc import cgroup, events, taskstats
 from skgate.proc.cgroup import MadeLeaf, make_leaf
 from skgate.proc.owned import OwnedTree
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The operator's choice is parsed in the model (validated before this module is loaded);
 # re-exported here with the rest of the sources' public face.

@@ -43,7 +43,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from skgate.model.events import (
     LeaderExited,
@@ -62,7 +61,7 @@ from skgate.proc.owned import OwnedTree
 from skgate.proc.scanpace import ScanPace
 from skgate.proc.signals import STOP_SIGNALS, inherited_ignore
 from skgate.proc.sources import Sources, coverage
-from skgate.proc.supervisor_types import Outcome, SupervisorConfig, SupervisorObserver
+from skgate.proc.supervisor_types import Any, Outcome, SupervisorConfig, SupervisorObserver
 from skgate.proc.termination import Action, Reason, RecordTimeout, Termination
 from skgate.proc.waiting import waiting_line
 from skgate.proc.waitstatus import cpu_seconds, decode_wait_status, drain_fd, peek_exit

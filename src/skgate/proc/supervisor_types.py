@@ -9,11 +9,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
 
 from skgate.model.events import Event
 from skgate.model.frozen import field, mutable, record
 from skgate.model.running import Coverage, ProcessRecord
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    # ``Any`` re-exported for skgate.proc.supervise's annotations (a module at its size
+    # bound: one import line instead of a block of its own).
+    from typing import Any as Any  # noqa: PLC0414 - an explicit re-export (mypy strict)
+    from typing import Protocol
+else:
+    # The observer is a static interface: nothing checks it at run time (no
+    # ``isinstance``), so a plain base stands in for ``typing.Protocol`` there; ``Any``
+    # is only ever named in annotations, which are never evaluated (PEP 563).
+    Protocol = Any = object
 
 
 @record

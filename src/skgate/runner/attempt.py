@@ -14,7 +14,6 @@ import resource
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from skgate import __version__
 from skgate.evidence import files, ledger
@@ -47,7 +46,11 @@ from skgate.proc.signals import (
 )
 from skgate.proc.waitstatus import cpu_seconds
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from skgate.evidence.journal import JournalSoFar
     from skgate.evidence.load import Control
     from skgate.model.records import Verdict

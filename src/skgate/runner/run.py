@@ -31,7 +31,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from skgate.evidence import ledger
 from skgate.evidence.stops import clear_stop_request, stop_pending
@@ -51,6 +50,8 @@ from skgate.proc.signals import (
 )
 from skgate.runner.attempt import Attempt, Notify, OnEvent, StopRequest
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from skgate.model.records import Verdict
     from skgate.preflight.early import EarlyWork
@@ -324,6 +325,7 @@ def _preflight(run: _Run) -> Verdict | None:
             notify=notify,
             progress_every=run.progress_every,
             early_scan=att.early.scan_result if att.early is not None else None,
+            host=att.early.host if att.early is not None else None,
             attempt_dir=att.dir,
         )
     except SkgateError as exc:

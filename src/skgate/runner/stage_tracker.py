@@ -20,11 +20,12 @@ import os
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from skgate.model.running import ProcessRecord
 from skgate.proc.observe import COMPILER_NAMES, is_compiler, program_name
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from skgate.model.stages import AnnouncedRoot, CompilerArgs, Stages
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from skgate.evidence import files, plog
 from skgate.evidence.census import (
@@ -34,7 +33,11 @@ from skgate.proc.supervise import Outcome
 from skgate.runner.attempt import Attempt
 from skgate.runner.stage_tracker import StageTracker
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from skgate.model.records import Verdict
     from skgate.proc.echo import TerminalEcho
 

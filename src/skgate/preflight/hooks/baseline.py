@@ -8,12 +8,15 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from skgate.evidence.files import write_json_new
 from skgate.model.errors import EvidenceError, UsageError
 
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from skgate.preflight.hooks.findings import HookScan
 
 SCHEMA_HOOK_BASELINE = "skgate.hook-baseline/1"

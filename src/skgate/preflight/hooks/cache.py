@@ -50,10 +50,14 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence.digest import sha256_bytes, small_sha256
 from skgate.evidence.regular import read_bytes
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = "skgate.hook-probe-cache/2"
 #: ``control.json`` ``hooks.probe_answer``: the probes ran, or their answer was reused.

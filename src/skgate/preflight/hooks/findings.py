@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence.digest import new_sha256, sha256_bytes
 from skgate.model.frozen import field, record, replace
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_HOOK_SCAN = "skgate.hook-scan/1"
 

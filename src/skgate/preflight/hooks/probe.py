@@ -12,9 +12,13 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from skgate.proc.cgroup import MIGRATION_LOCK
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 #: Issue 21 s4: a probe must not outlive a runner SIGKILLed in preflight. Linux's
 #: PR_SET_PDEATHSIG (1) asks for SIGKILL (9) when the parent dies; it must be set before

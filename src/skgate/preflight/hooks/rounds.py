@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from skgate.model.frozen import record
 from skgate.preflight.hooks import cache
@@ -24,6 +23,11 @@ from skgate.preflight.hooks.probe import Cancel, Probe, results
 
 # One list for both sides: the probe module only defines things when imported.
 from skgate.preflight.hooks.probe_static import BOOTSTRAP, STARTUP_VARS
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Seconds one probe may take before the scan is reported as blocked.
 PROBE_TIMEOUT = 30.0

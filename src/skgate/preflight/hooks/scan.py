@@ -48,7 +48,6 @@ import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from skgate.evidence.digest import sha256_bytes, small_sha256
 from skgate.model.frozen import replace
@@ -83,6 +82,11 @@ from skgate.preflight.hooks.rounds import (
     ScanInputs,
     isolated_env,
 )
+
+# Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Re-exported: the scan's public face (callers name them through this module).
 __all__ = [
