@@ -25,25 +25,29 @@ from skgate.evidence.intent import INTENT, write_intent
 from skgate.model.records import State
 from skgate.read.liveness import current_verdict, probe
 
-#: The leader forks an ``opc`` (argv[0] only, as in the issue) that waits for ``release``,
-#: writes its pid, and itself waits for ``leader-go``: so the runner can be killed while
-#: both live, and the leader can end first, leaving only the ``opc`` the manifest lacks.
+#: The leader waits for ``fork-go`` (written once the runner's first scan is done),
+#: forks an ``opc`` (argv[0] only, as in the issue) that waits for ``release``, writes its
+#: pid, and itself waits for ``leader-go``: so the runner can be killed while both live,
+#: and the leader can end first, leaving only the ``opc`` the manifest lacks.
 WORKLOAD = """\
-import os, subprocess, sys
+import os, subprocess, sys, time
 from pathlib import Path
 here = Path.cwd()
 (here / "static_kernel_compile_outputs").mkdir(exist_ok=True)
+while not (here / "fork-go").exists():
+    time.sleep(0.01)
 wait = ("import sys, time\\nfrom pathlib import Path\\n"
         "while not Path(sys.argv[1]).exists(): time.sleep(0.01)")
 opc = subprocess.Popen(["opc", "-c", wait, str(here / "release")], executable=sys.executable)
 (here / "opc.pid").write_text(f"{opc.pid}\\n")
 while not (here / "leader-go").exists():
-    import time; time.sleep(0.01)
+    time.sleep(0.01)
 os._exit(0)
 """
 
 
-def _procs_has(attempt: Path, pid: int) -> bool:
+def _procs_has(attempt: Path, pid: int | None, kinds: tuple[str, ...] = ("fork", "seen")) -> bool:
+    """A line of ``kinds`` about ``pid`` (any pid: None) in procs.jsonl."""
     try:
         lines = (attempt / files.PROCS).read_text().splitlines()
     except FileNotFoundError:
@@ -53,7 +57,7 @@ def _procs_has(attempt: Path, pid: int) -> bool:
             ev = json.loads(line)
         except ValueError:
             continue
-        if ev.get("pid") == pid and ev.get("e") in ("fork", "seen"):
+        if pid in (None, ev.get("pid")) and ev.get("e") in kinds:
             return True
     return False
 
@@ -78,9 +82,21 @@ def _orphaned_opc(tmp_path: Path, reaper: Reaper, *options: str) -> tuple[Path, 
             cwd=work,
         )
     )  # fmt: skip
+    attempt = work / "r" / "attempts" / "0001"
+    # The defect's precondition, made certain: the runner writes a running manifest only
+    # in a scan, at most once per scan interval (60 s here). The leader's exec line
+    # reaches procs.jsonl at the earliest in the first scan, after that scan read its
+    # events, so an opc forked once the line is there is in no manifest before the kill.
+    # Forking at once raced the first scan (the opc was listed once in a loaded run).
+    # The leader is the only owned process yet: any exec line is its. Without the events
+    # source (no CAP_NET_ADMIN) no exec line comes: the launch manifest is waited for.
+    wait_for((attempt / files.OWNERSHIP).exists, "the launch manifest")
+    sources = json.loads((attempt / files.OWNERSHIP).read_text())["coverage"]["sources"]
+    if "events" in sources:
+        wait_for(lambda: _procs_has(attempt, None, ("exec",)), "the leader's exec line")
+    (work / "fork-go").write_text("")
     opc_pid = int(wait_file(work / "opc.pid"))
     reaper.add(opc_pid)
-    attempt = work / "r" / "attempts" / "0001"
     control = json.loads((attempt / files.CONTROL).read_text())
     runner = control["runner"]["pid"]
     assert runner == run.pid
