@@ -53,7 +53,17 @@ BENCHES: dict[str, tuple[list[str], str]] = {
         "the pure-Python scan (`SKGATE_NO_GREP=1`) vs `grep -c -E`",
     ),
     "runner": (
-        ["bench_runner.py", "--opc", "64", "--seconds", "30", "--runs", "21"],
+        [
+            "bench_runner.py",
+            "--opc",
+            "64",
+            "--seconds",
+            "30",
+            "--runs",
+            "21",
+            "--overhead-runs",
+            "5",
+        ],
         "runner CPU, last exit -> verdict.json, start-up vs `timeout 60 true`",
     ),
     "agents": (["bench_agents.py", "--runs", "20"], "`skgate start` / `wait` vs `setsid -f`"),
