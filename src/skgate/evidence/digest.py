@@ -57,11 +57,10 @@ def sha256_bytes(data: bytes) -> str:
     return digest.hexdigest()
 
 
-def sha256_small(data: bytes) -> str:
-    """sha256 of a small buffer (an evidence file checked against its seal on read): the
-    same as :func:`sha256_bytes`, which hashes one below :data:`SMALL` without OpenSSL; a
-    buffer above it (a rare large evidence file) is hashed faster by OpenSSL."""
-    return sha256_bytes(data)
+#: sha256 of a small buffer (an evidence file checked against its seal on read): the same
+#: function, which hashes one below :data:`SMALL` without OpenSSL; a buffer above it (a
+#: rare large evidence file) is hashed faster by OpenSSL.
+sha256_small = sha256_bytes
 
 
 def hash_fd(fd: int, block: int = 1 << 20) -> tuple[str, int]:

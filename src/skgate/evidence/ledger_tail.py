@@ -99,15 +99,17 @@ def parsed(raw: bytes) -> object:
 
 @record
 class TornTail:
-    """A torn last line (:func:`is_torn`): where it starts and its bytes."""
+    """A torn last line (:func:`is_torn`): where it starts, its bytes and their sha256
+    (as :func:`last_line` hashed them)."""
 
     start: int
     raw: bytes
+    sha256: str
 
     @property
     def cut(self) -> dict[str, Any]:
         """The entry field ``torn_cut`` that records it: size and sha256."""
-        return {"bytes": len(self.raw), "sha256": sha256_bytes(self.raw)}
+        return {"bytes": len(self.raw), "sha256": self.sha256}
 
 
 def torn_tail(fd: int) -> TornTail | None:
@@ -117,10 +119,10 @@ def torn_tail(fd: int) -> TornTail | None:
     size = os.fstat(fd).st_size
     if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
         return None
-    raw, _, start = last_line(fd)
-    if raw is None or not is_torn(raw):
+    raw, digest, start = last_line(fd)
+    if raw is None or digest is None or not is_torn(raw):
         return None
-    return TornTail(start, raw)
+    return TornTail(start, raw, digest)
 
 
 def replace_torn(fd: int, torn: TornTail, data: bytes) -> None:

@@ -327,9 +327,8 @@ def ledger_problems(root: Path) -> list[SealProblem]:
     ledger that is a link or not a regular file, else its hash chain and lines
     (:func:`ledger.check_chain`: a torn last line is unfinished, the rest a change, C4).
     The one reader ``verify`` and ``report`` use for it."""
-    if not _ledger_regular(root):
-        return [p for p in _root_entries(root) if p.flaw is Flaw.LEDGER_THROUGH_LINK]
-    return ledger.check_chain(root)
+    linked = _ledger_entry(root)
+    return [linked] if linked is not None else ledger.check_chain(root)
 
 
 def _ledger_problems(root: Path, only: str | None = None) -> list[SealProblem]:
@@ -479,26 +478,27 @@ def _root_entries(root: Path) -> list[SealProblem]:
             what = _not_regular(Path(e.path)) or {"odd": Odd.NOT_DIR}
             where = f"{ledger.ATTEMPTS}/{e.name}"
             problems.append(problem(where, Flaw.ATTEMPT_THROUGH_LINK, **what))
+    linked = _ledger_entry(root)
+    return problems if linked is None else [*problems, linked]
+
+
+def _ledger_entry(root: Path) -> SealProblem | None:
+    """The root's ledger when it is a link or not a regular file (never read then)."""
     path = root / ledger.LEDGER
     try:
         st = os.lstat(path)
     except OSError:
-        return problems
-    if not stat.S_ISREG(st.st_mode):
-        what = _not_regular(path) or {"odd": Odd.NOT_REGULAR}
-        problems.append(problem(ledger.LEDGER, Flaw.LEDGER_THROUGH_LINK, **what))
-    return problems
+        return None
+    if stat.S_ISREG(st.st_mode):
+        return None
+    what = _not_regular(path) or {"odd": Odd.NOT_REGULAR}
+    return problem(ledger.LEDGER, Flaw.LEDGER_THROUGH_LINK, **what)
 
 
 def _ledger_regular(root: Path | None) -> bool:
     """Is the root's ledger a regular file (or absent)? A linked one is named by
     :func:`_root_entries` and never read as this root's index."""
-    if root is None:
-        return True
-    try:
-        return stat.S_ISREG(os.lstat(root / ledger.LEDGER).st_mode)
-    except OSError:
-        return True
+    return root is None or _ledger_entry(root) is None
 
 
 def verify(target: Path) -> list[str]:
