@@ -5,6 +5,7 @@ cached."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -83,6 +84,91 @@ def test_another_interpreter_or_pythonpath_value_re_probes(
     assert answer(hooks.scan(str(other), clean_env())) == "probed"
     assert answer(hooks.scan(str(python), clean_env(PYTHONPATH=str(tmp_path)))) == "probed"
     assert answer(hooks.scan(str(python), clean_env())) == "cached"
+
+
+def _absolute_env(**extra: str) -> dict[str, str]:
+    """``clean_env`` with every start-up path absolute, whatever this host's are."""
+    env = {k: v for k, v in clean_env(**extra).items() if not k.startswith("LD_")}
+    env.update(PATH="/usr/bin:/bin", HOME="/nonexistent-home")
+    return env
+
+
+def test_another_working_directory_uses_the_answer_unless_a_path_depends_on_it(
+    cached: Path, venv: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Start-up finds the same files from any directory when every path it resolves is
+    absolute: a run in a fresh directory (an agent's per-compile directory) uses the
+    answer. A relative PYTHONPATH entry resolves against the directory: there it is
+    another answer, probed, and it names the entry in that directory."""
+    python, site = venv
+    (site / "plain.pth").write_text("/nowhere\n")
+    one, two = tmp_path / "one", tmp_path / "two"
+    for d in (one, two):
+        (d / "lib").mkdir(parents=True)
+    (two / "lib" / "json.py").write_text("X = 1\n")  # shadows the stdlib, from two only
+    env = _absolute_env()
+    assert answer(hooks.scan(str(python), env, cwd=str(one))) == "probed"
+    moved = hooks.scan(str(python), env, cwd=str(two))
+    assert (answer(moved), moved.extra["startup_probe"]) == ("cached", "ran")
+    relative = _absolute_env(PYTHONPATH="lib")
+    assert answer(hooks.scan(str(python), relative, cwd=str(one))) == "probed"
+    assert answer(hooks.scan(str(python), relative, cwd=str(one))) == "cached"
+    there = hooks.scan(str(python), relative, cwd=str(two))
+    assert answer(there) == "probed"
+    assert [f.kind for f in there.findings] == ["pythonpath-shadow"]
+    assert [e["path"] for e in there.pythonpath] == [str(two / "lib")]
+
+
+def test_start_up_code_keeps_its_answer_to_the_directory_it_ran_in(
+    cached: Path, venv: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A .pth import line may read the working directory and import according to it: a
+    start-up record taken while it ran holds only for the same directory; the static
+    record alone (the start-up not run) does not depend on it."""
+    python, site = venv
+    hook = "import os; os.getcwd().endswith('two') and __import__('json')\n"
+    (site / "hook.pth").write_text(hook)
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    env = _absolute_env()
+    # One key for both (approve_all judges the answer, it is not part of it): the first
+    # scan probes, and the static record is cached from then on.
+    for approve_all, first in ((True, "probed"), (False, "cached")):
+        here = functools.partial(hooks.scan, str(python), env, approve_all=approve_all)
+        assert answer(here(cwd=str(one))) == first
+        assert answer(here(cwd=str(one))) == "cached"
+        other = here(cwd=str(two))
+        assert answer(other) == ("probed" if approve_all else "cached")
+        assert other.extra["startup_probe"] == ("ran" if approve_all else "not run")
+
+
+@pytest.mark.parametrize(
+    ("python", "extra", "matters"),
+    [
+        ("/abs/python3", {}, False),
+        ("/abs/python3", {"PATH": "node_modules/.bin:/usr/bin"}, False),
+        ("venv/bin/python3", {}, True),
+        ("python3", {"PATH": "/usr/bin:bin"}, True),
+        ("python3", {"PATH": "/usr/bin::/bin"}, True),
+        ("python3", {}, False),
+        ("/abs/python3", {"PYTHONPATH": "/a:/b"}, False),
+        ("/abs/python3", {"PYTHONPATH": "/a:lib"}, True),
+        ("/abs/python3", {"PYTHONPATH": "/a:"}, True),
+        ("/abs/python3", {"PYTHONUSERBASE": "ub"}, True),
+        ("/abs/python3", {"PYTHONHOME": "/p:rel"}, True),
+        ("/abs/python3", {"LD_LIBRARY_PATH": "lib"}, True),
+        ("/abs/python3", {"LD_PRELOAD": "./hook.so"}, True),
+        ("/abs/python3", {"LD_PRELOAD": "libhook.so"}, False),
+        ("/abs/python3", {"PYTHONWARNINGS": "ignore::DeprecationWarning", "LANG": "C"}, False),
+        ("/abs/python3", {"JOB_DIR": "rel/dir"}, False),
+    ],
+)
+def test_cwd_matters_only_where_start_up_resolves_a_relative_path(
+    python: str, extra: dict[str, str], matters: bool
+) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/home/u", **extra}
+    assert cache.cwd_matters(python, env) is matters
 
 
 def test_a_forged_entry_is_never_trusted_across_a_changed_fingerprint(
@@ -194,9 +280,11 @@ def test_start_up_code_keeps_its_answer_to_the_environment_it_ran_in(
     record alone (the start-up not run) never depends on the other variables."""
     python, site = venv
     (site / "hook.pth").write_text("import os; os.environ.get('JOB_ID') and __import__('json')\n")
-    for approve_all, ran in ((True, "ran"), (False, "not run")):
+    # One key for both (approve_all judges the answer, it is not part of it): the static
+    # record the first scan probed is used by every later one.
+    for approve_all, ran, fresh in ((True, "ran", "probed"), (False, "not run", "cached")):
         first = hooks.scan(str(python), clean_env(JOB_ID=""), approve_all=approve_all)
-        assert (answer(first), first.extra["startup_probe"]) == ("probed", ran)
+        assert (answer(first), first.extra["startup_probe"]) == (fresh, ran)
         same = hooks.scan(str(python), clean_env(JOB_ID=""), approve_all=approve_all)
         assert answer(same) == "cached"
         other = hooks.scan(str(python), clean_env(JOB_ID="7"), approve_all=approve_all)

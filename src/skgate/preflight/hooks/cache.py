@@ -7,11 +7,15 @@ baselines and the catalogue are applied to those facts on every scan, never cach
 
 An answer is stored under a key of everything known before a probe runs: the
 interpreter as named and its file's identity (device, inode, size, times), the
-interpreter flags, the working directory, the workload's *start-up variables* (see
-:func:`startup_env`) and skgate's own probe sources. The rest of the environment is
-digested into the entry: it must match only when the answer holds a start-up record and
-the start-up runs code (a ``.pth`` import line, a customize module), since such code may
-read any variable and import according to it. With the answer the entry lists the
+interpreter flags, the workload's *start-up variables* (see :func:`startup_env`),
+skgate's own probe sources, and the working directory where a path start-up resolves
+depends on it (:func:`cwd_matters`: a relative interpreter path, ``PYTHONPATH`` entry or
+other start-up path; otherwise start-up finds the same files from any directory, and a
+run in a fresh directory, as an auto-tune agent makes for each compile, uses the
+answer). The rest of the environment and the working directory are digested into the
+entry: they must match only when the answer holds a start-up record and the start-up
+runs code (a ``.pth`` import line, a customize module), since such code may read any
+variable, or the directory, and import according to it. With the answer the entry lists the
 *fingerprints* of everything it depends on, found from the answer itself: the
 interpreter's executable and its ``pyvenv.cfg``, the listing (name, kind, size, times)
 of every ``sys.path`` directory of the start-up (every site directory and
@@ -59,7 +63,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA = "skgate.hook-probe-cache/2"
+SCHEMA = "skgate.hook-probe-cache/3"
 #: ``control.json`` ``hooks.probe_answer``: the probes ran, or their answer was reused.
 PROBED, CACHED = "probed", "cached"
 #: Entries kept (one per interpreter, environment and directory in use).
@@ -147,13 +151,46 @@ def startup_env(env: Mapping[str, str]) -> list[tuple[str, str]]:
     )
 
 
-def rest_digest(env: Mapping[str, str]) -> str:
-    """A digest of every other variable: start-up *code* (a ``.pth`` import line, a
-    customize module) may read any of them, e.g. setuptools' ``distutils-precedence.pth``
-    reads ``SETUPTOOLS_USE_DISTUTILS``, and import according to its value."""
+def rest_digest(env: Mapping[str, str], cwd: str | None = None) -> str:
+    """A digest of every other variable and the working directory: start-up *code* (a
+    ``.pth`` import line, a customize module) may read any of them, e.g. setuptools'
+    ``distutils-precedence.pth`` reads ``SETUPTOOLS_USE_DISTUTILS``, and import according
+    to its value."""
     keyed = dict(startup_env(env))
     rest = sorted((k, v) for k, v in env.items() if k not in keyed)
-    return sha256_bytes(json.dumps(rest).encode())
+    return sha256_bytes(json.dumps([rest, cwd]).encode())
+
+
+#: Start-up variables that hold a list of paths (``os.pathsep``), where an empty entry
+#: or a relative one is resolved against the working directory (PYTHONPATH: by the
+#: import system; LD_LIBRARY_PATH: by the loader; PYTHONHOME: ``prefix:exec_prefix``).
+_PATH_LISTS = ("PYTHONPATH", "LD_LIBRARY_PATH", "PYTHONHOME")
+#: Start-up variables that hold one path; a relative one is resolved against it too.
+_PATH_VALUES = ("PYTHONUSERBASE", "PYTHONPYCACHEPREFIX", "PYTHONEXECUTABLE", "HOME")
+
+
+def cwd_matters(python: str, env: Mapping[str, str]) -> bool:
+    """Whether what start-up finds, before any of its code runs, can depend on the
+    working directory: a relative interpreter path (or a bare name found through a
+    relative or empty ``PATH`` entry), or a relative path in a start-up variable. Start-up
+    *code* may read the directory too: that is :func:`rest_digest`'s part (C6)."""
+    if os.sep in python:
+        if not os.path.isabs(python):
+            return True
+    elif any(not os.path.isabs(p) for p in env.get("PATH", "").split(os.pathsep)):
+        return True
+    for name, value in startup_env(env):
+        if name == "PATH":  # only finds the interpreter (above)
+            continue
+        pieces = value.split(os.pathsep)
+        if name in _PATH_LISTS and value and any(not os.path.isabs(p) for p in pieces):
+            return True
+        if name in _PATH_VALUES and value and not os.path.isabs(value):
+            return True
+        # Any other variable: a piece spelt as a relative path (LD_PRELOAD=./x.so).
+        if any(os.sep in p and not os.path.isabs(p) for q in pieces for p in q.split()):
+            return True
+    return False
 
 
 def runs_code(static: Mapping[str, Any]) -> bool:
@@ -174,7 +211,7 @@ def cache_key(
         "python": python,
         "exe": [exe, _stat_id(exe)],
         "flags": list(flags),
-        "cwd": cwd,
+        "cwd": cwd if cwd_matters(python, env) else None,
         "env": startup_env(env),
         "probes": [_content(str(probe_dir / name)) for name in _PROBES],
     }
@@ -304,9 +341,9 @@ class Entry:
 
 def load(folder: Path | None, key: str, rest: str) -> Entry | None:
     """The answer stored under ``key`` if every fingerprint it lists is unchanged now,
-    and, when its start-up record comes from a start-up that runs code, it was taken with
-    the same other variables (``rest``, :func:`rest_digest`); None (probe again) for
-    anything else: absent, corrupt, linked, over-long, stale."""
+    without its start-up record when that comes from a start-up that runs code and was
+    taken with other variables or in another directory (``rest``, :func:`rest_digest`);
+    None (probe again) for anything else: absent, corrupt, linked, over-long, stale."""
     if folder is None:
         return None
     try:
@@ -320,14 +357,15 @@ def load(folder: Path | None, key: str, rest: str) -> Entry | None:
             return None
         if startup is not None and not isinstance(startup, dict):
             return None
-        # Start-up code may import according to any variable: its record holds only for
-        # the environment it was taken in (the static record never depends on them).
-        if startup is not None and runs_code(static) and got.get("rest") != rest:
-            return None
         # The entry's own list must be the one its answer implies (a forged entry cannot
         # drop a path from it), and each fingerprint must hold now.
         if set(deps) != set(dependencies(static, startup)) or not _holds(deps, got.get("quick")):
             return None
+        # Start-up code may import according to any variable or the directory: its record
+        # holds only where it was taken; the static record never depends on them, and
+        # is used (only the start-up probe runs again).
+        if startup is not None and runs_code(static) and got.get("rest") != rest:
+            startup = None
         return Entry(static, startup, rest)
     except Exception:
         return None

@@ -4,6 +4,7 @@ deadline, its result read from the file it wrote (never from its stdout)."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -129,14 +130,6 @@ def _log_file() -> BinaryIO:
     return open(fd, "w+b")
 
 
-def literal(text: str) -> Any:
-    """A ``repr()`` record read back (``ast`` is loaded only when a probe wrote one:
-    a cached scan needs none, issue 29)."""
-    import ast  # noqa: PLC0415 - see above
-
-    return ast.literal_eval(text)
-
-
 class Probe:
     """One probe subprocess; several run at once (each is an interpreter start-up)."""
 
@@ -148,12 +141,12 @@ class Probe:
         out: Path,
         cancel: Cancel | None = None,
         *,
-        parse: Callable[[str], Any] = literal,
+        parse: Callable[[str], Any] = json.loads,
     ) -> None:
         if cancel is not None and cancel.is_set:
             raise ProbeCancelled("the hook scan was cancelled before this probe started")
         self.cancel = cancel
-        self.parse = parse  # how the probe's result file is read (repr or JSON)
+        self.parse = parse  # how the probe's result file is read
         self.argv = list(argv)
         self.out = out
         self.log = _log_file()

@@ -9,8 +9,8 @@ imported (:mod:`skgate.preflight.early`); everything that judges results is in `
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import json
 import os
 import threading
 import time
@@ -83,6 +83,46 @@ def _usable(path: str) -> bool:
     return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
 
 
+def _private_dir() -> str:
+    """A new directory only this user may enter, for the probes' result files.
+
+    Made with ``mkdir`` under a random name, as ``tempfile.mkdtemp`` makes one (``mkdir``
+    never follows a link and fails on any name already there), without importing
+    ``tempfile``, which brings ``shutil``, ``random`` and the compression modules: about
+    5 ms of a probing run's start-up (issue 29). Anything unusual (no usable
+    ``$TMPDIR``/``/tmp``) goes to ``tempfile`` itself."""
+    root = _temp_root()
+    if root is not None:
+        for _ in range(100):
+            path = os.path.join(root, f"skgate-probe-{os.urandom(6).hex()}")
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                continue
+            except OSError:
+                break
+            return path
+    import tempfile  # noqa: PLC0415 - the unusual case only
+
+    return tempfile.mkdtemp(prefix="skgate-probe-")
+
+
+def _remove_dir(path: str) -> None:
+    """Remove the probes' directory: their result files, then the directory; a probe
+    that left anything else (a directory) has it removed by ``shutil``."""
+    with contextlib.suppress(OSError), os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                import shutil  # noqa: PLC0415 - never in the usual case
+
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
 class FirstRound:
     """Round 1 of a scan, started: the static probe runs in a private temporary
     directory, which round 2 uses too; :meth:`cleanup` removes it. When the probes'
@@ -104,7 +144,7 @@ class FirstRound:
         #: after that a cgroup move cannot hold up one of its forks (skgate.preflight.early).
         self.forked = threading.Event()
         self.limit = PROBE_TIMEOUT if timeout is None else timeout
-        self._tmp: Any = None  # made with the first probe: a cached answer needs none
+        self._tmp: str | None = None  # made with the first probe: a cached answer needs none
         self.deadline = time.monotonic() + self.limit
         workdir = cwd if cwd and os.path.isdir(cwd) else os.getcwd()
         quiet = isolated_env(env)
@@ -114,7 +154,7 @@ class FirstRound:
         self.probes: list[Probe] = []
         self.cache_dir = cache.cache_dir()
         self.cache_key = cache.cache_key(python, env, workdir, flags, STATIC_PROBE.parent)
-        self.cache_rest = cache.rest_digest(env)
+        self.cache_rest = cache.rest_digest(env, workdir)
         self.cached = cache.load(self.cache_dir, self.cache_key, self.cache_rest)
         #: When the first probe started: its answer is cached only if nothing it depends
         #: on changed since (cache.store, C6).
@@ -133,7 +173,6 @@ class FirstRound:
                     str(t),
                     t / "static",
                     cancel,
-                    parse=json.loads,
                 )
             )
         except BaseException:
@@ -144,10 +183,16 @@ class FirstRound:
     def dir(self) -> Path:
         """The probes' private temporary directory, made on first use."""
         if self._tmp is None:
-            import tempfile  # noqa: PLC0415 - only when a probe runs (issue 29)
+            self._tmp = _private_dir()
+            # Removed at exit too if nobody calls cleanup (an interrupted runner).
+            atexit.register(self._remove_tmp)
+        return Path(self._tmp)
 
-            self._tmp = tempfile.TemporaryDirectory(prefix="skgate-probe-", dir=_temp_root())
-        return Path(self._tmp.name)
+    def _remove_tmp(self) -> None:
+        if self._tmp is not None:
+            _remove_dir(self._tmp)
+            self._tmp = None
+            atexit.unregister(self._remove_tmp)
 
     def results(self) -> list[tuple[Any | None, str | None]]:
         """[(static record, problem)], waited for until the deadline (once: later calls
@@ -161,6 +206,4 @@ class FirstRound:
         self.forked.set()
         for probe in self.probes:
             probe.end()
-        if self._tmp is not None:
-            with contextlib.suppress(OSError):
-                self._tmp.cleanup()
+        self._remove_tmp()
