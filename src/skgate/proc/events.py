@@ -38,6 +38,7 @@ import array
 import contextlib
 import enum
 import errno
+import functools
 import os
 import struct
 import time
@@ -211,10 +212,14 @@ def subject_filter(tgids: Collection[int]) -> bytes:
     fork and exec when there are too many."""
     if len(tgids) > DOORBELL_MAX:
         return _SUBJECT_HEAD + _program([_KEEP])  # every process's fork and exec
-    # Per subject: ``jeq #tgid, 0, 1`` then ``ret keep``; htonl is _be for a u32.
-    pair, keep = _PAIR.pack, 0xFFFFFFFF
-    checks = [pair(_JEQ_K, 0, 1, socket.htonl(t), _RET_K, 0, 0, keep) for t in tgids]
-    return b"".join((_SUBJECT_HEAD, *checks, _DROP_BYTES))
+    return b"".join((_SUBJECT_HEAD, *map(_subject_check, tgids), _DROP_BYTES))
+
+
+@functools.lru_cache(maxsize=2 * DOORBELL_MAX)
+def _subject_check(tgid: int) -> bytes:
+    """``jeq #tgid, 0, 1`` then ``ret keep`` (htonl is _be for a u32). Kept per tgid: a
+    tree's program is rebuilt at each fork, from mostly the same processes (issue 29)."""
+    return _PAIR.pack(_JEQ_K, 0, 1, socket.htonl(tgid), _RET_K, 0, 0, 0xFFFFFFFF)
 
 
 def _attach(sock: socket.socket, program: bytes) -> bool:
