@@ -4,7 +4,8 @@
    ``skgate run`` process, which is the runner) over the whole run's wall time, while it
    supervises a simulated compile with ``--opc`` concurrent ``opc`` processes for
    ``--seconds`` (issue 29 target: <= 0.5 % of the whole run), and how often it slept
-   (its loop's wakes); ``--overhead-runs`` runs;
+   (its loop's wakes); ``--overhead-runs`` runs (with ``--against PYTHON``, each followed
+   by one under that interpreter's skgate: two trees side by side in one run);
 2. latency: from the last owned process's exit to ``verdict.json`` written (issue 29
    target: median <= 10 ms). The workload lives ``--settle`` seconds, then writes
    ``time.monotonic()`` as its very last act; the runner's ``finished`` event (journalled
@@ -60,7 +61,7 @@ def _runner_sleeps(pid: int) -> int:
     return -1
 
 
-def overhead(opc: int, seconds: float) -> dict[str, float]:
+def overhead(opc: int, seconds: float, python: str = sys.executable) -> dict[str, float]:
     """One supervised run; the runner is the ``skgate run`` process itself (it runs the
     attempt in-process). Its whole-run CPU is read from ``/proc/<pid>/stat`` once it has
     exited (``waitid`` with ``WNOWAIT`` leaves it a zombie, whose stat still holds its
@@ -68,7 +69,9 @@ def overhead(opc: int, seconds: float) -> dict[str, float]:
     ``runner_cpu_s`` stamps split that CPU into phases."""
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-"))
     cmd = [
-        *SKGATE,
+        python,
+        "-m",
+        "skgate",
         "run",
         "--root",
         "r",
@@ -103,6 +106,7 @@ def overhead(opc: int, seconds: float) -> dict[str, float]:
     ended = last_event(att, "tree_ended")
     fin = last_event(att, "finished")
     own = json.loads((att / "ownership.json").read_text())
+    hooks = json.loads((att / "control.json").read_text())["controls"]["hooks"]
     supervised_wall = float(ended["mono"]) - float(launched["mono"])  # type: ignore[arg-type]
     at_launch = float(launched["runner_cpu_s"])  # type: ignore[arg-type]
     supervised_cpu = float(ended["runner_cpu_s"]) - at_launch  # type: ignore[arg-type]
@@ -120,6 +124,7 @@ def overhead(opc: int, seconds: float) -> dict[str, float]:
         "after_cpu_s": max(0.0, cpu - float(fin["runner_cpu_s"])),  # type: ignore[arg-type]
         "sleeps": sleeps,
         "opc_seen": sum(1 for p in own["owned"] if p["name"] == f"{PREFIX}opc"),
+        "probed": float(hooks.get("probe_answer") != "cached"),
     }
 
 
@@ -242,15 +247,7 @@ def _timed_run(python: str, work: Path, root: str, approve: list[str]) -> float:
 def startup(runs: int, against: str | None = None) -> tuple[list[float], list[float], list[float]]:
     """(skgate run, timeout, skgate run under ``against``) wall times, interleaved.
 
-    The bytecode of each skgate timed is compiled first, as ``pip install`` leaves it:
-    with ``PYTHONDONTWRITEBYTECODE=1`` (this machine) an editable install would compile
-    every changed module from source on every start."""
-    for python in (sys.executable, *([against] if against else [])):
-        subprocess.run(
-            [python, "-c", "import compileall, os, skgate; "
-             "compileall.compile_dir(os.path.dirname(skgate.__file__), quiet=1)"],
-            check=True,
-        )  # fmt: skip
+    The bytecode of each skgate timed is compiled first (:func:`compile_bytecode`)."""
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-"))
     approve = approvals(sys.executable, work)
     gate, ref, other = [], [], []
@@ -270,6 +267,18 @@ def startup(runs: int, against: str | None = None) -> tuple[list[float], list[fl
     return gate, ref, other
 
 
+def compile_bytecode(pythons: list[str]) -> None:
+    """Compile the bytecode of the skgate each interpreter imports, as ``pip install``
+    leaves it: with ``PYTHONDONTWRITEBYTECODE=1`` (this machine) an editable install would
+    compile every changed module from source on every start of every part timed."""
+    for python in pythons:
+        subprocess.run(
+            [python, "-c", "import compileall, os, skgate; "
+             "compileall.compile_dir(os.path.dirname(skgate.__file__), quiet=1)"],
+            check=True,
+        )  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--opc", type=int, default=64)
@@ -286,7 +295,8 @@ def main() -> None:
     ap.add_argument(
         "--against",
         metavar="PYTHON",
-        help="start-up: also time 'skgate run' under this interpreter (another skgate)",
+        help="overhead and start-up: also time 'skgate run' under this interpreter (another "
+        "skgate), interleaved",
     )
     ap.add_argument(
         "--only",
@@ -298,43 +308,58 @@ def main() -> None:
     if a.quick:
         a.opc, a.seconds, a.runs, a.settle = 8, 1.0, 3, 0.2
     parts = set(a.only or ["overhead", "latency", "startup"])
+    compile_bytecode([sys.executable, *([a.against] if a.against else [])])
     if "overhead" in parts:
-        report_overhead(a.opc, a.seconds, a.overhead_runs)
+        report_overhead(a.opc, a.seconds, a.overhead_runs, a.against)
     if "latency" in parts:
         report_latency(a.runs, a.settle)
     if "startup" in parts:
         report_startup(a.runs, a.against)
 
 
-def report_overhead(opc: int, seconds: float, runs: int = 1) -> None:
+def report_overhead(opc: int, seconds: float, runs: int = 1, against: str | None = None) -> None:
     """One line per run, then (more than one run) the medians: the runner's CPU comes in
     10 ms ticks and its start-up alone varies by +-15 ms run to run on this machine, so
-    one run is no figure to hold a 0.5 % goal against."""
-    done: list[dict[str, float]] = []
+    one run is no figure to hold a 0.5 % goal against. With ``against``, each run of
+    this skgate is followed by one under that interpreter, and their medians compared."""
+    done: dict[str, list[dict[str, float]]] = {"": [], " under --against": []}
     for _ in range(runs):
-        o = overhead(opc, seconds)
-        done.append(o)
-        print(
-            f"overhead: {opc} opc for {seconds}s: the runner's own CPU (/proc/<pid>/stat) "
-            f"{o['total_cpu_s']:.3f}s = {o['total_pct']:.3f}% of the whole run's "
-            f"{o['wall_s']:.2f}s wall (start-up to launch {o['startup_cpu_s']:.3f}s, "
-            f"supervising {o['supervised_wall_s']:.2f}s {o['supervised_cpu_s']:.3f}s = "
-            f"{o['supervised_pct']:.3f}%, finishing to the finished event "
-            f"{o['finishing_cpu_s']:.3f}s, seal, ledger and exit {o['after_cpu_s']:.3f}s); "
-            f"opc in the manifest: {o['opc_seen']:.0f}; the runner slept {o['sleeps']:.0f} "
-            f"times (nearly all its loop's wakes); target <= 0.5% whole run"
-        )
-    if len(done) > 1:
-        pct = sorted(o["total_pct"] for o in done)
+        for tag, python in (("", sys.executable), (" under --against", against)):
+            if python is None:
+                continue
+            o = overhead(opc, seconds, python)
+            done[tag].append(o)
+            print(
+                f"overhead{tag}: {opc} opc for {seconds}s: the runner's own CPU "
+                f"(/proc/<pid>/stat) {o['total_cpu_s']:.3f}s = {o['total_pct']:.3f}% of the "
+                f"whole run's {o['wall_s']:.2f}s wall (start-up to launch "
+                f"{o['startup_cpu_s']:.3f}s, hook probes {'run' if o['probed'] else 'cached'}; "
+                f"supervising {o['supervised_wall_s']:.2f}s {o['supervised_cpu_s']:.3f}s = "
+                f"{o['supervised_pct']:.3f}%, finishing to the finished event "
+                f"{o['finishing_cpu_s']:.3f}s, seal, ledger and exit {o['after_cpu_s']:.3f}s); "
+                f"opc in the manifest: {o['opc_seen']:.0f}; the runner slept {o['sleeps']:.0f} "
+                f"times (nearly all its loop's wakes); target <= 0.5% whole run"
+            )
+    medians: dict[str, float] = {}
+    for tag, rows in done.items():
+        if len(rows) < 2:
+            continue
+        pct = sorted(o["total_pct"] for o in rows)
+        medians[tag] = statistics.median(pct)
 
-        def med(key: str) -> float:
-            return statistics.median(o[key] for o in done)
+        def med(key: str, rows: list[dict[str, float]] = rows) -> float:
+            return statistics.median(o[key] for o in rows)
 
         print(
-            f"overhead, median of {len(done)} runs: {statistics.median(pct):.3f}% of the whole "
+            f"overhead{tag}, median of {len(rows)} runs: {medians[tag]:.3f}% of the whole "
             f"run (min {pct[0]:.3f}%, max {pct[-1]:.3f}%); start-up to launch "
             f"{med('startup_cpu_s'):.3f}s, supervising {med('supervised_cpu_s'):.3f}s, "
             f"finishing {med('finishing_cpu_s'):.3f}s; target <= 0.5% whole run"
+        )
+    if len(medians) == 2:
+        print(
+            f"overhead: ratio of the medians this / against "
+            f"{medians[''] / medians[' under --against']:.2f}"
         )
 
 
