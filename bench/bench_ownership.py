@@ -196,7 +196,12 @@ def main() -> None:
         a.opc, a.seconds, a.burst, a.runs = 4, 1.0, 200, 1
     parts = set(a.only or ["overhead", "burst", "latency"])
     combos = a.combos.split(",")
-    work = Path(tempfile.mkdtemp(prefix="skgate-bench-own-"))
+    with tempfile.TemporaryDirectory(prefix="skgate-bench-own-") as tmp:
+        report(a, parts, combos, Path(tmp))
+
+
+def report(a: argparse.Namespace, parts: set[str], combos: list[str], work: Path) -> None:
+    """The parts asked for, each combination of sources in turn, all in ``work``."""
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {os.getloadavg()}")
     if "overhead" in parts:
         print(f"overhead, {a.opc} opc x {a.seconds}s:")

@@ -309,12 +309,16 @@ def main() -> None:
         a.opc, a.seconds, a.runs, a.settle = 8, 1.0, 3, 0.2
     parts = set(a.only or ["overhead", "latency", "startup"])
     compile_bytecode([sys.executable, *([a.against] if a.against else [])])
-    if "overhead" in parts:
-        report_overhead(a.opc, a.seconds, a.overhead_runs, a.against)
-    if "latency" in parts:
-        report_latency(a.runs, a.settle)
-    if "startup" in parts:
-        report_startup(a.runs, a.against)
+    # Every work directory of every part is made in this one, removed at the end (each
+    # overhead run's evidence and simulated outputs would otherwise stay in /tmp).
+    with tempfile.TemporaryDirectory(prefix="skgate-bench-runner-") as scratch:
+        tempfile.tempdir = scratch
+        if "overhead" in parts:
+            report_overhead(a.opc, a.seconds, a.overhead_runs, a.against)
+        if "latency" in parts:
+            report_latency(a.runs, a.settle)
+        if "startup" in parts:
+            report_startup(a.runs, a.against)
 
 
 def report_overhead(opc: int, seconds: float, runs: int = 1, against: str | None = None) -> None:
