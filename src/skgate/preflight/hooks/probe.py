@@ -1,5 +1,5 @@
 """Parent side of the hook probes: one probe interpreter in its own session, bounded by a
-deadline, its result read from the file it wrote (never from its stdout)."""
+deadline, its result read from the JSON file it wrote (never from its stdout)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from skgate.proc.cgroup import MIGRATION_LOCK
@@ -140,13 +140,10 @@ class Probe:
         cwd: str | None,
         out: Path,
         cancel: Cancel | None = None,
-        *,
-        parse: Callable[[str], Any] = json.loads,
     ) -> None:
         if cancel is not None and cancel.is_set:
             raise ProbeCancelled("the hook scan was cancelled before this probe started")
         self.cancel = cancel
-        self.parse = parse  # how the probe's result file is read
         self.argv = list(argv)
         self.out = out
         self.log = _log_file()
@@ -195,7 +192,7 @@ class Probe:
         if code != 0:
             return None, f"probe {self.argv[0]} exited with status {code}: {last}"
         try:
-            return self.parse(self.out.read_text(encoding="utf-8")), None
+            return json.loads(self.out.read_text(encoding="utf-8")), None
         except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
             return None, f"probe {self.argv[0]} wrote no result: {last}"
 
