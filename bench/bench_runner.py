@@ -326,11 +326,10 @@ def report_overhead(opc: int, seconds: float, runs: int = 1, against: str | None
     10 ms ticks and its start-up alone varies by +-15 ms run to run on this machine, so
     one run is no figure to hold a 0.5 % goal against. With ``against``, each run of
     this skgate is followed by one under that interpreter, and their medians compared."""
-    done: dict[str, list[dict[str, float]]] = {"": [], " under --against": []}
+    trees = {"": sys.executable, **({" under --against": against} if against else {})}
+    done: dict[str, list[dict[str, float]]] = {tag: [] for tag in trees}
     for _ in range(runs):
-        for tag, python in (("", sys.executable), (" under --against", against)):
-            if python is None:
-                continue
+        for tag, python in trees.items():
             o = overhead(opc, seconds, python)
             done[tag].append(o)
             print(
@@ -361,10 +360,8 @@ def report_overhead(opc: int, seconds: float, runs: int = 1, against: str | None
             f"finishing {med('finishing_cpu_s'):.3f}s; target <= 0.5% whole run"
         )
     if len(medians) == 2:
-        print(
-            f"overhead: ratio of the medians this / against "
-            f"{medians[''] / medians[' under --against']:.2f}"
-        )
+        this, other = medians.values()
+        print(f"overhead: ratio of the medians this / against {this / other:.2f}")
 
 
 def report_latency(runs: int, settle: float) -> None:
