@@ -5,6 +5,7 @@ from __future__ import annotations
 import select
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,62 @@ def test_remove_refuses_a_populated_leaf(tmp_path: Path) -> None:
         child.wait()
     wait_for(lambda: not leaf.populated(), "the leaf to empty")
     assert leaf.remove()
+
+
+def _recorded_leaf(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[cgroup.Leaf, list[str]]:
+    """A leaf on a fake hierarchy whose moves are only recorded ("home" or "leaf")."""
+    own = tmp / "cg"
+    (own / "leaf").mkdir(parents=True)
+    leaf = cgroup.Leaf(cgroup.Hierarchy(mount=own, own=own, kind="v2"), own / "leaf")
+    moves: list[str] = []
+
+    def record(procs: Path, pid: int) -> None:
+        moves.append("leaf" if procs.parent == leaf.path else "home")
+
+    monkeypatch.setattr(cgroup, "_write_pid", record)
+    return leaf, moves
+
+
+def test_warming_moves_home_again_until_the_launch_enters_the_leaf(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29: one warming move leaves the kernel's migration lock quick for about one
+    RCU grace period only, so warm() repeats it until the launch's move into the leaf;
+    from that move on it never moves the runner home (that would fork the leader
+    outside the leaf, C3)."""
+    leaf, moves = _recorded_leaf(tmp_path, monkeypatch)
+    thread = threading.Thread(target=leaf.warm, args=(60.0,))
+    thread.start()
+    try:
+        assert wait_for(lambda: moves.count("home") >= 3, timeout=10)
+    finally:
+        with cgroup.MIGRATION_LOCK:
+            leaf.enter()
+            at_enter = len(moves)
+        thread.join(10)
+    assert not thread.is_alive()
+    assert moves[at_enter - 1] == "leaf" and set(moves[: at_enter - 1]) == {"home"}
+    assert len(moves) == at_enter  # nothing after the launch's move
+
+
+@pytest.mark.parametrize("how", ["once", "stopped", "limit"])
+def test_warming_ends_without_a_launch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """warm() with no limit moves once; with one it ends when ``stop()`` says so (the
+    early work was cancelled) or when the limit has passed (a long preflight)."""
+    leaf, moves = _recorded_leaf(tmp_path, monkeypatch)
+    if how == "once":
+        leaf.warm()
+        assert moves == ["home"]
+        return
+    stop = threading.Event()
+    limit = 60.0 if how == "stopped" else 0.05
+    thread = threading.Thread(target=leaf.warm, args=(limit, stop.is_set))
+    thread.start()
+    if how == "stopped":
+        assert wait_for(lambda: len(moves) >= 2, timeout=10)
+        stop.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert moves and set(moves) == {"home"}

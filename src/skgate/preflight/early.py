@@ -38,7 +38,7 @@ from skgate.preflight import jobs
 from skgate.preflight.hooks.probe import Cancel, ProbeCancelled
 from skgate.preflight.hooks.rounds import FirstRound, ScanInputs
 from skgate.preflight.inputs import check_inputs, early_scan_inputs
-from skgate.proc.cgroup import MadeLeaf, leaf_name, make_leaf
+from skgate.proc.cgroup import WARM_LIMIT, MadeLeaf, leaf_name, make_leaf
 from skgate.proc.observe import self_stat
 
 # Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
@@ -184,8 +184,9 @@ class EarlyWork:
         return self._leaf
 
     def prewarm(self) -> None:
-        """The launch is near: warm the cgroup migration lock in a thread (see
-        :meth:`skgate.proc.cgroup.Leaf.warm`), so the leader's move is not delayed."""
+        """The launch is near: keep the cgroup migration lock warm in a thread until the
+        launch enters the leaf (see :meth:`skgate.proc.cgroup.Leaf.warm`), so the
+        leader's move is not delayed."""
         thread = threading.Thread(target=self._warm, name="skgate-warm", daemon=True)
         self._threads["warm"] = thread
         thread.start()
@@ -194,7 +195,7 @@ class EarlyWork:
         self._threads["leaf"].join()
         made = self._leaf[0] if self._leaf is not None else None
         if made is not None and not self._cancel.is_set:
-            made.warm()
+            made.warm(WARM_LIMIT, lambda: self._cancel.is_set)
 
     def close(self) -> None:
         """Cancel what still runs, wait for the threads, remove a leaf nobody took.

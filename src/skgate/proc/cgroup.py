@@ -34,7 +34,8 @@ import contextlib
 import os
 import select
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from skgate.model.frozen import record
@@ -129,6 +130,16 @@ def detect(
 #: fork: no helper is ever born inside an attempt's leaf.
 MIGRATION_LOCK = threading.Lock()
 
+#: After a move, the kernel's next move is quick for about one RCU grace period (its
+#: cgroup migration lock is still in its fast state); after that, the first move waits a
+#: whole grace period again. Measured on the 2-core host of issue 29: a move 1-8 ms after
+#: the last took 0.05 ms, one 16-200 ms after it 7.9 ms. :meth:`Leaf.warm` moves again
+#: this often, well inside that window, until the launch's own move.
+WARM_EVERY = 0.004
+#: :meth:`Leaf.warm` gives up after this long (a preflight that waits for a foreign
+#: compiler, C4: the launch then pays one grace period, as it would without warming).
+WARM_LIMIT = 2.0
+
 
 def _write_pid(procs: Path, pid: int) -> None:
     fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
@@ -192,6 +203,8 @@ class Leaf:
         self._events_fd = -1
         self._epoll: select.epoll | None = None
         self.removed = False
+        #: Set by the launch's move into the leaf: :meth:`warm` stops there.
+        self._entered = threading.Event()
 
     @classmethod
     def create(cls, name: str, hierarchy: Hierarchy | None = None) -> Leaf:
@@ -234,22 +247,37 @@ class Leaf:
             self.leave()
 
     def enter(self) -> None:
-        """Move the runner into the leaf (OSError if refused); :meth:`leave` right after."""
+        """Move the runner into the leaf (OSError if refused); :meth:`leave` right after.
+        Called under MIGRATION_LOCK, as :meth:`warm`'s moves are: warming stops here."""
+        self._entered.set()
         _write_pid(self.path / "cgroup.procs", os.getpid())
 
     def leave(self) -> None:
         self._back_home()
 
-    def warm(self) -> None:
-        """Take the kernel's cgroup migration lock once without moving anything (a move
-        to where the runner is). Its first use after a quiet spell waits a whole RCU
-        grace period (10-25 ms here); done in another thread just before the launch,
-        the launch's own move into the leaf (:meth:`enter`) does not wait.
+    def warm(self, limit: float = 0.0, stop: Callable[[], bool] | None = None) -> None:
+        """Take the kernel's cgroup migration lock without moving anything (a move to
+        where the runner is), and again every ``WARM_EVERY`` seconds until the launch
+        enters the leaf (:meth:`enter`), ``stop()`` is true or ``limit`` seconds have
+        passed (0: once). The lock's first use after a quiet spell waits a whole RCU
+        grace period (8-25 ms); done in another thread from before the launch on, the
+        launch's own move into the leaf does not wait. Once was not enough: the steps
+        before the launch (control.json, the pipe keeper, the intent, each fsynced) take
+        longer than the window a move leaves open about half the time (issue 29: the
+        launch's move then waited 13-30 ms in 11 of 20 runs of ``run -- true``).
 
-        Under MIGRATION_LOCK: during the launch the runner is inside the leaf, and a move
-        "home" then would take it out before the leader is forked."""
-        with MIGRATION_LOCK:
-            self._back_home()
+        Each move is under MIGRATION_LOCK: during the launch the runner is inside the
+        leaf, and a move "home" then would take it out before the leader is forked."""
+        deadline = time.monotonic() + limit
+        while True:
+            with MIGRATION_LOCK:
+                if self._entered.is_set():
+                    return
+                self._back_home()
+            if time.monotonic() >= deadline or (stop is not None and stop()):
+                return
+            if self._entered.wait(WARM_EVERY):
+                return
 
     def _back_home(self) -> None:
         with contextlib.suppress(OSError):
