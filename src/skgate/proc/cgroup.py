@@ -136,9 +136,11 @@ MIGRATION_LOCK = threading.Lock()
 #: the last took 0.05 ms, one 16-200 ms after it 7.9 ms. :meth:`Leaf.warm` moves again
 #: this often, well inside that window, until the launch's own move.
 WARM_EVERY = 0.004
-#: :meth:`Leaf.warm` gives up after this long (a preflight that waits for a foreign
-#: compiler, C4: the launch then pays one grace period, as it would without warming).
-WARM_LIMIT = 2.0
+#: :meth:`Leaf.warm` gives up after this long: a run's steps from the warming to the
+#: launch take 20-60 ms; a preflight that waits for a foreign compiler (C4) takes much
+#: longer, and its launch then pays one grace period, as it would without warming
+#: (each move costs about 0.05 ms of kernel time: at most 125 of them).
+WARM_LIMIT = 0.5
 
 
 def _write_pid(procs: Path, pid: int) -> None:
