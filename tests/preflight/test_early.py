@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from test_hooks import clean_env, make_venv, request_for
 
+from conftest import wait_for
 from skgate.model.frozen import replace
 from skgate.model.sources import ALL_SOURCES
 from skgate.preflight import jobs
@@ -254,6 +255,39 @@ def test_warming_the_migration_lock_never_moves_the_runner_out_of_a_launch() -> 
         _waits_for_the_migration_lock(made.warm)
     finally:
         made.remove()
+
+
+def test_prewarm_starts_again_only_once_the_last_warming_has_ended() -> None:
+    """The runner asks for warming at the start of preflight and again once it is done:
+    a second thread starts only when the first has given up (a wait for a foreign
+    compiler outlasted it, C4), never beside one that still warms."""
+    work = EarlyWork(None, None, "skgate-test-leaf")
+    for name in ("scan", "leaf"):  # nothing to scan, no sources: both end at once
+        work._threads[name].start()
+    release = threading.Event()
+    calls: list[float] = []
+
+    class Slow:
+        def warm(self, limit: float, stop: Callable[[], bool]) -> None:
+            calls.append(limit)
+            release.wait(10)
+
+    work._leaf = (Slow(), None)  # type: ignore[assignment]
+    try:
+        work.prewarm()
+        assert wait_for(lambda: calls, "the first warming")
+        work.prewarm()  # the first still warms: no second thread
+        first = work._threads["warm"]
+        release.set()
+        first.join(10)
+        assert calls == [cgroup.WARM_LIMIT]
+        work.prewarm()  # it has ended: warming starts again
+        assert wait_for(lambda: len(calls) == 2, "the second warming")
+        assert work._threads["warm"] is not first
+    finally:
+        release.set()
+        work._leaf = None
+        work.close()
 
 
 def test_closing_twice_never_writes_into_a_reused_descriptor(

@@ -186,7 +186,12 @@ class EarlyWork:
     def prewarm(self) -> None:
         """The launch is near: keep the cgroup migration lock warm in a thread until the
         launch enters the leaf (see :meth:`skgate.proc.cgroup.Leaf.warm`), so the
-        leader's move is not delayed."""
+        leader's move is not delayed. The runner calls it again once preflight is done:
+        after a wait for a foreign compiler (C4) longer than ``WARM_LIMIT`` the first
+        thread has given up, and a new one starts (none while one still warms)."""
+        running = self._threads.get("warm")
+        if self._closed or (running is not None and running.is_alive()):
+            return
         thread = threading.Thread(target=self._warm, name="skgate-warm", daemon=True)
         self._threads["warm"] = thread
         thread.start()

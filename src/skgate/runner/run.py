@@ -336,6 +336,8 @@ def _preflight(run: _Run) -> Verdict | None:
         att.not_started(("interrupted during preflight, before launch",), None)
         raise
     run.plan = plan
+    if att.early is not None:
+        att.early.prewarm()  # again, if a wait for a foreign compiler outlasted the first
     run.held.callback(plan.release)  # the leases are held until the attempt is finished
     att.foreign = plan.foreign
     # C8: what the outputs directory already holds belongs to earlier runs.
