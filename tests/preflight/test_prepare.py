@@ -483,3 +483,21 @@ def test_earlier_jobs_come_from_the_ledger_when_it_records_them(tmp_path: Path) 
     write_json_new(control, {"schema": "skgate.control/1", "controls": {"jobs": {"value": 99}}})
     assert prepare(req(tmp_path, jobs="4"), root).controls["jobs"]["compared_with"] == expected
     assert [e["event"] for e in read_ledger(root)] == ["start", "end", "start", "end"]
+
+
+def test_an_end_entry_spelt_otherwise_is_read_from_the_attempts_files(tmp_path: Path) -> None:
+    """end_entries parses only the lines that spell the end event as skgate writes it
+    (issue 29: parsing every line cost each run 0.015 ms per attempt of the root). An
+    entry spelt otherwise (here a ledger rewritten with spaces) is not found there, and
+    the comparison reads that attempt's own files instead: the same answer."""
+    root = tmp_path / "runs"
+    run_here(req(tmp_path, jobs="4", quiet=True))
+    run_here(req(tmp_path, jobs="8", quiet=True))  # C5: not started, never a reference
+    assert set(end_entries(root)) == {"0001", "0002"}
+    before = prepare(req(tmp_path, jobs="4"), root).controls["jobs"]["compared_with"]
+    ledger = root / "ledger.jsonl"
+    entries = [json.loads(line) for line in ledger.read_text().splitlines()]
+    ledger.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    assert end_entries(root) == {}
+    after = prepare(req(tmp_path, jobs="4"), root).controls["jobs"]["compared_with"]
+    assert after == before == [{"attempt": "0001", "value": 4}]

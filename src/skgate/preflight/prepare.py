@@ -132,8 +132,10 @@ def _jobs_step(
     record["varied"] = varied
     earlier: list[dict[str, Any]] = []
     ended = end_entries(root)
-    for attempt in list_attempts(root):
-        frozen = _frozen_jobs(attempt, ended.get(attempt.name))
+    # As strings, not Paths: one per attempt of the root, on every run (issue 29).
+    for attempt in list_attempts(os.fspath(root)):
+        name = os.path.basename(attempt)
+        frozen = _frozen_jobs(attempt, ended.get(name))
         if frozen is None:
             continue
         value, arm, not_started = frozen
@@ -141,7 +143,7 @@ def _jobs_step(
             continue  # a declared diagnostic arm is not a reference
         if not_started:
             continue  # never launched: nothing was compiled with it
-        earlier.append({"attempt": attempt.name, "value": value})
+        earlier.append({"attempt": name, "value": value})
     record["compared_with"] = earlier
     blocked: list[str] = []
     differing = [e for e in earlier if e["value"] != decision.value]
@@ -157,7 +159,7 @@ def _jobs_step(
     return record, blocked
 
 
-def _frozen_jobs(attempt: Path, end: dict[str, Any] | None) -> tuple[int, bool, bool] | None:
+def _frozen_jobs(attempt: str, end: dict[str, Any] | None) -> tuple[int, bool, bool] | None:
     """(value, varied, not started) an earlier attempt froze, or None when it froze none:
     from its ledger end entry when that records them, else from its own files."""
     jobs_end = end.get("jobs") if end is not None else None
@@ -166,15 +168,16 @@ def _frozen_jobs(attempt: Path, end: dict[str, Any] | None) -> tuple[int, bool, 
         if not isinstance(value, int) or isinstance(value, bool):
             return None
         return value, jobs_end.get("varied") is True, end.get("state") == "not_started"
+    at = Path(attempt)
     try:
-        control = read_json(attempt / CONTROL)
+        control = read_json(at / CONTROL)
     except EvidenceError:
         return None
     controls = control.get("controls") if isinstance(control, dict) else None
     frozen = jobs.frozen_value(controls)
     if frozen is None or not isinstance(controls, dict):
         return None
-    return frozen, controls["jobs"].get("varied") is True, _not_started(attempt)
+    return frozen, controls["jobs"].get("varied") is True, _not_started(at)
 
 
 def _not_started(attempt: Path) -> bool:
