@@ -39,7 +39,7 @@ import enum
 import os
 import time
 
-from skgate.evidence import pathtext, regular
+from skgate.evidence import regular
 from skgate.evidence.digest import sha256_bytes, sha256_file
 from skgate.evidence.files import (
     SEAL,
@@ -65,7 +65,7 @@ from skgate.evidence.ledger_tail import is_torn as is_torn  # noqa: PLC0414
 # the callers that always found them in the ledger (``as``: an explicit re-export).
 from skgate.evidence.lookup import ATTEMPTS as ATTEMPTS  # noqa: PLC0414
 from skgate.evidence.lookup import RUNS as RUNS  # noqa: PLC0414
-from skgate.evidence.lookup import child_dirs
+from skgate.evidence.lookup import child_names
 from skgate.evidence.lookup import is_prelaunch_dir as is_prelaunch_dir  # noqa: PLC0414
 from skgate.evidence.lookup import latest as latest  # noqa: PLC0414
 from skgate.evidence.lookup import list_attempts as list_attempts  # noqa: PLC0414
@@ -153,8 +153,7 @@ def allocate(root: Path, name: str | None = None) -> Path:
                 "an attempt id is never reused (C4)"
             ) from None
         return base / name
-    names = (pathtext.name(p) for p in child_dirs(base))
-    existing = [int(n) for n in names if n.isdigit()]
+    existing = [int(n) for n in child_names(base) if n.isdigit()]
     n = max(existing, default=0) + 1
     while True:
         candidate = base / f"{n:04d}"

@@ -28,14 +28,18 @@ if TYPE_CHECKING:
 ATTEMPTS = "attempts"
 
 
-def child_dirs(path: Path | str) -> list[str]:
-    """The directories in ``path`` (links to one are not), as ``pathtext`` spells them."""
+def child_names(path: Path | str) -> list[str]:
+    """The names of the directories in ``path`` (links to one are not)."""
     try:
         with os.scandir(path) as it:
-            found = [e.name for e in it if e.is_dir(follow_symlinks=False)]
+            return [e.name for e in it if e.is_dir(follow_symlinks=False)]
     except OSError:
         return []
-    return [pathtext.join(path, name) for name in found]
+
+
+def child_dirs(path: Path | str) -> list[str]:
+    """The directories in ``path`` (links to one are not), as ``pathtext`` spells them."""
+    return [pathtext.join(path, name) for name in child_names(path)]
 
 
 def is_prelaunch_dir(path: Path | str) -> bool:
@@ -48,11 +52,11 @@ def list_attempts(root: P, *, prelaunch: bool = False) -> list[P]:
     """Attempt directories of ``root``, oldest first; with ``prelaunch``, also those still
     in preflight (what ``status`` and ``report`` show, never "no attempts"). ``str`` in,
     ``str`` out; ``Path`` in, ``Path`` out (the lookups below alike)."""
-    numbered = ((pathtext.name(p), p) for p in child_dirs(pathtext.join(root, ATTEMPTS)))
+    base = pathtext.join(root, ATTEMPTS)
+    # Names first, joined only when numbered: a root of agents' runs holds thousands.
+    numbered = ((n, pathtext.join(base, n)) for n in child_names(base) if n.isdigit())
     found = [
-        (int(n), p)
-        for n, p in numbered
-        if n.isdigit() and (is_attempt_dir(p) or (prelaunch and is_prelaunch_dir(p)))
+        (int(n), p) for n, p in numbered if is_attempt_dir(p) or (prelaunch and is_prelaunch_dir(p))
     ]
     return [pathtext.like(root, p) for _, p in sorted(found, key=lambda f: f[0])]
 
