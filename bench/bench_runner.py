@@ -13,7 +13,14 @@
    the same system-wide CLOCK_MONOTONIC;
 3. start-up: ``skgate run -- true`` against ``timeout 60 true``, interleaved, median of
    ``--runs`` (target, issue 29: <= 100 ms slower). The hook probes' answer is cached
-   per user (``preflight/hooks/cache.py``): the line says how many runs used it.
+   per user (``preflight/hooks/cache.py``): the line says how many runs used it;
+4. root size: ``skgate run -- true`` into one root that grows to ``--root-attempts``
+   attempts, each run paired with one into a fresh root, in alternating order
+   (interleaved: the machine's speed drifts more than the growth within a minute); the
+   difference of the pair's times, in the first and the last fifth of the runs, and
+   their slope per attempt of the root (C5 compares each run's jobs value with every
+   earlier attempt's; an agent's auto-tune puts hundreds of runs into one root). No
+   target: it is watched.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -267,6 +275,44 @@ def startup(runs: int, against: str | None = None) -> tuple[list[float], list[fl
     return gate, ref, other
 
 
+def root_size(attempts: int) -> list[tuple[float, float]]:
+    """(run into the growing root, run into a fresh root) wall times, one pair per
+    attempt the growing root gets (see the module doc, part 4)."""
+    work = Path(tempfile.mkdtemp(prefix="skgate-bench-"))
+    approve = approvals(sys.executable, work)
+    pairs = []
+    for k in range(attempts):
+        shutil.rmtree(work / "r-fresh", ignore_errors=True)
+        if k % 2:  # which of the two goes first alternates: no order effect in the pair
+            fresh = _timed_run(sys.executable, work, "r-fresh", approve)
+            grown = _timed_run(sys.executable, work, "r-grown", approve)
+        else:
+            grown = _timed_run(sys.executable, work, "r-grown", approve)
+            fresh = _timed_run(sys.executable, work, "r-fresh", approve)
+        pairs.append((grown, fresh))
+    return pairs
+
+
+def report_root_size(attempts: int) -> None:
+    pairs = root_size(attempts)
+    fifth = max(1, attempts // 5)
+    first, last = pairs[:fifth], pairs[-fifth:]
+
+    def extra(rows: list[tuple[float, float]]) -> float:
+        return 1000 * statistics.median(g - f for g, f in rows)
+
+    # Attempts already in the root at the middle of each fifth.
+    span = (attempts - fifth) or 1
+    slope = (extra(last) - extra(first)) / span
+    print(
+        f"root size: skgate run -- true into a root growing to {attempts} attempts, each "
+        f"run paired with one into a fresh root: over the fresh root median "
+        f"{extra(first):+.1f} ms in the first {fifth} runs, {extra(last):+.1f} ms in the last "
+        f"{fifth} (into the grown root median {1000 * statistics.median(g for g, _ in last):.0f}"
+        f" ms); {slope:+.3f} ms per attempt of the root; no target (watched)"
+    )
+
+
 def compile_bytecode(pythons: list[str]) -> None:
     """Compile the bytecode of the skgate each interpreter imports, as ``pip install``
     leaves it: with ``PYTHONDONTWRITEBYTECODE=1`` (this machine) an editable install would
@@ -291,6 +337,12 @@ def main() -> None:
         default=0.5,
         help="latency: seconds the workload lives before its last act (default 0.5)",
     )
+    ap.add_argument(
+        "--root-attempts",
+        type=int,
+        default=200,
+        help="root size: attempts the growing root gets (default 200)",
+    )
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument(
         "--against",
@@ -300,14 +352,14 @@ def main() -> None:
     )
     ap.add_argument(
         "--only",
-        choices=["overhead", "latency", "startup"],
+        choices=["overhead", "latency", "startup", "rootsize"],
         action="append",
         help="run only these parts (repeatable; default: all)",
     )
     a = ap.parse_args()
     if a.quick:
-        a.opc, a.seconds, a.runs, a.settle = 8, 1.0, 3, 0.2
-    parts = set(a.only or ["overhead", "latency", "startup"])
+        a.opc, a.seconds, a.runs, a.settle, a.root_attempts = 8, 1.0, 3, 0.2, 5
+    parts = set(a.only or ["overhead", "latency", "startup", "rootsize"])
     compile_bytecode([sys.executable, *([a.against] if a.against else [])])
     # Every work directory of every part is made in this one, removed at the end (each
     # overhead run's evidence and simulated outputs would otherwise stay in /tmp).
@@ -319,6 +371,8 @@ def main() -> None:
             report_latency(a.runs, a.settle)
         if "startup" in parts:
             report_startup(a.runs, a.against)
+        if "rootsize" in parts:
+            report_root_size(a.root_attempts)
 
 
 def report_overhead(opc: int, seconds: float, runs: int = 1, against: str | None = None) -> None:
