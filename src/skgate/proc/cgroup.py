@@ -263,10 +263,12 @@ class Leaf:
         enters the leaf (:meth:`enter`), ``stop()`` is true or ``limit`` seconds have
         passed (0: once). The lock's first use after a quiet spell waits a whole RCU
         grace period (8-25 ms); done in another thread from before the launch on, the
-        launch's own move into the leaf does not wait. Once was not enough: the steps
-        before the launch (control.json, the pipe keeper, the intent, each fsynced) take
-        longer than the window a move leaves open about half the time (issue 29: the
-        launch's move then waited 13-30 ms in 11 of 20 runs of ``run -- true``).
+        launch's own move into the leaf does not wait. Once was not enough: on a slowed
+        runner (its start-up probe running, a busy host) the steps before the launch
+        (control.json, the pipe keeper, the intent, each fsynced) outlast the window a
+        move leaves open (issue 29: sampled, the launch's move waited 13-26 ms in 13 of
+        24 such runs of ``run -- true``; with both cores busy, created -> launched took
+        101-113 ms before and 90-100 ms with this).
 
         Each move is under MIGRATION_LOCK: during the launch the runner is inside the
         leaf, and a move "home" then would take it out before the leader is forked."""
