@@ -91,7 +91,9 @@ def run_until(
     return subprocess.run(
         [sys.executable, "-c", WRAPPER, str(trace), str(at), *args],
         cwd=cwd,
-        env=ENV,
+        # A runner killed in preflight leaves its hook probes' (empty) directory in
+        # $TMPDIR: the test's own directory, never the shared host's /tmp.
+        env={**ENV, "TMPDIR": str(cwd)},
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -139,7 +139,9 @@ class Case:
                 str(self.tmp),
             ],
             cwd=self.tmp,
-            env=ENV,
+            # A runner killed in preflight leaves its hook probes' (empty) directory in
+            # $TMPDIR: the test's own directory, never the shared host's /tmp.
+            env={**ENV, "TMPDIR": str(self.tmp)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
