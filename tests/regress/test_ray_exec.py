@@ -75,6 +75,12 @@ def cluster() -> Iterator[Any]:
         c.shutdown()
 
 
+def _executor(tmp: Path) -> RayExecutor:
+    """An executor whose nodes keep their attempts under the test's directory (by default
+    they go to ``$TMPDIR/skgate-ray-<uid>``: the shared host's /tmp)."""
+    return RayExecutor(node_base=str(tmp / "node"))
+
+
 def _matrix(tmp: Path, opc_seconds: float, arms: list[dict[str, Any]]) -> Path:
     (tmp / "hook").mkdir(exist_ok=True)
     (tmp / "hook" / "sitecustomize.py").write_text(DEMO_HOOK, encoding="utf-8")
@@ -121,7 +127,7 @@ def test_six_units_over_three_nodes_one_root_verified_same_table_as_local(
     path = _matrix(tmp_path, 0.02, SIX)
     matrix = load_matrix(path)
     root = tmp_path / "ray-root"
-    result = run_matrix(matrix, root, executor=RayExecutor())
+    result = run_matrix(matrix, root, executor=_executor(tmp_path))
     assert result.executor == "ray"
     assert result.conclusion == "startup_hook_trigger"
     # All evidence in one root: six attempts, every seal and ledger chain intact.
@@ -187,7 +193,7 @@ def test_cancelled_arm_reads_interrupted_external_and_its_processes_are_gone(
     cluster: Any, tmp_path: Path
 ) -> None:
     path = _matrix(tmp_path, 120, [{"name": "profiler", "profiler": True}])
-    executor = RayExecutor()
+    executor = _executor(tmp_path)
     running = threading.Event()
     first: list[str] = []
 
@@ -231,7 +237,7 @@ def test_killed_node_gives_unknown_others_finish_and_resume_runs_only_it(
     # runner is detached and outlives the worker (issue 28 s9), so a short arm could
     # still finish and come home sealed before the stream breaks.
     path = _matrix(tmp_path, 20, arms)
-    executor = RayExecutor()
+    executor = _executor(tmp_path)
     running = threading.Event()
     victim: dict[str, str] = {}
 
@@ -272,7 +278,7 @@ def test_killed_node_gives_unknown_others_finish_and_resume_runs_only_it(
     cluster.wait_for_nodes()
     # A second regress on the same root runs only the missing unit.
     before = {a.parent.parent.name: a.name for a in ledger.resolve(root)}
-    again = run_matrix(load_matrix(path), root, executor=RayExecutor(), resume=True)
+    again = run_matrix(load_matrix(path), root, executor=_executor(tmp_path), resume=True)
     assert again.complete, again.summary
     after = {a.parent.parent.name: a.name for a in ledger.resolve(root)}
     assert {k: v for k, v in after.items() if k != "profiler"} == before
