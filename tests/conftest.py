@@ -38,6 +38,13 @@ ENV = {
 REAL_COMPILER_NAMES = {"SKGATE_COMPILER_NAMES": "opc,op_compiler"}
 
 
+def env_in(tmp: Path) -> dict[str, str]:
+    """``ENV`` with ``TMPDIR`` in the test's directory, for a runner the test may kill: one
+    killed in preflight leaves its hook probes' (empty) directory in $TMPDIR, never to
+    be left in the shared host's /tmp."""
+    return {**ENV, "TMPDIR": str(tmp)}
+
+
 #: Signals a test's children must get at their defaults, whoever runs pytest: skgate
 #: rightly keeps an inherited ignore of SIGHUP and SIGINT (``nohup``, a background job
 #: of a non-interactive shell), and tests of signal handling send exactly those.

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ENV
+from conftest import env_in
 
 WRAPPER = """\
 import os, signal, sys
@@ -91,9 +91,7 @@ def run_until(
     return subprocess.run(
         [sys.executable, "-c", WRAPPER, str(trace), str(at), *args],
         cwd=cwd,
-        # A runner killed in preflight leaves its hook probes' (empty) directory in
-        # $TMPDIR: the test's own directory, never the shared host's /tmp.
-        env={**ENV, "TMPDIR": str(cwd)},
+        env=env_in(cwd),
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -37,11 +37,11 @@ from typing import Any
 import pytest
 
 from conftest import (
-    ENV,
     POLL_INTERVAL,
     SKGATE,
     Reaper,
     as_if_runner_died,
+    env_in,
     failed_attempt,
     run_skgate,
     start_skgate,
@@ -139,9 +139,7 @@ class Case:
                 str(self.tmp),
             ],
             cwd=self.tmp,
-            # A runner killed in preflight leaves its hook probes' (empty) directory in
-            # $TMPDIR: the test's own directory, never the shared host's /tmp.
-            env={**ENV, "TMPDIR": str(self.tmp)},
+            env=env_in(self.tmp),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
