@@ -6,17 +6,20 @@ cached."""
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.util
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from test_hooks import clean_env, make_venv, request_for
+from test_hooks import DISTUTILS_PTH, clean_env, make_venv, request_for
 
 from conftest import wait_for
 from skgate.model.outcomes import VerdictFrom
-from skgate.preflight.hooks import cache
+from skgate.preflight.hooks import cache, catalogue
 from skgate.preflight.hooks import scan as hooks
 
 
@@ -289,6 +292,101 @@ def test_start_up_code_keeps_its_answer_to_the_environment_it_ran_in(
         assert answer(same) == "cached"
         other = hooks.scan(str(python), clean_env(JOB_ID="7"), approve_all=approve_all)
         assert answer(other) == ("probed" if approve_all else "cached")
+
+
+#: A ``_distutils_hack`` of the test's own, inert as the catalogued ones: only the tests
+#: below that put its sha256 into the catalogue (monkeypatched) know it.
+OWN_HACK = "import sys\n\n\ndef add_shim():\n    pass\n"
+
+
+def _known(monkeypatch: pytest.MonkeyPatch, content: str) -> None:
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    monkeypatch.setitem(catalogue.DISTUTILS_HACK_SHA256, digest, "this test's own")
+
+
+def _plant_distutils(site: Path, pth: bytes, hack: bytes) -> None:
+    (site / "distutils-precedence.pth").write_bytes(pth)
+    (site / "_distutils_hack").mkdir()
+    (site / "_distutils_hack" / "__init__.py").write_bytes(hack)
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["none", "variable", "hack_unknown", "hack_imports_more", "another_pth_line", "customize"],
+)
+def test_known_start_up_code_keeps_its_answer_in_any_directory(
+    cached: Path,
+    venv: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: str,
+) -> None:
+    """setuptools' distutils-precedence.pth runs code at start-up; where every piece of
+    code a start-up runs is known by its exact content (catalogue.KNOWN_STARTUP_CODE), it
+    reads only SETUPTOOLS_USE_DISTUTILS, so its start-up record holds in a fresh directory
+    and with any other variable: an agent's per-compile directory is answered from the
+    cache. Any other code, or another value of that variable, keeps the record to where it
+    was taken (C6)."""
+    python, site = venv
+    hack = OWN_HACK
+    if change == "hack_imports_more":
+        hack = "import sys\nimport json\n\n\ndef add_shim():\n    pass\n"
+    if change != "hack_unknown":
+        _known(monkeypatch, hack)
+    _plant_distutils(site, DISTUTILS_PTH.encode(), hack.encode())
+    if change == "another_pth_line":
+        (site / "zz.pth").write_text("import os\n")
+    if change == "customize":
+        (site / "sitecustomize.py").write_text("X = 1\n")
+        # Its bytecode, written into the site directory by the first start-up, would
+        # change that directory while the probes run: such an answer is not stored.
+        subprocess.run([python, "-c", "pass"], env=clean_env(), check=True, timeout=60)
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    scan = functools.partial(hooks.scan, str(python), approve_all=True)
+    first = scan(_absolute_env(JOB_ID="1"), cwd=str(one))
+    assert (answer(first), first.extra["startup_probe"]) == ("probed", "ran")
+    assert answer(scan(_absolute_env(JOB_ID="1"), cwd=str(one))) == "cached"
+    env = _absolute_env(JOB_ID="2")
+    if change == "variable":
+        env["SETUPTOOLS_USE_DISTUTILS"] = "stdlib"
+    moved = scan(env, cwd=str(two))
+    assert moved.extra["startup_probe"] == "ran"
+    assert answer(moved) == ("cached" if change == "none" else "probed")
+
+
+def test_the_real_setuptools_start_up_is_known_code(
+    cached: Path, venv: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """This test interpreter's own setuptools files, planted into a venv: a release in the
+    catalogue keeps its start-up answer in a fresh directory; any other probes there."""
+    spec = importlib.util.find_spec("_distutils_hack")
+    if spec is None or spec.origin is None:
+        pytest.skip("this interpreter has no setuptools (_distutils_hack): nothing to plant")
+    hack = Path(spec.origin).read_bytes()
+    pth_file = Path(spec.origin).parent.parent / "distutils-precedence.pth"
+    if not pth_file.is_file():
+        pytest.skip(f"setuptools here ships no {pth_file.name}: nothing to plant")
+    pth = pth_file.read_bytes()
+    python, site = venv
+    _plant_distutils(site, pth, hack)
+    known = (
+        hashlib.sha256(pth).hexdigest() in catalogue.DISTUTILS_PTH_SHA256
+        and hashlib.sha256(hack).hexdigest() in catalogue.DISTUTILS_HACK_SHA256
+    )
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    first = hooks.scan(str(python), _absolute_env(JOB_ID="1"), cwd=str(one))
+    assert (answer(first), first.extra["startup_probe"], first.unapproved) == (
+        "probed",
+        "ran",
+        (),
+    )
+    moved = hooks.scan(str(python), _absolute_env(JOB_ID="2"), cwd=str(two))
+    assert answer(moved) == ("cached" if known else "probed")
+    assert moved.to_dict() | {"probe_answer": "x"} == first.to_dict() | {"probe_answer": "x"}
 
 
 def _after_every_change_in(folder: Path, scratch: Path) -> None:

@@ -32,6 +32,8 @@ class Pin:
     version: str
     filename: str
     sha256: str
+    #: The project on the index (pure-Python wheels download under any --platform).
+    project: str = "torch-npu"
 
 
 PINS = (
@@ -102,7 +104,7 @@ def _check(pin: Pin, path: Path) -> None:
 def _download(pin: Pin, dest: Path) -> None:
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
         req = Path(tmp) / "requirements.txt"
-        req.write_text(f"torch-npu=={pin.version} --hash=sha256:{pin.sha256}\n")
+        req.write_text(f"{pin.project}=={pin.version} --hash=sha256:{pin.sha256}\n")
         argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet"]
         argv += ["--only-binary=:all:", "--platform", PLATFORM, "--python-version", PYTHON_VERSION]
         argv += ["--disable-pip-version-check", "--dest", tmp, "-r", str(req)]
@@ -112,13 +114,13 @@ def _download(pin: Pin, dest: Path) -> None:
             )
         except subprocess.TimeoutExpired as exc:
             raise Unavailable(
-                f"pip download torch-npu=={pin.version} took over {exc.timeout:g} s"
+                f"pip download {pin.project}=={pin.version} took over {exc.timeout:g} s"
             ) from exc
         got = Path(tmp) / pin.filename
         if done.returncode != 0 or not got.is_file():
             lines = [ln for ln in (done.stderr or done.stdout).splitlines() if "ERROR" in ln]
             why = (lines or (done.stderr or done.stdout or "no output").splitlines() or ["?"])[-1]
-            raise Unavailable(f"pip download torch-npu=={pin.version} failed: {why.strip()}")
+            raise Unavailable(f"pip download {pin.project}=={pin.version} failed: {why.strip()}")
         _check(pin, got)
         got.replace(dest)  # whole, verified files only ever appear in the cache
 
@@ -131,7 +133,7 @@ def wheel(pin: Pin, fetch: bool = True) -> Path:
     path = root / pin.filename
     if not path.is_file():
         if not fetch:
-            raise Unavailable(f"torch-npu=={pin.version} is not in the cache")
+            raise Unavailable(f"{pin.project}=={pin.version} is not in the cache")
         _download(pin, path)
     _check(pin, path)
     return path

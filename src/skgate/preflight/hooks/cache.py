@@ -57,6 +57,7 @@ from pathlib import Path
 
 from skgate.evidence.digest import sha256_bytes, small_sha256
 from skgate.evidence.regular import read_bytes
+from skgate.preflight.hooks.catalogue import KNOWN_STARTUP_CODE
 
 # Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
@@ -200,6 +201,40 @@ def runs_code(static: Mapping[str, Any]) -> bool:
     return bool(static.get("customize")) or any(r.get("import_lines") for r in pths)
 
 
+def reads_digest(env: Mapping[str, str]) -> str:
+    """A digest of the variables known start-up code reads
+    (:data:`~skgate.preflight.hooks.catalogue.KNOWN_STARTUP_CODE`), set or not."""
+    names = KNOWN_STARTUP_CODE.reads
+    return sha256_bytes(json.dumps([[n, env.get(n)] for n in names]).encode())
+
+
+def known_code(
+    static: Mapping[str, Any], startup: Mapping[str, Any], deps: Mapping[str, str]
+) -> bool:
+    """Whether every piece of code the start-up ran is known by its exact content
+    (:data:`~skgate.preflight.hooks.catalogue.KNOWN_STARTUP_CODE`): no customize module,
+    every ``.pth`` with an import line a catalogued file, and every module the start-up
+    imported beyond the baseline a catalogued module file. Contents are those of
+    ``deps`` (the fingerprints, which :func:`load` has just taken again), never the
+    record's own word. Such a start-up reads only the catalogued variables, so its record
+    holds in any directory and with any other variable (:func:`load`, C6)."""
+    if static.get("customize"):
+        return False
+    for pth in static.get("pth", []):
+        if pth.get("import_lines") and deps.get(str(pth.get("path"))) not in (
+            KNOWN_STARTUP_CODE.pth_sha256
+        ):
+            return False
+    base = {str(m[0]) for m in static.get("baseline", {}).get("modules", [])}
+    for name, path in startup.get("modules", []):
+        if str(name) in base:
+            continue
+        known = KNOWN_STARTUP_CODE.modules.get(str(name))
+        if known is None or not path or deps.get(str(path)) not in known:
+            return False
+    return True
+
+
 def cache_key(
     python: str, env: Mapping[str, str], cwd: str | None, flags: Sequence[str], probe_dir: Path
 ) -> str:
@@ -331,19 +366,27 @@ class Entry:
     """A cached answer: the static record, and the start-up record when one was taken."""
 
     def __init__(
-        self, static: dict[str, Any], startup: dict[str, Any] | None, rest: str = ""
+        self,
+        static: dict[str, Any],
+        startup: dict[str, Any] | None,
+        rest: str = "",
+        reads: str = "",
     ) -> None:
         self.static = static
         self.startup = startup
         #: :func:`rest_digest` of the environment the start-up record was taken in.
         self.rest = rest
+        #: :func:`reads_digest` of that environment.
+        self.reads = reads
 
 
-def load(folder: Path | None, key: str, rest: str) -> Entry | None:
+def load(folder: Path | None, key: str, rest: str, reads: str = "") -> Entry | None:
     """The answer stored under ``key`` if every fingerprint it lists is unchanged now,
     without its start-up record when that comes from a start-up that runs code and was
-    taken with other variables or in another directory (``rest``, :func:`rest_digest`);
-    None (probe again) for anything else: absent, corrupt, linked, over-long, stale."""
+    taken with other variables or in another directory (``rest``, :func:`rest_digest`),
+    unless all that code is known (:func:`known_code`) and the variables it reads are as
+    they were (``reads``, :func:`reads_digest`); None (probe again) for anything else:
+    absent, corrupt, linked, over-long, stale."""
     if folder is None:
         return None
     try:
@@ -364,9 +407,16 @@ def load(folder: Path | None, key: str, rest: str) -> Entry | None:
         # Start-up code may import according to any variable or the directory: its record
         # holds only where it was taken; the static record never depends on them, and
         # is used (only the start-up probe runs again).
-        if startup is not None and runs_code(static) and got.get("rest") != rest:
+        # Code known by content reads only the catalogued variables: an agent's fresh
+        # directory per compile, or a job id in the environment, changes nothing it does.
+        if (
+            startup is not None
+            and runs_code(static)
+            and got.get("rest") != rest
+            and not (got.get("reads") == reads and known_code(static, startup, deps))
+        ):
             startup = None
-        return Entry(static, startup, rest)
+        return Entry(static, startup, rest, reads)
     except Exception:
         return None
 
@@ -433,6 +483,7 @@ def store(folder: Path | None, key: str, entry: Entry, since: int | None = None)
         "static": entry.static,
         "startup": entry.startup,
         "rest": entry.rest,
+        "reads": entry.reads,
         "fingerprints": deps,
         "quick": quick_stamps(deps, entry.static),
     }

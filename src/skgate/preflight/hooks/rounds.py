@@ -155,7 +155,8 @@ class FirstRound:
         self.cache_dir = cache.cache_dir()
         self.cache_key = cache.cache_key(python, env, workdir, flags, STATIC_PROBE.parent)
         self.cache_rest = cache.rest_digest(env, workdir)
-        self.cached = cache.load(self.cache_dir, self.cache_key, self.cache_rest)
+        self.cache_reads = cache.reads_digest(env)
+        self.cached = cache.load(self.cache_dir, self.cache_key, self.cache_rest, self.cache_reads)
         #: When the first probe started: its answer is cached only if nothing it depends
         #: on changed since (cache.store, C6).
         self.probe_from = cache.moment()

@@ -257,7 +257,7 @@ def scan(
                 )
                 findings += marker(dynamic, allowances=[], allowed_modules={})
         if fresh and not problems:
-            entry = cache.Entry(static, started, first.cache_rest)
+            entry = cache.Entry(static, started, first.cache_rest, first.cache_reads)
             cache.store(first.cache_dir, first.cache_key, entry, since=first.probe_from)
     finally:
         first.forked.set()
