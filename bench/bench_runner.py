@@ -69,7 +69,9 @@ def _runner_sleeps(pid: int) -> int:
     return -1
 
 
-def overhead(opc: int, seconds: float, python: str = sys.executable) -> dict[str, float]:
+def overhead(
+    opc: int, seconds: float, python: str = sys.executable, cache: Path | None = None
+) -> dict[str, float]:
     """One supervised run; the runner is the ``skgate run`` process itself (it runs the
     attempt in-process). Its whole-run CPU is read from ``/proc/<pid>/stat`` once it has
     exited (``waitid`` with ``WNOWAIT`` leaves it a zombie, whose stat still holds its
@@ -100,6 +102,7 @@ def overhead(opc: int, seconds: float, python: str = sys.executable) -> dict[str
         "SKGATE_SIM_OPC_SECONDS": str(seconds),
         "SKGATE_SIM_PROGRAM_PREFIX": PREFIX,
         "SKGATE_COMPILER_NAMES": f"{PREFIX}opc,{PREFIX}op_compiler",
+        **({"XDG_CACHE_HOME": str(cache)} if cache is not None else {}),
     }
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL)
@@ -426,10 +429,12 @@ def report_overhead(opc: int, seconds: float, runs: int = 1, against: str | None
     one run is no figure to hold a 0.5 % goal against. With ``against``, each run of
     this skgate is followed by one under that interpreter, and their medians compared."""
     trees = {"": sys.executable, **({" under --against": against} if against else {})}
+    # The other skgate keeps its hook-probe answers apart (see _timed_run).
+    theirs = Path(tempfile.mkdtemp(prefix="skgate-bench-cache-"))
     done: dict[str, list[dict[str, float]]] = {tag: [] for tag in trees}
     for _ in range(runs):
         for tag, python in trees.items():
-            o = overhead(opc, seconds, python)
+            o = overhead(opc, seconds, python, theirs if tag else None)
             done[tag].append(o)
             print(
                 f"overhead{tag}: {opc} opc for {seconds}s: the runner's own CPU "
