@@ -159,13 +159,13 @@ DISTUTILS_PTH_SHA256 = {
 #: (no ``__init__``) and, in ``add_shim``, puts it first on ``sys.meta_path``. The finder
 #: then runs code only for a few top-level names (``distutils``, ``pip``, ``setuptools``
 #: in 60.6-60.8, ``test.*``), and a start-up that imported one has it in its start-up
-#: record, which then holds more than the catalogued modules
-#: (:func:`skgate.preflight.hooks.cache.known_code`). Every
-#: distinct content of the setuptools wheels on PyPI from 60.4.0 to 84.2.1 (each file
-#: read with :mod:`ast`: module-level statements, ``add_shim``, ``insert_shim``, the
-#: finder's class body). Before 60.4.0 the module body imports ``re``, ``importlib``,
-#: ``warnings`` (and ``contextlib``) at start-up: not listed, so such a start-up keeps
-#: its record to the directory and variables it ran with, as any other code does.
+#: record, which then holds more than the catalogued modules (``cache.known_code``).
+#: Every distinct content of the setuptools wheels on PyPI from 60.4.0 to 84.2.1 (each
+#: file read with :mod:`ast`: module-level statements, decorators, ``add_shim``,
+#: ``insert_shim``, the finder's class body and ``find_spec``). Before 60.4.0 the module
+#: body imports ``re``, ``importlib``, ``warnings`` (and ``contextlib``) at start-up: not
+#: listed, so such a start-up keeps its record to the directory and variables it ran
+#: with, as any other code does.
 #: Debian 12's python3-setuptools 66.1.1-1+deb12u2 ships the 62.5.0 bytes unchanged.
 DISTUTILS_HACK_SHA256 = {
     "e4a51d09fa11eb20b12a2861f82c5c5587ae4d3d096cf2d3246109b60991818d": "setuptools 60.4.0",
