@@ -19,7 +19,7 @@ from test_hooks import DISTUTILS_PTH, clean_env, make_venv, request_for
 
 from conftest import wait_for
 from skgate.model.outcomes import VerdictFrom
-from skgate.preflight.hooks import cache, catalogue
+from skgate.preflight.hooks import cache, startup_code
 from skgate.preflight.hooks import scan as hooks
 
 
@@ -301,7 +301,7 @@ OWN_HACK = "import sys\n\n\ndef add_shim():\n    pass\n"
 
 def _known(monkeypatch: pytest.MonkeyPatch, content: str) -> None:
     digest = hashlib.sha256(content.encode()).hexdigest()
-    monkeypatch.setitem(catalogue.DISTUTILS_HACK_SHA256, digest, "this test's own")
+    monkeypatch.setitem(startup_code.DISTUTILS_HACK_SHA256, digest, "this test's own")
 
 
 def _plant_distutils(site: Path, pth: bytes, hack: bytes) -> None:
@@ -322,7 +322,7 @@ def test_known_start_up_code_keeps_its_answer_in_any_directory(
     change: str,
 ) -> None:
     """setuptools' distutils-precedence.pth runs code at start-up; where every piece of
-    code a start-up runs is known by its exact content (catalogue.KNOWN_STARTUP_CODE), it
+    code a start-up runs is known by its exact content (startup_code.KNOWN_STARTUP_CODE), it
     reads only SETUPTOOLS_USE_DISTUTILS, so its start-up record holds in a fresh directory
     and with any other variable: an agent's per-compile directory is answered from the
     cache. Any other code, or another value of that variable, keeps the record to where it
@@ -372,8 +372,8 @@ def test_the_real_setuptools_start_up_is_known_code(
     python, site = venv
     _plant_distutils(site, pth, hack)
     known = (
-        hashlib.sha256(pth).hexdigest() in catalogue.DISTUTILS_PTH_SHA256
-        and hashlib.sha256(hack).hexdigest() in catalogue.DISTUTILS_HACK_SHA256
+        hashlib.sha256(pth).hexdigest() in startup_code.DISTUTILS_PTH_SHA256
+        and hashlib.sha256(hack).hexdigest() in startup_code.DISTUTILS_HACK_SHA256
     )
     one, two = tmp_path / "one", tmp_path / "two"
     one.mkdir()

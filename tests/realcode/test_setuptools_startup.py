@@ -1,6 +1,6 @@
 """setuptools' real start-up files against the hook-probe cache's known code (C6, issue 29).
 
-The catalogue (``skgate.preflight.hooks.catalogue.KNOWN_STARTUP_CODE``) names every
+The catalogue (``skgate.preflight.hooks.startup_code.KNOWN_STARTUP_CODE``) names every
 ``distutils-precedence.pth`` and every ``_distutils_hack/__init__.py`` whose start-up
 reads only ``SETUPTOOLS_USE_DISTUTILS``, by sha256. Here those files come from pinned
 setuptools wheels on PyPI (fetched like the torch-npu ones: ``realcode_wheels``), are
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import realcode_wheels as wheels
 
-from skgate.preflight.hooks import catalogue
 from skgate.preflight.hooks import scan as hooks
+from skgate.preflight.hooks import startup_code
 
 pytestmark = pytest.mark.realcode
 
@@ -78,8 +78,8 @@ def _sha(data: bytes) -> str:
 @pytest.mark.parametrize("pin", PINS, ids=lambda p: p.version)
 def test_the_catalogue_lists_exactly_what_each_wheel_ships(pin: wheels.Pin) -> None:
     pth, hack = _files(pin)
-    assert _sha(pth) in catalogue.DISTUTILS_PTH_SHA256
-    assert (_sha(hack) in catalogue.DISTUTILS_HACK_SHA256) == (_release(pin) >= FIRST_KNOWN)
+    assert _sha(pth) in startup_code.DISTUTILS_PTH_SHA256
+    assert (_sha(hack) in startup_code.DISTUTILS_HACK_SHA256) == (_release(pin) >= FIRST_KNOWN)
 
 
 @pytest.mark.parametrize("use", [None, "local", "stdlib"])

@@ -57,7 +57,7 @@ from pathlib import Path
 
 from skgate.evidence.digest import sha256_bytes, small_sha256
 from skgate.evidence.regular import read_bytes
-from skgate.preflight.hooks.catalogue import KNOWN_STARTUP_CODE
+from skgate.preflight.hooks.startup_code import KNOWN_STARTUP_CODE
 
 # Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
@@ -203,7 +203,7 @@ def runs_code(static: Mapping[str, Any]) -> bool:
 
 def reads_digest(env: Mapping[str, str]) -> str:
     """A digest of the variables known start-up code reads
-    (:data:`~skgate.preflight.hooks.catalogue.KNOWN_STARTUP_CODE`), set or not."""
+    (:data:`~skgate.preflight.hooks.startup_code.KNOWN_STARTUP_CODE`), set or not."""
     names = KNOWN_STARTUP_CODE.reads
     return sha256_bytes(json.dumps([[n, env.get(n)] for n in names]).encode())
 
@@ -212,7 +212,7 @@ def known_code(
     static: Mapping[str, Any], startup: Mapping[str, Any], deps: Mapping[str, str]
 ) -> bool:
     """Whether every piece of code the start-up ran is known by its exact content
-    (:data:`~skgate.preflight.hooks.catalogue.KNOWN_STARTUP_CODE`): no customize module,
+    (:data:`~skgate.preflight.hooks.startup_code.KNOWN_STARTUP_CODE`): no customize module,
     every ``.pth`` with an import line a catalogued file, and every module the start-up
     imported beyond the baseline a catalogued module file. Contents are those of
     ``deps`` (the fingerprints, which :func:`load` has just taken again), never the
