@@ -214,8 +214,14 @@ def as_if_runner_died(attempt: Path) -> None:
     journal = attempt / "events.jsonl"
     kept = [ln for ln in journal.read_text().splitlines() if '"event":"finished"' not in ln]
     journal.write_text("".join(ln + "\n" for ln in kept))
+    unrecord_end(attempt)
+
+
+def unrecord_end(attempt: Path) -> None:
+    """Drop the attempt's ledger entries after its ``start`` (its seal and end), as a
+    runner killed before it sealed leaves the ledger. Only this attempt's last entries
+    go, byte for byte: the chain of the rest holds."""
     book = attempt.parent.parent / "ledger.jsonl"
-    # Only this attempt's last entries go, byte for byte: the chain of the rest holds.
     rows = book.read_bytes().splitlines(keepends=True)
     book.write_bytes(
         b"".join(

@@ -19,7 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Reaper, events, pid_alive, run_skgate, start_skgate, wait_file, wait_for
+from conftest import (
+    Reaper,
+    events,
+    pid_alive,
+    run_skgate,
+    start_skgate,
+    unrecord_end,
+    wait_file,
+    wait_for,
+)
 from skgate.evidence import files
 from skgate.evidence.intent import INTENT, write_intent
 from skgate.model.records import State
@@ -210,6 +219,7 @@ def test_intent_without_launched_is_unknown_never_not_started(tmp_path: Path) ->
             if path.is_file():
                 path.unlink()
     journal.write_text("".join(r + "\n" for r in kept))
+    unrecord_end(attempt)  # a runner killed before 'launched' never sealed nor ended
     (attempt / files.RUN_LOG).unlink()  # even without run.log, the intent decides
     v = current_verdict(attempt)
     assert v.state is State.UNKNOWN, v

@@ -24,6 +24,7 @@ from conftest import (
     run_skgate,
     script,
     start_skgate,
+    unrecord_end,
     wait_file,
     wait_for,
 )
@@ -465,6 +466,7 @@ def test_damaged_journal_field_is_one_line_exit_2(tmp_path: Path) -> None:
     # Unsealed (as a runner killed before its seal leaves it), the damaged field itself
     # is the one-line refusal: classify recomputes from the files.
     (att / "seal.json").unlink()
+    unrecord_end(att)  # nor its seal's hash in the ledger
     res = run_skgate("classify", str(att), cwd=tmp_path)
     assert res.returncode == 2, (res.stdout, res.stderr)
     assert "Traceback" not in res.stderr
@@ -485,8 +487,10 @@ def test_missing_journal_or_manifest_is_unknown_never_a_result(tmp_path: Path) -
     res = run_skgate("classify", str(second), "--json", cwd=tmp_path)
     assert res.returncode == 5, res.stdout + res.stderr
     assert "ownership" in " ".join(__import__("json").loads(res.stdout)["missing"])
-    # Unsealed, the classifier itself says what is missing (C2.5).
+    # Unsealed (its seal and the ledger's record of it gone, as a runner killed before
+    # its seal leaves it), the classifier itself says what is missing (C2.5).
     (first / "seal.json").unlink()
+    unrecord_end(first)
     res = run_skgate("classify", str(first), "--json", cwd=tmp_path)
     assert res.returncode == 5, res.stdout + res.stderr
     assert "event journal" in " ".join(__import__("json").loads(res.stdout)["missing"])

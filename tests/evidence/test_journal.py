@@ -191,12 +191,13 @@ def test_the_typed_journal_writes_the_bytes_it_always_wrote(
 
 
 #: Where a record's ``event`` string may be read: the journal's one reader, the codec of
-#: the typed events, and the ledger's own reader (ledger.jsonl is another file, with
-#: entry kinds of its own: ``ledger.entry_kind``).
+#: the typed events, and the ledger's own reader and writer (ledger.jsonl is another
+#: file, with entry kinds of its own: ``ledger_seals.entry_kind``).
 EVENT_STRING_HOMES = {
     Path("evidence/journal.py"),
     Path("model/events.py"),
     Path("evidence/ledger.py"),
+    Path("evidence/ledger_seals.py"),
 }
 EVENT_STRING_MATCH = re.compile(
     r"""get\(\s*["']event["']"""  # ev.get("event")

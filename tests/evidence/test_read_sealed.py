@@ -10,6 +10,7 @@ exit 5, its first line "evidence changed after sealing: FILE (sealed sha256 ...,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import as_if_runner_died, gated_run, run_skgate
+from conftest import as_if_runner_died, gated_run, run_skgate, unrecord_end
 from skgate.evidence import files, sealed
 from skgate.model.exits import EXIT_UNKNOWN
 
@@ -153,11 +154,52 @@ def test_an_unsealed_attempt_with_an_overlong_record_is_noticed(
 
 
 def test_an_unsealed_attempt_is_read_as_before(finished: Path, tmp_path: Path) -> None:
+    # Its seal and the ledger's end entry both gone, as a runner killed before them
+    # leaves it: read as it is (a seal removed after the ledger chained it is not).
     attempt = copy_of(finished, tmp_path)
     (attempt / files.SEAL).unlink()
+    unrecord_end(attempt)
     status = run_skgate("status", str(attempt), "--json", cwd=tmp_path)
     assert json.loads(status.stdout)["state"] == "failed", status
     assert status.returncode == 1, status
+
+
+def test_a_seal_remade_or_removed_is_caught_through_the_ledger(
+    finished: Path, tmp_path: Path
+) -> None:
+    # The forged success of this module's reproducer, with seal.json re-made to match
+    # it (or removed): every file matched, and status said SUCCEEDED, exit 0. The
+    # ledger chained the seal's hash: now unknown, exit 5, as verify says.
+    for how in ("remade", "removed"):
+        attempt = copy_of(finished, tmp_path / how)
+        forge_success(attempt)
+        seal_path = attempt / files.SEAL
+        if how == "removed":
+            seal_path.unlink()
+        else:
+            body = (attempt / files.VERDICT).read_bytes()
+            data = json.loads(seal_path.read_text())
+            for entry in data["files"]:
+                if entry["name"] == files.VERDICT:
+                    entry.update(sha256=hashlib.sha256(body).hexdigest(), size=len(body))
+            seal_path.write_text(json.dumps(data))
+        tail = ", not the seal the ledger recorded)" if how == "remade" else ", now missing)"
+        status = run_skgate("status", str(attempt), cwd=tmp_path)
+        assert status.returncode == EXIT_UNKNOWN, status
+        first = status.stdout.splitlines()[0]
+        assert first.startswith(f"UNKNOWN: {CHANGED}seal.json (sealed sha256 "), status
+        assert first.endswith(tail) and "SUCCEEDED" not in status.stdout, status
+        for command in (("classify",), ("wait", "--max", "5")):
+            got = run_skgate(*command, str(attempt), "--json", cwd=tmp_path)
+            assert got.returncode == EXIT_UNKNOWN, got
+        root = attempt.parent.parent
+        listed = run_skgate("status", "--all", str(root), cwd=tmp_path)
+        assert f"{CHANGED}seal.json" in listed.stdout and "SUCCEEDED" not in listed.stdout
+        zh = run_skgate("report", "--lang", "zh", str(attempt), cwd=tmp_path)
+        assert "封存后证据被改动：seal.json（封存时 sha256 " in zh.stdout, zh
+        assert "evidence changed" not in zh.stdout and "ledger" not in zh.stdout, zh
+        checked = run_skgate("verify", str(root), cwd=tmp_path)
+        assert checked.returncode == 1 and "0001/seal.json" in checked.stdout, checked
 
 
 def test_an_intact_attempt_reads_as_recorded(finished: Path, tmp_path: Path) -> None:

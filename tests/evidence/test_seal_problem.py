@@ -35,6 +35,7 @@ SAMPLE = {
     "root": "/r",
     "schema": "skgate.ledger/1",
     "target": "/elsewhere/attempts/0001",
+    "count": "2",
 }
 
 
@@ -150,6 +151,10 @@ ENGLISH = {
     ),
     Flaw.INDEXED_GONE: "0001/x: attempt 0007 is indexed but its directory is gone",
     Flaw.LEDGER_SEAL_REMOVED: "0001/x: removed (the ledger recorded it)",
+    Flaw.LEDGER_REMOVED: (
+        "0001/x: removed, though 2 sealed attempt(s) of this root were indexed in it (the "
+        "first run into a root creates it, and nothing of skgate removes it)"
+    ),
     Flaw.LEDGER_DIFFERS: "0001/x: differs from the one the ledger recorded",
     Flaw.NOT_IN_LEDGER: "0001/x: not in the ledger (added by hand?)",
     Flaw.SEAL_NOT_RECORDED: "0001/x: not recorded in the ledger (re-made?)",

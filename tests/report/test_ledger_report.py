@@ -96,3 +96,20 @@ def test_a_linked_ledger_is_a_change(tmp_path: Path) -> None:
     assert led["status"] == "changed"
     assert led["problems"] == [str(p) for p in seal.ledger_problems(root)]
     assert "never read through a link" in led["problems"][0]
+
+
+def test_a_removed_ledger_is_a_change_and_a_root_without_one_adds_nothing(
+    tmp_path: Path,
+) -> None:
+    # Before: a report (as verify) said nothing of a root whose ledger was deleted.
+    attempt = rooted(tmp_path, "intact")
+    root = attempt.parent.parent
+    (root / ledger.LEDGER).unlink()
+    data = json.loads(report.render(load.build_report(root), Lang.EN, "json"))
+    assert data["ledgers"] == [], "hand-built attempts, none sealed: no ledger to miss"
+    seal.seal_attempt(attempt, chain=False)  # sealed, as every finished attempt is
+    built = load.build_report(root)
+    data = json.loads(report.render(built, Lang.EN, "json"))
+    (led,) = data["ledgers"]
+    assert led["status"] == "changed" and "removed, though 1 sealed attempt" in led["problems"][0]
+    assert f"- {TEXT['ledger_changed'][Lang.EN]}" in report.render(built, Lang.EN, "md")

@@ -35,7 +35,6 @@ Schema history: ``skgate.ledger/1``: first version (2026-11).
 
 from __future__ import annotations
 
-import enum
 import os
 import time
 
@@ -48,8 +47,15 @@ from skgate.evidence.files import (
     is_attempt_dir,
     json_text,
 )
+
+# The file's name and its entry kinds live in ledger_seals.py, which the read side loads
+# without the ledger's writers (issue 29); re-exported here for the callers that always
+# found them in the ledger.
+from skgate.evidence.ledger_seals import LEDGER as LEDGER  # noqa: PLC0414
+from skgate.evidence.ledger_seals import LINE_LIMIT as LINE_LIMIT  # noqa: PLC0414
+from skgate.evidence.ledger_seals import LedgerEvent as LedgerEvent  # noqa: PLC0414
+from skgate.evidence.ledger_seals import entry_kind as entry_kind  # noqa: PLC0414
 from skgate.evidence.ledger_tail import ENTRY_HEAD as ENTRY_HEAD  # noqa: PLC0414
-from skgate.evidence.ledger_tail import LINE_LIMIT as LINE_LIMIT  # noqa: PLC0414
 from skgate.evidence.ledger_tail import SCHEMA_LEDGER as SCHEMA_LEDGER  # noqa: PLC0414
 from skgate.evidence.ledger_tail import (
     TornTail,
@@ -85,33 +91,12 @@ if TYPE_CHECKING:
     from skgate.evidence.seal_problem import SealProblem
     from skgate.model.records import Verdict
 
-LEDGER = "ledger.jsonl"
 GENESIS = "0" * 64
-
-
-class LedgerEvent(str, enum.Enum):
-    """Entry kinds of ``ledger.jsonl`` (not the journal's events: a file of its own)."""
-
-    START = "start"
-    END = "end"
-    SEAL = "seal"
-    SCENE = "scene"
-    #: ``skgate recover`` cut back a torn last line (the entry's ``torn_cut`` says what).
-    REPAIR = "repair"
 
 
 #: Entry kinds: an attempt started, ended, was sealed, had a scene preserved, or the
 #: ledger's torn last line was cut back.
 EVENTS = tuple(k.value for k in LedgerEvent)
-
-
-def entry_kind(entry: Mapping[str, Any]) -> LedgerEvent | None:
-    """The kind of one ledger entry (None: a kind this version does not know). This and
-    the writer below are the only places that read a ledger entry's ``event`` string."""
-    try:
-        return LedgerEvent(entry.get("event"))
-    except ValueError:
-        return None
 
 
 def allocate(root: Path, name: str | None = None) -> Path:

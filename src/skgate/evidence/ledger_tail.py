@@ -14,6 +14,7 @@ import os
 
 from skgate.evidence import regular
 from skgate.evidence.digest import new_sha256, sha256_bytes
+from skgate.evidence.ledger_seals import LINE_LIMIT
 from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
@@ -25,11 +26,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 SCHEMA_LEDGER = "skgate.ledger/1"
-
-
-#: The longest ledger line read back whole: entries are a few hundred bytes; a longer
-#: line is damaged and is hashed in blocks, never held (issue 21).
-LINE_LIMIT = 1 << 20
 
 
 def last_line(fd: int, size: int | None = None) -> tuple[bytes | None, str | None, int]:

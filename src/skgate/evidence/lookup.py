@@ -16,6 +16,10 @@ import os
 from skgate.evidence import pathtext
 from skgate.evidence.files import EVENTS as JOURNAL
 from skgate.evidence.files import is_attempt_dir
+
+# Where a root keeps its attempts: named with the ledger's, which the seal check reads
+# without this module (files -> sealed -> ledger_seals; lookup imports files).
+from skgate.evidence.ledger_seals import ATTEMPTS as ATTEMPTS  # noqa: PLC0414
 from skgate.model.errors import EvidenceError
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
@@ -24,8 +28,6 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from skgate.evidence.pathtext import P
-
-ATTEMPTS = "attempts"
 
 
 def child_names(path: Path | str) -> list[str]:

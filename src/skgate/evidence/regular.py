@@ -251,6 +251,35 @@ def iter_fd_lines(fd: int, max_line: int = LINE_LIMIT, chunk: int = CHUNK) -> It
         yield Line(number + 1, buf, complete=False)
 
 
+def lines_containing(
+    fd: int, needle: bytes, max_line: int = LINE_LIMIT, chunk: int = CHUNK
+) -> Iterator[bytes]:
+    """The whole lines (without their newline) of an open file that hold ``needle``,
+    each once, found by ``bytes.find`` block by block: a large file is searched at memory
+    speed, never split line by line in Python. A line over ``max_line`` is neither held
+    nor yielded, and nor is a last line without its newline (torn, or being written)."""
+    carry = b""
+    skipping = False  # inside a line already over the bound: drop bytes to its end
+    while data := os.read(fd, chunk):
+        if skipping:
+            cut = data.find(b"\n")
+            if cut < 0:
+                continue
+            data, skipping = data[cut + 1 :], False
+        buf = carry + data if carry else data
+        end = buf.rfind(b"\n")  # the whole lines are buf[:end]
+        at = buf.find(needle, 0, end) if end >= 0 else -1
+        while at >= 0:
+            lo = buf.rfind(b"\n", 0, at) + 1
+            hi = buf.find(b"\n", at)  # at most end: the needle lies before it
+            if hi - lo <= max_line:
+                yield buf[lo:hi]
+            at = buf.find(needle, hi + 1, end)
+        carry = buf[end + 1 :]
+        if len(carry) > max_line:
+            carry, skipping = b"", True
+
+
 class _Opened:
     """``with opened(path) as fd``: a plain class, not ``contextlib.contextmanager``
     (``contextlib`` is an import ``skgate status`` does without, issue 29)."""

@@ -166,6 +166,13 @@ class Flaw(enum.Enum):
         "{where}：实为{odd}；从不经由链接读取账本",
         False,
     )
+    LEDGER_REMOVED = (
+        "{where}: removed, though {count} sealed attempt(s) of this root were indexed in it "
+        "(the first run into a root creates it, and nothing of skgate removes it)",
+        "{where}：已被删除，但本根目录有 {count} 个已封存的尝试曾登记在其中"
+        "（首次运行到该根目录时创建，skgate 从不删除它）",
+        False,
+    )
     # The ledger's lines (``ledger.check_chain``, C4: an append-only hash chain).
     LEDGER_LINE_TOO_LONG = (
         "{where}: line {number} is longer than {limit} bytes (damaged, not read)",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import stat
 
-from skgate.evidence import digest, pathtext, regular
+from skgate.evidence import digest, ledger_seals, pathtext, regular
 from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
@@ -93,7 +93,8 @@ class FileEntry:
 class Seal:
     """A loaded seal and what the ``lstat`` sweep found (the first breach, if any)."""
 
-    key: tuple[int, int, int, int]
+    #: ``seal.json``'s (inode, size, mtime, mode) and the root ledger's (None: none).
+    key: tuple[int, int, int, int, tuple[int, int, int, int] | None]
     entries: dict[str, FileEntry]
     breach: SealBreach | None
 
@@ -132,16 +133,20 @@ def load_seal(base: Path | str) -> Seal | None:
     a breach of ``seal.json`` itself (a :class:`Seal` with no entries)."""
     base = pathtext.plain(base)
     path = pathtext.join(base, SEAL)
+    at = ledger_seals.root_of(base)
+    # The ledger's own key too: a long-lived reader (MCP, wait) sees an edit of it.
+    ledger = ledger_seals.ledger_key(at[0]) if at is not None else None
     try:
         st = os.lstat(path)
     except OSError:
-        return None
-    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
+        return _removed(base, at, ledger)
+    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode, ledger)
     cached = _CACHE.get(base)
     if cached is not None and cached.key == key:
         return cached
     try:
-        data = jsonread.loads(regular.read_bytes(path))
+        blob = regular.read_bytes(path)
+        data = jsonread.loads(blob)
         if not isinstance(data, dict) or data.get("schema") != SCHEMA_SEAL:
             raise EvidenceError(f"{path}: not a {SCHEMA_SEAL!r} seal")
         raw = require(data, "files", list, str(path))
@@ -150,22 +155,63 @@ def load_seal(base: Path | str) -> Seal | None:
         why = str(exc).removeprefix(f"{path}: ") if isinstance(exc, EvidenceError) else "not JSON"
         seal = Seal(key, {}, SealBreach(SEAL, None, f"damaged: {why}"))
     except FileNotFoundError:
-        return None
+        return _removed(base, at, ledger)
     else:
-        seal = Seal(key, entries, _sweep(base, entries))
+        breach = _sweep(base, entries)
+        if breach is None and at is not None:
+            breach = _unrecorded(at[0], at[1], blob)
+        seal = Seal(key, entries, breach)
     _CACHE[base] = seal
     return seal
 
 
+#: The key of an attempt without ``seal.json``: only its ledger's key is compared.
+_NO_SEAL = (-1, -1, -1, -1)
+
+
+def _removed(
+    base: str, at: tuple[str, str] | None, ledger: tuple[int, int, int, int] | None
+) -> Seal | None:
+    """An attempt without ``seal.json``: unsealed (in progress, or its runner died: None,
+    read as it is), unless the root's ledger chained a seal for it, which was removed
+    then (``verify``: "seal.json removed after the ledger recorded it"): every read of it
+    is a breach, "seal.json (sealed sha256 ..., now missing)" (C2.5)."""
+    if at is None or ledger is None:
+        return None
+    key = (*_NO_SEAL, ledger)
+    cached = _CACHE.get(base)
+    if cached is None or cached.key != key:
+        recorded = ledger_seals.recorded_seals(*at)
+        cached = Seal(key, {}, SealBreach(SEAL, recorded[-1], "missing") if recorded else None)
+        _CACHE[base] = cached
+    return cached if cached.breach is not None else None
+
+
+def _unrecorded(root: str, name: str, blob: bytes) -> SealBreach | None:
+    """C2.5: a ``seal.json`` whose hash is not the one the root's ledger chained for it
+    (``verify``: "differs from the one the ledger recorded"). Re-made to match edited
+    files, it passes the sweep and every file's hash; the ledger tells. A root without
+    a ledger, or a ledger without this attempt's seal hash (an older skgate, a runner
+    killed between the seal and its end entry: ``recover`` finishes it), has nothing to
+    tell: the seal alone is checked, as before."""
+    got = digest.sha256_small(blob)
+    for want in ledger_seals.recorded_seals(root, name):
+        if want != got:
+            return SealBreach(SEAL, want, f"sha256 {got[:16]}, not the seal the ledger recorded")
+    return None
+
+
 def _locate(path: Path | str) -> tuple[str, str] | None:
-    """The sealed attempt directory a file belongs to and its name there, or None."""
+    """The sealed attempt directory a file belongs to and its name there, or None: one
+    with ``seal.json``, or an attempt of a root (``<root>/attempts/<id>``), whose ledger
+    may have chained a seal that is gone now (see :func:`_removed`)."""
     leaf = pathtext.name(path)
     if leaf == SEAL:
         return None
     parent = pathtext.parent(path)
     upper = pathtext.parent(parent)
     for base, name in ((parent, leaf), (upper, f"{pathtext.name(parent)}/{leaf}")):
-        if os.path.lexists(pathtext.join(base, SEAL)):
+        if os.path.lexists(pathtext.join(base, SEAL)) or ledger_seals.root_of(base):
             return None if name.startswith(_AFTER_SEAL) else (base, name)
     return None
 

@@ -196,8 +196,9 @@ class Report:
 
 def _ledgers(target: Path, attempts: tuple[AttemptEvidence, ...]) -> tuple[rows.LedgerStatus, ...]:
     roots = [root_of(a.path) for a in attempts] if attempts else [target]
-    found = [r for r in dict.fromkeys(roots) if r is not None and lexists(r / LEDGER)]
-    return tuple(rows.ledger_status(r) for r in found)
+    found = (rows.ledger_status(r) for r in dict.fromkeys(roots) if r is not None)
+    # A root without a ledger is left out, unless its ledger was removed (C4: said).
+    return tuple(led for led in found if led.problems or lexists(led.root / LEDGER))
 
 
 def _matrix_record(target: Path) -> Mapping[str, Any] | None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skgate.evidence.seal import attempt_problems, ledger_problems
+from skgate.evidence.seal import attempt_findings, ledger_problems
 from skgate.evidence.seal_problem import SealProblem
 from skgate.model.phrases import Lang
 from skgate.model.records import Census, State, Verdict
@@ -295,8 +295,10 @@ class SealStatus:
 
 
 def seal_status(attempt: Path) -> SealStatus:
-    """Whether the attempt's seal (seal.json) still matches its files."""
-    problems = tuple(attempt_problems(attempt))
+    """Whether the attempt's seal (seal.json) still matches its files and what the root's
+    ledger chained for it (``verify ATTEMPT``'s findings; the ledger's own lines are
+    :func:`ledger_status`'s)."""
+    problems = tuple(attempt_findings(attempt))
     if problems:
         return SealStatus(SealState.PROBLEMS, problems)
     if not (attempt / "seal.json").is_file():

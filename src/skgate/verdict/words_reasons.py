@@ -12,6 +12,12 @@ from __future__ import annotations
 REASONS_ZH: tuple[tuple[str, str], ...] = (
     # Issue 28: a sealed attempt whose files changed (skgate.verdict.changed).
     (
+        # A seal re-made to match edited files: its hash is not the ledger's.
+        r"evidence changed after sealing: seal\.json \(sealed sha256 (\w+), now sha256 (\w+), "
+        r"not the seal the ledger recorded\)",
+        r"封存后证据被改动：seal.json（封存时 sha256 \1，现在 sha256 \2，不是账本记录的封存清单）",
+    ),
+    (
         r"evidence changed after sealing: (\S+) \(sealed sha256 (\w+), now sha256 (\w+)\)",
         r"封存后证据被改动：\1（封存时 sha256 \2，现在 sha256 \3）",
     ),

@@ -1,0 +1,154 @@
+"""The seal hashes the root's ledger holds for one attempt, for the one reader (issue 28).
+
+``skgate verify`` checks every ``end`` and ``seal`` entry's ``seal_sha256`` against the
+attempt's ``seal.json`` (:mod:`skgate.evidence.seal`): a ``seal.json`` re-made to match
+edited evidence passes the seal check but no longer matches what the ledger chained.
+Every other reader (``status``, ``wait``, ``classify``, ``report``, MCP) goes through
+:mod:`skgate.evidence.sealed`, which asks here for the same hashes, so none of them shows
+such an attempt as its rewritten files say (C2.5).
+
+Kept apart from ``ledger.py`` so that ``status`` does not load the ledger's writers
+(issue 29): the ledger is read with one ``bytes.find`` per block for the attempt's
+quoted name, and only the lines that hold it are parsed.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+
+from skgate.evidence import pathtext, regular
+from skgate.model import jsonread
+from skgate.model.errors import EvidenceError
+
+# Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+#: The root's hash-chained ledger (``<root>/ledger.jsonl``), and where its attempts are.
+LEDGER = "ledger.jsonl"
+ATTEMPTS = "attempts"
+#: The longest ledger line read back whole: entries are a few hundred bytes; a longer
+#: line is damaged and is hashed in blocks, never held (issue 21; ``ledger_tail``).
+LINE_LIMIT = 1 << 20
+
+
+class LedgerEvent(str, enum.Enum):
+    """Entry kinds of ``ledger.jsonl`` (not the journal's events: a file of its own)."""
+
+    START = "start"
+    END = "end"
+    SEAL = "seal"
+    SCENE = "scene"
+    #: ``skgate recover`` cut back a torn last line (the entry's ``torn_cut`` says what).
+    REPAIR = "repair"
+
+
+#: The entries that chain an attempt's seal hash (``ledger.record_end``, ``record_seal``).
+_SEALING = (LedgerEvent.END, LedgerEvent.SEAL)
+
+
+def entry_kind(entry: Mapping[str, Any]) -> LedgerEvent | None:
+    """The kind of one ledger entry (None: a kind this version does not know). This and
+    the ledger's writer are the only places that read a ledger entry's ``event`` string."""
+    try:
+        return LedgerEvent(entry.get("event"))
+    except ValueError:
+        return None
+
+
+#: :func:`root_of` by the working directory and the spelling asked for: a report asks
+#: for each file of each attempt, and ``abspath`` was most of what that cost.
+_ROOTS: dict[tuple[str, str], tuple[str, str] | None] = {}
+
+
+def root_of(attempt: str) -> tuple[str, str] | None:
+    """(the evidence root, the attempt's name) of an attempt directory
+    ``<root>/attempts/<name>`` however it is spelled (``.``, a trailing slash), else None."""
+    asked = (os.getcwd() if not attempt.startswith("/") else "", attempt)
+    try:
+        return _ROOTS[asked]
+    except KeyError:
+        pass
+    parent, name = os.path.split(os.path.abspath(attempt))
+    found = (os.path.dirname(parent), name) if os.path.basename(parent) == ATTEMPTS else None
+    _ROOTS[asked] = found
+    return found
+
+
+def ledger_key(root: str) -> tuple[int, int, int, int] | None:
+    """What changes when the ledger does (inode, size, mtime, mode; None: none there), so
+    that a long-lived reader (MCP, ``wait``) reads it again after an append or an edit."""
+    try:
+        st = os.lstat(pathtext.join(root, LEDGER))
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
+
+
+#: Per root: the ledger's key (:func:`ledger_key`) and how many attempts were asked for
+#: under it, then, from the third on, every attempt's seal hashes read at once. One
+#: ``status`` asks for one attempt (a search for its name is the cheapest); a report
+#: asks for each attempt of its root, and one search per attempt over the whole ledger
+#: would grow with the square of the root's size.
+_ASKED: dict[str, tuple[object, int]] = {}
+_INDEX: dict[str, tuple[object, dict[str, tuple[str, ...]]]] = {}
+#: Attempts asked for under one state of the ledger before it is read whole.
+_SEARCHES = 2
+
+
+def recorded_seals(root: str, name: str) -> tuple[str, ...]:
+    """Every ``seal_sha256`` the ledger of ``root`` chained for its attempt ``name`` (its
+    ``end`` and ``seal`` entries, in order); empty when the root has no ledger, the
+    attempt no such entry, or the ledger cannot be read as a regular file (``verify``
+    names that; a reader cannot cross-check against it, and reads the seal alone, as it
+    does in a root without a ledger).
+
+    An entry is the attempt's when it names it and its path (``attempts/<name>``), as
+    ``ledger.record_end`` writes them; a line over :data:`LINE_LIMIT` or a torn last
+    line is not read (``verify`` reports both).
+    """
+    key = ledger_key(root)
+    index = _INDEX.get(root)
+    if index is not None and index[0] == key:
+        return index[1].get(name, ())
+    asked = _ASKED.get(root)
+    count = asked[1] + 1 if asked is not None and asked[0] == key else 1
+    _ASKED[root] = (key, count)
+    if count <= _SEARCHES:
+        return _read(root, b'"' + name.encode() + b'"').get(name, ())
+    # Every line that can hold a seal hash, however its JSON is spaced.
+    _INDEX[root] = (key, _read(root, b'"seal_sha256"'))
+    return _INDEX[root][1].get(name, ())
+
+
+def _read(root: str, needle: bytes) -> dict[str, tuple[str, ...]]:
+    """The seal hashes of the ``end`` and ``seal`` entries among the ledger's lines that
+    hold ``needle``, by attempt name (see :func:`recorded_seals`)."""
+    try:
+        fd = regular.open_fd(pathtext.join(root, LEDGER))
+    except (OSError, EvidenceError):
+        return {}  # none there, a link, or unreadable (verify says which)
+    found: dict[str, list[str]] = {}
+    try:
+        for raw in regular.lines_containing(fd, needle, LINE_LIMIT):
+            try:
+                entry = jsonread.loads(raw)
+            except (ValueError, RecursionError):
+                continue  # a damaged line: verify names it
+            if not isinstance(entry, dict) or entry_kind(entry) not in _SEALING:
+                continue
+            name, sha = entry.get("attempt"), entry.get("seal_sha256")
+            if (
+                isinstance(name, str)
+                and isinstance(sha, str)
+                and entry.get("path") == f"{ATTEMPTS}/{name}"
+            ):
+                found.setdefault(name, []).append(sha)
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    return {name: tuple(shas) for name, shas in found.items()}
