@@ -18,7 +18,9 @@
 installed (an earlier release, say), interleaved with this one in the same run. The
 bytecode of every skgate package timed is compiled first (``compileall``), as ``pip
 install`` leaves it: this machine sets ``PYTHONDONTWRITEBYTECODE=1``, and an editable
-install would otherwise compile every module from source on every start.
+install would otherwise compile every module from source on every start. ``skgate`` is
+the command a person types: the console script beside each interpreter
+(``skgate_cmd.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ import tempfile
 import time
 from pathlib import Path
 
-SKGATE = [sys.executable, "-m", "skgate"]
+from skgate_cmd import skgate_argv  # bench/ is sys.path[0] when run as a script
+
+#: ``skgate`` as a person types it: the console script beside this interpreter.
+SKGATE = skgate_argv()
 ENV = {**os.environ, "SKGATE_COMPILER_NAMES": "skgate-bench-no-foreign-compiler"}
 
 WORKLOAD = """\
@@ -76,7 +81,7 @@ def compile_skgate(python: str) -> str:
 
 def start_only(python: str, work: Path, tag: str) -> float:
     """Wall time of ``start`` under ``python`` (its workload ends by itself at once)."""
-    cmd = [python, "-m", "skgate", "start", "--root", f"r-{tag}", "--json", "--"]
+    cmd = [*skgate_argv(python), "start", "--root", f"r-{tag}", "--json", "--"]
     t0 = time.monotonic()
     out = subprocess.run(
         [*cmd, python, "-c", "pass"], cwd=work, env=ENV, capture_output=True, check=True
@@ -86,7 +91,7 @@ def start_only(python: str, work: Path, tag: str) -> float:
     # no measurement shares the two cores with another attempt's finishing.
     attempt = json.loads(out.stdout)["attempt"]
     subprocess.run(
-        [python, "-m", "skgate", "wait", attempt, "--quiet"],
+        [*skgate_argv(python), "wait", attempt, "--quiet"],
         cwd=work,
         env=ENV,
         stdout=subprocess.DEVNULL,

@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 import skgate
+from skgate_cmd import skgate_argv  # bench/ is sys.path[0] when run as a script
 
 #: Issue 29's targets: medians of the wall time, as a multiple of ``python -c pass``.
 HELP_TARGET = 1.5
@@ -61,12 +62,6 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> tupl
     wall = time.monotonic() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-
-
-def skgate_argv() -> list[str]:
-    """The console script a person types, beside this interpreter (else ``-m skgate``)."""
-    script = Path(sys.executable).parent / "skgate"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "skgate"]
 
 
 def main() -> int:

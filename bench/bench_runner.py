@@ -13,7 +13,10 @@
    the same system-wide CLOCK_MONOTONIC;
 3. start-up: ``skgate run -- true`` against ``timeout 60 true``, interleaved, median of
    ``--runs`` (target, issue 29: <= 100 ms slower). The hook probes' answer is cached
-   per user (``preflight/hooks/cache.py``): the line says how many runs used it;
+   per user (``preflight/hooks/cache.py``): the line says how many runs used it.
+   ``skgate`` is the command a person types, the console script beside the interpreter
+   (``skgate_cmd.py``; every part runs it); ``python -m skgate run`` is timed beside it,
+   watched;
 4. root size: ``skgate run -- true`` into one root that grows to ``--root-attempts``
    attempts, each run paired with one into a fresh root, in alternating order
    (interleaved: the machine's speed drifts more than the growth within a minute); the
@@ -37,7 +40,10 @@ import tempfile
 import time
 from pathlib import Path
 
-SKGATE = [sys.executable, "-m", "skgate"]
+from skgate_cmd import skgate_argv  # bench/ is sys.path[0] when run as a script
+
+#: ``skgate`` as a person types it: the console script beside this interpreter.
+SKGATE = skgate_argv()
 #: The simulated compilers' name prefix, this bench's own: another bench running at the
 #: same time on this shared machine is then no foreign compiler to wait for (a wait pads
 #: the wall time the CPU is divided by), and this one none of its.
@@ -79,9 +85,7 @@ def overhead(
     ``runner_cpu_s`` stamps split that CPU into phases."""
     work = Path(tempfile.mkdtemp(prefix="skgate-bench-"))
     cmd = [
-        python,
-        "-m",
-        "skgate",
+        *skgate_argv(python),
         "run",
         "--root",
         "r",
@@ -243,14 +247,22 @@ QUIET_ENV = {
 
 
 def _timed_run(
-    python: str, work: Path, root: str, approve: list[str], cache: Path | None = None
+    python: str,
+    work: Path,
+    root: str,
+    approve: list[str],
+    cache: Path | None = None,
+    *,
+    module: bool = False,
 ) -> float:
-    """One ``skgate run -- true``; ``cache``: a hook-probe cache of its own (the skgate
+    """One ``skgate run -- true`` (the console script beside ``python``; ``module``:
+    ``python -m skgate`` instead); ``cache``: a hook-probe cache of its own (the skgate
     under ``--against`` keeps its answers apart: an older one may store them otherwise)."""
     env = QUIET_ENV if cache is None else {**QUIET_ENV, "XDG_CACHE_HOME": str(cache)}
+    skgate = [python, "-m", "skgate"] if module else skgate_argv(python)
     t0 = time.perf_counter()
     subprocess.run(
-        [python, "-m", "skgate", "run", "--root", root, "--quiet", *approve,
+        [*skgate, "run", "--root", root, "--quiet", *approve,
          "--verdict-from", "exit-status", "--", "true"],
         cwd=work,
         check=True,  # a blocked or failed run is no start-up figure
@@ -269,6 +281,7 @@ class Startup:
         self.other: list[float] = []  # skgate run under --against
         self.fresh: list[float] = []  # skgate run in a new directory each time
         self.fresh_other: list[float] = []  # the same under --against
+        self.module: list[float] = []  # python -m skgate run, in its own directory
         self.answers: dict[str, list[str]] = {}  # root -> hook probe answer of each run
 
 
@@ -300,6 +313,11 @@ def startup(runs: int, against: str | None = None) -> Startup:
             out.other.append(
                 _timed_run(against, work, "r-against", approve, work / "cache-against")
             )
+        # ``python -m skgate``: the same run behind runpy, watched beside the command.
+        out.module.append(
+            _timed_run(sys.executable, work, "r-module", approve, work / "cache-module",
+                       module=True)
+        )  # fmt: skip
         for python, into, root, cache in (
             (sys.executable, out.fresh, "r-fresh", work / "cache-fresh"),
             *([(against, out.fresh_other, "r-fresh-against", work / "cache-fresh-against")]
@@ -308,7 +326,7 @@ def startup(runs: int, against: str | None = None) -> Startup:
             new = work / f"{root}-dir-{i}"
             new.mkdir()
             into.append(_timed_run(python, new, str(work / root), approve, cache))
-    for root in ("r", "r-fresh"):
+    for root in ("r", "r-fresh", "r-module"):
         out.answers[root] = _answers(work / root)
     print(
         "start-up: hook probe answers of the timed runs: "
@@ -317,6 +335,7 @@ def startup(runs: int, against: str | None = None) -> Startup:
             for where, a in (
                 ("same directory", out.answers["r"]),
                 ("new directory", out.answers["r-fresh"]),
+                ("python -m skgate", out.answers["r-module"]),
             )
         )
     )
@@ -495,6 +514,12 @@ def report_startup(runs: int, against: str | None) -> None:
         f"start-up, a new working directory per run (an agent's per-compile directory): "
         f"median {1000 * mf:.0f} ms, {1000 * (mf - mr):.0f} ms slower than timeout; "
         f"no target (watched)"
+    )
+    mm = statistics.median(got.module)
+    print(
+        f"start-up through python -m skgate (runpy before skgate's first line; the command "
+        f"above is the console script beside {sys.executable}): median {1000 * mm:.0f} ms, "
+        f"{1000 * (mm - mr):.0f} ms slower than timeout; no target (watched)"
     )
     if got.other:
         mo, mfo = statistics.median(got.other), statistics.median(got.fresh_other)
