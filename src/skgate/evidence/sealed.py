@@ -174,7 +174,7 @@ def _removed(
 ) -> Seal | None:
     """An attempt without ``seal.json``: unsealed (in progress, or its runner died: None,
     read as it is), unless the root's ledger chained a seal for it, which was removed
-    then (``verify``: "seal.json removed after the ledger recorded it"): every read of it
+    then (``verify``: "seal.json: removed (the ledger recorded it)"): every read of it
     is a breach, "seal.json (sealed sha256 ..., now missing)" (C2.5)."""
     if at is None or ledger is None:
         return None
