@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from skgate.api.lifecycle import find_attempt
 from skgate.evidence import regular
-from skgate.evidence.follow import DirWatch, Progress, attempt_dirs, wait_readable
+from skgate.evidence.follow import DirWatch, Progress, wait_readable
 from skgate.evidence.journal import JournalFollower
 from skgate.model.errors import EvidenceError
 from skgate.model.events import Event, event_from_dict
@@ -83,14 +84,14 @@ def test_progress_phases_and_provisional_counts() -> None:
     assert p.phase == "final" and p.to_dict(200.0)["deadline_remaining_s"] is None
 
 
-def test_attempt_dirs_include_attempts_still_in_preflight(tmp_path: Path) -> None:
+def test_wait_and_stop_find_attempts_still_in_preflight(tmp_path: Path) -> None:
     for name, files in (("0001", ["control.json", "events.jsonl"]), ("0002", ["events.jsonl"])):
         d = tmp_path / "attempts" / name
         d.mkdir(parents=True)
         for f in files:
             (d / f).write_text("")
     (tmp_path / "attempts" / "0003").mkdir()  # allocated, nothing written: not listed
-    assert [p.name for p in attempt_dirs(tmp_path)] == ["0001", "0002"]
+    assert find_attempt(tmp_path).name == "0002"
 
 
 def test_progress_counts_each_op_compiler_invocation_once() -> None:

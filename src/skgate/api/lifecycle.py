@@ -39,11 +39,11 @@ from skgate.evidence.follow import (
     FALLBACK_POLL,
     DirWatch,
     Progress,
-    attempt_dirs,
     verdict_record,
     wait_readable,
 )
 from skgate.evidence.journal import JournalFollower, iter_journal
+from skgate.evidence.lookup import ATTEMPTS, is_removed, latest
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.events import Blocked, Event, Finished, SignalReceived, VerdictLine
@@ -107,11 +107,13 @@ def find_attempt(target: str | os.PathLike[str] = DEFAULT_ROOT) -> Path:
     """An attempt directory, or the newest attempt of a root (one still in preflight
     included). Raises UsageError when ``target`` is neither."""
     path = Path(target)
-    if (path / files.EVENTS).is_file() or files.is_attempt_dir(path):
+    # A removed attempt is itself: its removal is the answer (C2.5, issue 28).
+    if (path / files.EVENTS).is_file() or files.is_attempt_dir(path) or is_removed(path):
         return path
-    found = attempt_dirs(path)
-    if found:
-        return found[-1]
+    if (path / ATTEMPTS).is_dir():
+        # The one lookup of status: the newest the ledger indexed, never an older one.
+        with contextlib.suppress(EvidenceError):  # no attempts yet: said below
+            return latest(path)
     if not path.exists():
         raise UsageError(f"{path}: no such attempt directory or evidence root")
     raise UsageError(f"{path}: not an attempt directory nor an evidence root with attempts")
@@ -177,6 +179,9 @@ def wait(
         raise UsageError("--max must be a number of seconds >= 0")
     attempt = find_attempt(target)
     began = time.monotonic()
+    if is_removed(attempt):  # nothing of it is left to follow: its removal is the answer
+        blank = Progress().to_dict(time.time())
+        return WaitResult(str(attempt), "final", current_verdict(attempt), blank, 0.0)
     end = None if max_seconds is None else began + max_seconds
     watch = DirWatch(attempt)  # before the first read, so no change can be missed
     follower = JournalFollower(attempt / files.EVENTS)
@@ -294,6 +299,17 @@ def stop(
     """
     attempt = find_attempt(target)
     reason = reason.strip() or "no reason given"
+    if is_removed(attempt):
+        # Its control.json went with it: no runner can be named, so none is asked.
+        return StopResult(
+            str(attempt),
+            "runner_gone",
+            "the attempt's directory was removed after the root's ledger indexed it, so its "
+            "runner cannot be named and nothing was signalled; never kill its processes by "
+            "name or age (C4)",
+            State.UNKNOWN.value,
+            reason,
+        )
     final = _final_state(attempt)
     if final is not None:
         return StopResult(

@@ -116,7 +116,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.all:
         # One damaged attempt must not hide the others: each is read on its own.
         rows: list[tuple[str, Verdict | None, str | None]] = []
-        for attempt in resolve(target, prelaunch=True):  # waiting ones too (issue 30)
+        # Waiting ones too (issue 30), and removed ones the ledger indexed (issue 28).
+        for attempt in resolve(target, prelaunch=True, removed=True):
             try:
                 rows.append((attempt, verdict_now(attempt), None))
             except SkgateError as exc:
@@ -161,7 +162,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
     from pathlib import Path  # noqa: PLC0415 - not at the top: status loads no pathlib
 
     target = Path(args.target)
-    attempts = resolve(target)
+    attempts = resolve(target, removed=True)  # a removed one reads unknown (issue 28)
     if len(attempts) != 1:
         raise UsageError(f"{target}: classify takes one attempt directory, not a root")
     from skgate.read.liveness import recompute  # noqa: PLC0415

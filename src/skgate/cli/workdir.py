@@ -42,7 +42,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     target = Path(args.target)
     found = seal.find_problems(target)
     problems = [str(p) for p in found]
-    count = len(resolve(target, prelaunch=True))
+    count = len(resolve(target, prelaunch=True, removed=True))
     waiting = unsealed.waiting_notes(target)  # issue 30: waiting is not "the runner died"
     if args.json:
         print(

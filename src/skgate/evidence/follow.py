@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from skgate.evidence import files
 from skgate.evidence.journal import blocker_text, blockers_of, is_wait_end, is_wait_start
 from skgate.model.events import (
     Created,
@@ -290,18 +289,6 @@ class Progress:
                 f"{self.counts.get('run_packages', 0)} .run"
             )
         return "; ".join(parts)
-
-
-def attempt_dirs(root: Path) -> list[Path]:
-    """Attempt directories of ``root`` with a journal, oldest first, including attempts
-    still in preflight (no ``control.json`` yet: a runner waiting for a blocker)."""
-    base = root / "attempts"
-    try:
-        entries = [e for e in os.scandir(base) if e.name.isdigit() and e.is_dir()]
-    except OSError:
-        return []
-    found = [Path(e.path) for e in entries if (Path(e.path) / files.EVENTS).is_file()]
-    return sorted(found, key=lambda p: int(p.name))
 
 
 def verdict_record(verdict: Verdict, outcome: str, exit_code: int) -> VerdictLine:

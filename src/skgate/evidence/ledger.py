@@ -55,6 +55,7 @@ from skgate.evidence.ledger_seals import LEDGER as LEDGER  # noqa: PLC0414
 from skgate.evidence.ledger_seals import LINE_LIMIT as LINE_LIMIT  # noqa: PLC0414
 from skgate.evidence.ledger_seals import LedgerEvent as LedgerEvent  # noqa: PLC0414
 from skgate.evidence.ledger_seals import entry_kind as entry_kind  # noqa: PLC0414
+from skgate.evidence.ledger_seals import indexed
 from skgate.evidence.ledger_tail import ENTRY_HEAD as ENTRY_HEAD  # noqa: PLC0414
 from skgate.evidence.ledger_tail import SCHEMA_LEDGER as SCHEMA_LEDGER  # noqa: PLC0414
 from skgate.evidence.ledger_tail import (
@@ -73,6 +74,7 @@ from skgate.evidence.lookup import ATTEMPTS as ATTEMPTS  # noqa: PLC0414
 from skgate.evidence.lookup import RUNS as RUNS  # noqa: PLC0414
 from skgate.evidence.lookup import child_names
 from skgate.evidence.lookup import is_prelaunch_dir as is_prelaunch_dir  # noqa: PLC0414
+from skgate.evidence.lookup import is_removed as is_removed  # noqa: PLC0414
 from skgate.evidence.lookup import latest as latest  # noqa: PLC0414
 from skgate.evidence.lookup import list_attempts as list_attempts  # noqa: PLC0414
 from skgate.evidence.lookup import resolve as resolve  # noqa: PLC0414
@@ -130,6 +132,12 @@ def allocate(root: Path, name: str | None = None) -> Path:
     if name is not None:
         if not (name.isdigit() and len(name) >= 4):
             raise BlockedError(f"attempt id {name!r} is not a 4-digit or longer number")
+        if indexed(str(root), name):
+            raise BlockedError(
+                f"cannot create attempt {name} in {base}: the root's ledger indexed an "
+                "attempt of that id before (its directory was removed since); an attempt "
+                "id is never reused (C4)"
+            )
         try:
             (base / name).mkdir()
         except OSError as exc:
@@ -142,6 +150,12 @@ def allocate(root: Path, name: str | None = None) -> Path:
     n = max(existing, default=0) + 1
     while True:
         candidate = base / f"{n:04d}"
+        if indexed(str(root), candidate.name):
+            # C4: an id the ledger indexed is never given out again, even when its
+            # directory was removed: the ledger's entries for it (its seal hashes) would
+            # be read as the new attempt's, and the removed one must still read as removed.
+            n += 1
+            continue
         try:
             candidate.mkdir()
         except FileExistsError:

@@ -127,28 +127,71 @@ def recorded_seals(root: str, name: str) -> tuple[str, ...]:
 def _read(root: str, needle: bytes) -> dict[str, tuple[str, ...]]:
     """The seal hashes of the ``end`` and ``seal`` entries among the ledger's lines that
     hold ``needle``, by attempt name (see :func:`recorded_seals`)."""
+    found: dict[str, list[str]] = {}
+    for kind, name, entry in _entries(root, needle):
+        sha = entry.get("seal_sha256")
+        if kind in _SEALING and isinstance(sha, str):
+            found.setdefault(name, []).append(sha)
+    return {name: tuple(shas) for name, shas in found.items()}
+
+
+#: The entries that name one attempt of the root (``repair`` names none).
+_INDEXING = (LedgerEvent.START, LedgerEvent.END, LedgerEvent.SEAL, LedgerEvent.SCENE)
+
+
+def _entries(root: str, needle: bytes) -> list[tuple[LedgerEvent, str, dict[str, Any]]]:
+    """(kind, attempt name, entry) of every whole ledger line that holds ``needle`` and
+    is an entry about one attempt of the root: it names the attempt and its path
+    (``attempts/<name>``), as the ledger's writer does. Empty when the root has no
+    ledger, a linked one, or one that cannot be read (``verify`` says which)."""
     try:
         fd = regular.open_fd(pathtext.join(root, LEDGER))
     except (OSError, EvidenceError):
-        return {}  # none there, a link, or unreadable (verify says which)
-    found: dict[str, list[str]] = {}
+        return []  # none there, a link, or unreadable (verify says which)
+    found: list[tuple[LedgerEvent, str, dict[str, Any]]] = []
     try:
         for raw in regular.lines_containing(fd, needle, LINE_LIMIT):
             try:
                 entry = jsonread.loads(raw)
             except (ValueError, RecursionError):
                 continue  # a damaged line: verify names it
-            if not isinstance(entry, dict) or entry_kind(entry) not in _SEALING:
+            if not isinstance(entry, dict):
                 continue
-            name, sha = entry.get("attempt"), entry.get("seal_sha256")
+            kind, name = entry_kind(entry), entry.get("attempt")
             if (
-                isinstance(name, str)
-                and isinstance(sha, str)
+                kind is not None
+                and isinstance(name, str)
                 and entry.get("path") == f"{ATTEMPTS}/{name}"
             ):
-                found.setdefault(name, []).append(sha)
+                found.append((kind, name, entry))
     except OSError:
-        return {}
+        return []
     finally:
         os.close(fd)
-    return {name: tuple(shas) for name, shas in found.items()}
+    return found
+
+
+def indexed(root: str, name: str) -> bool:
+    """Did the ledger of ``root`` index its attempt ``name`` (C4: every attempt is, before
+    it runs)? Its directory may be gone since: a removed attempt is never read as though
+    it had not run, and its id is never given out again (issue 28)."""
+    return any(
+        kind in _INDEXING and n == name
+        for kind, n, _ in _entries(root, b'"' + name.encode() + b'"')
+    )
+
+
+def removed(attempt: str) -> tuple[str, str] | None:
+    """(root, name) of an attempt path ``<root>/attempts/<name>`` whose directory is gone
+    though the root's ledger indexed it (issue 28); None for anything else."""
+    if os.path.lexists(attempt):
+        return None
+    at = root_of(attempt)
+    return at if at is not None and indexed(*at) else None
+
+
+def indexed_names(root: str) -> frozenset[str]:
+    """Every attempt name the ledger of ``root`` indexed, read in one pass (``status
+    --all`` of a root lists the removed ones too)."""
+    needle = b'"' + ATTEMPTS.encode() + b"/"
+    return frozenset(n for kind, n, _ in _entries(root, needle) if kind in _INDEXING)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from skgate.evidence import pathtext
+from skgate.evidence import ledger_seals, pathtext
 from skgate.evidence.files import EVENTS as JOURNAL
 from skgate.evidence.files import is_attempt_dir
 
@@ -50,16 +50,26 @@ def is_prelaunch_dir(path: Path | str) -> bool:
     return not is_attempt_dir(path) and pathtext.is_file(pathtext.join(path, JOURNAL))
 
 
-def list_attempts(root: P, *, prelaunch: bool = False) -> list[P]:
+def list_attempts(root: P, *, prelaunch: bool = False, removed: bool = False) -> list[P]:
     """Attempt directories of ``root``, oldest first; with ``prelaunch``, also those still
-    in preflight (what ``status`` and ``report`` show, never "no attempts"). ``str`` in,
-    ``str`` out; ``Path`` in, ``Path`` out (the lookups below alike)."""
+    in preflight (what ``status`` and ``report`` show, never "no attempts"); with
+    ``removed``, also those the root's ledger indexed that are gone or no longer read as
+    attempts (what ``status --all`` and ``report`` show, issue 28). ``str`` in, ``str``
+    out; ``Path`` in, ``Path`` out (the lookups below alike)."""
     base = pathtext.join(root, ATTEMPTS)
     # Names first, joined only when numbered: a root of agents' runs holds thousands.
-    numbered = ((n, pathtext.join(base, n)) for n in child_names(base) if n.isdigit())
+    names = child_names(base)
+    numbered = ((n, pathtext.join(base, n)) for n in names if n.isdigit())
     found = [
         (int(n), p) for n, p in numbered if is_attempt_dir(p) or (prelaunch and is_prelaunch_dir(p))
     ]
+    if removed:
+        # Gone, or no longer read as an attempt (its control.json and journal deleted):
+        # every id the ledger indexed is listed, once.
+        listed = {n for n, _ in found}
+        for name in ledger_seals.indexed_names(pathtext.plain(root)):
+            if name.isdigit() and int(name) not in listed:
+                found.append((int(name), pathtext.join(base, name)))
     return [pathtext.like(root, p) for _, p in sorted(found, key=lambda f: f[0])]
 
 
@@ -77,16 +87,19 @@ def sub_roots(target: P) -> list[P]:
     return [pathtext.like(target, p) for p in found]
 
 
-def resolve(target: P, *, prelaunch: bool = False) -> list[P]:
+def resolve(target: P, *, prelaunch: bool = False, removed: bool = False) -> list[P]:
     """An attempt directory, or every attempt of a root (of each arm's root of a matrix
-    session root), oldest first; ``prelaunch`` as :func:`list_attempts`."""
+    session root), oldest first; ``prelaunch`` and ``removed`` as :func:`list_attempts`
+    (with ``removed``, a removed attempt's own path is itself)."""
     if is_attempt_dir(target) or (prelaunch and is_prelaunch_dir(target)):
         return [target]
+    if removed and is_removed(target):
+        return [target]
     if pathtext.is_dir(pathtext.join(target, ATTEMPTS)):
-        return list_attempts(target, prelaunch=prelaunch)
+        return list_attempts(target, prelaunch=prelaunch, removed=removed)
     subs = sub_roots(target)
     if subs:
-        return [a for sub in subs for a in list_attempts(sub, prelaunch=prelaunch)]
+        return [a for sub in subs for a in list_attempts(sub, prelaunch=prelaunch, removed=removed)]
     if not pathtext.exists(target):
         raise EvidenceError(f"{target}: no such attempt directory or evidence root")
     raise EvidenceError(
@@ -96,7 +109,36 @@ def resolve(target: P, *, prelaunch: bool = False) -> list[P]:
 
 
 def latest(root: P) -> P:
-    attempts = resolve(root, prelaunch=True)  # a waiting attempt is the latest (issue 30)
+    """The newest attempt of ``root`` (an attempt directory: itself), a waiting one
+    included (issue 30). C2.5: one whose directory is gone though the root's ledger
+    indexed it is still the newest, so that its removal is what ``status`` says; an
+    older attempt never answers in its place (issue 28)."""
+    if is_removed(root):
+        return root  # a removed attempt named by its path: read as removed, not "no such"
+    attempts = resolve(root, prelaunch=True)
+    if pathtext.is_dir(pathtext.join(root, ATTEMPTS)):
+        newest = int(pathtext.name(attempts[-1])) if attempts else 0
+        after = _indexed_after(root, newest)
+        if after is not None:
+            return pathtext.like(root, pathtext.join(pathtext.join(root, ATTEMPTS), after))
     if not attempts:
         raise EvidenceError(f"{root}: the evidence root has no attempts yet")
     return attempts[-1]
+
+
+def is_removed(attempt: P) -> bool:
+    """Is ``attempt`` an attempt path of a root whose directory is gone, though the
+    root's ledger indexed it (issue 28)?"""
+    return ledger_seals.removed(pathtext.plain(attempt)) is not None
+
+
+def _indexed_after(root: P, newest: int) -> str | None:
+    """The newest attempt the ledger of ``root`` indexed after the attempt numbered
+    ``newest`` (None: none). Ids are given out one after the other, never again
+    (``ledger.allocate``), so the next ones are asked for in turn, one search of the
+    ledger each: a ``status`` of a root of any size pays one when nothing was removed."""
+    found = None
+    n = newest + 1
+    while ledger_seals.indexed(pathtext.plain(root), f"{n:04d}"):
+        found, n = f"{n:04d}", n + 1
+    return found

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from skgate.evidence import files, pathtext
-from skgate.evidence.sealed import OverlongError, SealBreachError
+from skgate.evidence.sealed import OverlongError, SealBreachError, removed_attempt
 from skgate.model.errors import EvidenceError
 from skgate.model.records import Verdict
 from skgate.verdict.changed import changed_verdict, damaged_verdict
@@ -53,7 +53,12 @@ def guarded(attempt_dir: P, answer: Callable[[P], Verdict]) -> Verdict:
     """The one way a command answers about an attempt (status, wait, report, classify,
     MCP): ``answer``, unless a file it read differs from the attempt's seal, which makes
     the answer ``unknown`` with "evidence changed after sealing: FILE ..." first (issue 28
-    s3, C2.5), or an over-long record was refused (never read, never passed over)."""
+    s3, C2.5), or an over-long record was refused (never read, never passed over). An
+    attempt whose directory is gone though its root's ledger indexed it is ``unknown``
+    too, its removal first (:func:`skgate.evidence.sealed.removed_attempt`)."""
+    gone = removed_attempt(attempt_dir)
+    if gone is not None:  # C2.5: a removed attempt is never "no such attempt"
+        return changed_verdict(gone, pathtext.plain(attempt_dir))
     try:
         return answer(attempt_dir)
     except SealBreachError as exc:

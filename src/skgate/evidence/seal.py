@@ -571,6 +571,10 @@ def find_problems(target: Path) -> list[SealProblem]:
         # (issue 30: a runner waiting for a foreign compiler has not died).
         found = unfinished_problem(target)
         return [] if found is None else [found]
+    if ledger.is_removed(target):  # gone though indexed (issue 28): what its ledger says
+        root = ledger.root_of(target)
+        assert root is not None  # a removed attempt is one of a root
+        return list(dict.fromkeys(_ledger_problems(root, only=target.name, chain=True)))
     if is_attempt_dir(target):
         root = ledger.root_of(target)
         if os.path.islink(target):

@@ -30,7 +30,7 @@ from skgate.evidence import digest, ledger_seals, pathtext, regular
 from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
-from skgate.model.running import SealBreach
+from skgate.model.running import ATTEMPT_DIRECTORY, SealBreach
 from skgate.model.schema import require
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
@@ -185,6 +185,19 @@ def _removed(
         cached = Seal(key, {}, SealBreach(SEAL, recorded[-1], "missing") if recorded else None)
         _CACHE[base] = cached
     return cached if cached.breach is not None else None
+
+
+def removed_attempt(attempt: Path | str) -> SealBreach | None:
+    """C2.5: an attempt directory of a root that is gone though the root's ledger indexed
+    it (removed by hand, or by a script that "cleans up" a failure): every answer about it
+    is ``unknown``, never "no such attempt", and an older attempt never answers in its
+    place (:func:`skgate.evidence.lookup.latest`). None for anything else: a directory
+    that is there, a path outside any root, a root without a ledger."""
+    at = ledger_seals.removed(pathtext.plain(attempt))
+    if at is None:
+        return None
+    recorded = ledger_seals.recorded_seals(*at)
+    return SealBreach(ATTEMPT_DIRECTORY, recorded[-1] if recorded else None, "missing")
 
 
 def _unrecorded(root: str, name: str, blob: bytes) -> SealBreach | None:

@@ -52,7 +52,7 @@ def waiting_notes(target: Path) -> list[str]:
     30): "0001: WAITING for 1 foreign compiler (named: ...); nothing launched yet". Not
     a problem: nothing is sealed yet, and nothing ran."""
     notes = []
-    for attempt in ledger.resolve(target, prelaunch=True):
+    for attempt in ledger.resolve(target, prelaunch=True, removed=True):
         if not ledger.is_prelaunch_dir(attempt) or not runner_alive(attempt):
             continue
         progress = Progress()

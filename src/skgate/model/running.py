@@ -350,14 +350,24 @@ class Summary:
         }
 
 
+#: :attr:`SealBreach.file` when the attempt's whole directory is gone though the root's
+#: ledger indexed it (issue 28): a removed attempt is never read as one that did not run,
+#: and an older attempt never answers in its place (C2.5).
+ATTEMPT_DIRECTORY = "."
+
+
 @record
 class SealBreach:
     """A file of a sealed attempt that no longer is what its seal says (issue 28 s3):
-    changed, damaged, missing, or added after sealing. Its content is never shown."""
+    changed, damaged, missing, or added after sealing; or the attempt's whole directory,
+    gone though the root's ledger indexed it (:data:`ATTEMPT_DIRECTORY`). Its content is
+    never shown."""
 
-    #: The file, relative to the attempt directory (``verdict.json``, ``plog/0001-x``).
+    #: The file, relative to the attempt directory (``verdict.json``, ``plog/0001-x``);
+    #: :data:`ATTEMPT_DIRECTORY` for the directory itself.
     file: str
-    #: The sha256 the seal recorded (None: the file is not in the seal).
+    #: The sha256 the seal recorded (None: the file is not in the seal). For the
+    #: directory: the ``seal.json`` hash the ledger chained (None: it chained none).
     sealed: str | None
     #: What it is now: ``sha256 <hex>``, ``missing``, ``N bytes (sealed M)``, or why
     #: ``seal.json`` itself cannot be read.
@@ -365,6 +375,15 @@ class SealBreach:
 
     def line(self) -> str:
         """The first line of every answer about such an attempt (en)."""
+        if self.file == ATTEMPT_DIRECTORY:
+            if self.sealed is None:
+                return (
+                    "evidence removed: the attempt directory is gone (the root's ledger indexed it)"
+                )
+            return (
+                "evidence changed after sealing: the attempt directory is gone (the root's "
+                f"ledger recorded its seal, sha256 {self.sealed[:16]})"
+            )
         if self.sealed is None and self.now.startswith("damaged"):
             return f"evidence changed after sealing: {self.file} ({self.now})"
         was = f"sealed sha256 {self.sealed[:16]}" if self.sealed else "not in the seal"

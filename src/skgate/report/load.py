@@ -27,8 +27,9 @@ from skgate.evidence.installed import INSTALLED_FILE
 from skgate.evidence.journal import read_journal
 from skgate.evidence.ledger import LEDGER, is_prelaunch_dir, resolve, root_of
 from skgate.evidence.load import archived_verdict
+from skgate.evidence.lookup import is_removed
 from skgate.evidence.plog import PLOG_INDEX
-from skgate.evidence.sealed import SealBreachError
+from skgate.evidence.sealed import SealBreachError, removed_attempt
 from skgate.evidence.stages import load_stages
 from skgate.model.errors import EvidenceError
 from skgate.model.events import Event
@@ -85,6 +86,9 @@ def load_attempt(path: Path, verdict_of: VerdictOf = default_verdict_of) -> Atte
     A sealed attempt whose files differ from the seal is shown by that alone: its
     verdict is unknown, "evidence changed after sealing: FILE ..." first, and nothing
     the changed files say is shown (issue 28 s3)."""
+    gone = removed_attempt(path)
+    if gone is not None:  # nothing of it is left: shown by its removal alone (issue 28)
+        return replace(_bare(path, changed_verdict(gone, str(path))), withheld=True)
     try:
         return _load_attempt(path, verdict_of)
     except SealBreachError as exc:
@@ -219,7 +223,7 @@ def _matrix_attempts(target: Path, verdict_of: VerdictOf) -> list[AttemptEvidenc
     runs = target / "runs"
     arms = sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
     for arm in arms:
-        for path in resolve(arm, prelaunch=True):
+        for path in resolve(arm, prelaunch=True, removed=True):
             ev = load_attempt(path, verdict_of)
             out.append(replace(ev, attempt=f"{arm.name}/{ev.attempt}"))
     return out
@@ -232,7 +236,9 @@ def build_report(target: Path, verdict_of: VerdictOf = default_verdict_of) -> Re
         attempts = tuple(_matrix_attempts(target, verdict_of))
         kind = "root"
     else:
-        paths = resolve(target, prelaunch=True)  # a waiting attempt is shown (issue 30)
+        # A waiting attempt is shown (issue 30), and a removed one its ledger indexed
+        # (issue 28): the root's newest is never an older one in its place.
+        paths = [target] if is_removed(target) else resolve(target, prelaunch=True, removed=True)
         kind = "attempt" if len(paths) == 1 and paths[0] == target else "root"
         attempts = tuple(load_attempt(p, verdict_of) for p in paths)
     by_path: dict[Path, str] = {}

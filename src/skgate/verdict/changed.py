@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from skgate.model.phrases import Lang
 from skgate.model.records import SealBreach, State, Verdict, Waiting
+from skgate.model.running import ATTEMPT_DIRECTORY
 
 
 def changed_verdict(breach: SealBreach, attempt: str) -> Verdict:
     """``unknown``, first line "evidence changed after sealing: FILE (...)" (C2.5)."""
+    if breach.file == ATTEMPT_DIRECTORY:
+        return _removed_verdict(breach, attempt)
     return Verdict(
         state=State.UNKNOWN,
         cause=None,
@@ -27,6 +30,30 @@ def changed_verdict(breach: SealBreach, attempt: str) -> Verdict:
         attempt=attempt,
         breach=breach,
     )
+
+
+def _removed_verdict(breach: SealBreach, attempt: str) -> Verdict:
+    """``unknown`` for an attempt whose directory is gone though its root's ledger
+    indexed it: the removal first; ``verify`` of the root names what is gone."""
+    # ``<root>/attempts/<name>``, by its words alone: this layer touches no file system.
+    parts = attempt.rstrip("/").rsplit("/", 2)
+    root = parts[0] if len(parts) == 3 and parts[0] else "."
+    return Verdict(
+        state=State.UNKNOWN,
+        cause=None,
+        reasons=(
+            breach.line(),
+            "C2.5: a removed attempt decides nothing, and no older attempt answers for it: "
+            f"run 'skgate verify {root}' to list what is gone",
+        ),
+        missing=(REMOVED_MISSING,),
+        attempt=attempt,
+        breach=breach,
+    )
+
+
+#: The missing item of a removed attempt (its zh form: words._MISSING_ZH).
+REMOVED_MISSING = "the attempt directory"
 
 
 def damaged_verdict(line: str, attempt: str) -> Verdict:

@@ -16,7 +16,7 @@ from skgate.model.idle import Idle, idle_reason
 from skgate.model.modes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
-from skgate.verdict.changed import waiting_words
+from skgate.verdict.changed import REMOVED_MISSING, waiting_words
 from skgate.verdict.words_installs import (
     INSTALL_FRAGMENTS_ZH,
     INSTALL_REASONS_ZH,
@@ -414,6 +414,7 @@ def phrase(key: str, lang: Lang) -> str:
 
 # ---------------------------------------------------------------------------
 _MISSING_ZH: Mapping[str, str] = {
+    REMOVED_MISSING: "尝试目录",
     "ownership manifest (ownership.json)": "进程归属清单（ownership.json）",
     "terminal status (the runner's final record)": "终止状态（运行器的最终记录）",
     "natural return of escaped processes": "脱离进程组的进程的自然返回",

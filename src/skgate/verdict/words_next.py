@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
+from skgate.model.running import ATTEMPT_DIRECTORY
 from skgate.verdict.words_installs import install_next_step
 
 NEXT_STEP: Mapping[State, Mapping[str, str]] = {
@@ -127,6 +128,19 @@ CHANGED_NEXT: Mapping[Lang, str] = {
 }
 
 
+#: The next step when an attempt's directory is gone though its root's ledger indexed it
+#: (issue 28): nothing of it is left to read, and no older attempt answers for it.
+REMOVED_NEXT: Mapping[Lang, str] = {
+    Lang.EN: "Do not conclude: this attempt's directory was removed after the root's ledger "
+    "indexed it, and no older attempt answers for it. Restore it from an intact copy "
+    "(`skgate verify` of the evidence root names what is gone), or run the command again "
+    "with `skgate run` for a new result (C2.5).",
+    Lang.ZH: "不要下结论：根目录的账本登记了本次尝试，但其目录已被删除，更早的尝试也不能代替它。"
+    "请从完好的副本恢复它（对证据根目录运行 `skgate verify` 会列出缺失的内容），"
+    "或用 `skgate run` 重新运行该命令以得到新的结果（C2.5）。",
+}
+
+
 #: The classifier's reason when a command returned with no [summary] line and no
 #: op_compiler (verdict.classify, C2.5): no evidence can decide.
 NOTHING_TO_DECIDE = "C2.5: no [summary] line was printed and no op_compiler process was observed"
@@ -136,7 +150,7 @@ def next_step_of(v: Verdict, lang: Lang) -> str:
     """The next step for this verdict (``{a}``: the attempt's path): a retry is suggested
     only where one can change the answer."""
     if v.breach is not None:
-        return CHANGED_NEXT[lang]
+        return REMOVED_NEXT[lang] if v.breach.file == ATTEMPT_DIRECTORY else CHANGED_NEXT[lang]
     if v.waiting is not None:
         return WAITING_NEXT[lang]
     if v.state is State.UNKNOWN and any(r.startswith(NOTHING_TO_DECIDE) for r in v.reasons):

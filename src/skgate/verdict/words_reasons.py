@@ -10,6 +10,22 @@ exactly as the classifier writes it. The stage reasons are :mod:`words_stages`.
 from __future__ import annotations
 
 REASONS_ZH: tuple[tuple[str, str], ...] = (
+    # Issue 28: an attempt whose directory is gone though the root's ledger indexed it.
+    (
+        r"evidence removed: the attempt directory is gone \(the root's ledger indexed it\)",
+        "证据被删除：尝试目录已不存在（根目录的账本登记过该尝试）",
+    ),
+    (
+        r"evidence changed after sealing: the attempt directory is gone \(the root's ledger "
+        r"recorded its seal, sha256 (\w+)\)",
+        r"封存后证据被改动：尝试目录已不存在（根目录的账本记录了它的封存清单，sha256 \1）",
+    ),
+    (
+        r"C2\.5: a removed attempt decides nothing, and no older attempt answers for it: run "
+        r"'skgate verify (.+)' to list what is gone",
+        r"C2.5：被删除的尝试不能决定任何结论，更早的尝试也不能代替它：运行 "
+        r"'skgate verify \1' 列出缺失的内容",
+    ),
     # Issue 28: a sealed attempt whose files changed (skgate.verdict.changed).
     (
         # A seal re-made to match edited files: its hash is not the ledger's.

@@ -1,0 +1,181 @@
+"""An attempt directory removed after its root's ledger indexed it (issue 28, C2.5, C4).
+
+Reproducer (measured on 1d06c40): ``skgate run --verdict-from exit-status -- true``, then
+``-- false``, then ``rm -rf r/attempts/0002``. ``skgate status r`` printed the older
+attempt's SUCCEEDED with exit 0; ``status --all`` listed 0001 alone; the next ``skgate
+run`` was given the id 0002 again, read its own fresh evidence against the removed
+attempt's seal hash in the ledger, and ended with exit 2, its attempt left unfinished.
+
+Now the removed attempt is still the root's newest, read ``unknown`` (exit 5) with its
+removal first, in every command and both languages; its id is never given out again.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from test_seal import ended_attempt
+
+from skgate.evidence import ledger, ledger_seals, lookup, sealed
+from skgate.model.errors import BlockedError, EvidenceError
+from skgate.model.phrases import Lang
+from skgate.model.records import State
+from skgate.model.running import ATTEMPT_DIRECTORY
+from skgate.read.liveness import current_verdict
+from skgate.verdict import words
+from skgate.verdict.words_next import REMOVED_NEXT, next_step_of
+
+GONE_SEALED = "evidence changed after sealing: the attempt directory is gone"
+GONE_UNSEALED = "evidence removed: the attempt directory is gone (the root's ledger indexed it)"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> None:
+    sealed._CACHE.clear()  # each test builds its own roots at the same tmp paths
+
+
+def three(root: Path) -> list[Path]:
+    return [ended_attempt(root) for _ in range(3)]
+
+
+def test_the_newest_removed_attempt_is_still_the_newest(tmp_path: Path) -> None:
+    a1, a2, a3 = three(tmp_path)
+    assert lookup.latest(tmp_path) == a3
+    shutil.rmtree(a3)
+    assert lookup.latest(tmp_path) == a3  # never a2 in its place
+    shutil.rmtree(a2)
+    assert lookup.latest(tmp_path) == a3
+    assert lookup.latest(str(tmp_path)) == str(a3)  # the caller's kind of path back
+    shutil.rmtree(a1)
+    assert lookup.latest(tmp_path) == a3  # every attempt gone: still not "no attempts"
+
+
+def test_a_removed_attempt_named_by_its_path_is_itself(tmp_path: Path) -> None:
+    _, a2, _ = three(tmp_path)
+    shutil.rmtree(a2)
+    assert lookup.is_removed(a2)
+    assert lookup.latest(a2) == a2
+
+
+def test_what_is_not_a_removed_attempt(tmp_path: Path) -> None:
+    a1, _, _ = three(tmp_path)
+    assert not lookup.is_removed(a1)  # there
+    assert not lookup.is_removed(tmp_path / "attempts" / "0009")  # never indexed
+    assert not lookup.is_removed(tmp_path / "elsewhere" / "0001")  # not in a root
+    with pytest.raises(EvidenceError, match="no such attempt directory"):
+        lookup.latest(tmp_path / "attempts" / "0009")
+
+
+def test_no_ledger_no_removal_to_tell(tmp_path: Path) -> None:
+    """A root without a ledger (hand-built, an older skgate), or a linked ledger: its
+    attempts are what its directories say, as before."""
+    a1, _, a3 = three(tmp_path)
+    shutil.rmtree(a3)
+    ledger_file = tmp_path / ledger_seals.LEDGER
+    moved = tmp_path.parent / f"{tmp_path.name}-ledger"
+    ledger_file.rename(moved)
+    assert not lookup.is_removed(a3)
+    assert lookup.latest(tmp_path).name == "0002"
+    ledger_file.symlink_to(moved)  # read as a regular file only: a link is none
+    assert not lookup.is_removed(a3)
+    assert lookup.latest(tmp_path).name == "0002"
+    assert a1.is_dir()
+
+
+def test_status_all_lists_removed_attempts_in_order(tmp_path: Path) -> None:
+    a1, a2, a3 = three(tmp_path)
+    shutil.rmtree(a2)
+    assert lookup.resolve(tmp_path) == [a1, a3]
+    assert lookup.resolve(tmp_path, prelaunch=True, removed=True) == [a1, a2, a3]
+    assert ledger_seals.indexed_names(str(tmp_path)) == {"0001", "0002", "0003"}
+
+
+def test_an_indexed_id_is_never_given_out_again(tmp_path: Path) -> None:
+    _, a2, a3 = three(tmp_path)
+    shutil.rmtree(a3)
+    shutil.rmtree(a2)
+    assert ledger.allocate(tmp_path).name == "0004"
+    with pytest.raises(BlockedError, match="never reused"):
+        ledger.allocate(tmp_path, "0002")  # a reserved id too
+    assert ledger.allocate(tmp_path, "0007").name == "0007"
+
+
+def test_a_removed_sealed_attempt_reads_unknown_its_seal_named(tmp_path: Path) -> None:
+    _, a2, _ = three(tmp_path)
+    want = ledger_seals.recorded_seals(str(tmp_path), "0002")[-1]
+    shutil.rmtree(a2)
+    breach = sealed.removed_attempt(a2)
+    assert breach is not None and breach.file == ATTEMPT_DIRECTORY and breach.sealed == want
+    v = current_verdict(a2)
+    assert v.state is State.UNKNOWN and v.breach == breach
+    assert (
+        v.reasons[0] == f"{GONE_SEALED} (the root's ledger recorded its seal, sha256 {want[:16]})"
+    )
+    assert v.reasons[1].startswith("C2.5: a removed attempt decides nothing")
+    assert f"'skgate verify {tmp_path}'" in v.reasons[1]
+    assert words.headline(v) == f"UNKNOWN: {v.reasons[0]}"
+    assert v.exit_code == 5
+
+
+def test_a_removed_unsealed_attempt_is_not_said_to_be_sealed(tmp_path: Path) -> None:
+    """Indexed, never sealed (its runner was still running, or died): removed, and no
+    word of a seal."""
+    three(tmp_path)
+    a4 = ledger.allocate(tmp_path)
+    ledger.record_start(tmp_path, a4, None)
+    shutil.rmtree(a4)
+    assert lookup.latest(tmp_path) == a4
+    v = current_verdict(a4)
+    assert v.state is State.UNKNOWN
+    assert v.reasons[0] == GONE_UNSEALED
+    assert "seal" not in v.reasons[0].removeprefix(GONE_UNSEALED)
+
+
+@pytest.mark.parametrize("sealed_first", [True, False])
+def test_every_word_of_it_has_its_chinese_form(tmp_path: Path, sealed_first: bool) -> None:
+    a1, _, a3 = three(tmp_path)
+    gone = a3
+    if not sealed_first:
+        gone = ledger.allocate(tmp_path)
+        ledger.record_start(tmp_path, gone, None)
+    shutil.rmtree(gone)
+    v = current_verdict(gone)
+    for reason in v.reasons:
+        zh = words.reason_zh(reason)
+        assert zh is not None, reason
+        head = zh.removeprefix("C2.5：")
+        assert "\u4e00" <= head[0] <= "\u9fff", zh  # a Chinese sentence, not the English
+    assert words.state_words(v, Lang.ZH).startswith(
+        "未知：" + ("封存后证据被改动" if sealed_first else "证据被删除")
+    )
+    assert [words.missing_zh(m) for m in v.missing] == ["尝试目录"]
+    assert next_step_of(v, Lang.ZH) == REMOVED_NEXT[Lang.ZH]
+    assert next_step_of(v, Lang.EN) == REMOVED_NEXT[Lang.EN]
+    assert a1.is_dir()
+
+
+def test_the_api_and_the_mcp_lookup_answer_for_the_removed_newest(tmp_path: Path) -> None:
+    from skgate import api
+    from skgate.agents.mcp_server import _attempt
+
+    _, _, a3 = three(tmp_path)
+    shutil.rmtree(a3)
+    assert _attempt(str(tmp_path)) == a3
+    v = api.status(tmp_path)
+    assert v.state is State.UNKNOWN and v.breach is not None and v.attempt == str(a3)
+
+
+def test_an_attempt_hidden_by_deleting_its_records_is_still_listed(tmp_path: Path) -> None:
+    """Its control.json and journal deleted, the directory is no attempt to a listing:
+    the ledger still names it, and its seal says what is missing."""
+    a1, a2, a3 = three(tmp_path)
+    for victim in (a2, a3):
+        (victim / "control.json").unlink()
+        (victim / "events.jsonl").unlink()
+    assert lookup.resolve(tmp_path) == [a1]
+    assert lookup.resolve(tmp_path, prelaunch=True, removed=True) == [a1, a2, a3]
+    assert lookup.latest(tmp_path) == a3
+    v = current_verdict(a3)
+    assert v.state is State.UNKNOWN and v.breach is not None and v.breach.file == "control.json"
