@@ -12,7 +12,6 @@ import enum
 import functools
 from collections.abc import Mapping
 
-from skgate.model.idle import Idle, idle_reason
 from skgate.model.modes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
@@ -38,6 +37,8 @@ from skgate.verdict.words_next import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+
+    from skgate.model.idle import Idle
 
 __all__ = ["NEXT_STEP", "UNCOMPILED_COUNT", "next_step", "next_step_of", "uncompiled"]
 
@@ -490,6 +491,9 @@ SIGNAL_REASONS_ZH: Mapping[str, str] = {
 def idle_said(idle: Idle, lang: Lang) -> str:
     """One way the launcher ran no compile (issue 27), in ``lang`` (the reason's words
     without its rule prefix)."""
+    # Only a report names a launcher that ran no compile: ``status`` does without it.
+    from skgate.model.idle import idle_reason  # noqa: PLC0415
+
     en = idle_reason(idle)
     if lang is not Lang.ZH:
         return en
