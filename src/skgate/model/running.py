@@ -15,7 +15,6 @@ from skgate.model.errors import EvidenceError
 from skgate.model.exits import STATE_CODES
 from skgate.model.frozen import field, record
 from skgate.model.schema import SCHEMA_OWNERSHIP, check_schema, opt_int, require
-from skgate.model.sources import SOURCE_EVENTS
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
@@ -150,6 +149,9 @@ class Coverage:
     def exact(self) -> bool:
         """Every fork, exec and exit of the owned tree is on record: the events were on,
         the kernel dropped none, and no other source found a process they did not."""
+        # Here, not at the top: ``skgate status`` reads a recorded verdict without it.
+        from skgate.model.sources import SOURCE_EVENTS  # noqa: PLC0415
+
         return (
             SOURCE_EVENTS in self.sources
             and self.events_overruns == 0
