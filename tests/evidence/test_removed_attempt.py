@@ -179,3 +179,29 @@ def test_an_attempt_hidden_by_deleting_its_records_is_still_listed(tmp_path: Pat
     assert lookup.latest(tmp_path) == a3
     v = current_verdict(a3)
     assert v.state is State.UNKNOWN and v.breach is not None and v.breach.file == "control.json"
+
+
+def test_an_attempt_copied_in_under_another_id_is_never_read_as_its_own(
+    tmp_path: Path,
+) -> None:
+    """``cp -r attempts/0001 attempts/0004``: a success copied over a newer failure. Its
+    files match its seal; the seal names 0001 (verify: "copied from elsewhere?")."""
+    a1, _, _ = three(tmp_path / "r")
+    copied = tmp_path / "r" / "attempts" / "0004"
+    shutil.copytree(a1, copied)
+    assert lookup.latest(tmp_path / "r") == copied
+    v = current_verdict(copied)
+    assert v.state is State.UNKNOWN and v.breach is not None
+    assert v.breach.sealed_as == "0001" and v.breach.to_dict()["sealed_as"] == "0001"
+    assert v.reasons[0] == (
+        "evidence changed after sealing: seal.json (it seals attempt 0001, not this one: "
+        "copied from elsewhere?)"
+    )
+    assert words.reason_zh(v.reasons[0]) == (
+        "封存后证据被改动：seal.json（它封存的是尝试 0001，不是本尝试：从别处复制而来？）"
+    )
+    assert current_verdict(a1).state is State.SUCCEEDED  # the original is intact
+    # Outside a root a name proves nothing (an attempt copied aside to look at it).
+    aside = tmp_path / "aside"
+    shutil.copytree(a1, aside)
+    assert current_verdict(aside).state is State.SUCCEEDED

@@ -92,3 +92,17 @@ def test_the_next_run_takes_a_new_id_and_runs(cleaned: Path) -> None:
     assert status.returncode == 0 and "evidence: r/attempts/0003" in status.stdout, status
     rows = run_skgate("status", "--all", "r", cwd=work).stdout.splitlines()
     assert [r.split(":")[0] for r in rows] == [f"r/attempts/000{n}" for n in (1, 2, 3)]
+
+
+def test_a_success_copied_over_the_newest_failure_is_not_believed(cleaned: Path) -> None:
+    """``cp -r r/attempts/0001 r/attempts/0005``: verify always named it; status now too."""
+    work = cleaned.parent / f"{cleaned.name}-copied"
+    shutil.copytree(cleaned, work, symlinks=True)
+    shutil.copytree(work / "r" / "attempts" / "0001", work / "r" / "attempts" / "0005")
+    status = run_skgate("status", "r", cwd=work)
+    assert status.returncode == EXIT_UNKNOWN, status
+    assert status.stdout.startswith(
+        "UNKNOWN: evidence changed after sealing: seal.json (it seals attempt 0001, not this "
+        "one: copied from elsewhere?)"
+    ), status
+    assert "evidence: r/attempts/0005" in status.stdout

@@ -158,6 +158,11 @@ def load_seal(base: Path | str) -> Seal | None:
         return _removed(base, at, ledger)
     else:
         breach = _sweep(base, entries)
+        named = data.get("attempt")
+        if breach is None and at is not None and isinstance(named, str) and named != at[1]:
+            # Copied in from another attempt (verify: "names attempt ... (copied from
+            # elsewhere?)"): its files match its seal, and the seal is not this one's.
+            breach = SealBreach(SEAL, None, "a copy", sealed_as=named)
         if breach is None and at is not None:
             breach = _unrecorded(at[0], at[1], blob)
         seal = Seal(key, entries, breach)

@@ -374,9 +374,17 @@ class SealBreach:
     #: What it is now: ``sha256 <hex>``, ``missing``, ``N bytes (sealed M)``, or why
     #: ``seal.json`` itself cannot be read.
     now: str
+    #: The attempt a ``seal.json`` seals when it is not this one: an attempt directory
+    #: copied from another into a root ("cp -r 0001 0005"), never read as its own.
+    sealed_as: str | None = None
 
     def line(self) -> str:
         """The first line of every answer about such an attempt (en)."""
+        if self.sealed_as is not None:
+            return (
+                f"evidence changed after sealing: {self.file} (it seals attempt "
+                f"{self.sealed_as}, not this one: copied from elsewhere?)"
+            )
         if self.file == ATTEMPT_DIRECTORY:
             if self.sealed is None:
                 return (
@@ -392,7 +400,8 @@ class SealBreach:
         return f"evidence changed after sealing: {self.file} ({was}, now {self.now})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "sealed_sha256": self.sealed, "now": self.now}
+        out = {"file": self.file, "sealed_sha256": self.sealed, "now": self.now}
+        return out if self.sealed_as is None else {**out, "sealed_as": self.sealed_as}
 
 
 @record

@@ -10,6 +10,12 @@ exactly as the classifier writes it. The stage reasons are :mod:`words_stages`.
 from __future__ import annotations
 
 REASONS_ZH: tuple[tuple[str, str], ...] = (
+    # Issue 28: an attempt directory copied into a root from another attempt.
+    (
+        r"evidence changed after sealing: seal\.json \(it seals attempt (\S+), not this one: "
+        r"copied from elsewhere\?\)",
+        r"封存后证据被改动：seal.json（它封存的是尝试 \1，不是本尝试：从别处复制而来？）",
+    ),
     # Issue 28: an attempt whose directory is gone though the root's ledger indexed it.
     (
         r"evidence removed: the attempt directory is gone \(the root's ledger indexed it\)",
