@@ -51,8 +51,10 @@ def waiting_notes(target: Path) -> list[str]:
     """One line per attempt of ``target`` whose live runner waits before launch (issue
     30): "0001: WAITING for 1 foreign compiler (named: ...); nothing launched yet". Not
     a problem: nothing is sealed yet, and nothing ran."""
+    if ledger.is_removed(target):
+        return []  # gone: nothing of it waits (verify names its removal)
     notes = []
-    for attempt in ledger.resolve(target, prelaunch=True, removed=True):
+    for attempt in ledger.resolve(target, prelaunch=True):
         if not ledger.is_prelaunch_dir(attempt) or not runner_alive(attempt):
             continue
         progress = Progress()
