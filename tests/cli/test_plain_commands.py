@@ -16,8 +16,8 @@ from skgate.model.phrases import count
 from skgate.model.records import State
 from skgate.model.running import ProcessRecord
 from skgate.preflight.foreign import blocker_text, process_label
-from skgate.verdict.words import NEXT_STEP, TEXT
-from skgate.verdict.words_next import NOTHING_TO_DECIDE_NEXT
+from skgate.verdict.words import TEXT
+from skgate.verdict.words_next import NEXT_STEP, NOTHING_TO_DECIDE_NEXT
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ out. They check modules, never times.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -62,7 +63,8 @@ NOT_FOR_HELP = {
 #: Never loaded by ``skgate status`` of a finished attempt: what its modules once pulled
 #: in for annotations, one ``suppress``, one writer's threads or lock, the help epilog and
 #: its wrapper, the Chinese reason tables; the dataclass machinery; OpenSSL; the
-#: classifier, the live look and the run machinery.
+#: classifier, the live look and the run machinery; the verdicts of a changed attempt and
+#: the next steps, which only other answers print.
 NOT_FOR_STATUS = {
     "typing",
     "threading",
@@ -76,6 +78,8 @@ NOT_FOR_STATUS = {
     "_hashlib",
     "fcntl",
     "skgate.verdict.classify",
+    "skgate.verdict.changed",
+    "skgate.verdict.words_next",
     "skgate.verdict.words_reasons",
     "skgate.verdict.words_stages",
     "skgate.cli.top",
@@ -146,6 +150,20 @@ def test_the_import_check_sees_the_status_parser(finished_root: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert loaded >= PARSER
     assert done.stdout == _imports("status", str(finished_root))[1].stdout
+
+
+def test_the_import_check_sees_a_changed_attempt(finished_root: Path, tmp_path: Path) -> None:
+    # A copy whose sealed verdict was rewritten: status answers unknown, with the changed
+    # attempt's words and its next step, and the same check then names their modules.
+    root = tmp_path / "r"
+    shutil.copytree(finished_root, root)
+    verdict = root / "attempts" / "0001" / "verdict.json"
+    verdict.write_text(verdict.read_text().replace('"succeeded"', '"failed"'))
+    loaded, done = _imports("status", str(root))
+    assert done.returncode == 5, done.stderr[-2000:]
+    assert done.stdout.startswith("UNKNOWN: evidence changed after sealing: verdict.json")
+    assert "  next step: " in done.stdout
+    assert {"skgate.verdict.changed", "skgate.verdict.words_next"} <= loaded & NOT_FOR_STATUS
 
 
 def test_the_import_check_sees_the_classifier(finished_root: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
-from skgate.verdict.words import headline, next_step_of
+from skgate.verdict.words import headline
 
 
 def print_verdict(verdict: Verdict, as_json: bool) -> None:
@@ -23,4 +23,7 @@ def print_verdict(verdict: Verdict, as_json: bool) -> None:
         print(f"  evidence: {verdict.attempt}")
     if verdict.state is State.UNKNOWN:
         # The headline says "no conclusion"; the step says what can change that (C2.5).
+        # Only here: the status of a finished compile does without these words (issue 29).
+        from skgate.verdict.words_next import next_step_of  # noqa: PLC0415
+
         print("  next step: " + next_step_of(verdict, Lang.EN).format(a=verdict.attempt or "."))

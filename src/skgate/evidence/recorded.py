@@ -14,7 +14,6 @@ from skgate.evidence import files, pathtext
 from skgate.evidence.sealed import OverlongError, SealBreachError, removed_attempt
 from skgate.model.errors import EvidenceError
 from skgate.model.records import Verdict
-from skgate.verdict.changed import changed_verdict, damaged_verdict
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` nor ``pathlib``
 # (issue 29): an attempt is a ``str`` or a ``Path`` here.
@@ -57,11 +56,18 @@ def guarded(attempt_dir: P, answer: Callable[[P], Verdict]) -> Verdict:
     attempt whose directory is gone though its root's ledger indexed it is ``unknown``
     too, its removal first (:func:`skgate.evidence.sealed.removed_attempt`)."""
     gone = removed_attempt(attempt_dir)
-    if gone is not None:  # C2.5: a removed attempt is never "no such attempt"
-        return changed_verdict(gone, pathtext.plain(attempt_dir))
-    try:
-        return answer(attempt_dir)
-    except SealBreachError as exc:
-        return changed_verdict(exc.breach, pathtext.plain(attempt_dir))
-    except OverlongError as exc:
-        return damaged_verdict(str(exc), pathtext.plain(attempt_dir))
+    if gone is None:
+        try:
+            return answer(attempt_dir)
+        except SealBreachError as exc:
+            gone = exc.breach
+        except OverlongError as exc:
+            from skgate.verdict.changed import damaged_verdict  # noqa: PLC0415 - see below
+
+            return damaged_verdict(str(exc), pathtext.plain(attempt_dir))
+    # C2.5: a removed attempt is never "no such attempt", and a changed one is never read
+    # as it says. These verdicts are loaded by these answers alone: the status of an
+    # attempt as sealed does without them (issue 29).
+    from skgate.verdict.changed import changed_verdict  # noqa: PLC0415
+
+    return changed_verdict(gone, pathtext.plain(attempt_dir))

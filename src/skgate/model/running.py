@@ -356,6 +356,10 @@ class Summary:
 #: ledger indexed it (issue 28): a removed attempt is never read as one that did not run,
 #: and an older attempt never answers in its place (C2.5).
 ATTEMPT_DIRECTORY = "."
+#: The missing item of a removed attempt (its zh form: verdict.words._MISSING_ZH); here,
+#: beside the breach it names, so that the words of every verdict need not load the
+#: removed attempt's own verdict (skgate.verdict.changed) to translate it (issue 29).
+REMOVED_MISSING = "the attempt directory"
 
 
 @record

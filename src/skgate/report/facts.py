@@ -47,10 +47,10 @@ from skgate.verdict.words import (
     SIGNAL_REASONS_ZH,
     duration,
     in_language,
-    next_step_of,
     phrase,
     state_words,
 )
+from skgate.verdict.words_next import next_step_of
 from skgate.verdict.words_values import cause_word, state_short
 
 SCHEMA_REPORT = "skgate.report/1"

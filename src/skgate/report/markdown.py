@@ -54,7 +54,8 @@ from skgate.report.sentences import (
     verdict_facts,
 )
 from skgate.report.stages import stage_lines, stage_plogs, stage_title
-from skgate.verdict.words import in_language, next_step_of, phrase
+from skgate.verdict.words import in_language, phrase
+from skgate.verdict.words_next import next_step_of
 from skgate.verdict.words_values import control_value
 
 

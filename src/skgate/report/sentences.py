@@ -16,15 +16,8 @@ from skgate.model.signals import signal_name
 from skgate.report.facts import census_label, headline, is_clean_retry_result
 from skgate.report.load import AttemptEvidence, Report
 from skgate.report.rows import LedgerState, SealState
-from skgate.verdict.words import (
-    CONTROL_SECTIONS,
-    UNCOMPILED_COUNT,
-    WORDS,
-    count_words,
-    duration,
-    phrase,
-    uncompiled,
-)
+from skgate.verdict.words import CONTROL_SECTIONS, WORDS, count_words, duration, phrase
+from skgate.verdict.words_next import UNCOMPILED_COUNT, uncompiled
 from skgate.verdict.words_values import cause_word, package_word, state_short
 
 Code = Callable[[str], str]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from skgate.model.phrases import Lang
 from skgate.model.records import SealBreach, State, Verdict, Waiting
-from skgate.model.running import ATTEMPT_DIRECTORY
+from skgate.model.running import ATTEMPT_DIRECTORY, REMOVED_MISSING
 
 
 def changed_verdict(breach: SealBreach, attempt: str) -> Verdict:
@@ -50,10 +50,6 @@ def _removed_verdict(breach: SealBreach, attempt: str) -> Verdict:
         attempt=attempt,
         breach=breach,
     )
-
-
-#: The missing item of a removed attempt (its zh form: words._MISSING_ZH).
-REMOVED_MISSING = "the attempt directory"
 
 
 def damaged_verdict(line: str, attempt: str) -> Verdict:

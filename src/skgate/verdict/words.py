@@ -15,22 +15,12 @@ from collections.abc import Mapping
 from skgate.model.modes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
-from skgate.verdict.changed import REMOVED_MISSING, waiting_words
+from skgate.model.running import REMOVED_MISSING
 from skgate.verdict.words_installs import (
     INSTALL_FRAGMENTS_ZH,
     INSTALL_REASONS_ZH,
     install_headline,
     install_state_words,
-)
-from skgate.verdict.words_next import (
-    IDLE_HEADLINE,
-    NEXT_STEP,
-    UNCOMPILED_COUNT,
-    UNCOMPILED_HEADLINE,
-    UNCOMPILED_WORDS,
-    next_step,
-    next_step_of,
-    uncompiled,
 )
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
@@ -39,8 +29,6 @@ if TYPE_CHECKING:
     import re
 
     from skgate.model.idle import Idle
-
-__all__ = ["NEXT_STEP", "UNCOMPILED_COUNT", "next_step", "next_step_of", "uncompiled"]
 
 #: C6 wording of the diagnosis (regress --matrix): what a failing start-up-hook arm proves
 #: and what it does not.
@@ -114,6 +102,11 @@ def headline(v: Verdict) -> str:
     if v.breach is not None:
         return f"UNKNOWN: {v.breach.line()}"  # issue 28: the change comes first
     if v.waiting is not None:
+        # The words of a verdict withheld, and of one that compiled nothing, are loaded by
+        # the verdicts that have them: the status of a finished compile has neither
+        # (issue 29).
+        from skgate.verdict.changed import waiting_words  # noqa: PLC0415
+
         return waiting_words(v.waiting, Lang.EN, headline=True)
     installs = install_headline(v)  # C8: a failed install is never a clean success
     if installs is not None:
@@ -143,6 +136,8 @@ def headline(v: Verdict) -> str:
     if kind is Kind.NOT_COMPILED:
         # C2: a cache hit compiled nothing (issue 19); a launcher with nothing to compile
         # installed nothing either (issue 27): the headline never says it did.
+        from skgate.verdict.words_next import IDLE_HEADLINE, UNCOMPILED_HEADLINE  # noqa: PLC0415
+
         cached = any("no compile ran:" in r and " installed" in r for r in v.reasons)
         return UNCOMPILED_HEADLINE if cached or not v.reasons else IDLE_HEADLINE
     return HEADLINE[v.state]
@@ -155,6 +150,8 @@ def state_words(v: Verdict, lang: Lang) -> str:
         line = v.breach.line()
         return f"未知：{reason_zh(line) or line}" if zh else f"unknown: {line}"
     if v.waiting is not None:
+        from skgate.verdict.changed import waiting_words  # noqa: PLC0415 - as headline()
+
         return waiting_words(v.waiting, lang)
     installs = install_state_words(v, lang)  # C8: a failed install is named first
     if installs is not None:
@@ -197,6 +194,8 @@ def state_words(v: Verdict, lang: Lang) -> str:
         tail = "; the launcher exited 0, which never makes a success" if status == 0 else ""
         return f"failed: {C7['final_failure']['en']} (an op_compiler stage{tail})"
     if kind is Kind.NOT_COMPILED:
+        from skgate.verdict.words_next import UNCOMPILED_WORDS  # noqa: PLC0415 - as headline()
+
         return UNCOMPILED_WORDS[lang]
     return WORDS[v.state][lang]
 
