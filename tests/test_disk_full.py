@@ -213,6 +213,37 @@ def test_after_a_failed_append_later_lines_wait_for_the_repair() -> None:
     assert calls == ["a", "c"]
 
 
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_write_into_a_removed_attempt_directory_ends_no_supervision(
+    tmp_path: Path, how: str
+) -> None:
+    """Issue 28: the directory removed (or another put in its place) under a live runner:
+    its failed writes are absorbed and counted, as a full disk's; an ENOENT while the
+    directory is still the runner's own is a bug and still raised."""
+    from skgate.evidence.diskfull import DiskFull
+
+    home = tmp_path / "0001"
+    home.mkdir()
+    full = DiskFull()
+    full.watch_home(home)
+
+    def replace(name: str) -> None:
+        (home / name).write_text("x")  # as every manifest write: a file in the directory
+
+    guarded = full.guard(replace, files.OWNERSHIP)
+    with pytest.raises(FileNotFoundError):
+        guarded("missing-dir/ownership.json")  # the directory is still the runner's own
+    assert (full.removed, full.home_gone()) == (False, False)
+    os.rename(home, tmp_path / "aside")
+    if how == "replaced":
+        home.mkdir()  # another directory of that name: not the runner's own
+    assert full.home_gone()
+    guarded("missing-dir/ownership.json")
+    # Absorbed and counted, and not taken for a full disk (tuple: read after the call).
+    assert (full.removed, full.dropped, full.full) == (True, 1, False)
+    assert not (home / "missing-dir").exists()
+
+
 #: ``skgate run`` whose finishing writes meet a full disk (ENOSPC), after the command
 #: returned: the one finishing function is replaced before the CLI runs.
 FULL_WHILE_FINISHING = """\

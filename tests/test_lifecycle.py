@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from conftest import (
     read_json,
     run_skgate,
     script,
+    start_skgate,
     wait_file,
     wait_for,
 )
@@ -231,6 +233,71 @@ def test_bounded_wait_exits_6_and_touches_nothing(tmp_path: Path) -> None:
     assert not [e for e in events(att) if e["event"].startswith("signal")]
     (tmp_path / "m" / "go").write_text("\n")
     assert run_skgate("wait", str(att), "--quiet", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.slow
+def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(tmp_path: Path) -> None:
+    """Its directory removed under its live runner (issue 28; tests/evidence/
+    test_removed_runner.py). On 5312471 ``wait`` answered unknown at once, ``stop`` said
+    ``runner_gone``, and the runner itself died at its next manifest write, leaving the
+    child that ignores SIGTERM running unsupervised. Now the runner the ledger's start
+    entry names is waited for and stopped, through itself alone, and it supervises its
+    command to the end: the SIGKILL of the grace included."""
+    started = start(tmp_path, "--grace", "0.5")
+    att = Path(started["attempt"])
+    leader, child = started_pids(tmp_path)
+    first = json.loads((tmp_path / "r" / "ledger.jsonl").read_text().splitlines()[0])
+    assert first["event"] == "start" and first["runner"]["pid"] == started["runner_pid"]
+    shutil.rmtree(att)
+    bounded = run_skgate("wait", "r", "--max", "0.5", "--json", cwd=tmp_path)
+    assert bounded.returncode == 6, bounded.stdout + bounded.stderr
+    out = valid("wait", json.loads(bounded.stdout))
+    assert (out["outcome"], out["state"]) == ("in_progress", "unknown")
+    assert "still runs" in bounded.stderr
+    assert pid_alive(leader) and pid_alive(child)  # waiting touched nothing (C1)
+    stop = run_skgate("stop", "r", "--json", cwd=tmp_path)
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    assert valid("stop", json.loads(stop.stdout))["action"] == "requested"
+    # SIGTERM to the runner's own group, then (the child ignores it) SIGKILL after the
+    # grace: the runner ends them, and wait returns once the runner has ended.
+    done = run_skgate("wait", "r", cwd=tmp_path)
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert done.stdout.startswith("UNKNOWN: evidence removed: the attempt directory is gone")
+    assert not pid_alive(leader) and not pid_alive(child)
+    assert not (tmp_path / "m" / "go").exists()  # ended by the stop, not by a natural return
+    last = json.loads((tmp_path / "r" / "ledger.jsonl").read_text().splitlines()[-1])
+    assert (last["event"], last["state"]) == ("end", "unknown")
+    assert "was removed while its runner ran" in last["removed"]
+    again = run_skgate("stop", "r", cwd=tmp_path)
+    assert again.returncode == 5 and "nothing was signalled" in again.stdout
+
+
+@pytest.mark.slow
+def test_a_runner_whose_directory_is_removed_still_enforces_its_timeout(
+    tmp_path: Path,
+) -> None:
+    """Nobody asks it anything: the frozen timeout still fires (C2.4), and the grace's
+    SIGKILL still reaches the child that ignores SIGTERM; the run ends unknown (exit 5),
+    never with a crash or an orphan."""
+    opts = ("--root", "r", "--timeout", "3", "--grace", "0.5")
+    run = start_skgate("run", *opts, "--", *workload(tmp_path), cwd=tmp_path)
+    try:
+        leader, child = started_pids(tmp_path)
+        shutil.rmtree(tmp_path / "r" / "attempts" / "0001")
+        out, err = run.communicate(timeout=60)
+        assert run.returncode == 5, out + err
+        assert out.startswith("UNKNOWN: evidence removed: the attempt directory is gone")
+        assert "the frozen timeout fired" in err and "internal error" not in err
+        assert "Traceback" not in err
+        # The timeout ended them: "go" (their natural return) is only written below.
+        assert not pid_alive(leader) and not pid_alive(child)
+    finally:
+        # Whatever failed above, nothing of ours outlives the test: the workload's own
+        # natural return first, then the runner, by its pid.
+        (tmp_path / "m" / "go").write_text("\n")
+        if run.poll() is None:
+            run.kill()
+        run.communicate()
 
 
 @pytest.mark.slow

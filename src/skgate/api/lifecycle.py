@@ -43,6 +43,7 @@ from skgate.evidence.follow import (
     wait_readable,
 )
 from skgate.evidence.journal import JournalFollower, iter_journal
+from skgate.evidence.ledger_seals import removed, started_by
 from skgate.evidence.lookup import ATTEMPTS, is_removed, latest
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
 from skgate.model.errors import EvidenceError, UsageError
@@ -51,7 +52,7 @@ from skgate.model.protocol import AttemptPhase, Started
 from skgate.model.records import EXIT_CODES, State, Verdict
 from skgate.model.request import RunRequest
 from skgate.proc.handle import ProcessHandle
-from skgate.read.liveness import current_verdict, runner_ref
+from skgate.read.liveness import RunnerRef, current_verdict, runner_ref
 
 SCHEMA_WAIT = "skgate.wait/1"
 SCHEMA_STOP = "skgate.stop/1"
@@ -129,6 +130,48 @@ def _runner_handle(attempt: Path) -> ProcessHandle | None:
     return ProcessHandle.open(ref.pid, ref.start_ticks)
 
 
+def _removed_runner(attempt: Path) -> ProcessHandle | None:
+    """The runner of a removed attempt while it still runs (its directory removed under
+    it), named by the root's ledger, whose ``start`` entry records who runs each attempt
+    (:func:`skgate.evidence.ledger_seals.started_by`); a handle on it only when its boot
+    and start time match (C4: a recycled pid is never taken for it). None otherwise."""
+    at = removed(str(attempt))
+    found = None if at is None else started_by(*at)
+    if found is None or not RunnerRef(*found).alive():
+        return None
+    return ProcessHandle.open(found[0], found[1])
+
+
+def _wait_removed(
+    attempt: Path,
+    handle: ProcessHandle,
+    end: float | None,
+    on_progress: Callable[[str], None] | None,
+    progress_every: float,
+) -> str:
+    """Wait for the runner of a removed attempt to end (``final``), or for ``end``
+    (``in_progress``): nothing of the attempt is left to follow, but while its runner
+    runs, its command may still run, and an answer now would be taken for its end."""
+    line = (
+        f"{attempt}: the attempt's directory was removed, but its runner (pid {handle.pid}, "
+        "named by the root's ledger) still runs, and its command may too: waiting for it to "
+        "end; kill nothing (C1)"
+    )
+    next_line = time.monotonic()
+    while handle.alive():
+        now = time.monotonic()
+        if end is not None and now >= end:
+            return "in_progress"
+        if on_progress is not None and now >= next_line:
+            on_progress(line)
+            next_line = now + progress_every
+        due = [t for t in (end, next_line if on_progress is not None else None) if t]
+        if handle.fileno() < 0:  # no pidfd (Linux < 5.3): looked at again and again
+            due.append(now + FALLBACK_POLL)
+        wait_readable([handle.fileno()], max(0.0, min(due) - now) if due else None)
+    return "final"
+
+
 # --------------------------------------------------------------------------- wait
 
 
@@ -179,10 +222,16 @@ def wait(
         raise UsageError("--max must be a number of seconds >= 0")
     attempt = find_attempt(target)
     began = time.monotonic()
-    if is_removed(attempt):  # nothing of it is left to follow: its removal is the answer
-        blank = Progress().to_dict(time.time())
-        return WaitResult(str(attempt), "final", current_verdict(attempt), blank, 0.0)
     end = None if max_seconds is None else began + max_seconds
+    if is_removed(attempt):  # nothing of it is left to follow: its removal is the answer,
+        outcome = "final"  # once the runner it had, if it still runs, has ended
+        handle = _removed_runner(attempt)
+        if handle is not None:
+            with handle:
+                outcome = _wait_removed(attempt, handle, end, on_progress, progress_every)
+        blank = Progress().to_dict(time.time())
+        verdict = current_verdict(attempt)
+        return WaitResult(str(attempt), outcome, verdict, blank, time.monotonic() - began)
     watch = DirWatch(attempt)  # before the first read, so no change can be missed
     follower = JournalFollower(attempt / files.EVENTS)
     progress = Progress()
@@ -288,6 +337,54 @@ def _final_state(attempt: Path) -> str | None:
     return current_verdict(attempt).state.value
 
 
+def _leave_request(attempt: Path, reason: str) -> None:
+    """The stop request the runner reads when the SIGTERM comes (beside the attempt, in
+    its root: a removed attempt's runner finds it too)."""
+    path = stop_request_path(attempt)
+    path.parent.mkdir(exist_ok=True)
+    files.replace_json(
+        path,
+        {
+            "schema": SCHEMA_STOP_REQUEST,
+            "attempt": str(attempt),
+            "reason": reason,
+            "requested_by_pid": os.getpid(),
+            "requested_at": time.time(),
+        },
+    )
+
+
+def _stop_removed(attempt: Path, handle: ProcessHandle, reason: str) -> StopResult:
+    """Stop a removed attempt whose runner still runs (:func:`_removed_runner`): the
+    request left as for any attempt, then SIGTERM to that runner alone, by its handle. It
+    ends its own process group as for any stop (SIGTERM, grace, SIGKILL; C2.4, C4), and
+    records its end in the root's ledger alone; the answer stays ``unknown``. No
+    acknowledgement is awaited: its journal went with the directory."""
+    _leave_request(attempt, reason)
+    if not handle.send_signal(signal.SIGTERM):
+        with contextlib.suppress(OSError):
+            stop_request_path(attempt).unlink()  # not taken: void
+        return StopResult(
+            str(attempt),
+            "runner_gone",
+            "the attempt's directory was removed, and its runner ended before the request "
+            "reached it; nothing was signalled",
+            State.UNKNOWN.value,
+            reason,
+        )
+    return StopResult(
+        str(attempt),
+        "requested",
+        f"the attempt's directory was removed, but its runner (pid {handle.pid}, named by "
+        "the root's ledger, its start time checked) still ran: it was asked to stop and "
+        "ends its own process group (SIGTERM, SIGKILL after its grace); it records its end "
+        "in the root's ledger alone (its directory is gone): `skgate wait` returns once it "
+        "has ended",
+        State.UNKNOWN.value,
+        reason,
+    )
+
+
 def stop(
     target: str | os.PathLike[str], reason: str = "", *, ack_timeout: float = STOP_ACK_TIMEOUT
 ) -> StopResult:
@@ -300,13 +397,17 @@ def stop(
     attempt = find_attempt(target)
     reason = reason.strip() or "no reason given"
     if is_removed(attempt):
-        # Its control.json went with it: no runner can be named, so none is asked.
+        handle = _removed_runner(attempt)
+        if handle is not None:
+            with handle:
+                return _stop_removed(attempt, handle, reason)
+        # Its control.json went with it, and the ledger names no runner alive now.
         return StopResult(
             str(attempt),
             "runner_gone",
-            "the attempt's directory was removed after the root's ledger indexed it, so its "
-            "runner cannot be named and nothing was signalled; never kill its processes by "
-            "name or age (C4)",
+            "the attempt's directory was removed after the root's ledger indexed it, and no "
+            "runner of it runs now (none that the ledger names), so nothing was signalled; "
+            "never kill its processes by name or age (C4)",
             State.UNKNOWN.value,
             reason,
         )
@@ -346,17 +447,7 @@ def stop(
         )
     watch = DirWatch(attempt)
     try:
-        path.parent.mkdir(exist_ok=True)
-        files.replace_json(
-            path,
-            {
-                "schema": SCHEMA_STOP_REQUEST,
-                "attempt": str(attempt),
-                "reason": reason,
-                "requested_by_pid": os.getpid(),
-                "requested_at": time.time(),
-            },
-        )
+        _leave_request(attempt, reason)
         # The runner only, by pidfd: its handler reads the request and ends its own group.
         delivered = handle.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + ack_timeout

@@ -18,7 +18,12 @@ writing to its stdout pipe, died of SIGPIPE. skgate killed a compile. Now:
   ``skgate recover ATTEMPT``. Meanwhile ``status`` says "finishing: evidence disk full"
   (:func:`disk_full_now`).
 
-Any other OSError still propagates: only a full disk (ENOSPC, EDQUOT) is absorbed.
+Any other OSError still propagates: only a full disk (ENOSPC, EDQUOT) is absorbed, and a
+write that failed because the attempt's directory is no longer the one the runner made
+(removed under it, or another directory put in its place, issue 28): the runner then
+goes on supervising its command to its end, frozen timeout included, with nothing more
+written there (C1, C2.4, C4: it died at the next manifest, and its command ran on
+unsupervised, a process that ignores SIGTERM never sent the SIGKILL of the grace).
 """
 
 from __future__ import annotations
@@ -66,15 +71,45 @@ class DiskFull:
     log_truncated_at: int | None = None
     log_bytes: int = 0
     files_hit: list[str] = field(default_factory=list)
+    #: The attempt directory the writes go to, and its (device, inode) when the runner
+    #: made it (:meth:`watch_home`); when it was removed (:attr:`removed`).
+    home: str = ""
+    home_id: tuple[int, int] | None = None
+    removed_wall: float | None = None
 
     @property
     def full(self) -> bool:
         return self.first_wall is not None
 
-    def note(self, what: str, exc: OSError) -> bool:
-        """Remember a failed write; True when it was a full disk (then it is absorbed)."""
-        if exc.errno not in FULL_ERRNOS:
+    @property
+    def removed(self) -> bool:
+        """Did a write fail because the attempt's directory is gone (see the module doc)?"""
+        return self.removed_wall is not None
+
+    def watch_home(self, attempt_dir: Path) -> None:
+        st = os.stat(attempt_dir)
+        self.home, self.home_id = str(attempt_dir), (st.st_dev, st.st_ino)
+
+    def home_gone(self) -> bool:
+        """Is the attempt's directory no longer the one the runner made (removed, or
+        another in its place)? False when :meth:`watch_home` was never called."""
+        if self.home_id is None:
             return False
+        try:
+            st = os.lstat(self.home)
+        except OSError:
+            return True
+        return (st.st_dev, st.st_ino) != self.home_id
+
+    def note(self, what: str, exc: OSError) -> bool:
+        """Remember a failed write; True when it was a full disk or the attempt's
+        directory is gone (then it is absorbed)."""
+        if exc.errno not in FULL_ERRNOS:
+            if not self.home_gone():
+                return False
+            self.removed_wall = self.removed_wall or time.time()
+            self.dropped += 1
+            return True
         if self.first_wall is None:
             self.first_wall, self.first_file = time.time(), what
         if what not in self.files_hit:

@@ -302,12 +302,24 @@ def repair(root: Path) -> dict[str, Any] | None:
         return _append_locked(fd, LedgerEvent.REPAIR.value, {"by": "skgate recover"}, torn)
 
 
-def record_start(root: Path, attempt: Path, parent: str | None) -> None:
-    """Index an attempt that is starting; ``parent`` is the attempt it retries, if any."""
+def record_start(
+    root: Path, attempt: Path, parent: str | None, runner: Mapping[str, Any] | None = None
+) -> None:
+    """Index an attempt that is starting; ``parent`` is the attempt it retries, if any.
+
+    ``runner`` is who runs it (pid, start time, boot, as its ``control.json`` says): the
+    one record that still names the runner once the attempt's directory is removed, so
+    that ``skgate wait`` and ``stop`` of that attempt reach the runner it had, verified by
+    its start time, and never anything else (C4; :func:`ledger_seals.started_by`)."""
     append_entry(
         root,
         LedgerEvent.START.value,
-        {"attempt": attempt.name, "path": _attempt_ref(root, attempt), "parent": parent},
+        {
+            "attempt": attempt.name,
+            "path": _attempt_ref(root, attempt),
+            "parent": parent,
+            **({"runner": dict(runner)} if runner is not None else {}),
+        },
     )
 
 

@@ -190,6 +190,29 @@ def removed(attempt: str) -> tuple[str, str] | None:
     return at if at is not None and indexed(*at) else None
 
 
+def started_by(root: str, name: str) -> tuple[int, int, str] | None:
+    """(pid, start time in clock ticks, boot id) of the runner that the ledger's ``start``
+    entry of attempt ``name`` names (:func:`skgate.evidence.ledger.record_start`): who ran
+    an attempt whose directory, and its ``control.json`` with it, is gone. None when no
+    entry names one (an attempt brought home from another node, one that ``skgate
+    recover`` indexed, a ledger written before runners were named there) or its fields
+    are not what the writer writes."""
+    for kind, n, entry in _entries(root, b'"' + name.encode() + b'"'):
+        runner = entry.get("runner")
+        if kind is not LedgerEvent.START or n != name or not isinstance(runner, dict):
+            continue
+        pid, ticks, boot = runner.get("pid"), runner.get("start_ticks"), runner.get("boot_id")
+        if (
+            type(pid) is int  # not a bool
+            and pid > 0
+            and type(ticks) is int
+            and ticks >= 0
+            and isinstance(boot, str)
+        ):
+            return pid, ticks, boot
+    return None
+
+
 def indexed_names(root: str) -> frozenset[str]:
     """Every attempt name the ledger of ``root`` indexed, read in one pass (``status
     --all`` of a root lists the removed ones too)."""

@@ -55,7 +55,10 @@ while True:
     except InterruptedError:
         continue
 if said:
-    os.unlink(path)
+    try:
+        os.unlink(path)
+    except OSError:  # its directory removed meanwhile (issue 28): nothing left to remove
+        pass
     os._exit(0)
 # The runner read this pipe without blocking, and the flag belongs to the shared open
 # file description: with the runner gone, the keeper may wait on it.

@@ -232,14 +232,21 @@ class Attempt:
                 "created_at": time.time(),
                 "skgate_version": __version__,
                 "request": self.request.to_dict(),
-                "runner": {
-                    "pid": self.runner_pid,
-                    "start_ticks": self.runner_start_ticks,
-                    "boot_id": self.boot_id,
-                },
+                "runner": self.runner,
                 "controls": controls,
             },
         )
+
+    @property
+    def runner(self) -> dict[str, Any]:
+        """Who runs the attempt, as ``control.json`` and the ledger's ``start`` entry name
+        it: the process (pid, start time) and its boot (C4: how it is told from a pid
+        recycled since)."""
+        return {
+            "pid": self.runner_pid,
+            "start_ticks": self.runner_start_ticks,
+            "boot_id": self.boot_id,
+        }
 
     def write_ownership(
         self, records: list[ProcessRecord], complete: bool, coverage: Coverage | None = None

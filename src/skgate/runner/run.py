@@ -228,6 +228,8 @@ def _execute(run: _Run) -> Verdict:
     except OSError as exc:
         from skgate.evidence.diskfull import is_full  # noqa: PLC0415 - see the module top
 
+        if run.outcome is not None and run.watcher is not None and run.watcher.full.home_gone():
+            return _removed_end(run)  # removed while it was being finished
         if run.outcome is None or run.att is None or not is_full(exc):
             raise
         # The tree has returned: a disk that filled up again while the evidence is
@@ -276,7 +278,7 @@ def _record(run: _Run) -> Verdict | None:
                 )
             )
         try:
-            ledger.record_start(att.root, attempt_dir, request.retry_of)
+            ledger.record_start(att.root, attempt_dir, request.retry_of, att.runner)
         except (OSError, SkgateError) as exc:
             # Never run unrecorded: leave a readable not-started attempt, refuse (exit 3).
             reason = f"the evidence root's ledger cannot be written ({exc}); nothing was started"
@@ -483,7 +485,7 @@ def _supervise(run: _Run) -> Verdict | None:
         att.stops.phase = Phase.FINISHING
         sup.restore_handlers()
         att.stops.add(sup.pending_stops())
-    if watcher.full.full:
+    if watcher.full.full and not watcher.full.removed:  # no space to wait for, then
         from skgate.evidence.diskfull import still_full_line  # noqa: PLC0415
 
         # As soon as space allows (issue 21 s2), at most the grace, and the first stop
@@ -506,6 +508,8 @@ def _finish(run: _Run) -> Verdict | None:
     """After the tree is gone: the final files, then classify and seal (C2)."""
     att, watcher, outcome, plan = run.attempt, run.watcher, run.outcome, run.plan
     assert watcher is not None and outcome is not None and plan is not None and run.sup
+    if watcher.full.removed or watcher.full.home_gone():
+        return _removed_end(run)
     from skgate.runner.watch import finish_after_return  # noqa: PLC0415
 
     return finish_after_return(
@@ -517,6 +521,15 @@ def _finish(run: _Run) -> Verdict | None:
         plog_env=plan.env,
         launched_wall=run.launched_wall,
     )
+
+
+def _removed_end(run: _Run) -> Verdict:
+    """The attempt's directory was removed while its runner ran (issue 28): see
+    :func:`skgate.runner.watch.finish_removed`."""
+    from skgate.runner.watch import finish_removed  # noqa: PLC0415 - this end only
+
+    assert run.outcome is not None
+    return finish_removed(run.attempt, run.outcome)
 
 
 #: The attempt, step by step (see the module doc); :func:`_execute` runs them in order.

@@ -24,6 +24,7 @@ from skgate.evidence.census import (
 from skgate.evidence.diskfull import DiskFull, RunLog
 from skgate.evidence.follow import stage_announcer
 from skgate.evidence.logscan import LogScanner
+from skgate.model.errors import SkgateError
 from skgate.model.events import Event
 from skgate.model.frozen import mutable
 from skgate.model.running import Coverage, ProcessRecord
@@ -95,6 +96,7 @@ class Watcher:
         if echoer is not None:
             held.callback(echoer.close)
         full = DiskFull()
+        full.watch_home(att.dir)  # issue 28: a removed directory ends no supervision
         emit = full.guard(att.emit, files.EVENTS, appends=True)
         # C2/C3: every owned op_compiler invocation becomes a stage of its own.
         tracker = StageTracker(preflight.compiler_names(request, plan.env), cwd=request.cwd)
@@ -248,3 +250,42 @@ def finish_after_return(
         # terminal that does not read never delays it.
         if own_fd >= 0:
             os.close(own_fd)
+
+
+def finish_removed(att: Attempt, outcome: Outcome) -> Verdict:
+    """The attempt's directory was removed while its runner ran (issue 28): the command
+    was supervised to its end all the same (C1, C2.4), and nothing is left to write its
+    evidence into. The root's ledger records the end (``unknown``, with how the command
+    ended), and the answer is the one every reader gives of a removed attempt (C2.5)."""
+    from skgate.evidence import ledger  # noqa: PLC0415 - this end only
+    from skgate.model.records import State, Verdict  # noqa: PLC0415
+    from skgate.model.signals import signal_name  # noqa: PLC0415
+    from skgate.read.liveness import current_verdict  # noqa: PLC0415
+
+    if outcome.timeout_fired:
+        how = "the frozen timeout fired"
+    elif outcome.leader_exit_signal is not None:
+        how = f"its command ended by {signal_name(outcome.leader_exit_signal)}"
+    else:
+        how = f"its command returned with exit status {outcome.leader_exit_status}"
+    line = (
+        f"the attempt directory {att.dir} was removed while its runner ran; the runner "
+        f"supervised its command to its end ({how}) and recorded that end in the root's "
+        "ledger; nothing else of it is left"
+    )
+    ended = Verdict(
+        state=State.UNKNOWN,
+        cause=None,
+        reasons=(line,),
+        exit_status=outcome.leader_exit_status,
+        exit_signal=outcome.leader_exit_signal,
+        timeout_fired=outcome.timeout_fired,
+        attempt=str(att.dir),
+    )
+    with contextlib.suppress(OSError, SkgateError):  # the answer below says the same
+        ledger.record_end(att.root, att.dir, ended, {"removed": line})
+    att.notify(f"skgate: {line}")
+    try:
+        return current_verdict(att.dir)
+    except (OSError, SkgateError):  # another directory put in its place: not read
+        return ended

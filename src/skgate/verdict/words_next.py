@@ -134,10 +134,14 @@ REMOVED_NEXT: Mapping[Lang, str] = {
     Lang.EN: "Do not conclude: this attempt's directory was removed after the root's ledger "
     "indexed it, and no older attempt answers for it. Restore it from an intact copy "
     "(`skgate verify` of the evidence root names what is gone), or run the command again "
-    "with `skgate run` for a new result (C2.5).",
+    "with `skgate run` for a new result (C2.5). If it was removed while it ran, its runner "
+    "may still run: `skgate wait` waits for it to end and `skgate stop` stops it; kill "
+    "nothing by hand (C4).",
     Lang.ZH: "不要下结论：根目录的账本登记了本次尝试，但其目录已被删除，更早的尝试也不能代替它。"
     "请从完好的副本恢复它（对证据根目录运行 `skgate verify` 会列出缺失的内容），"
-    "或用 `skgate run` 重新运行该命令以得到新的结果（C2.5）。",
+    "或用 `skgate run` 重新运行该命令以得到新的结果（C2.5）。"
+    "如果目录是在运行中被删除的，它的运行器可能仍在运行：`skgate wait` 会等待它结束，"
+    "`skgate stop` 会停止它；不要手动终止任何进程（C4）。",
 }
 
 
