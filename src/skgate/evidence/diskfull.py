@@ -21,9 +21,11 @@ writing to its stdout pipe, died of SIGPIPE. skgate killed a compile. Now:
 Any other OSError still propagates: only a full disk (ENOSPC, EDQUOT) is absorbed, and a
 write that failed because the attempt's directory is no longer the one the runner made
 (removed under it, or another directory put in its place, issue 28): the runner then
-goes on supervising its command to its end, frozen timeout included, with nothing more
-written there (C1, C2.4, C4: it died at the next manifest, and its command ran on
-unsupervised, a process that ignores SIGTERM never sent the SIGKILL of the grace).
+goes on supervising its command to its end, frozen timeout included, and finishes
+nothing into that path (C1, C2.4, C4: it died at the next manifest, and its command ran
+on unsupervised, a process that ignores SIGTERM never sent the SIGKILL of the grace). A
+directory put in its place takes the writes that do succeed until the end: only their
+failure is checked, not each write.
 """
 
 from __future__ import annotations
