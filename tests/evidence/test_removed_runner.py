@@ -27,12 +27,14 @@ from skgate.evidence import ledger, ledger_seals, sealed
 from skgate.model.records import State
 from skgate.proc.observe import boot_id, read_stat
 
-#: The stand-in runner: ends with 7 on SIGTERM (its own handler, set before it says so).
+#: The stand-in runner: ends with 7 on SIGTERM (its own handler, set before it says so),
+#: and otherwise waits for a signal (teardown SIGKILLs it by its pid).
 STAND_IN = (
-    "import signal, sys, time\n"
+    "import signal, sys\n"
     "signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))\n"
     "print('ready', flush=True)\n"
-    "time.sleep(60)\n"
+    "while True:\n"
+    "    signal.pause()\n"
 )
 
 

@@ -43,7 +43,7 @@ from skgate.evidence.follow import (
     wait_readable,
 )
 from skgate.evidence.journal import JournalFollower, iter_journal
-from skgate.evidence.ledger_seals import removed, started_by
+from skgate.evidence.ledger_seals import root_of, started_by
 from skgate.evidence.lookup import ATTEMPTS, is_removed, latest
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
 from skgate.model.errors import EvidenceError, UsageError
@@ -125,21 +125,24 @@ def _runner_handle(attempt: Path) -> ProcessHandle | None:
         ref = runner_ref(attempt)
     except EvidenceError:
         return None
-    if ref is None or not ref.alive():
-        return None
-    return ProcessHandle.open(ref.pid, ref.start_ticks)
+    return _open_runner(ref)
 
 
 def _removed_runner(attempt: Path) -> ProcessHandle | None:
-    """The runner of a removed attempt while it still runs (its directory removed under
-    it), named by the root's ledger, whose ``start`` entry records who runs each attempt
-    (:func:`skgate.evidence.ledger_seals.started_by`); a handle on it only when its boot
-    and start time match (C4: a recycled pid is never taken for it). None otherwise."""
-    at = removed(str(attempt))
+    """The runner of a removed attempt (the caller found it removed) while it still runs
+    (its directory removed under it), named by the root's ledger, whose ``start`` entry
+    records who runs each attempt (:func:`skgate.evidence.ledger_seals.started_by`)."""
+    at = root_of(str(attempt))
     found = None if at is None else started_by(*at)
-    if found is None or not RunnerRef(*found).alive():
+    return None if found is None else _open_runner(RunnerRef(*found))
+
+
+def _open_runner(ref: RunnerRef | None) -> ProcessHandle | None:
+    """A handle on the runner ``ref`` names, only while its boot and start time match
+    (C4: a recycled pid is never taken for it); None otherwise."""
+    if ref is None or not ref.alive():
         return None
-    return ProcessHandle.open(found[0], found[1])
+    return ProcessHandle.open(ref.pid, ref.start_ticks)
 
 
 def _wait_removed(
