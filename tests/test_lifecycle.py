@@ -249,6 +249,11 @@ def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(tmp_path: Pa
     first = json.loads((tmp_path / "r" / "ledger.jsonl").read_text().splitlines()[0])
     assert first["event"] == "start" and first["runner"]["pid"] == started["runner_pid"]
     shutil.rmtree(att)
+    # status says the run goes on: an unknown of now is never taken for its end.
+    now = run_skgate("status", "r", cwd=tmp_path)
+    assert now.returncode == 5, now.stdout + now.stderr
+    runs = f"its runner (pid {started['runner_pid']}) still runs, and its command may too"
+    assert now.stdout.splitlines()[0].endswith(runs)
     bounded = run_skgate("wait", "r", "--max", "0.5", "--json", cwd=tmp_path)
     assert bounded.returncode == 6, bounded.stdout + bounded.stderr
     out = valid("wait", json.loads(bounded.stdout))
@@ -268,6 +273,10 @@ def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(tmp_path: Pa
     last = json.loads((tmp_path / "r" / "ledger.jsonl").read_text().splitlines()[-1])
     assert (last["event"], last["state"]) == ("end", "unknown")
     assert "was removed while its runner ran" in last["removed"]
+    # The leader ended by the SIGTERM the runner sent its group (its default disposition).
+    assert last["ended"] == {"timeout_fired": False, "exit_status": None, "exit_signal": 15}
+    said = "its runner recorded in the root's ledger how it ended: its command ended by SIGTERM"
+    assert done.stdout.splitlines()[0].endswith(said)
     again = run_skgate("stop", "r", cwd=tmp_path)
     assert again.returncode == 5 and "nothing was signalled" in again.stdout
 
@@ -287,6 +296,7 @@ def test_a_runner_whose_directory_is_removed_still_enforces_its_timeout(
         out, err = run.communicate(timeout=60)
         assert run.returncode == 5, out + err
         assert out.startswith("UNKNOWN: evidence removed: the attempt directory is gone")
+        assert out.splitlines()[0].endswith("how it ended: the frozen timeout fired")
         assert "the frozen timeout fired" in err and "internal error" not in err
         assert "Traceback" not in err
         # The timeout ended them: "go" (their natural return) is only written below.

@@ -23,9 +23,12 @@ from pathlib import Path
 import pytest
 
 from skgate.api import lifecycle
-from skgate.evidence import ledger, ledger_seals, sealed
+from skgate.evidence import ledger, ledger_seals, seal, sealed
+from skgate.model.phrases import Lang
 from skgate.model.records import State
 from skgate.proc.observe import boot_id, read_stat
+from skgate.read.liveness import current_verdict
+from skgate.verdict.words import headline, state_words
 
 #: The stand-in runner: ends with 7 on SIGTERM (its own handler, set before it says so),
 #: and otherwise waits for a signal (teardown SIGKILLs it by its pid).
@@ -150,3 +153,150 @@ def test_a_process_that_is_not_that_runner_is_never_signalled(
     assert (waited.outcome, waited.exit_code) == ("final", 5)
     assert waited.waited_s < 1  # answered at once: no runner of it runs
     assert stand_in.poll() is None  # untouched
+
+
+# ------------------------------------------------------------------ what a reader says
+# Measured on 534a65e: ``skgate status`` of an attempt removed while its runner ran said
+# "evidence removed: the attempt directory is gone" alone, the same words while the runner
+# still ran its command as after it had ended: an agent reading "unknown" then took the
+# run for over (and started it again beside the live one). The first line now says which.
+
+
+def recorded_end(root: Path, attempt: Path, ended: object) -> None:
+    """The ``end`` entry a runner writes once it has supervised a removed attempt's command
+    to its end (``runner.watch.finish_removed``), with ``ended`` as given."""
+    ledger.append_entry(
+        root,
+        ledger.LedgerEvent.END.value,
+        {
+            "attempt": attempt.name,
+            "path": f"attempts/{attempt.name}",
+            "state": "unknown",
+            "cause": None,
+            "seal_sha256": None,
+            "removed": "the attempt directory ... was removed while its runner ran",
+            "ended": ended,
+        },
+    )
+
+
+def test_every_answer_says_its_runner_still_runs(
+    tmp_path: Path, stand_in: subprocess.Popen[str]
+) -> None:
+    attempt = removed_attempt(tmp_path, identity(stand_in))
+    verdict = current_verdict(attempt)
+    runs = f"; its runner (pid {stand_in.pid}) still runs, and its command may too"
+    assert verdict.state is State.UNKNOWN and verdict.exit_code == 5
+    assert verdict.breach is not None and verdict.breach.runner == stand_in.pid
+    assert headline(verdict).endswith(runs)
+    assert verdict.reasons[0].endswith(runs)
+    changed = verdict.to_dict()["extra"]["evidence_changed"]
+    assert (changed["runner_pid"], "ended" in changed) == (stand_in.pid, False)
+    zh = state_words(verdict, Lang.ZH)
+    assert zh.endswith(f"；它的运行器（pid {stand_in.pid}）仍在运行，它的命令也可能仍在运行")
+    assert "runner" not in zh and "still" not in zh
+    # Ended without recording how (a runner killed by SIGKILL, an older skgate): the
+    # removal alone, never "still runs".
+    stand_in.send_signal(signal.SIGTERM)
+    assert stand_in.wait(timeout=10) == 7
+    after = current_verdict(attempt)
+    assert after.breach is not None and (after.breach.runner, after.breach.ended) == (None, None)
+    assert headline(after) == (
+        "UNKNOWN: evidence removed: the attempt directory is gone (the root's ledger indexed it)"
+    )
+
+
+@pytest.mark.parametrize(
+    "changed", [{"start_ticks": 5}, {"start_ticks": -1}, {"boot_id": "another-boot"}]
+)
+def test_a_process_that_is_not_its_runner_is_never_said_to_run_it(
+    tmp_path: Path, stand_in: subprocess.Popen[str], changed: dict[str, object]
+) -> None:
+    named = identity(stand_in)
+    if "start_ticks" in changed:
+        named["start_ticks"] = int(str(named["start_ticks"])) + int(str(changed["start_ticks"]))
+    else:
+        named.update(changed)
+    attempt = removed_attempt(tmp_path, named)
+    verdict = current_verdict(attempt)
+    assert verdict.breach is not None and verdict.breach.runner is None
+    assert "still runs" not in headline(verdict)
+
+
+@pytest.mark.parametrize(
+    ("ended", "en", "zh"),
+    [
+        (
+            {"timeout_fired": True, "exit_status": None, "exit_signal": 9},
+            "the frozen timeout fired",
+            "冻结的超时已触发",
+        ),
+        (
+            {"timeout_fired": False, "exit_status": None, "exit_signal": 15},
+            "its command ended by SIGTERM",
+            "它的命令被 SIGTERM 结束",
+        ),
+        (
+            {"timeout_fired": False, "exit_status": None, "exit_signal": 99},
+            "its command ended by signal 99",
+            "它的命令被信号 99 结束",
+        ),
+        (
+            {"timeout_fired": False, "exit_status": 3, "exit_signal": None},
+            "its command returned with exit status 3",
+            "它的命令以退出码 3 返回",
+        ),
+    ],
+)
+def test_the_end_its_runner_recorded_is_quoted_never_adopted(
+    tmp_path: Path, ended: dict[str, object], en: str, zh: str
+) -> None:
+    attempt = removed_attempt(tmp_path, {"pid": 4321, "start_ticks": 99, "boot_id": "b"})
+    other = removed_attempt(tmp_path, None)
+    recorded_end(tmp_path, attempt, ended)
+    verdict = current_verdict(attempt)
+    assert verdict.state is State.UNKNOWN  # C2.5: quoted, never a verdict
+    assert headline(verdict).endswith(
+        f"; its runner recorded in the root's ledger how it ended: {en}"
+    )
+    assert verdict.to_dict()["extra"]["evidence_changed"]["ended"] == en
+    assert state_words(verdict, Lang.ZH).endswith(
+        f"；它的运行器在根目录的账本中记录了结束方式：{zh}"
+    )
+    # Another attempt's end says nothing of this one.
+    assert ledger_seals.ended_after_removal(str(tmp_path), other.name) is None
+
+
+@pytest.mark.parametrize(
+    "ended",
+    [
+        {"timeout_fired": 1, "exit_status": 0, "exit_signal": None},
+        {"timeout_fired": False, "exit_status": True, "exit_signal": None},
+        {"timeout_fired": False, "exit_status": 256, "exit_signal": None},
+        {"timeout_fired": False, "exit_status": -1, "exit_signal": None},
+        {"timeout_fired": False, "exit_status": None, "exit_signal": 0},
+        {"timeout_fired": False, "exit_status": None, "exit_signal": "15"},
+        {"timeout_fired": False, "exit_status": None, "exit_signal": None},
+        {"exit_status": 0},
+        "its command returned with exit status 0",
+    ],
+)
+def test_an_end_the_writer_never_writes_is_not_quoted(tmp_path: Path, ended: object) -> None:
+    attempt = removed_attempt(tmp_path, None)
+    recorded_end(tmp_path, attempt, ended)
+    assert ledger_seals.ended_after_removal(str(tmp_path), attempt.name) is None
+    verdict = current_verdict(attempt)
+    assert verdict.breach is not None and verdict.breach.ended is None
+    assert "how it ended" not in headline(verdict)
+
+
+def test_a_report_never_offers_recover_for_a_removed_attempt(tmp_path: Path) -> None:
+    """Measured on 534a65e: the seal section of ``skgate report`` of a removed attempt said
+    "unfinished: no control.json ...; run 'skgate recover ...'", and that recover failed
+    ("no such attempt directory"). It names the removal, as ``verify`` does."""
+    attempt = removed_attempt(tmp_path, None)
+    found = [str(p) for p in seal.attempt_findings(attempt)]
+    assert found == [
+        f"{tmp_path / ledger.LEDGER}: attempt {attempt.name} is indexed but its directory is gone"
+    ]
+    assert seal.unfinished_problem(attempt) is None

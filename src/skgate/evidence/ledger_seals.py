@@ -20,6 +20,7 @@ import os
 from skgate.evidence import pathtext, regular
 from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
+from skgate.model.running import how_ended
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
@@ -210,6 +211,31 @@ def started_by(root: str, name: str) -> tuple[int, int, str] | None:
             and isinstance(boot, str)
         ):
             return pid, ticks, boot
+    return None
+
+
+def ended_after_removal(root: str, name: str) -> str | None:
+    """How the command of attempt ``name`` ended (:func:`skgate.model.running.how_ended`),
+    as the runner that supervised it to its end after its directory was removed recorded
+    in its ``end`` entry (``ended``: ``runner.watch.finish_removed``). None when no entry
+    says so, or its fields are not what that writer writes."""
+    for kind, n, entry in _entries(root, b'"' + name.encode() + b'"'):
+        end = entry.get("ended")
+        if kind is not LedgerEvent.END or n != name or not isinstance(end, dict):
+            continue
+        fired, status, sig = (
+            end.get("timeout_fired"),
+            end.get("exit_status"),
+            end.get("exit_signal"),
+        )
+        if type(fired) is not bool:
+            continue
+        if sig is not None and not (type(sig) is int and 0 < sig < 128):
+            continue
+        if status is not None and not (type(status) is int and 0 <= status <= 255):
+            continue
+        if fired or sig is not None or status is not None:
+            return how_ended(fired, status, sig)
     return None
 
 

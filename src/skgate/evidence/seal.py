@@ -233,15 +233,15 @@ def _named(root: Path, name: str) -> list[Path]:
 
 
 def unfinished_problem(attempt: Path, *, recorded: bool = False) -> SealProblem | None:
-    """Why an unsealed attempt is unfinished or damaged, or None (sealed, or still running).
+    """Why an unsealed attempt is unfinished or damaged, or None (sealed, still running,
+    or removed: the ledger check names a removed one, and recover has nothing to finish).
 
     Told apart from tampering (issue 12): a runner that died leaves an attempt that
     ``skgate recover`` can finish; ``verify`` fails on it, naming it and saying so.
     ``recorded``: the ledger holds this attempt's seal hash, so a missing seal was
-    removed, not interrupted (the ledger check reports that).
-    """
+    removed, not interrupted (the ledger check reports that)."""
     label = attempt.name
-    if os.path.lexists(attempt / SEAL) or recorded:
+    if os.path.lexists(attempt / SEAL) or recorded or not os.path.lexists(attempt):
         return None
     control = attempt / CONTROL
     if not control.exists():

@@ -202,7 +202,34 @@ def removed_attempt(attempt: Path | str) -> SealBreach | None:
     if at is None:
         return None
     recorded = ledger_seals.recorded_seals(*at)
-    return SealBreach(ATTEMPT_DIRECTORY, recorded[-1] if recorded else None, "missing")
+    runner, ended = _removed_run(*at)
+    return SealBreach(
+        ATTEMPT_DIRECTORY,
+        recorded[-1] if recorded else None,
+        "missing",
+        runner=runner,
+        ended=ended,
+    )
+
+
+def _removed_run(root: str, name: str) -> tuple[int | None, str | None]:
+    """(pid of its runner while that still runs, how its command ended) of a removed
+    attempt, from the root's ledger: the runner its ``start`` entry names, checked alive
+    by boot and start time (C4), or the end that runner recorded once it had supervised
+    its command to the end. Both None for an attempt removed after its runner ended
+    without saying how (a runner of an older skgate, one killed by SIGKILL)."""
+    ended = ledger_seals.ended_after_removal(root, name)
+    if ended is not None:
+        return None, ended
+    named = ledger_seals.started_by(root, name)
+    if named is not None:
+        from skgate.proc.observe import still_runs  # noqa: PLC0415 - a removed attempt only
+
+        if still_runs(*named):
+            return named[0], None
+        # It may have recorded its end between the two reads.
+        return None, ledger_seals.ended_after_removal(root, name)
+    return None, None
 
 
 def _unrecorded(root: str, name: str, blob: bytes) -> SealBreach | None:

@@ -381,6 +381,14 @@ class SealBreach:
     #: The attempt a ``seal.json`` seals when it is not this one: an attempt directory
     #: copied from another into a root ("cp -r 0001 0005"), never read as its own.
     sealed_as: str | None = None
+    #: For the directory: the pid of the runner the ledger names for this attempt, while
+    #: that runner still runs (its boot and start time checked, C4): its command may
+    #: still run, and no answer of now is its end.
+    runner: int | None = None
+    #: For the directory: how its command ended (:func:`how_ended`), as its runner
+    #: recorded in the root's ledger once it had supervised it to its end after the
+    #: removal. Quoted, never a verdict: nothing of the evidence is left (C2.5).
+    ended: str | None = None
 
     def line(self) -> str:
         """The first line of every answer about such an attempt (en)."""
@@ -391,21 +399,49 @@ class SealBreach:
             )
         if self.file == ATTEMPT_DIRECTORY:
             if self.sealed is None:
-                return (
+                gone = (
                     "evidence removed: the attempt directory is gone (the root's ledger indexed it)"
                 )
-            return (
-                "evidence changed after sealing: the attempt directory is gone (the root's "
-                f"ledger recorded its seal, sha256 {self.sealed[:16]})"
-            )
+            else:
+                gone = (
+                    "evidence changed after sealing: the attempt directory is gone (the root's "
+                    f"ledger recorded its seal, sha256 {self.sealed[:16]})"
+                )
+            # What became of its run comes in the same line, the headline: a removed
+            # attempt whose runner still runs is never taken for one that has ended.
+            if self.runner is not None:
+                return f"{gone}; its runner (pid {self.runner}) still runs, and its command may too"
+            if self.ended is not None:
+                return (
+                    f"{gone}; its runner recorded in the root's ledger how it ended: {self.ended}"
+                )
+            return gone
         if self.sealed is None and self.now.startswith("damaged"):
             return f"evidence changed after sealing: {self.file} ({self.now})"
         was = f"sealed sha256 {self.sealed[:16]}" if self.sealed else "not in the seal"
         return f"evidence changed after sealing: {self.file} ({was}, now {self.now})"
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"file": self.file, "sealed_sha256": self.sealed, "now": self.now}
-        return out if self.sealed_as is None else {**out, "sealed_as": self.sealed_as}
+        out: dict[str, Any] = {"file": self.file, "sealed_sha256": self.sealed, "now": self.now}
+        if self.sealed_as is not None:
+            out["sealed_as"] = self.sealed_as
+        if self.runner is not None:
+            out["runner_pid"] = self.runner
+        if self.ended is not None:
+            out["ended"] = self.ended
+        return out
+
+
+def how_ended(timeout_fired: bool, exit_status: int | None, exit_signal: int | None) -> str:
+    """How a command ended, in the words the runner of a removed attempt records in the
+    ledger and every reader quotes (one function for both: they cannot drift)."""
+    if timeout_fired:
+        return "the frozen timeout fired"
+    if exit_signal is not None:
+        from skgate.model.signals import signal_name  # noqa: PLC0415 - a removed attempt only
+
+        return f"its command ended by {signal_name(exit_signal)}"
+    return f"its command returned with exit status {exit_status}"
 
 
 @record

@@ -123,6 +123,12 @@ def is_alive(pid: int, start_ticks: int) -> bool:
     return st is not None and st.start_ticks == start_ticks and not st.zombie
 
 
+def still_runs(pid: int, start_ticks: int, boot: str) -> bool:
+    """C4: ``pid`` is still the process recorded as started at ``start_ticks`` in boot
+    ``boot`` (``""``: a record that names no boot, taken for this one), and not dead."""
+    return boot in ("", boot_id()) and is_alive(pid, start_ticks)
+
+
 def iter_pids() -> Iterator[int]:
     try:
         entries = os.listdir(PROC)

@@ -47,7 +47,7 @@ from skgate.model.frozen import replace
 from skgate.model.records import Evidence, Ownership, ProcessRecord, Verdict
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
 from skgate.proc.keeper import KEPT_LOG, keeper_draining
-from skgate.proc.observe import ProcStat, boot_id, is_alive, read_stat, scan
+from skgate.proc.observe import ProcStat, boot_id, is_alive, read_stat, scan, still_runs
 from skgate.proc.owned import journal_alive
 from skgate.verdict.classify import classify
 
@@ -89,7 +89,7 @@ class RunnerRef:
         return self.boot_id in ("", boot_id())
 
     def alive(self) -> bool:
-        return self.same_boot() and is_alive(self.pid, self.start_ticks)
+        return still_runs(self.pid, self.start_ticks, self.boot_id)
 
 
 @dataclass(frozen=True)

@@ -259,15 +259,15 @@ def finish_removed(att: Attempt, outcome: Outcome) -> Verdict:
     ended), and the answer is the one every reader gives of a removed attempt (C2.5)."""
     from skgate.evidence import ledger  # noqa: PLC0415 - this end only
     from skgate.model.records import State, Verdict  # noqa: PLC0415
-    from skgate.model.signals import signal_name  # noqa: PLC0415
+    from skgate.model.running import how_ended  # noqa: PLC0415
     from skgate.read.liveness import current_verdict  # noqa: PLC0415
 
-    if outcome.timeout_fired:
-        how = "the frozen timeout fired"
-    elif outcome.leader_exit_signal is not None:
-        how = f"its command ended by {signal_name(outcome.leader_exit_signal)}"
-    else:
-        how = f"its command returned with exit status {outcome.leader_exit_status}"
+    end = {
+        "timeout_fired": outcome.timeout_fired,
+        "exit_status": outcome.leader_exit_status,
+        "exit_signal": outcome.leader_exit_signal,
+    }
+    how = how_ended(outcome.timeout_fired, outcome.leader_exit_status, outcome.leader_exit_signal)
     line = (
         f"the attempt directory {att.dir} was removed while its runner ran; the runner "
         f"supervised its command to its end ({how}) and recorded that end in the root's "
@@ -283,7 +283,8 @@ def finish_removed(att: Attempt, outcome: Outcome) -> Verdict:
         attempt=str(att.dir),
     )
     with contextlib.suppress(OSError, SkgateError):  # the answer below says the same
-        ledger.record_end(att.root, att.dir, ended, {"removed": line})
+        # ``ended``: the same facts, typed, for the readers that quote them (status).
+        ledger.record_end(att.root, att.dir, ended, {"removed": line, "ended": end})
     att.notify(f"skgate: {line}")
     try:
         return current_verdict(att.dir)

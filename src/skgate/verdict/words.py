@@ -456,6 +456,8 @@ def _fragments_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
     first use, as :func:`_reason_patterns`)."""
     import re  # noqa: PLC0415 - as in _reason_patterns
 
+    from skgate.verdict.words_reasons import REMOVED_FRAGMENTS_ZH  # noqa: PLC0415 - as there
+
     return (
         (re.compile(r"但an owned op_compiler was observed"), "但观察到了自有 op_compiler"),
         (re.compile(r"但the launcher reported a compile cache hit"), "但启动器报告了编译缓存命中"),
@@ -476,6 +478,7 @@ def _fragments_zh() -> tuple[tuple[re.Pattern[str], str], ...]:
         (re.compile(r"(SIG[A-Z0-9]+) \(forwarded\)"), r"\1（转发）"),
         (re.compile(r"）, (SIG)"), r"）、\1"),
         *((re.compile(p), zh) for p, zh in INSTALL_FRAGMENTS_ZH),
+        *((re.compile(p), zh) for p, zh in REMOVED_FRAGMENTS_ZH),
     )
 
 

@@ -17,14 +17,16 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"封存后证据被改动：seal.json（它封存的是尝试 \1，不是本尝试：从别处复制而来？）",
     ),
     # Issue 28: an attempt whose directory is gone though the root's ledger indexed it.
+    # What became of its run follows, if known (REMOVED_FRAGMENTS_ZH says it in Chinese).
     (
-        r"evidence removed: the attempt directory is gone \(the root's ledger indexed it\)",
-        "证据被删除：尝试目录已不存在（根目录的账本登记过该尝试）",
+        r"evidence removed: the attempt directory is gone \(the root's ledger indexed "
+        r"it\)((?:; .+)?)",
+        r"证据被删除：尝试目录已不存在（根目录的账本登记过该尝试）\1",
     ),
     (
         r"evidence changed after sealing: the attempt directory is gone \(the root's ledger "
-        r"recorded its seal, sha256 (\w+)\)",
-        r"封存后证据被改动：尝试目录已不存在（根目录的账本记录了它的封存清单，sha256 \1）",
+        r"recorded its seal, sha256 (\w+)\)((?:; .+)?)",
+        r"封存后证据被改动：尝试目录已不存在（根目录的账本记录了它的封存清单，sha256 \1）\2",
     ),
     (
         r"C2\.5: a removed attempt decides nothing, and no older attempt answers for it: run "
@@ -381,5 +383,32 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
     (
         r"later profiling may NOT be accepted: failed checks: (.+)",
         r"不能接受之后的性能分析：未通过的检查：\1",
+    ),
+)
+
+
+#: What became of a removed attempt's run (``SealBreach.line``, ``model.running.how_ended``),
+#: after the line's first part has been said in Chinese (``words._fragments_zh``).
+_RECORDED = r"; its runner recorded in the root's ledger how it ended: "
+REMOVED_FRAGMENTS_ZH: tuple[tuple[str, str], ...] = (
+    (
+        r"; its runner \(pid (\d+)\) still runs, and its command may too",
+        r"；它的运行器（pid \1）仍在运行，它的命令也可能仍在运行",
+    ),
+    (
+        _RECORDED + "the frozen timeout fired",
+        "；它的运行器在根目录的账本中记录了结束方式：冻结的超时已触发",
+    ),
+    (
+        _RECORDED + r"its command ended by (SIG[A-Z0-9]+)",
+        r"；它的运行器在根目录的账本中记录了结束方式：它的命令被 \1 结束",
+    ),
+    (
+        _RECORDED + r"its command ended by signal (\d+)",
+        r"；它的运行器在根目录的账本中记录了结束方式：它的命令被信号 \1 结束",
+    ),
+    (
+        _RECORDED + r"its command returned with exit status (\d+)",
+        r"；它的运行器在根目录的账本中记录了结束方式：它的命令以退出码 \1 返回",
     ),
 )
