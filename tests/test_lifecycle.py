@@ -262,7 +262,10 @@ def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(tmp_path: Pa
     assert pid_alive(leader) and pid_alive(child)  # waiting touched nothing (C1)
     stop = run_skgate("stop", "r", "--json", cwd=tmp_path)
     assert stop.returncode == 0, stop.stdout + stop.stderr
-    assert valid("stop", json.loads(stop.stdout))["action"] == "requested"
+    stopped = valid("stop", json.loads(stop.stdout))
+    assert stopped["action"] == "requested"
+    # No journal is left to acknowledge it: stop returned once the runner had ended.
+    assert stopped["message"].endswith("how it ended: its command ended by SIGTERM")
     # SIGTERM to the runner's own group, then (the child ignores it) SIGKILL after the
     # grace: the runner ends them, and wait returns once the runner has ended.
     done = run_skgate("wait", "r", cwd=tmp_path)

@@ -127,7 +127,11 @@ def test_stop_signals_the_runner_the_ledger_names(
     result = lifecycle.stop(tmp_path, "a removed attempt")
     assert (result.action, result.exit_code, result.state) == ("requested", 0, "unknown")
     assert f"its runner (pid {stand_in.pid}" in result.message
-    assert stand_in.wait(timeout=10) == 7  # its SIGTERM handler ran: the signal was ours
+    # Its end is the acknowledgement: stop returned once it had ended (it recorded none).
+    assert stand_in.poll() == 7  # its SIGTERM handler ran: the signal was ours
+    assert result.message.endswith(
+        "and it has ended; the root's ledger holds no record of how its command ended"
+    )
     again = lifecycle.stop(tmp_path)  # ended: nothing is named any more
     assert (again.action, again.exit_code) == ("runner_gone", 5)
 
@@ -300,3 +304,55 @@ def test_a_report_never_offers_recover_for_a_removed_attempt(tmp_path: Path) -> 
         f"{tmp_path / ledger.LEDGER}: attempt {attempt.name} is indexed but its directory is gone"
     ]
     assert seal.unfinished_problem(attempt) is None
+
+
+#: A stand-in runner that, on SIGTERM, records its end in the root's ledger as a runner of
+#: a removed attempt does (``runner.watch.finish_removed``) before it exits; or one that
+#: ignores SIGTERM (a runner still in its grace). argv: mode, root, attempt name.
+RECORDING_STAND_IN = """
+import signal, sys
+from pathlib import Path
+from skgate.evidence import ledger
+mode, root, name = sys.argv[1:4]
+def end(*_):
+    ledger.append_entry(Path(root), "end", {
+        "attempt": name, "path": "attempts/" + name, "state": "unknown", "cause": None,
+        "seal_sha256": None, "removed": "...",
+        "ended": {"timeout_fired": False, "exit_status": None, "exit_signal": 15}})
+    sys.exit(0)
+signal.signal(signal.SIGTERM, end if mode == "records" else signal.SIG_IGN)
+print("ready", flush=True)
+while True:
+    signal.pause()
+"""
+
+
+@pytest.mark.parametrize("mode", ["records", "ignores"])
+def test_stop_returns_once_the_runner_has_ended_quoting_its_end(tmp_path: Path, mode: str) -> None:
+    attempt = ledger.allocate(tmp_path)
+    argv = [sys.executable, "-c", RECORDING_STAND_IN, mode, str(tmp_path), attempt.name]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        ledger.record_start(tmp_path, attempt, None, identity(proc))
+        shutil.rmtree(attempt)
+        result = lifecycle.stop(tmp_path, "a removed attempt", ack_timeout=1.0)
+        assert (result.action, result.exit_code, result.state) == ("requested", 0, "unknown")
+        if mode == "records":
+            assert proc.poll() == 0
+            assert result.message.endswith(
+                "recorded in the root's ledger how it ended: its command ended by SIGTERM"
+            )
+            assert "how it ended: its command ended by SIGTERM" in headline(
+                current_verdict(attempt)
+            )
+        else:  # still in its grace when the acknowledgement timeout ran out
+            assert proc.poll() is None
+            assert "still under way after 1 s" in result.message
+            assert "`skgate wait` returns once it has ended" in result.message
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # ours, by its pid
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()

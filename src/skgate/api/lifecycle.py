@@ -43,7 +43,7 @@ from skgate.evidence.follow import (
     wait_readable,
 )
 from skgate.evidence.journal import JournalFollower, iter_journal
-from skgate.evidence.ledger_seals import root_of, started_by
+from skgate.evidence.ledger_seals import ended_after_removal, root_of, started_by
 from skgate.evidence.lookup import ATTEMPTS, is_removed, latest
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
 from skgate.model.errors import EvidenceError, UsageError
@@ -357,12 +357,15 @@ def _leave_request(attempt: Path, reason: str) -> None:
     )
 
 
-def _stop_removed(attempt: Path, handle: ProcessHandle, reason: str) -> StopResult:
+def _stop_removed(
+    attempt: Path, handle: ProcessHandle, reason: str, ack_timeout: float
+) -> StopResult:
     """Stop a removed attempt whose runner still runs (:func:`_removed_runner`): the
     request left as for any attempt, then SIGTERM to that runner alone, by its handle. It
     ends its own process group as for any stop (SIGTERM, grace, SIGKILL; C2.4, C4), and
-    records its end in the root's ledger alone; the answer stays ``unknown``. No
-    acknowledgement is awaited: its journal went with the directory."""
+    records its end in the root's ledger alone; the answer stays ``unknown``. Its journal
+    went with the directory, so the acknowledgement awaited (up to ``ack_timeout``) is
+    the runner's own end, and what it recorded of it is quoted."""
     _leave_request(attempt, reason)
     if not handle.send_signal(signal.SIGTERM):
         with contextlib.suppress(OSError):
@@ -375,17 +378,27 @@ def _stop_removed(attempt: Path, handle: ProcessHandle, reason: str) -> StopResu
             State.UNKNOWN.value,
             reason,
         )
-    return StopResult(
-        str(attempt),
-        "requested",
+    asked = (
         f"the attempt's directory was removed, but its runner (pid {handle.pid}, named by "
-        "the root's ledger, its start time checked) still ran: it was asked to stop and "
-        "ends its own process group (SIGTERM, SIGKILL after its grace); it records its end "
-        "in the root's ledger alone (its directory is gone): `skgate wait` returns once it "
-        "has ended",
-        State.UNKNOWN.value,
-        reason,
+        "the root's ledger, its start time checked) still ran: it was asked to stop"
     )
+    end = time.monotonic() + ack_timeout
+    if _wait_removed(attempt, handle, end, None, ack_timeout) == "final":
+        at = root_of(str(attempt))
+        how = None if at is None else ended_after_removal(*at)
+        said = (
+            f"recorded in the root's ledger how it ended: {how}"
+            if how is not None
+            else "the root's ledger holds no record of how its command ended"
+        )
+        message = f"{asked}, and it has ended; {said}"
+    else:
+        message = (
+            f"{asked} and ends its own process group (SIGTERM, SIGKILL after its grace), "
+            f"still under way after {ack_timeout:g} s; it records its end in the root's "
+            "ledger alone (its directory is gone): `skgate wait` returns once it has ended"
+        )
+    return StopResult(str(attempt), "requested", message, State.UNKNOWN.value, reason)
 
 
 def stop(
@@ -394,8 +407,9 @@ def stop(
     """Ask an attempt's runner to interrupt it (see the module doc).
 
     Returns after the runner has recorded the request (or the attempt turned out to be
-    final already, or its runner gone). Never signals the workload; never anything when
-    the runner is gone.
+    final already, or its runner gone; for a removed attempt, once its runner has ended,
+    up to ``ack_timeout``). Never signals the workload; never anything when the runner is
+    gone.
     """
     attempt = find_attempt(target)
     reason = reason.strip() or "no reason given"
@@ -403,7 +417,7 @@ def stop(
         handle = _removed_runner(attempt)
         if handle is not None:
             with handle:
-                return _stop_removed(attempt, handle, reason)
+                return _stop_removed(attempt, handle, reason, ack_timeout)
         # Its control.json went with it, and the ledger names no runner alive now.
         return StopResult(
             str(attempt),
