@@ -13,6 +13,7 @@ real one is in test_removed_run.py (slow).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import signal
 import subprocess
@@ -46,9 +47,11 @@ def _fresh_cache() -> None:
     sealed._CACHE.clear()  # each test builds its own roots at the same tmp paths
 
 
-@pytest.fixture
-def stand_in() -> Iterator[subprocess.Popen[str]]:
-    proc = subprocess.Popen([sys.executable, "-c", STAND_IN], stdout=subprocess.PIPE, text=True)
+@contextlib.contextmanager
+def started(*args: str) -> Iterator[subprocess.Popen[str]]:
+    """A stand-in runner (``python -c ARGS...``) once it said it is ready; ended at exit
+    by its pid whatever happened (ours alone)."""
+    proc = subprocess.Popen([sys.executable, "-c", *args], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
         yield proc
@@ -58,6 +61,12 @@ def stand_in() -> Iterator[subprocess.Popen[str]]:
         proc.wait()
         assert proc.stdout is not None
         proc.stdout.close()
+
+
+@pytest.fixture
+def stand_in() -> Iterator[subprocess.Popen[str]]:
+    with started(STAND_IN) as proc:
+        yield proc
 
 
 def removed_attempt(root: Path, runner: dict[str, object] | None) -> Path:
@@ -330,10 +339,7 @@ while True:
 @pytest.mark.parametrize("mode", ["records", "ignores"])
 def test_stop_returns_once_the_runner_has_ended_quoting_its_end(tmp_path: Path, mode: str) -> None:
     attempt = ledger.allocate(tmp_path)
-    argv = [sys.executable, "-c", RECORDING_STAND_IN, mode, str(tmp_path), attempt.name]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    with started(RECORDING_STAND_IN, mode, str(tmp_path), attempt.name) as proc:
         ledger.record_start(tmp_path, attempt, None, identity(proc))
         shutil.rmtree(attempt)
         result = lifecycle.stop(tmp_path, "a removed attempt", ack_timeout=1.0)
@@ -350,9 +356,3 @@ def test_stop_returns_once_the_runner_has_ended_quoting_its_end(tmp_path: Path, 
             assert proc.poll() is None
             assert "still under way after 1 s" in result.message
             assert "`skgate wait` returns once it has ended" in result.message
-    finally:
-        if proc.poll() is None:
-            proc.kill()  # ours, by its pid
-        proc.wait()
-        assert proc.stdout is not None
-        proc.stdout.close()
