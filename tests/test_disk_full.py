@@ -244,6 +244,35 @@ def test_a_write_into_a_removed_attempt_directory_ends_no_supervision(
     assert not (home / "missing-dir").exists()
 
 
+def test_a_directory_put_in_its_place_never_takes_a_manifest(tmp_path: Path) -> None:
+    """Issue 28: ``rm -rf`` then ``mkdir`` of the attempt directory under a live runner.
+    A write by path (a manifest) checks the directory first: the new one stays empty.
+    The journals (appended through descriptors of the runner's own files) are unaffected."""
+    from skgate.evidence.diskfull import DiskFull
+
+    home = tmp_path / "0001"
+    home.mkdir()
+    full = DiskFull()
+    full.watch_home(home)
+    calls: list[str] = []
+
+    def replace(name: str) -> None:
+        calls.append(name)
+        (home / name).write_text("x")
+
+    manifest = full.guard(replace, files.OWNERSHIP, by_path=True)
+    journal = full.guard(calls.append, files.EVENTS, appends=True)
+    manifest(files.OWNERSHIP)  # the runner's own directory: written
+    os.rename(home, tmp_path / "aside")
+    home.mkdir()
+    manifest(files.OWNERSHIP)
+    manifest(files.OWNERSHIP)
+    journal("line")
+    assert calls == [files.OWNERSHIP, "line"]  # the manifest was never tried again
+    assert list(home.iterdir()) == []
+    assert (full.removed, full.dropped, full.full) == (True, 2, False)
+
+
 #: ``skgate run`` whose finishing writes meet a full disk (ENOSPC), after the command
 #: returned: the one finishing function is replaced before the CLI runs.
 FULL_WHILE_FINISHING = """\

@@ -236,7 +236,10 @@ def test_bounded_wait_exits_6_and_touches_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(
+    tmp_path: Path, how: str
+) -> None:
     """Its directory removed under its live runner (issue 28; tests/evidence/
     test_removed_runner.py). On 5312471 ``wait`` answered unknown at once, ``stop`` said
     ``runner_gone``, and the runner itself died at its next manifest write, leaving the
@@ -249,6 +252,8 @@ def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(tmp_path: Pa
     first = json.loads((tmp_path / "r" / "ledger.jsonl").read_text().splitlines()[0])
     assert first["event"] == "start" and first["runner"]["pid"] == started["runner_pid"]
     shutil.rmtree(att)
+    if how == "replaced":
+        att.mkdir()  # ``rm -rf`` then ``mkdir``: a directory without its evidence
     # status says the run goes on: an unknown of now is never taken for its end.
     now = run_skgate("status", "r", cwd=tmp_path)
     assert now.returncode == 5, now.stdout + now.stderr
@@ -282,6 +287,8 @@ def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(tmp_path: Pa
     assert done.stdout.splitlines()[0].endswith(said)
     again = run_skgate("stop", "r", cwd=tmp_path)
     assert again.returncode == 5 and "nothing was signalled" in again.stdout
+    if how == "replaced":
+        assert list(att.iterdir()) == []  # the runner wrote nothing into it, nor did stop
 
 
 @pytest.mark.slow

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from skgate.api import lifecycle
-from skgate.evidence import ledger, ledger_seals, seal, sealed
+from skgate.evidence import files, ledger, ledger_seals, seal, sealed
+from skgate.evidence.seal_problem import Flaw
 from skgate.model.phrases import Lang
 from skgate.model.records import State
 from skgate.proc.observe import boot_id, read_stat
@@ -347,7 +348,7 @@ def test_stop_returns_once_the_runner_has_ended_quoting_its_end(tmp_path: Path, 
         if mode == "records":
             assert proc.poll() == 0
             assert result.message.endswith(
-                "recorded in the root's ledger how it ended: its command ended by SIGTERM"
+                "it recorded in the root's ledger how it ended: its command ended by SIGTERM"
             )
             assert "how it ended: its command ended by SIGTERM" in headline(
                 current_verdict(attempt)
@@ -356,3 +357,42 @@ def test_stop_returns_once_the_runner_has_ended_quoting_its_end(tmp_path: Path, 
             assert proc.poll() is None
             assert "still under way after 1 s" in result.message
             assert "`skgate wait` returns once it has ended" in result.message
+
+
+# ------------------------------------------------------- another directory in its place
+# Measured on cc83fb3: ``rm -rf r/attempts/0001 && mkdir r/attempts/0001`` under a live
+# runner. ``status`` and ``stop`` failed ("control.json: missing", exit 2): the runner
+# could be ended only by hand; and the runner's next manifest went into the new directory.
+
+
+def test_a_directory_put_in_its_place_reads_as_removed_and_its_runner_is_reached(
+    tmp_path: Path, stand_in: subprocess.Popen[str]
+) -> None:
+    attempt = removed_attempt(tmp_path, identity(stand_in))
+    attempt.mkdir()  # empty, as ``mkdir`` leaves it
+    verdict = current_verdict(attempt)
+    assert verdict.breach is not None and verdict.breach.now == "replaced"
+    assert headline(verdict) == (
+        "UNKNOWN: evidence removed: the attempt directory is gone (the root's ledger indexed "
+        "it); a directory without its evidence stands in its place; its runner (pid "
+        f"{stand_in.pid}) still runs, and its command may too"
+    )
+    assert "；原处是一个不含其证据的目录；它的运行器" in state_words(verdict, Lang.ZH)
+    found = [p.flaw for p in seal.find_problems(tmp_path)]
+    assert found == [Flaw.INDEXED_GONE]  # never "unfinished: run skgate recover"
+    result = lifecycle.stop(tmp_path, "replaced")
+    assert (result.action, result.exit_code) == ("requested", 0)
+    assert stand_in.poll() == 7
+    assert list(attempt.iterdir()) == []  # stop wrote nothing into it
+
+
+@pytest.mark.parametrize("first", [files.EVENTS, files.CONTROL, files.SEAL])
+def test_a_directory_with_any_first_file_is_read_as_the_attempt(tmp_path: Path, first: str) -> None:
+    """Its journal alone (in preflight), or what remains of a damaged one: read as the
+    attempt it is, its changes named file by file, never as a removed attempt."""
+    attempt = removed_attempt(tmp_path, None)
+    attempt.mkdir()
+    (attempt / first).write_text("")
+    assert ledger_seals.holds_attempt(str(attempt))
+    assert ledger_seals.removed(str(attempt)) is None
+    assert sealed.removed_attempt(attempt) is None

@@ -387,7 +387,7 @@ def _stop_removed(
         at = root_of(str(attempt))
         how = None if at is None else ended_after_removal(*at)
         said = (
-            f"recorded in the root's ledger how it ended: {how}"
+            f"it recorded in the root's ledger how it ended: {how}"
             if how is not None
             else "the root's ledger holds no record of how its command ended"
         )

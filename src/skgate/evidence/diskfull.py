@@ -23,9 +23,11 @@ write that failed because the attempt's directory is no longer the one the runne
 (removed under it, or another directory put in its place, issue 28): the runner then
 goes on supervising its command to its end, frozen timeout included, and finishes
 nothing into that path (C1, C2.4, C4: it died at the next manifest, and its command ran
-on unsupervised, a process that ignores SIGTERM never sent the SIGKILL of the grace). A
-directory put in its place takes the writes that do succeed until the end: only their
-failure is checked, not each write.
+on unsupervised, a process that ignores SIGTERM never sent the SIGKILL of the grace).
+A write that makes a file by its path (a manifest) checks the directory first (one
+``lstat``, at most a few a second), so a directory put in its place never takes one; once
+the directory is found gone or replaced, every later one is dropped. The journals,
+appended through descriptors opened in the runner's own directory, cannot reach another.
 """
 
 from __future__ import annotations
@@ -120,16 +122,23 @@ class DiskFull:
         return True
 
     def guard(
-        self, fn: Callable[..., T], what: str, *, appends: bool = False
+        self, fn: Callable[..., T], what: str, *, appends: bool = False, by_path: bool = False
     ) -> Callable[..., T | None]:
         """``fn`` with a full disk absorbed: the write is dropped and noted (C4: an
         evidence write never ends supervision).
 
         ``appends``: ``fn`` appends lines to ``what``; once one failed, the later ones are
         dropped too, until :meth:`record` has cut back the torn line the failure may have
-        left: a line appended after it would be glued to it, a damaged record mid-file."""
+        left: a line appended after it would be glued to it, a damaged record mid-file.
+        ``by_path``: ``fn`` makes ``what`` by its path in the attempt's directory, which
+        is checked to be the runner's own first (see the module doc)."""
 
         def guarded(*args: Any, **kwargs: Any) -> T | None:
+            if by_path and (self.removed or self.home_gone()):
+                # Removed, or another directory in its place: never written into.
+                self.removed_wall = self.removed_wall or time.time()
+                self.dropped += 1
+                return None
             if appends and what in self.files_hit:
                 self.dropped += 1
                 return None

@@ -26,7 +26,7 @@ import os
 import stat
 import time
 
-from skgate.evidence import pathtext, regular, sealed
+from skgate.evidence import ledger_seals, pathtext, regular, sealed
 from skgate.model import jsonread
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.frozen import replace
@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 #: Text, not a ``Path``: the read side loads no ``pathlib`` (issue 29); ``Path(...)`` it
 #: where a path object is needed.
 DEFAULT_ROOT = "skgate-runs"
-CONTROL = "control.json"
+CONTROL = ledger_seals.CONTROL
 OWNERSHIP = "ownership.json"
-EVENTS = "events.jsonl"
+EVENTS = ledger_seals.EVENTS
 #: The owned tree's fork/exec/exit lines, appended as the runner learns them (C3); a
 #: reader after a runner death finds there which owned processes were last known alive.
 PROCS = "procs.jsonl"
@@ -61,7 +61,7 @@ STAGES = "stages.json"
 SHIM_BIN = "shim/bin"
 SHIM_CALLS = "shim/calls"
 VERDICT = "verdict.json"
-SEAL = "seal.json"
+SEAL = ledger_seals.SEAL
 #: Written by ``skgate regress`` into its own evidence root (never into an attempt).
 REGRESS_FILE = "regress.json"
 

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 #: The root's hash-chained ledger (``<root>/ledger.jsonl``), and where its attempts are.
 LEDGER = "ledger.jsonl"
 ATTEMPTS = "attempts"
+#: An attempt's journal (made before the ledger indexes it), its frozen controls and its
+#: seal (named here, the lowest of the evidence modules; ``files`` re-exports them). An
+#: indexed attempt's path holding none of them is not that attempt (:func:`removed`).
+EVENTS = "events.jsonl"
+CONTROL = "control.json"
+SEAL = "seal.json"
 #: The longest ledger line read back whole: entries are a few hundred bytes; a longer
 #: line is damaged and is hashed in blocks, never held (issue 21; ``ledger_tail``).
 LINE_LIMIT = 1 << 20
@@ -182,10 +188,18 @@ def indexed(root: str, name: str) -> bool:
     )
 
 
+def holds_attempt(attempt: str) -> bool:
+    """Does the directory at ``attempt`` hold any of an attempt's first files (its journal,
+    controls or seal)? Gone, or another directory put in its place, it does not."""
+    return any(os.path.lexists(pathtext.join(attempt, n)) for n in (EVENTS, CONTROL, SEAL))
+
+
 def removed(attempt: str) -> tuple[str, str] | None:
     """(root, name) of an attempt path ``<root>/attempts/<name>`` whose directory is gone
-    though the root's ledger indexed it (issue 28); None for anything else."""
-    if os.path.lexists(attempt):
+    though the root's ledger indexed it (issue 28), or holds none of the attempt's first
+    files (another directory put in its place: ``rm -rf`` then ``mkdir``); None for
+    anything else."""
+    if holds_attempt(attempt):
         return None
     at = root_of(attempt)
     return at if at is not None and indexed(*at) else None

@@ -241,7 +241,7 @@ def unfinished_problem(attempt: Path, *, recorded: bool = False) -> SealProblem 
     ``recorded``: the ledger holds this attempt's seal hash, so a missing seal was
     removed, not interrupted (the ledger check reports that)."""
     label = attempt.name
-    if os.path.lexists(attempt / SEAL) or recorded or not os.path.lexists(attempt):
+    if os.path.lexists(attempt / SEAL) or recorded or ledger_seals.removed(str(attempt)):
         return None
     control = attempt / CONTROL
     if not control.exists():
@@ -381,7 +381,7 @@ def _ledger_problems(
         event = ledger.entry_kind(entry)
         if event is LedgerEvent.START:
             started.add(name)
-            if not attempt.is_dir():
+            if not ledger_seals.holds_attempt(str(attempt)):  # gone, or replaced
                 problems.append(problem(where, Flaw.INDEXED_GONE, name=name))
         elif event in (LedgerEvent.END, LedgerEvent.SEAL):
             if event is LedgerEvent.END:

@@ -30,7 +30,7 @@ from skgate.evidence import digest, ledger_seals, pathtext, regular
 from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
-from skgate.model.running import ATTEMPT_DIRECTORY, SealBreach
+from skgate.model.running import ATTEMPT_DIRECTORY, REPLACED, SealBreach
 from skgate.model.schema import require
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from skgate.evidence.seal_problem import SealProblem
 
-SEAL = "seal.json"
+SEAL = ledger_seals.SEAL
 SCHEMA_SEAL = "skgate.seal/1"
 #: Files a sealed attempt may gain later, each with a check of its own: a preserved scene
 #: (its manifest, chained in the ledger) and a seal's temporary link name.
@@ -206,7 +206,7 @@ def removed_attempt(attempt: Path | str) -> SealBreach | None:
     return SealBreach(
         ATTEMPT_DIRECTORY,
         recorded[-1] if recorded else None,
-        "missing",
+        REPLACED if os.path.lexists(pathtext.plain(attempt)) else "missing",
         runner=runner,
         ended=ended,
     )

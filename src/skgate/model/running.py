@@ -360,6 +360,9 @@ ATTEMPT_DIRECTORY = "."
 #: beside the breach it names, so that the words of every verdict need not load the
 #: removed attempt's own verdict (skgate.verdict.changed) to translate it (issue 29).
 REMOVED_MISSING = "the attempt directory"
+#: :attr:`SealBreach.now` of a removed attempt whose path holds another directory, one
+#: without any of its evidence (``rm -rf`` then ``mkdir``): never read as that attempt.
+REPLACED = "replaced"
 
 
 @record
@@ -407,6 +410,8 @@ class SealBreach:
                     "evidence changed after sealing: the attempt directory is gone (the root's "
                     f"ledger recorded its seal, sha256 {self.sealed[:16]})"
                 )
+            if self.now == REPLACED:
+                gone += "; a directory without its evidence stands in its place"
             # What became of its run comes in the same line, the headline: a removed
             # attempt whose runner still runs is never taken for one that has ended.
             if self.runner is not None:

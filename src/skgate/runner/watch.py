@@ -119,7 +119,7 @@ class Watcher:
             full,
             RunLog(log_fd, full),
             emit,
-            full.guard(att.write_ownership, files.OWNERSHIP),
+            full.guard(att.write_ownership, files.OWNERSHIP, by_path=True),
             full.guard(procs, files.PROCS, appends=True),
             full.guard(att.sync_journal, files.EVENTS),
         )

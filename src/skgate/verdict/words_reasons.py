@@ -391,6 +391,7 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
 #: after the line's first part has been said in Chinese (``words._fragments_zh``).
 _RECORDED = r"; its runner recorded in the root's ledger how it ended: "
 REMOVED_FRAGMENTS_ZH: tuple[tuple[str, str], ...] = (
+    ("; a directory without its evidence stands in its place", "；原处是一个不含其证据的目录"),
     (
         r"; its runner \(pid (\d+)\) still runs, and its command may too",
         r"；它的运行器（pid \1）仍在运行，它的命令也可能仍在运行",
