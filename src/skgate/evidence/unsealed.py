@@ -41,10 +41,9 @@ def runner_alive(attempt: Path) -> bool:
     # Loaded here, only for an unsealed attempt: the read side (a report of sealed
     # archives) loads no skgate.proc module (issue 22 s3). The identity rule is the one of
     # skgate.read.liveness: same boot, same pid and start time (C4).
-    from skgate.proc.observe import boot_id, is_alive  # noqa: PLC0415
+    from skgate.proc.observe import still_runs  # noqa: PLC0415
 
-    pid, ticks, boot = runner
-    return boot in ("", boot_id()) and is_alive(pid, ticks)
+    return still_runs(*runner)
 
 
 def waiting_notes(target: Path) -> list[str]:

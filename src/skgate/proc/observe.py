@@ -123,10 +123,16 @@ def is_alive(pid: int, start_ticks: int) -> bool:
     return st is not None and st.start_ticks == start_ticks and not st.zombie
 
 
+def this_boot(boot: str) -> bool:
+    """Was a record of boot ``boot`` made in this boot (``""``: a record that names no
+    boot, taken for this one)? Pids and start times of another boot name nothing now."""
+    return boot in ("", boot_id())
+
+
 def still_runs(pid: int, start_ticks: int, boot: str) -> bool:
     """C4: ``pid`` is still the process recorded as started at ``start_ticks`` in boot
-    ``boot`` (``""``: a record that names no boot, taken for this one), and not dead."""
-    return boot in ("", boot_id()) and is_alive(pid, start_ticks)
+    ``boot`` (:func:`this_boot`), and not dead."""
+    return this_boot(boot) and is_alive(pid, start_ticks)
 
 
 def iter_pids() -> Iterator[int]:

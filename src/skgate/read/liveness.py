@@ -47,7 +47,7 @@ from skgate.model.frozen import replace
 from skgate.model.records import Evidence, Ownership, ProcessRecord, Verdict
 from skgate.proc.cgroup import LEAF_PREFIX, read_pids
 from skgate.proc.keeper import KEPT_LOG, keeper_draining
-from skgate.proc.observe import ProcStat, boot_id, is_alive, read_stat, scan, still_runs
+from skgate.proc.observe import ProcStat, is_alive, read_stat, scan, still_runs, this_boot
 from skgate.proc.owned import journal_alive
 from skgate.verdict.classify import classify
 
@@ -86,7 +86,7 @@ class RunnerRef:
     boot_id: str
 
     def same_boot(self) -> bool:
-        return self.boot_id in ("", boot_id())
+        return this_boot(self.boot_id)
 
     def alive(self) -> bool:
         return still_runs(self.pid, self.start_ticks, self.boot_id)
@@ -144,7 +144,7 @@ def live_owned(ownership: Ownership | None) -> list[ProcessRecord]:
     """Processes of the last manifest (the leader included) alive now, by (pid, start
     time): a manifest from another boot has none alive, and a process the runner saw exit
     is never counted again."""
-    if ownership is None or ownership.boot_id not in ("", boot_id()):
+    if ownership is None or not this_boot(ownership.boot_id):
         return []
     seen: set[tuple[int, int]] = set()
     alive: list[ProcessRecord] = []
@@ -344,7 +344,7 @@ def live_evidence(attempt_dir: Path) -> Evidence:
     if ev.runner_finished:
         return ev
     control = load_control(attempt_dir)
-    same_boot = control.boot_id in ("", boot_id())
+    same_boot = this_boot(control.boot_id)
     if not same_boot:
         return ev  # as before: an attempt of another boot has nothing alive now
     alive = runner_is_alive(control)

@@ -168,7 +168,7 @@ def _alive(attempt: Path, control: Control) -> list[tuple[int, str]]:
     alive: list[tuple[int, str]] = []
     if runner_is_alive(control):
         alive.append((control.runner_pid, f"runner pid {control.runner_pid}"))
-    same_boot = control.boot_id in ("", observe.boot_id())
+    same_boot = observe.this_boot(control.boot_id)
     owned = live_processes(attempt, same_boot=same_boot)
     alive.extend((p.pid, f"owned pid {p.pid} ({p.name})") for p in owned)
     return alive
