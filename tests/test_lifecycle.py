@@ -236,7 +236,7 @@ def test_bounded_wait_exits_6_and_touches_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", ["removed", "replaced"])
+@pytest.mark.parametrize("how", ["removed", "replaced", "copied"])
 def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(
     tmp_path: Path, how: str
 ) -> None:
@@ -245,7 +245,22 @@ def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(
     ``runner_gone``, and the runner itself died at its next manifest write, leaving the
     child that ignores SIGTERM running unsupervised. Now the runner the ledger's start
     entry names is waited for and stopped, through itself alone, and it supervises its
-    command to the end: the SIGKILL of the grace included."""
+    command to the end: the SIGKILL of the grace included. ``copied``: another root's
+    succeeded attempt put in its place (on d18624a, read SUCCEEDED while the command ran,
+    and its seal chained by the runner at its end; tests/evidence/test_copied_in.py)."""
+    if how == "copied":
+        other = run_skgate(
+            "run",
+            "--root",
+            "r1",
+            "--quiet",
+            "--verdict-from",
+            "exit-status",
+            "--",
+            "true",
+            cwd=tmp_path,
+        )
+        assert other.returncode == 0, other.stdout + other.stderr
     started = start(tmp_path, "--grace", "0.5")
     att = Path(started["attempt"])
     leader, child = started_pids(tmp_path)
@@ -254,11 +269,17 @@ def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(
     shutil.rmtree(att)
     if how == "replaced":
         att.mkdir()  # ``rm -rf`` then ``mkdir``: a directory without its evidence
+    copy = {}
+    if how == "copied":  # ``rm -rf`` then ``cp -a``: another attempt's evidence
+        shutil.copytree(tmp_path / "r1" / "attempts" / "0001", att, symlinks=True)
+        copy = {f.name: f.read_bytes() for f in att.iterdir()}
     # status says the run goes on: an unknown of now is never taken for its end.
     now = run_skgate("status", "r", cwd=tmp_path)
     assert now.returncode == 5, now.stdout + now.stderr
     runs = f"its runner (pid {started['runner_pid']}) still runs, and its command may too"
     assert now.stdout.splitlines()[0].endswith(runs)
+    if how == "copied":
+        assert "; another attempt's evidence stands in its place" in now.stdout
     bounded = run_skgate("wait", "r", "--max", "0.5", "--json", cwd=tmp_path)
     assert bounded.returncode == 6, bounded.stdout + bounded.stderr
     out = valid("wait", json.loads(bounded.stdout))
@@ -289,6 +310,11 @@ def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(
     assert again.returncode == 5 and "nothing was signalled" in again.stdout
     if how == "replaced":
         assert list(att.iterdir()) == []  # the runner wrote nothing into it, nor did stop
+    if how == "copied":
+        assert {f.name: f.read_bytes() for f in att.iterdir()} == copy  # nothing written
+        assert last["seal_sha256"] is None  # the copy's seal is never chained as its own
+        verify = run_skgate("verify", "r", cwd=tmp_path)
+        assert verify.returncode == 1 and "holds another attempt's evidence" in verify.stdout
 
 
 @pytest.mark.slow

@@ -150,6 +150,10 @@ ENGLISH = {
         "cut it back"
     ),
     Flaw.INDEXED_GONE: "0001/x: attempt 0007 is indexed but its directory is gone",
+    Flaw.INDEXED_OTHER: (
+        "0001/x: attempt 0007 is indexed, but its directory holds another attempt's evidence "
+        "(its journal names another runner than the ledger: copied from another root?)"
+    ),
     Flaw.LEDGER_SEAL_REMOVED: "0001/x: removed (the ledger recorded it)",
     Flaw.LEDGER_REMOVED: (
         "0001/x: removed, though 2 sealed attempt(s) of this root were indexed in it (the "

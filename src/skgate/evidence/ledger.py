@@ -324,13 +324,21 @@ def record_start(
 
 
 def record_end(
-    root: Path, attempt: Path, verdict: Verdict, extra: Mapping[str, Any] | None = None
+    root: Path,
+    attempt: Path,
+    verdict: Verdict,
+    extra: Mapping[str, Any] | None = None,
+    *,
+    sealed: bool = True,
 ) -> None:
     """Index an attempt's end: its state, cause and the hash of its seal when present.
 
     Putting the seal's hash in the chain means a rewritten ``seal.json`` (one re-made to
     match edited evidence) no longer matches the ledger. ``extra`` adds facts that came
     after the journal was sealed (stop signals received while sealing, a recovery).
+    ``sealed=False``: the caller sealed nothing there (a runner whose attempt directory
+    was removed under it), so whatever ``seal.json`` stands at the path now is not
+    vouched for: a copy put in its place is never chained as this attempt's seal.
     """
     seal = attempt / SEAL
     append_entry(
@@ -341,7 +349,7 @@ def record_end(
             "path": _attempt_ref(root, attempt),
             "state": verdict.state.value,
             "cause": verdict.cause.value if verdict.cause else None,
-            "seal_sha256": sha256_file(seal) if seal.is_file() else None,
+            "seal_sha256": sha256_file(seal) if sealed and seal.is_file() else None,
             **(extra or {}),
         },
     )

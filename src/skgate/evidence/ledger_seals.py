@@ -25,7 +25,7 @@ from skgate.model.running import how_ended
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 #: The root's hash-chained ledger (``<root>/ledger.jsonl``), and where its attempts are.
@@ -95,13 +95,13 @@ def ledger_key(root: str) -> tuple[int, int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
 
 
-#: Per root: the ledger's key (:func:`ledger_key`) and how many attempts were asked for
-#: under it, then, from the third on, every attempt's seal hashes read at once. One
-#: ``status`` asks for one attempt (a search for its name is the cheapest); a report
-#: asks for each attempt of its root, and one search per attempt over the whole ledger
-#: would grow with the square of the root's size.
-_ASKED: dict[str, tuple[object, int]] = {}
-_INDEX: dict[str, tuple[object, dict[str, tuple[str, ...]]]] = {}
+#: Per root and kind of answer (seal hashes, runners): the ledger's key (:func:`ledger_key`)
+#: and how many attempts were asked for under it, then, from the third on, every attempt's
+#: answer read at once (:func:`_asked`). One ``status`` asks for one attempt (a search for
+#: its name is the cheapest); a report asks for each attempt of its root, and one search per
+#: attempt over the whole ledger would grow with the square of the root's size.
+_ASKED: dict[tuple[str, str], tuple[object, int]] = {}
+_INDEX: dict[tuple[str, str], tuple[object, dict[str, Any]]] = {}
 #: Attempts asked for under one state of the ledger before it is read whole.
 _SEARCHES = 2
 
@@ -117,18 +117,29 @@ def recorded_seals(root: str, name: str) -> tuple[str, ...]:
     ``ledger.record_end`` writes them; a line over :data:`LINE_LIMIT` or a torn last
     line is not read (``verify`` reports both).
     """
-    key = ledger_key(root)
-    index = _INDEX.get(root)
+    # Read whole: every line that can hold a seal hash, however its JSON is spaced.
+    found: tuple[str, ...] = _asked(root, name, b'"seal_sha256"', _read).get(name, ())
+    return found
+
+
+def _asked(
+    root: str, name: str, every: bytes, read: Callable[[str, bytes], dict[str, Any]]
+) -> dict[str, Any]:
+    """``read(root, needle)``, by attempt name: for the first :data:`_SEARCHES` attempts
+    asked for under one state of the ledger, of the lines that name attempt ``name``;
+    from then on, of the lines that hold ``every``, read once and kept until the ledger
+    changes (a report asks about every attempt of its root)."""
+    key, kind = ledger_key(root), (root, every.decode())
+    index = _INDEX.get(kind)
     if index is not None and index[0] == key:
-        return index[1].get(name, ())
-    asked = _ASKED.get(root)
+        return index[1]
+    asked = _ASKED.get(kind)
     count = asked[1] + 1 if asked is not None and asked[0] == key else 1
-    _ASKED[root] = (key, count)
+    _ASKED[kind] = (key, count)
     if count <= _SEARCHES:
-        return _read(root, b'"' + name.encode() + b'"').get(name, ())
-    # Every line that can hold a seal hash, however its JSON is spaced.
-    _INDEX[root] = (key, _read(root, b'"seal_sha256"'))
-    return _INDEX[root][1].get(name, ())
+        return read(root, b'"' + name.encode() + b'"')
+    _INDEX[kind] = (key, read(root, every))
+    return _INDEX[kind][1]
 
 
 def _read(root: str, needle: bytes) -> dict[str, tuple[str, ...]]:
@@ -195,37 +206,99 @@ def holds_attempt(attempt: str) -> bool:
 
 
 def removed(attempt: str) -> tuple[str, str] | None:
-    """(root, name) of an attempt path ``<root>/attempts/<name>`` whose directory is gone
-    though the root's ledger indexed it (issue 28), or holds none of the attempt's first
-    files (another directory put in its place: ``rm -rf`` then ``mkdir``); None for
-    anything else."""
-    if holds_attempt(attempt):
-        return None
+    """(root, name) of an attempt path ``<root>/attempts/<name>`` whose directory is no
+    longer the attempt the root's ledger indexed there (issue 28): gone; holding none of
+    the attempt's first files (another directory put in its place: ``rm -rf`` then
+    ``mkdir``); or holding another attempt's evidence (:func:`holds_another`: copied in
+    from another root). None for anything else."""
     at = root_of(attempt)
+    if holds_attempt(attempt):
+        return at if at is not None and holds_another(attempt, *at) else None
     return at if at is not None and indexed(*at) else None
 
 
-def started_by(root: str, name: str) -> tuple[int, int, str] | None:
+#: A runner as the ledger's ``start`` entry and the attempt's journal name it: (pid, start
+#: time in clock ticks, boot id).
+Runner = tuple[int, int, str]
+
+
+def _runner(runner: object, boot: object) -> Runner | None:
+    """A runner's three facts, each of the type its writer writes, else None."""
+    if not isinstance(runner, dict):
+        return None
+    pid, ticks = runner.get("pid"), runner.get("start_ticks")
+    if type(pid) is int and pid > 0 and type(ticks) is int and ticks >= 0:  # not bools
+        return (pid, ticks, boot) if isinstance(boot, str) else None
+    return None
+
+
+def started_by(root: str, name: str) -> Runner | None:
     """(pid, start time in clock ticks, boot id) of the runner that the ledger's ``start``
     entry of attempt ``name`` names (:func:`skgate.evidence.ledger.record_start`): who ran
     an attempt whose directory, and its ``control.json`` with it, is gone. None when no
     entry names one (an attempt brought home from another node, one that ``skgate
     recover`` indexed, a ledger written before runners were named there) or its fields
     are not what the writer writes."""
-    for kind, n, entry in _entries(root, b'"' + name.encode() + b'"'):
+    found: Runner | None = _asked(root, name, b'"runner"', _runners).get(name)
+    return found
+
+
+def _runners(root: str, needle: bytes) -> dict[str, Runner]:
+    """The runner each ``start`` entry among the lines holding ``needle`` names (the
+    first one of an attempt), by attempt name (see :func:`started_by`)."""
+    found: dict[str, Runner] = {}
+    for kind, name, entry in _entries(root, needle):
         runner = entry.get("runner")
-        if kind is not LedgerEvent.START or n != name or not isinstance(runner, dict):
-            continue
-        pid, ticks, boot = runner.get("pid"), runner.get("start_ticks"), runner.get("boot_id")
-        if (
-            type(pid) is int  # not a bool
-            and pid > 0
-            and type(ticks) is int
-            and ticks >= 0
-            and isinstance(boot, str)
-        ):
-            return pid, ticks, boot
-    return None
+        named = _runner(runner, runner.get("boot_id") if isinstance(runner, dict) else None)
+        if kind is LedgerEvent.START and named is not None:
+            found.setdefault(name, named)
+    return found
+
+
+#: The longest first journal line read (its ``created`` event: argv, cwd and the runner);
+#: a longer one is not read, and the attempt is not told apart by its runner.
+FIRST_LINE_LIMIT = 256 << 10
+FIRST_READ = 8 << 10
+
+
+def journal_runner(attempt: str) -> Runner | None:
+    """The runner the attempt's journal names in its first entry (``created``, written
+    before the ledger indexes the attempt; ``boot_id`` beside it), read as a regular file
+    and bounded; None when it cannot be read or names none."""
+    try:
+        fd = regular.open_fd(pathtext.join(attempt, EVENTS))
+    except (OSError, EvidenceError):
+        return None
+    try:
+        # Small reads: the journal may be large, and only its first line is wanted.
+        line = next(regular.iter_fd_lines(fd, FIRST_LINE_LIMIT, FIRST_READ), None)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if line is None or line.too_long or not line.complete:
+        return None
+    try:
+        entry = jsonread.loads(line.raw)
+    except (ValueError, RecursionError):
+        return None
+    # The first entry is the one the runner writes as it creates the attempt, the only
+    # one that names it: its kind need not be compared.
+    return _runner(entry.get("runner"), entry.get("boot_id")) if isinstance(entry, dict) else None
+
+
+def holds_another(attempt: str, root: str, name: str) -> bool:
+    """Does the directory at ``attempt`` (attempt ``name`` of ``root``) hold another
+    attempt's evidence? Its journal names a runner, and the ledger's ``start`` entry of
+    ``name`` another one (pid, start time or boot): a directory copied in from another
+    root (``rm -rf`` then ``cp -r``), never read as the attempt this root ran there, nor
+    its runner as gone (C2.5). An attempt brought home from another node, or indexed by
+    ``skgate recover``, has no runner in its entry and is read as it is."""
+    indexed_by = started_by(root, name)
+    if indexed_by is None:
+        return False
+    own = journal_runner(attempt)
+    return own is not None and own != indexed_by
 
 
 def ended_after_removal(root: str, name: str) -> str | None:

@@ -60,10 +60,6 @@ SCENE_DIR = "scene"
 SCENE_MANIFEST = "manifest.json"
 
 
-def _workers() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
-
-
 def _hash_one(base: Path, name: str) -> tuple[str, int] | None:
     try:
         # Regular files only, never waiting on a FIFO put there after the walk (issue 21).
@@ -98,7 +94,7 @@ def hash_files(base: Path, names: list[str]) -> dict[str, tuple[str, int] | None
     # Imported here: only large scenes need it, and its import costs every run's start-up.
     from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
 
-    with ThreadPoolExecutor(max_workers=_workers()) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
         return dict(zip(names, pool.map(lambda n: _hash_one(base, n), names), strict=True))
 
 
@@ -368,6 +364,7 @@ def _ledger_problems(
     problems = ledger_problems(root) if chain else []
     where = str(root / ledger.LEDGER)
     started: set[str] = set()
+    others: set[str] = set()  # indexed, holding another attempt's evidence
     ended: set[str] = set()
     scenes: set[tuple[str, str]] = set()
     seals: set[str] = set()
@@ -383,6 +380,9 @@ def _ledger_problems(
             started.add(name)
             if not ledger_seals.holds_attempt(str(attempt)):  # gone, or replaced
                 problems.append(problem(where, Flaw.INDEXED_GONE, name=name))
+            elif ledger_seals.holds_another(str(attempt), str(root), name):
+                others.add(name)  # never "interrupted": recover would index the copy
+                problems.append(problem(where, Flaw.INDEXED_OTHER, name=name))
         elif event in (LedgerEvent.END, LedgerEvent.SEAL):
             if event is LedgerEvent.END:
                 ended.add(name)
@@ -406,7 +406,7 @@ def _ledger_problems(
         for attempt in ledger.list_attempts(root) if only is None else _named(root, only):
             if attempt.name not in started:
                 problems.append(problem(attempt.name, Flaw.NOT_IN_LEDGER))
-            elif (attempt / SEAL).exists() and attempt.name not in seals:
+            elif (attempt / SEAL).exists() and attempt.name not in seals | others:
                 if attempt.name not in ended and _seal_matches(attempt):
                     # The seal matches the files and the ledger has no end at all: the
                     # runner died between the two writes. Interrupted, not tampered.

@@ -209,6 +209,14 @@ class Flaw(enum.Enum):
         "{where}：尝试 {name} 已登记，但其目录已不存在",
         False,
     )
+    INDEXED_OTHER = (
+        "{where}: attempt {name} is indexed, but its directory holds another attempt's "
+        "evidence (its journal names another runner than the ledger: copied from another "
+        "root?)",
+        "{where}：尝试 {name} 已登记，但其目录中是另一个尝试的证据（其日志记录的运行器与账本"
+        "不同：从另一个根目录复制而来？）",
+        False,
+    )
     LEDGER_SEAL_REMOVED = (
         "{where}: removed (the ledger recorded it)",
         "{where}：已被删除（账本记录过它）",

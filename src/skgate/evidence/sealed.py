@@ -30,7 +30,7 @@ from skgate.evidence import digest, ledger_seals, pathtext, regular
 from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
-from skgate.model.running import ATTEMPT_DIRECTORY, REPLACED, SealBreach
+from skgate.model.running import ATTEMPT_DIRECTORY, COPIED_IN, REPLACED, SealBreach
 from skgate.model.schema import require
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
@@ -198,17 +198,18 @@ def removed_attempt(attempt: Path | str) -> SealBreach | None:
     is ``unknown``, never "no such attempt", and an older attempt never answers in its
     place (:func:`skgate.evidence.lookup.latest`). None for anything else: a directory
     that is there, a path outside any root, a root without a ledger."""
-    at = ledger_seals.removed(pathtext.plain(attempt))
+    plain = pathtext.plain(attempt)
+    at = ledger_seals.removed(plain)
     if at is None:
         return None
     recorded = ledger_seals.recorded_seals(*at)
     runner, ended = _removed_run(*at)
+    if not os.path.lexists(plain):
+        now = "missing"
+    else:
+        now = COPIED_IN if ledger_seals.holds_attempt(plain) else REPLACED
     return SealBreach(
-        ATTEMPT_DIRECTORY,
-        recorded[-1] if recorded else None,
-        REPLACED if os.path.lexists(pathtext.plain(attempt)) else "missing",
-        runner=runner,
-        ended=ended,
+        ATTEMPT_DIRECTORY, recorded[-1] if recorded else None, now, runner=runner, ended=ended
     )
 
 

@@ -363,6 +363,10 @@ REMOVED_MISSING = "the attempt directory"
 #: :attr:`SealBreach.now` of a removed attempt whose path holds another directory, one
 #: without any of its evidence (``rm -rf`` then ``mkdir``): never read as that attempt.
 REPLACED = "replaced"
+#: :attr:`SealBreach.now` of a removed attempt whose path holds another attempt's evidence:
+#: its journal names another runner than the ledger's ``start`` entry (copied in from
+#: another root), never read as the attempt this root ran there.
+COPIED_IN = "copied in"
 
 
 @record
@@ -412,6 +416,11 @@ class SealBreach:
                 )
             if self.now == REPLACED:
                 gone += "; a directory without its evidence stands in its place"
+            elif self.now == COPIED_IN:
+                gone += (
+                    "; another attempt's evidence stands in its place (its journal names "
+                    "another runner: copied from another root?)"
+                )
             # What became of its run comes in the same line, the headline: a removed
             # attempt whose runner still runs is never taken for one that has ended.
             if self.runner is not None:

@@ -284,7 +284,7 @@ def finish_removed(att: Attempt, outcome: Outcome) -> Verdict:
     )
     with contextlib.suppress(OSError, SkgateError):  # the answer below says the same
         # ``ended``: the same facts, typed, for the readers that quote them (status).
-        ledger.record_end(att.root, att.dir, ended, {"removed": line, "ended": end})
+        ledger.record_end(att.root, att.dir, ended, {"removed": line, "ended": end}, sealed=False)
     att.notify(f"skgate: {line}")
     try:
         return current_verdict(att.dir)

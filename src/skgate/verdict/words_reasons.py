@@ -393,6 +393,11 @@ _RECORDED = r"; its runner recorded in the root's ledger how it ended: "
 REMOVED_FRAGMENTS_ZH: tuple[tuple[str, str], ...] = (
     ("; a directory without its evidence stands in its place", "；原处是一个不含其证据的目录"),
     (
+        r"; another attempt's evidence stands in its place \(its journal names another "
+        r"runner: copied from another root\?\)",
+        "；原处是另一个尝试的证据（其日志记录的是另一个运行器：从另一个根目录复制而来？）",
+    ),
+    (
         r"; its runner \(pid (\d+)\) still runs, and its command may too",
         r"；它的运行器（pid \1）仍在运行，它的命令也可能仍在运行",
     ),

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from skgate import __version__
-from skgate.evidence import files, ledger, seal
+from skgate.evidence import files, ledger, ledger_seals, seal
 from skgate.evidence.census import census_outputs, take_census
 from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import read_journal
@@ -329,6 +329,13 @@ def recover_attempt(
 
 def _recover_locked(attempt: Path) -> Recovery:
     root = ledger.root_of(attempt)
+    if root is not None and ledger_seals.holds_another(str(attempt), str(root), attempt.name):
+        # Finishing it would chain a copy's seal as this attempt's, in this root's ledger.
+        raise EvidenceError(
+            f"{attempt}: holds another attempt's evidence (its journal names another runner "
+            "than the root's ledger: copied from another root?); not recovered; 'skgate "
+            "verify' names it, and 'skgate status' answers unknown for it"
+        )
     indexed = _ledger_entries(root, attempt.name)
     sealed = files.present(attempt / files.SEAL)
     if sealed and ledger.LedgerEvent.END in indexed:
