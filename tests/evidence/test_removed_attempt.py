@@ -205,3 +205,70 @@ def test_an_attempt_copied_in_under_another_id_is_never_read_as_its_own(
     aside = tmp_path / "aside"
     shutil.copytree(a1, aside)
     assert current_verdict(aside).state is State.SUCCEEDED
+
+
+def test_an_id_never_indexed_below_a_removed_one_is_not_the_newest(tmp_path: Path) -> None:
+    """Measured on dac2e65: 0004's runner killed between creating its directory and
+    indexing it, 0005 run and indexed, both directories removed since. ``latest`` stopped
+    at 0004 (never indexed) and answered for 0003, the next run was given 0004, and then
+    ``status ROOT`` answered for the removed 0005 instead of that new run."""
+    _, _, a3 = three(tmp_path)
+    stray = ledger.allocate(tmp_path)  # never indexed: its runner was killed
+    a5 = ended_attempt(tmp_path)
+    assert (stray.name, a5.name) == ("0004", "0005")
+    shutil.rmtree(stray)
+    shutil.rmtree(a5)
+    assert ledger_seals.newest_indexed(str(tmp_path)) == 5
+    assert lookup.latest(tmp_path) == a5  # was 0003
+    assert current_verdict(lookup.latest(tmp_path)).state is State.UNKNOWN  # its removal
+    new = ended_attempt(tmp_path)  # the next run
+    assert new.name == "0006"  # was 0004: older than the removed 0005
+    assert lookup.latest(tmp_path) == new
+    assert a3.is_dir()
+
+
+def test_the_last_start_is_found_past_a_long_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read back from the ledger's end: past other entries (a window without a start entry
+    is read larger), never a torn last line nor a damaged one; nothing past the cap.
+    Entries appended out of order (two runs started together) are stepped over by the
+    callers, which ask for the ids after it in turn."""
+    for name in ("0002", "0007", "0003"):  # 0003 indexed last (its run was slower)
+        ledger.append_entry(
+            tmp_path,
+            ledger.LedgerEvent.START.value,
+            {"attempt": name, "path": f"attempts/{name}", "parent": None},
+        )
+    assert ledger_seals.newest_indexed(str(tmp_path)) == 3
+    assert ledger.allocate(tmp_path).name == "0004"  # 0007 is asked for when its turn comes
+    for _ in range(400):  # ~60 KiB of other entries after the last start
+        ledger.append_entry(
+            tmp_path,
+            ledger.LedgerEvent.SEAL.value,
+            {"attempt": "0002", "path": "attempts/0002", "seal_sha256": "0" * 64},
+        )
+    book = tmp_path / ledger.LEDGER
+    assert book.stat().st_size > 3 * ledger_seals.TAIL_FIRST
+    assert ledger_seals.newest_indexed(str(tmp_path)) == 3
+    with book.open("ab") as f:  # a line that is not JSON, then a torn start entry
+        f.write(b'not json "start"\n{"event":"start","attempt":"0009","path":"attempts/0009"')
+    assert ledger_seals.newest_indexed(str(tmp_path)) == 3
+    monkeypatch.setattr(ledger_seals, "TAIL_CAP", ledger_seals.TAIL_FIRST)
+    assert ledger_seals.newest_indexed(str(tmp_path)) is None  # not found within the cap
+    assert ledger_seals.newest_indexed(str(tmp_path / "none")) is None  # no ledger
+
+
+def test_runs_indexed_out_of_order_are_stepped_over(tmp_path: Path) -> None:
+    """Two runs started together: 0005 indexed before 0004, both directories gone since.
+    The newest is 0005 all the same, and the next run takes 0006."""
+    three(tmp_path)
+    for name in ("0005", "0004"):
+        ledger.append_entry(
+            tmp_path,
+            ledger.LedgerEvent.START.value,
+            {"attempt": name, "path": f"attempts/{name}", "parent": None},
+        )
+    assert ledger_seals.newest_indexed(str(tmp_path)) == 4
+    assert lookup.latest(tmp_path) == tmp_path / "attempts" / "0005"
+    assert ledger.allocate(tmp_path).name == "0006"

@@ -55,7 +55,7 @@ from skgate.evidence.ledger_seals import LEDGER as LEDGER  # noqa: PLC0414
 from skgate.evidence.ledger_seals import LINE_LIMIT as LINE_LIMIT  # noqa: PLC0414
 from skgate.evidence.ledger_seals import LedgerEvent as LedgerEvent  # noqa: PLC0414
 from skgate.evidence.ledger_seals import entry_kind as entry_kind  # noqa: PLC0414
-from skgate.evidence.ledger_seals import indexed
+from skgate.evidence.ledger_seals import indexed, newest_indexed
 from skgate.evidence.ledger_tail import ENTRY_HEAD as ENTRY_HEAD  # noqa: PLC0414
 from skgate.evidence.ledger_tail import SCHEMA_LEDGER as SCHEMA_LEDGER  # noqa: PLC0414
 from skgate.evidence.ledger_tail import (
@@ -146,8 +146,11 @@ def allocate(root: Path, name: str | None = None) -> Path:
                 "an attempt id is never reused (C4)"
             ) from None
         return base / name
-    existing = [int(n) for n in child_names(base) if n.isdigit()]
-    n = max(existing, default=0) + 1
+    existing = [int(n) for n in child_names(base) if n.isascii() and n.isdigit()]
+    # Past the newest id the ledger indexed too: one below it whose directory is gone
+    # (never indexed, its runner killed before that) would make a new attempt older than
+    # a removed one, and the removed one the root's newest in its place.
+    n = max(max(existing, default=0), newest_indexed(str(root)) or 0) + 1
     while True:
         candidate = base / f"{n:04d}"
         if indexed(str(root), candidate.name):

@@ -326,6 +326,78 @@ def ended_after_removal(root: str, name: str) -> str | None:
     return None
 
 
+#: How much of the ledger's end :func:`newest_indexed` reads first, and at most: the
+#: newest ``start`` entry is near the end (an attempt is indexed as it is created); a
+#: window without one is read four times larger, up to the cap, then nothing is said.
+TAIL_FIRST = 16 << 10
+TAIL_CAP = 16 << 20
+
+
+def newest_indexed(root: str) -> int | None:
+    """The attempt number the last ``start`` entry of the root's ledger names, read
+    back from the ledger's end (bounded: :data:`TAIL_CAP`), or None (no ledger, none
+    found). An id the ledger indexed is never given out again, nor is an older attempt
+    the newest in its place, even when the ids below it were never indexed (a runner
+    killed between creating its directory and indexing it, that directory removed since).
+    Entries appended out of order (two runs started together) are the caller's to step
+    over: the ids after this one are asked for in turn (:func:`indexed`)."""
+    try:
+        fd = regular.open_fd(pathtext.join(root, LEDGER))
+    except (OSError, EvidenceError):
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        window = TAIL_FIRST
+        while True:
+            start = max(0, size - window)
+            block = os.pread(fd, size - start, start)
+            found = _last_started(block, whole_first=start == 0)
+            if found is not None or start == 0 or window >= TAIL_CAP:
+                return found
+            window = min(4 * window, TAIL_CAP)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _last_started(block: bytes, *, whole_first: bool) -> int | None:
+    """The attempt number of the last ``start`` entry among the whole lines of ``block``
+    (its first line too when ``whole_first``; never a torn last line), parsed one at a
+    time from the end: one line in the common case."""
+    end = block.rfind(b"\n")  # the whole lines are block[:end]
+    floor = 0 if whole_first else block.find(b"\n") + 1
+    at = block.rfind(b'"start"', floor, end)
+    while at >= 0:
+        lo = block.rfind(b"\n", 0, at) + 1
+        hi = block.find(b"\n", at)
+        if lo >= floor and hi - lo <= LINE_LIMIT:
+            number = _started(block[lo:hi])
+            if number is not None:
+                return number
+        at = block.rfind(b'"start"', floor, lo)
+    return None
+
+
+def _started(raw: bytes) -> int | None:
+    """The attempt number of one ledger line when it is a ``start`` entry of the root's
+    own attempt (named with its path, as the writer writes it), else None."""
+    try:
+        entry = jsonread.loads(raw)
+    except (ValueError, RecursionError):
+        return None  # a damaged line: verify names it
+    name = entry.get("attempt") if isinstance(entry, dict) else None
+    if (
+        isinstance(name, str)
+        and name.isascii()
+        and name.isdigit()
+        and entry_kind(entry) is LedgerEvent.START
+        and entry.get("path") == f"{ATTEMPTS}/{name}"
+    ):
+        return int(name)
+    return None
+
+
 def indexed_names(root: str) -> frozenset[str]:
     """Every attempt name the ledger of ``root`` indexed, read in one pass (``status
     --all`` of a root lists the removed ones too)."""

@@ -118,7 +118,12 @@ def latest(root: P) -> P:
     attempts = resolve(root, prelaunch=True)
     if pathtext.is_dir(pathtext.join(root, ATTEMPTS)):
         newest = int(pathtext.name(attempts[-1])) if attempts else 0
-        after = _indexed_after(root, newest)
+        # The newest the ledger indexed, though ids below it were never indexed and are
+        # gone; then the ones indexed after it, in turn (an index appended late).
+        top = ledger_seals.newest_indexed(pathtext.plain(root)) or 0
+        after = _indexed_after(root, max(newest, top))
+        if after is None and top > newest:
+            after = f"{top:04d}"
         if after is not None:
             return pathtext.like(root, pathtext.join(pathtext.join(root, ATTEMPTS), after))
     if not attempts:
