@@ -366,7 +366,9 @@ def _last_started(block: bytes, *, whole_first: bool) -> int | None:
     (its first line too when ``whole_first``; never a torn last line), parsed one at a
     time from the end: one line in the common case."""
     end = block.rfind(b"\n")  # the whole lines are block[:end]
-    floor = 0 if whole_first else block.find(b"\n") + 1
+    if end < 0:
+        return None  # no line ends in it: nothing whole to read
+    floor = 0 if whole_first else block.find(b"\n") + 1  # a line begun before it: not
     at = block.rfind(b'"start"', floor, end)
     while at >= 0:
         lo = block.rfind(b"\n", 0, at) + 1
