@@ -280,6 +280,18 @@ def test_an_attempt_removed_while_it_runs_is_waited_for_and_stopped(
     assert now.stdout.splitlines()[0].endswith(runs)
     if how == "copied":
         assert "; another attempt's evidence stands in its place" in now.stdout
+        # No command acts on the copy (on 5057472 ``retry`` ran the copy's command, its
+        # runner's liveness checked by the copy's controls, after moving the working
+        # directory's outputs into it while this run went on).
+        outputs = tmp_path / "static_kernel_compile_outputs"
+        outputs.mkdir(exist_ok=True)
+        (outputs / "this-run.txt").write_text("in use\n")
+        retried = run_skgate("retry", str(att), cwd=tmp_path)
+        assert retried.returncode == 2, retried.stdout + retried.stderr
+        assert "another attempt's evidence stands in its place" in retried.stderr
+        assert (outputs / "this-run.txt").read_text() == "in use\n"
+        assert not (att / "scene").exists()
+        assert len(list((tmp_path / "r1" / "attempts").iterdir())) == 1  # nothing run
     bounded = run_skgate("wait", "r", "--max", "0.5", "--json", cwd=tmp_path)
     assert bounded.returncode == 6, bounded.stdout + bounded.stderr
     out = valid("wait", json.loads(bounded.stdout))

@@ -30,7 +30,7 @@ import pytest
 from test_removed_runner import STAND_IN, identity, started
 
 from skgate.api import lifecycle
-from skgate.evidence import digest, ledger, ledger_seals, lookup, seal, sealed
+from skgate.evidence import digest, files, ledger, ledger_seals, lookup, seal, sealed
 from skgate.evidence.files import CONTROL, EVENTS, SEAL, VERDICT, write_json_new
 from skgate.evidence.seal_problem import Flaw
 from skgate.model.errors import EvidenceError
@@ -289,3 +289,25 @@ def test_a_report_asks_the_whole_ledger_once_and_answers_the_same(tmp_path: Path
     # A ledger that changed is read again.
     late = running_attempt(tmp_path, {"pid": 999, "start_ticks": 1, "boot_id": "b"})
     assert ledger_seals.started_by(str(tmp_path), late.name) == (999, 1, "b")
+
+
+@pytest.mark.parametrize("sealed_copy", [True, False], ids=["sealed", "in progress"])
+def test_no_file_of_it_is_read_as_this_attempts(tmp_path: Path, sealed_copy: bool) -> None:
+    """Every evidence read of such a directory is the breach (C2.5), sealed or not, so
+    that no command acts on the copy's files either (``retry`` ran the copy's command and
+    could move the working directory's outputs into it: tests/test_lifecycle.py)."""
+    ours = {"pid": 4321, "start_ticks": 99, "boot_id": "b"}
+    if sealed_copy:
+        source = sealed_attempt(tmp_path / "r1", ELSEWHERE)
+    else:
+        source = running_attempt(tmp_path / "r1", ELSEWHERE)
+        write_json_new(source / CONTROL, {"schema": "skgate.control/1", "attempt": "0001"})
+    target = running_attempt(tmp_path / "r2", ours)
+    copy_in(source, target)
+    with pytest.raises(sealed.SealBreachError) as caught:
+        files.read_json(target / CONTROL)
+    assert caught.value.breach.now == COPIED_IN
+    assert "another attempt's evidence stands in its place" in str(caught.value)
+    # The attempt itself, and the source it was copied from, read as they are.
+    sealed._CACHE.clear()
+    assert files.read_json(source / CONTROL)["attempt"] == "0001"

@@ -294,11 +294,25 @@ def holds_another(attempt: str, root: str, name: str) -> bool:
     root (``rm -rf`` then ``cp -r``), never read as the attempt this root ran there, nor
     its runner as gone (C2.5). An attempt brought home from another node, or indexed by
     ``skgate recover``, has no runner in its entry and is read as it is."""
+    try:
+        st = os.lstat(pathtext.join(attempt, EVENTS))
+    except OSError:
+        return False  # no journal: nothing names a runner
+    # Asked twice by one status (its removal first, then its seal): answered once for
+    # one state of the ledger and of the journal.
+    key = (ledger_key(root), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    known = _HOLDS.get(attempt)
+    if known is not None and known[0] == key:
+        return known[1]
     indexed_by = started_by(root, name)
-    if indexed_by is None:
-        return False
-    own = journal_runner(attempt)
-    return own is not None and own != indexed_by
+    own = journal_runner(attempt) if indexed_by is not None else None
+    found = own is not None and own != indexed_by
+    _HOLDS[attempt] = (key, found)
+    return found
+
+
+#: :func:`holds_another`'s answers, by attempt path, with the state they were read at.
+_HOLDS: dict[str, tuple[object, bool]] = {}
 
 
 def ended_after_removal(root: str, name: str) -> str | None:

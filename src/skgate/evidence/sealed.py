@@ -164,7 +164,7 @@ def load_seal(base: Path | str) -> Seal | None:
             # elsewhere?)"): its files match its seal, and the seal is not this one's.
             breach = SealBreach(SEAL, None, "a copy", sealed_as=named)
         if breach is None and at is not None:
-            breach = _unrecorded(at[0], at[1], blob)
+            breach = _unrecorded(at[0], at[1], blob) or _copied_in(base, at)
         seal = Seal(key, entries, breach)
     _CACHE[base] = seal
     return seal
@@ -187,9 +187,19 @@ def _removed(
     cached = _CACHE.get(base)
     if cached is None or cached.key != key:
         recorded = ledger_seals.recorded_seals(*at)
-        cached = Seal(key, {}, SealBreach(SEAL, recorded[-1], "missing") if recorded else None)
+        missing = SealBreach(SEAL, recorded[-1], "missing") if recorded else None
+        cached = Seal(key, {}, missing or _copied_in(base, at))
         _CACHE[base] = cached
     return cached if cached.breach is not None else None
+
+
+def _copied_in(base: str, at: tuple[str, str]) -> SealBreach | None:
+    """C2.5, C4: the directory holds another attempt's evidence (its journal names another
+    runner than the ledger's ``start`` entry: copied in from another root): no file of it
+    is read as this attempt's, so that nothing acts on it either (``retry`` would run the
+    copy's command and move the working directory's outputs into it, its runner's
+    liveness checked by the copy's controls, not by the runner that may still run)."""
+    return removed_attempt(base) if ledger_seals.holds_another(base, *at) else None
 
 
 def removed_attempt(attempt: Path | str) -> SealBreach | None:
