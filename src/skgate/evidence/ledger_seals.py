@@ -382,7 +382,8 @@ def _last_started(block: bytes, *, whole_first: bool) -> int | None:
     end = block.rfind(b"\n")  # the whole lines are block[:end]
     if end < 0:
         return None  # no line ends in it: nothing whole to read
-    floor = 0 if whole_first else block.find(b"\n") + 1  # a line begun before it: not
+    # The first line was begun before the window, unless the window starts the ledger.
+    floor = 0 if whole_first else block.find(b"\n") + 1
     at = block.rfind(b'"start"', floor, end)
     while at >= 0:
         lo = block.rfind(b"\n", 0, at) + 1
