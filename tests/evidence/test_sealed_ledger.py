@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -94,19 +95,18 @@ def test_a_reader_that_lives_on_sees_the_ledger_change(tmp_path: Path) -> None:
         sealed.read_bytes(attempt / VERDICT)
 
 
-def test_nothing_to_cross_check_reads_the_seal_alone(tmp_path: Path) -> None:
-    # No ledger (an attempt directory copied out of its root, or a root whose ledger is
-    # gone: verify names that), or a ledger that is a link (never read through): the
-    # files are checked against the seal alone, as before the ledger was asked.
-    attempt = ended_attempt(tmp_path)
+def test_an_attempt_outside_any_root_is_checked_against_its_seal_alone(tmp_path: Path) -> None:
+    # Copied out of its root (no ``attempts/`` above it): no ledger vouches for it or
+    # against it, and its files are checked against its seal alone. Inside a root, a
+    # ledger that is gone or a link vouches for nothing (tests/evidence/test_ledger_anchor.py).
+    attempt = ended_attempt(tmp_path / "root")
+    out = tmp_path / "copied-out"
+    shutil.copytree(attempt, out)
+    remake_seal(out, VERDICT, forged(out))
+    assert sealed.read_bytes(out / VERDICT) == forged(out)
     remake_seal(attempt, VERDICT, forged(attempt))
-    path = tmp_path / ledger.LEDGER
-    path.rename(tmp_path / "elsewhere.jsonl")
-    assert recorded_seals(str(tmp_path), attempt.name) == ()
-    assert sealed.read_bytes(attempt / VERDICT) == forged(attempt)
-    path.symlink_to(tmp_path / "elsewhere.jsonl")
-    assert recorded_seals(str(tmp_path), attempt.name) == ()
-    assert sealed.read_bytes(attempt / VERDICT) == forged(attempt)
+    with pytest.raises(sealed.SealBreachError, match="not the seal the ledger recorded"):
+        sealed.read_bytes(attempt / VERDICT)
 
 
 def test_only_this_attempts_entries_count(tmp_path: Path) -> None:

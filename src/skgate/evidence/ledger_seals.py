@@ -16,11 +16,18 @@ from __future__ import annotations
 
 import enum
 import os
+import stat
 
 from skgate.evidence import pathtext, regular
 from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
-from skgate.model.running import how_ended
+from skgate.model.running import (
+    LEDGER_GONE,
+    LEDGER_LINK,
+    LEDGER_NOT_REGULAR,
+    LEDGER_SILENT,
+    how_ended,
+)
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
@@ -102,6 +109,8 @@ def ledger_key(root: str) -> tuple[int, int, int, int] | None:
 #: attempt over the whole ledger would grow with the square of the root's size.
 _ASKED: dict[tuple[str, str], tuple[object, int]] = {}
 _INDEX: dict[tuple[str, str], tuple[object, dict[str, Any]]] = {}
+#: Per root and kind: the last attempt searched for, under which ledger key, and the answer.
+_LAST: dict[tuple[str, str], tuple[object, str, dict[str, Any]]] = {}
 #: Attempts asked for under one state of the ledger before it is read whole.
 _SEARCHES = 2
 
@@ -109,17 +118,66 @@ _SEARCHES = 2
 def recorded_seals(root: str, name: str) -> tuple[str, ...]:
     """Every ``seal_sha256`` the ledger of ``root`` chained for its attempt ``name`` (its
     ``end`` and ``seal`` entries, in order); empty when the root has no ledger, the
-    attempt no such entry, or the ledger cannot be read as a regular file (``verify``
-    names that; a reader cannot cross-check against it, and reads the seal alone, as it
-    does in a root without a ledger).
+    attempt no such entry, or the ledger cannot be read as a regular file (what a sealed
+    attempt of such a root reads as is :func:`anchor`'s answer).
 
     An entry is the attempt's when it names it and its path (``attempts/<name>``), as
     ``ledger.record_end`` writes them; a line over :data:`LINE_LIMIT` or a torn last
     line is not read (``verify`` reports both).
     """
-    # Read whole: every line that can hold a seal hash, however its JSON is spaced.
-    found: tuple[str, ...] = _asked(root, name, b'"seal_sha256"', _read).get(name, ())
+    return _indexed_seals(root, name).get(name, ())
+
+
+def _indexed_seals(root: str, name: str) -> dict[str, tuple[str, ...]]:
+    # Read whole: every entry names its attempt (``"attempt"``), however its JSON is
+    # spaced; one read answers both the seal hashes and whether the attempt is indexed.
+    found: dict[str, tuple[str, ...]] = _asked(root, name, b'"attempt"', _read)
     return found
+
+
+class Anchor(enum.Enum):
+    """What the root's ledger is for one of its sealed attempts (C2.5, C4).
+
+    Every attempt is indexed in its root's ledger before it runs (C4: never run
+    unrecorded), and its seal's hash is chained there when it ends: the ledger is what
+    a ``seal.json`` re-made to match edited files is caught by (:func:`recorded_seals`).
+    A sealed attempt of a root whose ledger is gone, a link, not a regular file, or names
+    the attempt nowhere has lost that anchor: ``verify`` calls each a change, and no
+    reader shows the attempt as its files say either (``skgate.evidence.sealed``). The
+    values are :attr:`~skgate.model.records.SealBreach.now` of that breach."""
+
+    #: It indexes the attempt: its seal hashes are compared (:func:`recorded_seals`).
+    HELD = "held"
+    #: It is there but cannot be read (permissions): nothing is known either way, and the
+    #: seal alone is checked, as in a directory outside any root.
+    UNREAD = "unread"
+    GONE = LEDGER_GONE
+    LINK = LEDGER_LINK
+    NOT_REGULAR = LEDGER_NOT_REGULAR
+    SILENT = LEDGER_SILENT
+
+
+def anchor(root: str, name: str) -> Anchor:
+    """What the ledger of ``root`` is for its sealed attempt ``name`` (:class:`Anchor`):
+    one ``lstat``, and the read :func:`recorded_seals` makes anyway."""
+    path = pathtext.join(root, LEDGER)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return Anchor.GONE
+    except OSError:
+        return Anchor.UNREAD
+    if stat.S_ISLNK(mode):
+        return Anchor.LINK
+    if not stat.S_ISREG(mode):
+        return Anchor.NOT_REGULAR
+    if name in _indexed_seals(root, name):
+        return Anchor.HELD
+    try:  # found nowhere: in a ledger that could be read (else nothing is known)
+        os.close(regular.open_fd(path))
+    except (OSError, EvidenceError):
+        return Anchor.UNREAD
+    return Anchor.SILENT
 
 
 def _asked(
@@ -133,23 +191,32 @@ def _asked(
     index = _INDEX.get(kind)
     if index is not None and index[0] == key:
         return index[1]
+    last = _LAST.get(kind)
+    if last is not None and last[0] == key and last[1] == name:
+        return last[2]  # the same attempt again (its seal hashes, then its anchor)
     asked = _ASKED.get(kind)
     count = asked[1] + 1 if asked is not None and asked[0] == key else 1
     _ASKED[kind] = (key, count)
     if count <= _SEARCHES:
-        return read(root, b'"' + name.encode() + b'"')
+        found = read(root, b'"' + name.encode() + b'"')
+        _LAST[kind] = (key, name, found)
+        return found
     _INDEX[kind] = (key, read(root, every))
     return _INDEX[kind][1]
 
 
 def _read(root: str, needle: bytes) -> dict[str, tuple[str, ...]]:
     """The seal hashes of the ``end`` and ``seal`` entries among the ledger's lines that
-    hold ``needle``, by attempt name (see :func:`recorded_seals`)."""
+    hold ``needle``, by attempt name, for every attempt an entry of them indexes (none
+    chained yet: an empty tuple; see :func:`recorded_seals` and :func:`anchor`)."""
     found: dict[str, list[str]] = {}
     for kind, name, entry in _entries(root, needle):
+        if kind not in _INDEXING:
+            continue
+        shas = found.setdefault(name, [])
         sha = entry.get("seal_sha256")
         if kind in _SEALING and isinstance(sha, str):
-            found.setdefault(name, []).append(sha)
+            shas.append(sha)
     return {name: tuple(shas) for name, shas in found.items()}
 
 

@@ -12,7 +12,11 @@ shown as its content said. Now every evidence read (``files.read_json``,
   grown (a 1 GiB line appended to ``procs.jsonl``) or deleted file is caught even when
   this command would not read it;
 - each file actually read is hashed and must match its sealed sha256; a file the seal
-  does not name is refused (added after sealing).
+  does not name is refused (added after sealing);
+- in a root (``<root>/attempts/<id>``), ``seal.json`` itself must be the one the root's
+  ledger chained, and the ledger must still index the attempt (C4: every attempt is
+  indexed before it runs): a ledger that is gone, a link, not a regular file or names the
+  attempt nowhere vouches for nothing (:func:`_unanchored`).
 
 A mismatch is a :class:`SealBreachError` carrying a :class:`~skgate.model.records.
 SealBreach`; the verdict readers turn it into ``unknown`` whose first line is
@@ -30,7 +34,13 @@ from skgate.evidence import digest, ledger_seals, pathtext, regular
 from skgate.model import jsonread
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import record
-from skgate.model.running import ATTEMPT_DIRECTORY, COPIED_IN, REPLACED, SealBreach
+from skgate.model.running import (
+    ATTEMPT_DIRECTORY,
+    COPIED_IN,
+    REPLACED,
+    ROOT_LEDGER,
+    SealBreach,
+)
 from skgate.model.schema import require
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
@@ -164,7 +174,7 @@ def load_seal(base: Path | str) -> Seal | None:
             # elsewhere?)"): its files match its seal, and the seal is not this one's.
             breach = SealBreach(SEAL, None, "a copy", sealed_as=named)
         if breach is None and at is not None:
-            breach = _unrecorded(at[0], at[1], blob) or _copied_in(base, at)
+            breach = _unrecorded(at[0], at[1], blob) or _unanchored(*at) or _copied_in(base, at)
         seal = Seal(key, entries, breach)
     _CACHE[base] = seal
     return seal
@@ -246,15 +256,28 @@ def _removed_run(root: str, name: str) -> tuple[int | None, str | None]:
 def _unrecorded(root: str, name: str, blob: bytes) -> SealBreach | None:
     """C2.5: a ``seal.json`` whose hash is not the one the root's ledger chained for it
     (``verify``: "differs from the one the ledger recorded"). Re-made to match edited
-    files, it passes the sweep and every file's hash; the ledger tells. A root without
-    a ledger, or a ledger without this attempt's seal hash (an older skgate, a runner
-    killed between the seal and its end entry: ``recover`` finishes it), has nothing to
-    tell: the seal alone is checked, as before."""
+    files, it passes the sweep and every file's hash; the ledger tells. A ledger that
+    indexes the attempt but chained no seal hash for it (a runner killed between the seal
+    and its end entry: ``recover`` finishes it) has nothing to tell: the seal alone is
+    checked. A root whose ledger does not vouch for it at all is :func:`_unanchored`."""
     got = digest.sha256_small(blob)
     for want in ledger_seals.recorded_seals(root, name):
         if want != got:
             return SealBreach(SEAL, want, f"sha256 {got[:16]}, not the seal the ledger recorded")
     return None
+
+
+def _unanchored(root: str, name: str) -> SealBreach | None:
+    """C2.5: a sealed attempt of a root whose ledger no longer anchors it (gone, a link,
+    not a regular file, or naming it nowhere: :class:`ledger_seals.Anchor`). Its seal
+    cannot be checked against the hash the ledger chained, so a ``seal.json`` re-made to
+    match edited files, with the ledger removed or emptied, would pass: ``verify`` calls
+    each a change, and every reader answers ``unknown`` (before, only the seal was checked
+    then, and ``status`` believed such an attempt)."""
+    held = ledger_seals.anchor(root, name)
+    if held in (ledger_seals.Anchor.HELD, ledger_seals.Anchor.UNREAD):
+        return None
+    return SealBreach(ROOT_LEDGER, None, held.value)
 
 
 def _locate(path: Path | str) -> tuple[str, str] | None:

@@ -367,6 +367,36 @@ REPLACED = "replaced"
 #: its journal names another runner than the ledger's ``start`` entry (copied in from
 #: another root), never read as the attempt this root ran there.
 COPIED_IN = "copied in"
+#: :attr:`SealBreach.file` when the root's ledger no longer anchors a sealed attempt of the
+#: root (skgate.evidence.ledger_seals.Anchor): the ledger, from the attempt directory.
+ROOT_LEDGER = "../../ledger.jsonl"
+#: :attr:`SealBreach.now` for :data:`ROOT_LEDGER`: gone, a link, not a regular file, or
+#: a ledger that names the attempt nowhere.
+LEDGER_GONE = "gone"
+LEDGER_LINK = "a symbolic link"
+LEDGER_NOT_REGULAR = "not a regular file"
+LEDGER_SILENT = "silent"
+#: The missing item of such an attempt (its zh form: verdict.words._MISSING_ZH).
+LEDGER_MISSING = "the root's ledger (ledger.jsonl) indexing this attempt"
+#: The first line of each (en; zh in skgate.verdict.words_reasons, as docs/contract.md
+#: gives them).
+_LEDGER_LINES = {
+    LEDGER_GONE: (
+        "the root's ledger is gone (ledger.jsonl indexes every attempt before it runs "
+        "and chains its seal; nothing of skgate removes it)"
+    ),
+    LEDGER_LINK: (
+        "the root's ledger is a symbolic link (ledger.jsonl; evidence is never read through a link)"
+    ),
+    LEDGER_NOT_REGULAR: (
+        "the root's ledger is not a regular file (ledger.jsonl; evidence is only read "
+        "from regular files)"
+    ),
+    LEDGER_SILENT: (
+        "the root's ledger does not index this attempt (no entry of ledger.jsonl names "
+        "it: emptied, edited, or the attempt added by hand?)"
+    ),
+}
 
 
 @record
@@ -430,6 +460,9 @@ class SealBreach:
                     f"{gone}; its runner recorded in the root's ledger how it ended: {self.ended}"
                 )
             return gone
+        if self.file == ROOT_LEDGER:
+            said = _LEDGER_LINES.get(self.now, f"the root's ledger ({self.now})")
+            return f"evidence changed after sealing: {said}"
         if self.sealed is None and self.now.startswith("damaged"):
             return f"evidence changed after sealing: {self.file} ({self.now})"
         was = f"sealed sha256 {self.sealed[:16]}" if self.sealed else "not in the seal"

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 from skgate.model.phrases import Lang
 from skgate.model.records import SealBreach, State, Verdict, Waiting
-from skgate.model.running import ATTEMPT_DIRECTORY, REMOVED_MISSING
+from skgate.model.running import (
+    ATTEMPT_DIRECTORY,
+    LEDGER_MISSING,
+    REMOVED_MISSING,
+    ROOT_LEDGER,
+)
 
 
 def changed_verdict(breach: SealBreach, attempt: str) -> Verdict:
     """``unknown``, first line "evidence changed after sealing: FILE (...)" (C2.5)."""
     if breach.file == ATTEMPT_DIRECTORY:
         return _removed_verdict(breach, attempt)
+    if breach.file == ROOT_LEDGER:
+        return _unanchored_verdict(breach, attempt)
     return Verdict(
         state=State.UNKNOWN,
         cause=None,
@@ -35,9 +42,7 @@ def changed_verdict(breach: SealBreach, attempt: str) -> Verdict:
 def _removed_verdict(breach: SealBreach, attempt: str) -> Verdict:
     """``unknown`` for an attempt whose directory is gone though its root's ledger
     indexed it: the removal first; ``verify`` of the root names what is gone."""
-    # ``<root>/attempts/<name>``, by its words alone: this layer touches no file system.
-    parts = attempt.rstrip("/").rsplit("/", 2)
-    root = parts[0] if len(parts) == 3 and parts[0] else "."
+    root = _root_of(attempt)
     return Verdict(
         state=State.UNKNOWN,
         cause=None,
@@ -47,6 +52,32 @@ def _removed_verdict(breach: SealBreach, attempt: str) -> Verdict:
             f"run 'skgate verify {root}' to list what is gone",
         ),
         missing=(REMOVED_MISSING,),
+        attempt=attempt,
+        breach=breach,
+    )
+
+
+def _root_of(attempt: str) -> str:
+    """``<root>`` of ``<root>/attempts/<name>``, by its words alone: this layer touches no
+    file system."""
+    parts = attempt.rstrip("/").rsplit("/", 2)
+    return parts[0] if len(parts) == 3 and parts[0] else "."
+
+
+def _unanchored_verdict(breach: SealBreach, attempt: str) -> Verdict:
+    """``unknown`` for a sealed attempt whose root's ledger no longer vouches for it (gone,
+    a link, not a regular file, or naming it nowhere): its seal could have been re-made
+    to match edited files, and nothing is left to tell (C2.5)."""
+    return Verdict(
+        state=State.UNKNOWN,
+        cause=None,
+        reasons=(
+            breach.line(),
+            "C2.5: a sealed attempt its root's ledger no longer vouches for decides nothing "
+            "(its seal could have been re-made to match edited files): run 'skgate verify "
+            f"{_root_of(attempt)}' to list what changed",
+        ),
+        missing=(LEDGER_MISSING,),
         attempt=attempt,
         breach=breach,
     )

@@ -34,6 +34,38 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"C2.5：被删除的尝试不能决定任何结论，更早的尝试也不能代替它：运行 "
         r"'skgate verify \1' 列出缺失的内容",
     ),
+    # A sealed attempt its root's ledger no longer vouches for (model.running
+    # _LEDGER_LINES, skgate.evidence.ledger_seals.Anchor).
+    (
+        r"evidence changed after sealing: the root's ledger is gone \(ledger\.jsonl indexes "
+        r"every attempt before it runs and chains its seal; nothing of skgate removes it\)",
+        "封存后证据被改动：根目录的账本已不存在（ledger.jsonl 在每个尝试运行前登记它"
+        "并链接其封存清单；skgate 从不删除它）",
+    ),
+    (
+        r"evidence changed after sealing: the root's ledger is a symbolic link "
+        r"\(ledger\.jsonl; evidence is never read through a link\)",
+        "封存后证据被改动：根目录的账本是符号链接（ledger.jsonl；证据从不经由链接读取）",
+    ),
+    (
+        r"evidence changed after sealing: the root's ledger is not a regular file "
+        r"\(ledger\.jsonl; evidence is only read from regular files\)",
+        "封存后证据被改动：根目录的账本不是普通文件（ledger.jsonl；证据只从普通文件读取）",
+    ),
+    (
+        r"evidence changed after sealing: the root's ledger does not index this attempt "
+        r"\(no entry of ledger\.jsonl names it: emptied, edited, or the attempt added by "
+        r"hand\?\)",
+        "封存后证据被改动：根目录的账本没有登记该尝试（ledger.jsonl 中没有任何条目提到它："
+        "被清空、被编辑，还是该尝试是手工添加的？）",
+    ),
+    (
+        r"C2\.5: a sealed attempt its root's ledger no longer vouches for decides nothing "
+        r"\(its seal could have been re-made to match edited files\): run 'skgate verify "
+        r"(.+)' to list what changed",
+        r"C2.5：根目录账本不再为其担保的已封存尝试不能决定任何结论（它的封存清单可能已被重新生成以匹配"
+        r"被改动的文件）：运行 'skgate verify \1' 列出改动",
+    ),
     # Issue 28: a sealed attempt whose files changed (skgate.verdict.changed).
     (
         # A seal re-made to match edited files: its hash is not the ledger's.

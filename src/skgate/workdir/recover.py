@@ -376,6 +376,14 @@ def _recover_locked(attempt: Path) -> Recovery:
             files.read_json(attempt / files.VERDICT), str(attempt / files.VERDICT)
         )
     else:
+        if root is not None and ledger.LedgerEvent.START not in indexed:
+            # Indexed before it is sealed, as a runner indexes before it launches (C4): a
+            # recover killed in between leaves an attempt its ledger names, which the next
+            # one finishes, never a sealed one the ledger does not name, which every
+            # reader answers unknown for (skgate.evidence.ledger_seals.Anchor).
+            ledger.record_start(root, attempt, None)
+            indexed.add(ledger.LedgerEvent.START)
+            done.append("indexed the attempt's start in the ledger")
         removed = _remove_temp_files(attempt)
         if removed:
             done.append(f"removed {len(removed)} temporary file(s) the runner left")
