@@ -209,15 +209,49 @@ def test_every_answer_says_its_runner_still_runs(
     zh = state_words(verdict, Lang.ZH)
     assert zh.endswith(f"；它的运行器（pid {stand_in.pid}）仍在运行，它的命令也可能仍在运行")
     assert "runner" not in zh and "still" not in zh
-    # Ended without recording how (a runner killed by SIGKILL, an older skgate): the
-    # removal alone, never "still runs".
+    # Ended without recording how (a runner killed by SIGKILL, the OOM killer): never
+    # "still runs", and never an end either: its command may run on, unsupervised
+    # (measured on b21a9c8: the removal alone was said, while the killed runner's
+    # ``sleep 30`` still ran).
     stand_in.send_signal(signal.SIGTERM)
     assert stand_in.wait(timeout=10) == 7
     after = current_verdict(attempt)
-    assert after.breach is not None and (after.breach.runner, after.breach.ended) == (None, None)
-    assert headline(after) == (
-        "UNKNOWN: evidence removed: the attempt directory is gone (the root's ledger indexed it)"
+    assert after.breach is not None
+    assert (after.breach.runner, after.breach.ended, after.breach.lost) == (
+        None,
+        None,
+        stand_in.pid,
     )
+    lost = (
+        f"; its runner (pid {stand_in.pid}) died without recording how its command ended: "
+        "the command may still run, unsupervised"
+    )
+    assert headline(after) == (
+        "UNKNOWN: evidence removed: the attempt directory is gone (the root's ledger indexed "
+        f"it){lost}"
+    )
+    assert after.to_dict()["extra"]["evidence_changed"]["runner_lost_pid"] == stand_in.pid
+    assert state_words(after, Lang.ZH).endswith(
+        f"；它的运行器（pid {stand_in.pid}）在记录命令如何结束之前已终止："
+        "该命令可能仍在运行，无人监管"
+    )
+
+
+def test_a_runner_the_ledger_does_not_name_or_that_sealed_is_never_said_lost(
+    tmp_path: Path,
+) -> None:
+    # No runner in its start entry (an older skgate, one recover indexed): nothing known.
+    unnamed = removed_attempt(tmp_path, None)
+    assert current_verdict(unnamed).breach.lost is None  # type: ignore[union-attr]
+    # A runner that sealed had seen its tree end: the seal the ledger recorded is said.
+    gone = ledger.allocate(tmp_path)
+    ledger.record_start(tmp_path, gone, None, {"pid": 1, "start_ticks": 7, "boot_id": "b"})
+    files.write_json_new(gone / files.CONTROL, {"schema": "skgate.control/1"})
+    seal.seal_attempt(gone)
+    shutil.rmtree(gone)
+    verdict = current_verdict(gone)
+    assert verdict.breach is not None and verdict.breach.sealed is not None
+    assert verdict.breach.lost is None and "died" not in headline(verdict)
 
 
 @pytest.mark.parametrize(

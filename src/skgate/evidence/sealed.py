@@ -223,34 +223,41 @@ def removed_attempt(attempt: Path | str) -> SealBreach | None:
     if at is None:
         return None
     recorded = ledger_seals.recorded_seals(*at)
-    runner, ended = _removed_run(*at)
+    runner, ended, lost = _removed_run(*at)
     if not os.path.lexists(plain):
         now = "missing"
     else:
         now = COPIED_IN if ledger_seals.holds_attempt(plain) else REPLACED
     return SealBreach(
-        ATTEMPT_DIRECTORY, recorded[-1] if recorded else None, now, runner=runner, ended=ended
+        ATTEMPT_DIRECTORY,
+        recorded[-1] if recorded else None,
+        now,
+        runner=runner,
+        ended=ended,
+        lost=None if recorded else lost,  # a runner that sealed had seen its tree end
     )
 
 
-def _removed_run(root: str, name: str) -> tuple[int | None, str | None]:
-    """(pid of its runner while that still runs, how its command ended) of a removed
-    attempt, from the root's ledger: the runner its ``start`` entry names, checked alive
-    by boot and start time (C4), or the end that runner recorded once it had supervised
-    its command to the end. Both None for an attempt removed after its runner ended
-    without saying how (a runner of an older skgate, one killed by SIGKILL)."""
+def _removed_run(root: str, name: str) -> tuple[int | None, str | None, int | None]:
+    """(pid of its runner while that still runs, how its command ended, pid of its runner
+    when that died without recording an end) of a removed attempt, from the root's
+    ledger: the runner its ``start`` entry names, checked alive by boot and start time
+    (C4), or the end that runner recorded once it had supervised its command to the end.
+    All None for a runner the ledger does not name (an older skgate, an attempt brought
+    home or recovered)."""
     ended = ledger_seals.ended_after_removal(root, name)
     if ended is not None:
-        return None, ended
+        return None, ended, None
     named = ledger_seals.started_by(root, name)
     if named is not None:
         from skgate.proc.observe import still_runs  # noqa: PLC0415 - a removed attempt only
 
         if still_runs(*named):
-            return named[0], None
+            return named[0], None, None
         # It may have recorded its end between the two reads.
-        return None, ledger_seals.ended_after_removal(root, name)
-    return None, None
+        ended = ledger_seals.ended_after_removal(root, name)
+        return None, ended, named[0] if ended is None else None
+    return None, None, None
 
 
 def _unrecorded(root: str, name: str, blob: bytes) -> SealBreach | None:

@@ -426,6 +426,11 @@ class SealBreach:
     #: recorded in the root's ledger once it had supervised it to its end after the
     #: removal. Quoted, never a verdict: nothing of the evidence is left (C2.5).
     ended: str | None = None
+    #: For the directory: the pid of the runner the ledger names when it no longer runs
+    #: and recorded neither a seal nor an end for the attempt (killed: SIGKILL, the OOM
+    #: killer): its command may still run, with nothing supervising it, and no answer of
+    #: now is its end (C2.1, C4).
+    lost: int | None = None
 
     def line(self) -> str:
         """The first line of every answer about such an attempt (en)."""
@@ -459,6 +464,11 @@ class SealBreach:
                 return (
                     f"{gone}; its runner recorded in the root's ledger how it ended: {self.ended}"
                 )
+            if self.lost is not None:
+                return (
+                    f"{gone}; its runner (pid {self.lost}) died without recording how its "
+                    "command ended: the command may still run, unsupervised"
+                )
             return gone
         if self.file == ROOT_LEDGER:
             said = _LEDGER_LINES.get(self.now, f"the root's ledger ({self.now})")
@@ -476,6 +486,8 @@ class SealBreach:
             out["runner_pid"] = self.runner
         if self.ended is not None:
             out["ended"] = self.ended
+        if self.lost is not None:
+            out["runner_lost_pid"] = self.lost
         return out
 
 

@@ -434,6 +434,11 @@ REMOVED_FRAGMENTS_ZH: tuple[tuple[str, str], ...] = (
         r"；它的运行器（pid \1）仍在运行，它的命令也可能仍在运行",
     ),
     (
+        r"; its runner \(pid (\d+)\) died without recording how its command ended: the "
+        r"command may still run, unsupervised",
+        r"；它的运行器（pid \1）在记录命令如何结束之前已终止：该命令可能仍在运行，无人监管",
+    ),
+    (
         _RECORDED + "the frozen timeout fired",
         "；它的运行器在根目录的账本中记录了结束方式：冻结的超时已触发",
     ),
