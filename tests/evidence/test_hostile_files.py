@@ -122,6 +122,21 @@ def test_attempt_dir_linked_outside_is_refused_by_recover_and_named_by_verify(
     assert "attempts/0003: is a symbolic link" in checked.stdout, checked
 
 
+def test_an_attempt_reached_through_a_linked_attempts_dir_is_named_by_its_own_verify(
+    tmp_path: Path,
+) -> None:
+    # Measured on f0f0c5d: ``verify r`` said "CHANGED: attempts: is a symbolic link" and
+    # ``verify r/attempts/0001`` said "OK": the same attempt, two answers.
+    attempt = failed_attempt(tmp_path)
+    root = attempt.parent.parent
+    (root / "attempts").rename(root / "moved")
+    (root / "attempts").symlink_to("moved")
+    for target in ("r", "r/attempts/0001"):
+        checked = run_skgate("verify", target, cwd=tmp_path)
+        assert checked.returncode == 1, (target, checked)
+        assert "CHANGED: attempts: is a symbolic link (to moved)" in checked.stdout, checked
+
+
 def test_ledger_linked_outside_is_never_appended_through(tmp_path: Path) -> None:
     attempt = failed_attempt(tmp_path)
     root = attempt.parent.parent

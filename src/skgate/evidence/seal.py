@@ -581,7 +581,10 @@ def find_problems(target: Path) -> list[SealProblem]:
             return [problem(str(target), Flaw.READ_THROUGH_LINK, odd=Odd.LINK)]
         if root is not None and not _ledger_regular(root):
             return _root_entries(root) + attempt_problems(target)
-        return _attempt_and_ledger(target, root, chain=True)
+        # Reached through a linked ``attempts/``: named here as ``verify ROOT`` names it
+        # (it said OK for the attempt and CHANGED for its root).
+        linked = [p for p in _root_entries(root) if p.where == ledger.ATTEMPTS] if root else []
+        return linked + _attempt_and_ledger(target, root, chain=True)
     subs = ledger.sub_roots(target)
     if subs:  # a matrix session root: every arm's root, each with its own ledger
         return [
