@@ -68,6 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     startup_signals.hold()
     early = EarlyWork.begin(request)
     try:
+        from skgate.evidence.stops import stop_pending  # noqa: PLC0415
         from skgate.runner.run import run_here  # noqa: PLC0415
 
         verdict = run_here(
@@ -76,6 +77,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             notify,
             progress_every=every,
             on_event=stream if args.events else None,
+            # ``skgate stop`` from another terminal reaches this runner too (C2.4): its
+            # SIGTERM carries the request's reason into the verdict, as for a detached one.
+            stop_request=stop_pending,
             early=early,
             late=late,
         )
