@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from skgate.api import lifecycle
-from skgate.evidence import files, ledger, ledger_seals, seal, sealed
+from skgate.evidence import files, ledger, ledger_seals, seal, sealed, unsealed
 from skgate.evidence.seal_problem import Flaw
 from skgate.model.phrases import Lang
 from skgate.model.records import State
@@ -347,7 +347,7 @@ def test_a_report_never_offers_recover_for_a_removed_attempt(tmp_path: Path) -> 
     assert found == [
         f"{tmp_path / ledger.LEDGER}: attempt {attempt.name} is indexed but its directory is gone"
     ]
-    assert seal.unfinished_problem(attempt) is None
+    assert unsealed.unfinished_problem(attempt) is None
 
 
 #: A stand-in runner that, on SIGTERM, records its end in the root's ledger as a runner of

@@ -36,6 +36,7 @@ SAMPLE = {
     "schema": "skgate.ledger/1",
     "target": "/elsewhere/attempts/0001",
     "count": "2",
+    "names": "verdict.json",
 }
 
 
@@ -108,6 +109,11 @@ ENGLISH = {
     Flaw.SEALING_INTERRUPTED: (
         "0001/x: interrupted while sealing: it has a verdict but no seal.json (the runner "
         "died before sealing); run 'skgate recover /r/attempts/0001'"
+    ),
+    Flaw.DISOWNED: (
+        "0001/x: verdict.json written by another process while the run ran (its runner found "
+        "them at its final names, wrote none of its own and sealed nothing); not recovered: a "
+        "seal would vouch for evidence its runner did not write"
     ),
     Flaw.NEVER_FINISHED: (
         "0001/x: never finished: no verdict.json and its runner is gone (it died before the "

@@ -337,7 +337,10 @@ def _final_state(attempt: Path) -> str | None:
             if isinstance(ev, Finished):
                 return (ev.state or State.UNKNOWN).value
         return None
-    return current_verdict(attempt).state.value
+    # A verdict.json its runner, still alive, has not sealed yet is not final: one another
+    # process wrote while the run ran reads in progress, and the stop goes on (C2.4).
+    state = current_verdict(attempt).state
+    return None if state is State.IN_PROGRESS else state.value
 
 
 def _leave_request(attempt: Path, reason: str) -> None:

@@ -28,7 +28,7 @@ import time
 
 from skgate.evidence import ledger_seals, pathtext, regular, sealed
 from skgate.model import jsonread
-from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.errors import EvidenceError, EvidenceExistsError, UsageError
 from skgate.model.frozen import replace
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
@@ -210,7 +210,7 @@ def _link_new(tmp: Path, path: Path) -> None:
 
 
 def _exists_error(path: Path) -> EvidenceError:
-    return EvidenceError(f"{path}: already exists; evidence is never overwritten")
+    return EvidenceExistsError(str(path))
 
 
 def write_new(path: Path, text: str | bytes) -> None:

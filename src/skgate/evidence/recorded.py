@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 
-from skgate.evidence import files, pathtext
+from skgate.evidence import files, ledger_seals, pathtext
 from skgate.evidence.sealed import OverlongError, SealBreachError, removed_attempt
 from skgate.model.errors import EvidenceError
 from skgate.model.records import Verdict
+from skgate.model.running import DISOWNED, SealBreach
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` nor ``pathlib``
 # (issue 29): an attempt is a ``str`` or a ``Path`` here.
@@ -35,6 +36,8 @@ def recorded_verdict(attempt_dir: Path | str) -> Verdict | None:
     path = pathtext.join(attempt_dir, files.VERDICT)
     if not files.present(path):
         return None
+    if _finishing(attempt_dir):
+        return None  # not final yet: the live look says what runs (C2.1)
     try:
         recorded = Verdict.from_dict(files.read_json(path), str(path))
     except SealBreachError:
@@ -48,6 +51,56 @@ def recorded_verdict(attempt_dir: Path | str) -> Verdict | None:
     return recorded
 
 
+def _finishing(attempt_dir: Path | str) -> bool:
+    """Is this unsealed attempt's runner still alive (its journal's first entry names it;
+    boot and start time checked, C4)? Its ``verdict.json`` is then not final: the runner
+    seals the attempt once its final files are written, and a ``verdict.json`` that
+    another process wrote while the run ran (an agent's "succeeded") must never read as
+    the end of a run whose command still runs (measured on 1f34d91: ``status`` said
+    SUCCEEDED, exit 0, and ``stop`` refused "already final", while it ran)."""
+    if os.path.lexists(pathtext.join(attempt_dir, files.SEAL)):
+        return False
+    runner = ledger_seals.journal_runner(pathtext.plain(attempt_dir))
+    if runner is None:
+        return False  # a journal that names no runner (an older skgate): read as before
+    from skgate.proc.observe import still_runs  # noqa: PLC0415 - unsealed attempts only
+
+    return still_runs(*runner)
+
+
+def disowned(attempt_dir: P) -> tuple[str, ...]:
+    """The final files the attempt's runner found written by another process when it came
+    to write its own (its journal's ``finished`` record,
+    :attr:`skgate.model.events.Finished.disowned`); empty for every other attempt. Such a
+    runner wrote none of its final files and sealed nothing, so only an unsealed attempt
+    is read for them (one search of its journal for the field's name)."""
+    if os.path.lexists(pathtext.join(attempt_dir, files.SEAL)):
+        return ()
+    # Loaded for an unsealed attempt only: the status of a sealed one does without them.
+    from skgate.evidence import regular  # noqa: PLC0415
+    from skgate.model import jsonread  # noqa: PLC0415
+    from skgate.model.events import Finished, event_from_dict  # noqa: PLC0415
+
+    try:
+        fd = regular.open_fd(pathtext.join(attempt_dir, files.EVENTS))
+    except (OSError, EvidenceError):
+        return ()
+    try:
+        for raw in regular.lines_containing(fd, b'"disowned"'):
+            try:
+                record = jsonread.loads(raw)
+            except (ValueError, RecursionError):
+                continue  # a damaged line: verify names it
+            event = event_from_dict(record) if isinstance(record, dict) else None
+            if isinstance(event, Finished) and event.disowned:
+                return tuple(event.disowned)
+    except OSError:
+        return ()
+    finally:
+        os.close(fd)
+    return ()
+
+
 def guarded(attempt_dir: P, answer: Callable[[P], Verdict]) -> Verdict:
     """The one way a command answers about an attempt (status, wait, report, classify,
     MCP): ``answer``, unless a file it read differs from the attempt's seal, which makes
@@ -57,14 +110,19 @@ def guarded(attempt_dir: P, answer: Callable[[P], Verdict]) -> Verdict:
     too, its removal first (:func:`skgate.evidence.sealed.removed_attempt`)."""
     gone = removed_attempt(attempt_dir)
     if gone is None:
-        try:
-            return answer(attempt_dir)
-        except SealBreachError as exc:
-            gone = exc.breach
-        except OverlongError as exc:
-            from skgate.verdict.changed import damaged_verdict  # noqa: PLC0415 - see below
+        taken = disowned(attempt_dir)
+        if taken:
+            # C2.5: evidence its runner did not write decides nothing, whatever it says.
+            gone = SealBreach(", ".join(taken), None, DISOWNED)
+        else:
+            try:
+                return answer(attempt_dir)
+            except SealBreachError as exc:
+                gone = exc.breach
+            except OverlongError as exc:
+                from skgate.verdict.changed import damaged_verdict  # noqa: PLC0415 - see below
 
-            return damaged_verdict(str(exc), pathtext.plain(attempt_dir))
+                return damaged_verdict(str(exc), pathtext.plain(attempt_dir))
     # C2.5: a removed attempt is never "no such attempt", and a changed one is never read
     # as it says. These verdicts are loaded by these answers alone: the status of an
     # attempt as sealed does without them (issue 29).

@@ -31,19 +31,16 @@ from pathlib import Path
 
 from skgate.evidence import digest, ledger, ledger_seals, regular
 from skgate.evidence.files import (
-    CONTROL,
     SEAL,
-    VERDICT,
     is_attempt_dir,
     is_temp_name,
     read_json,
     write_json_new,
 )
 from skgate.evidence.ledger import LedgerEvent
-from skgate.evidence.load import load_control
 from skgate.evidence.seal_problem import Flaw, Odd, Phase, SealProblem, problem
 from skgate.evidence.sealed import FileEntry
-from skgate.evidence.unsealed import overlong, runner_alive
+from skgate.evidence.unsealed import overlong, unfinished_problem
 from skgate.evidence.walk import interrupted_scene, walk_files
 from skgate.model.errors import EvidenceError
 from skgate.model.frozen import replace
@@ -226,33 +223,6 @@ def _named(root: Path, name: str) -> list[Path]:
     """The attempt ``name`` of ``root`` when it is one (``list_attempts``, for one name)."""
     attempt = root / ledger.ATTEMPTS / name
     return [attempt] if name.isdigit() and is_attempt_dir(attempt) else []
-
-
-def unfinished_problem(attempt: Path, *, recorded: bool = False) -> SealProblem | None:
-    """Why an unsealed attempt is unfinished or damaged, or None (sealed, still running,
-    or removed: the ledger check names a removed one, and recover has nothing to finish).
-
-    Told apart from tampering (issue 12): a runner that died leaves an attempt that
-    ``skgate recover`` can finish; ``verify`` fails on it, naming it and saying so.
-    ``recorded``: the ledger holds this attempt's seal hash, so a missing seal was
-    removed, not interrupted (the ledger check reports that)."""
-    label = attempt.name
-    if os.path.lexists(attempt / SEAL) or recorded or ledger_seals.removed(str(attempt)):
-        return None
-    control = attempt / CONTROL
-    if not control.exists():
-        if runner_alive(attempt):
-            return None  # in preflight, waiting for a blocker: see waiting_notes
-        return problem(label, Flaw.NO_CONTROL, attempt=attempt)
-    try:
-        load_control(attempt)
-    except EvidenceError as exc:
-        return problem(f"{label}/{CONTROL}", Flaw.CONTROL_DAMAGED, why=exc)
-    if runner_alive(attempt):
-        return None  # in progress: its runner seals it when it is done
-    if (attempt / VERDICT).exists():
-        return problem(label, Flaw.SEALING_INTERRUPTED, attempt=attempt)
-    return problem(label, Flaw.NEVER_FINISHED, attempt=attempt)
 
 
 def verify_attempt(attempt: Path, *, recorded: bool = False) -> list[str]:

@@ -124,6 +124,14 @@ class Flaw(enum.Enum):
         "{where}：封存时被中断：已有结论但没有 seal.json（运行器在封存前退出）；" + _RECOVER_ZH,
         True,
     )
+    DISOWNED = (
+        "{where}: {names} written by another process while the run ran (its runner found "
+        "them at its final names, wrote none of its own and sealed nothing); not recovered: "
+        "a seal would vouch for evidence its runner did not write",
+        "{where}：{names} 在运行期间被其他进程写入（其运行器在写最终文件时发现它们已存在，"
+        "未写入自己的最终文件，也未封存）；不恢复：封存会为不是其运行器写入的证据担保",
+        False,
+    )
     NEVER_FINISHED = (
         "{where}: never finished: no verdict.json and its runner is gone (it died before the "
         "verdict was written); " + _RECOVER_EN,

@@ -1,22 +1,26 @@
 """What ``verify`` says of an attempt that is not sealed yet (issues 12, 28, 30).
 
 An unsealed attempt is in progress (its runner lives, perhaps still waiting for a foreign
-compiler before launch), or unfinished (its runner died: ``skgate recover`` finishes it).
-This module tells them apart, names a live runner's blockers ("WAITING ...; nothing
+compiler before launch), or unfinished (its runner died: ``skgate recover`` finishes it),
+or changed (its runner found its final names taken by another process and sealed nothing:
+recover refuses it). This module tells them apart (:func:`unfinished_problem`), names a
+live runner's blockers ("WAITING ...; nothing
 launched yet", never "the runner died"), and names a journal record over the line bound
 (never read whole). Nothing here writes or signals.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from skgate.evidence import ledger, sealed
-from skgate.evidence.files import CONTROL, EVENTS, PROCS
+from skgate.evidence import ledger, ledger_seals, sealed
+from skgate.evidence.files import CONTROL, EVENTS, PROCS, SEAL, VERDICT
 from skgate.evidence.follow import Progress
 from skgate.evidence.journal import created_runner, iter_journal
 from skgate.evidence.load import load_control
-from skgate.evidence.seal_problem import SealProblem
+from skgate.evidence.recorded import disowned
+from skgate.evidence.seal_problem import Flaw, SealProblem, problem
 from skgate.model.errors import EvidenceError
 from skgate.model.phrases import Lang
 from skgate.model.running import Waiting
@@ -44,6 +48,36 @@ def runner_alive(attempt: Path) -> bool:
     from skgate.proc.observe import still_runs  # noqa: PLC0415
 
     return still_runs(*runner)
+
+
+def unfinished_problem(attempt: Path, *, recorded: bool = False) -> SealProblem | None:
+    """Why an unsealed attempt is unfinished or damaged, or None (sealed, still running,
+    or removed: the ledger check names a removed one, and recover has nothing to finish).
+
+    Told apart from tampering (issue 12): a runner that died leaves an attempt that
+    ``skgate recover`` can finish; ``verify`` fails on it, naming it and saying so.
+    ``recorded``: the ledger holds this attempt's seal hash, so a missing seal was
+    removed, not interrupted (the ledger check reports that)."""
+    label = attempt.name
+    if os.path.lexists(attempt / SEAL) or recorded or ledger_seals.removed(str(attempt)):
+        return None
+    control = attempt / CONTROL
+    if not control.exists():
+        if runner_alive(attempt):
+            return None  # in preflight, waiting for a blocker: see waiting_notes
+        return problem(label, Flaw.NO_CONTROL, attempt=attempt)
+    try:
+        load_control(attempt)
+    except EvidenceError as exc:
+        return problem(f"{label}/{CONTROL}", Flaw.CONTROL_DAMAGED, why=exc)
+    if runner_alive(attempt):
+        return None  # in progress: its runner seals it when it is done
+    taken = disowned(attempt)
+    if taken:  # a change, never "interrupted": recover refuses it too
+        return problem(label, Flaw.DISOWNED, names=", ".join(taken))
+    if (attempt / VERDICT).exists():
+        return problem(label, Flaw.SEALING_INTERRUPTED, attempt=attempt)
+    return problem(label, Flaw.NEVER_FINISHED, attempt=attempt)
 
 
 def waiting_notes(target: Path) -> list[str]:

@@ -24,6 +24,16 @@ class EvidenceError(SkgateError):
     """An evidence file is missing, truncated, of an unknown version or the wrong shape."""
 
 
+class EvidenceExistsError(EvidenceError):
+    """An evidence file to be created is already there: evidence is never overwritten. A
+    runner meeting one at its final names was written beside while its run ran
+    (:attr:`skgate.model.events.Finished.disowned`)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: already exists; evidence is never overwritten")
+        self.path = path
+
+
 class BlockedError(SkgateError):
     """The attempt was refused before anything was launched (exit 3).
 

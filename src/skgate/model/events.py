@@ -342,6 +342,12 @@ class Finished(Event):
     cause: str | None = None
     runner_cpu_s: float | None = None
     runner_maxrss_kb: int | None = None
+    #: The final files (``verdict.json`` among them) the runner found already written when
+    #: it came to write its own: another process wrote them while the run ran. The runner
+    #: overwrote nothing, wrote none of its final files and left the attempt unsealed; its
+    #: verdict is this record's ``state`` alone, and every reader answers ``unknown``
+    #: (C2.5: evidence its runner did not write decides nothing).
+    disowned: tuple[str, ...] | None = _opt()
 
 
 class Recovered(Event):

@@ -376,6 +376,12 @@ LEDGER_GONE = "gone"
 LEDGER_LINK = "a symbolic link"
 LEDGER_NOT_REGULAR = "not a regular file"
 LEDGER_SILENT = "silent"
+#: :attr:`SealBreach.now` of an attempt whose final names another process wrote while its
+#: run ran (``skgate.model.events.Finished.disowned``); :attr:`SealBreach.file` names them.
+DISOWNED = "written by another process while the run ran"
+#: The missing item of an attempt whose final names another process wrote while it ran
+#: (:func:`disowned_line`; its zh form: verdict.words._MISSING_ZH).
+DISOWNED_MISSING = "the runner's own final files (verdict.json, seal.json)"
 #: The missing item of such an attempt (its zh form: verdict.words._MISSING_ZH).
 LEDGER_MISSING = "the root's ledger (ledger.jsonl) indexing this attempt"
 #: The first line of each (en; zh in skgate.verdict.words_reasons, as docs/contract.md
@@ -470,6 +476,8 @@ class SealBreach:
                     "command ended: the command may still run, unsupervised"
                 )
             return gone
+        if self.now == DISOWNED:
+            return disowned_line(self.file.split(", "))
         if self.file == ROOT_LEDGER:
             said = _LEDGER_LINES.get(self.now, f"the root's ledger ({self.now})")
             return f"evidence changed after sealing: {said}"
@@ -489,6 +497,17 @@ class SealBreach:
         if self.lost is not None:
             out["runner_lost_pid"] = self.lost
         return out
+
+
+def disowned_line(names: tuple[str, ...] | list[str]) -> str:
+    """The first line about an attempt whose final names another process wrote while its
+    run ran (:attr:`skgate.model.events.Finished.disowned`), in the words the runner ends
+    with and every reader answers with (one function: they cannot drift)."""
+    return (
+        f"evidence written by another process while the run ran: {', '.join(names)} (its "
+        "runner found them at its final names, overwrote nothing and left the attempt "
+        "unsealed; its own verdict is in its journal's finished record)"
+    )
 
 
 def how_ended(timeout_fired: bool, exit_status: int | None, exit_signal: int | None) -> str:

@@ -10,6 +10,7 @@ at any point still says how far it got.
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 import time
 from collections.abc import Callable, Mapping
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from skgate import __version__
 from skgate.evidence import files, ledger
-from skgate.model.errors import SkgateError, UnfinishedError
+from skgate.model.errors import EvidenceExistsError, SkgateError, UnfinishedError
 from skgate.model.events import (
     Blocked,
     Event,
@@ -32,7 +33,7 @@ from skgate.model.events import (
 )
 from skgate.model.frozen import replace
 from skgate.model.request import RunRequest
-from skgate.model.running import Coverage, Ownership, ProcessRecord
+from skgate.model.running import Coverage, Ownership, ProcessRecord, disowned_line
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.model.signals import signal_name
 from skgate.preflight.jobs import frozen_value
@@ -340,8 +341,17 @@ class Attempt:
             events=so_far.events() if so_far is not None else None,
         )
         verdict = classify(evidence).with_attempt(str(self.dir))
+        disowned: tuple[str, ...] | None = None
         with deferred():
-            self._write_final(pending, verdict, also_sync)
+            try:
+                self._write_final(pending, verdict, also_sync)
+            except EvidenceExistsError:
+                # Another process wrote at the runner's final names while the run ran (an
+                # agent's verdict.json): nothing is overwritten, none of the runner's own
+                # final files is written, and the attempt is not sealed, which would vouch
+                # for them (C2.5). Its verdict goes on record in the journal alone.
+                names = (*pending, files.VERDICT)
+                disowned = tuple(n for n in names if os.path.lexists(self.dir / n))
             # The verdict is on record: the journal, seal and ledger end are finished
             # whatever signal comes now, and the exit status is the verdict's (issue 28:
             # a second one cut the seal short, exit 5 beside a succeeded verdict.json).
@@ -355,11 +365,14 @@ class Attempt:
                 runner_cpu_s=cpu_seconds(),
                 # Its peak resident memory (KiB): the bounded-record promise, measured (C3).
                 runner_maxrss_kb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                disowned=disowned,
             )
         )
         self.journal.close()
         for work in self.after_verdict:
             work()
+        if disowned is not None:
+            return self._disowned_end(indexed, verdict, disowned)
         # Seal first, so the ledger's end entry carries the seal's hash (C4: the scene
         # can be verified later, and a rebuilt seal.json breaks the chain).
         seal.seal_attempt(self.dir, chain=False)
@@ -375,6 +388,19 @@ class Attempt:
             if after:
                 self.notify(after_record_line(*(s for s, _ in after)))
         return verdict
+
+    def _disowned_end(self, indexed: bool, verdict: Verdict, disowned: tuple[str, ...]) -> Verdict:
+        """The end of an attempt whose final names another process took: the ledger's end
+        entry chains no seal (none was made), and the run ends ``unknown`` (exit 5) with
+        one line saying what was found and where the runner's own verdict is."""
+        if indexed:
+            with deferred():
+                ledger.record_end(
+                    self.root, self.dir, verdict, {"disowned": list(disowned)}, sealed=False
+                )
+        raise UnfinishedError(
+            f"{self.dir}: {disowned_line(disowned)}; run 'skgate verify {self.dir}'"
+        )
 
     def stopped_before_launch(self, signum: int, where: str) -> Verdict:
         """A stop signal before launch: the attempt ends not started, the signal on record."""

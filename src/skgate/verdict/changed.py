@@ -12,6 +12,8 @@ from skgate.model.phrases import Lang
 from skgate.model.records import SealBreach, State, Verdict, Waiting
 from skgate.model.running import (
     ATTEMPT_DIRECTORY,
+    DISOWNED,
+    DISOWNED_MISSING,
     LEDGER_MISSING,
     REMOVED_MISSING,
     ROOT_LEDGER,
@@ -24,6 +26,8 @@ def changed_verdict(breach: SealBreach, attempt: str) -> Verdict:
         return _removed_verdict(breach, attempt)
     if breach.file == ROOT_LEDGER:
         return _unanchored_verdict(breach, attempt)
+    if breach.now == DISOWNED:
+        return _disowned_verdict(breach, attempt)
     return Verdict(
         state=State.UNKNOWN,
         cause=None,
@@ -62,6 +66,25 @@ def _root_of(attempt: str) -> str:
     file system."""
     parts = attempt.rstrip("/").rsplit("/", 2)
     return parts[0] if len(parts) == 3 and parts[0] else "."
+
+
+def _disowned_verdict(breach: SealBreach, attempt: str) -> Verdict:
+    """``unknown`` for an attempt whose final names another process wrote while its run ran
+    (``Finished.disowned``): its runner wrote none of its final files and sealed nothing,
+    and what stands there is not its evidence (C2.5). Its own verdict is in its journal's
+    ``finished`` record, never the answer."""
+    return Verdict(
+        state=State.UNKNOWN,
+        cause=None,
+        reasons=(
+            breach.line(),
+            "C2.5: evidence its runner did not write decides nothing: run 'skgate verify "
+            f"{attempt}' to list it",
+        ),
+        missing=(DISOWNED_MISSING,),
+        attempt=attempt,
+        breach=breach,
+    )
 
 
 def _unanchored_verdict(breach: SealBreach, attempt: str) -> Verdict:

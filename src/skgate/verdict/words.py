@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from skgate.model.modes import SOURCE_EXIT_STATUS
 from skgate.model.phrases import C7, Lang
 from skgate.model.records import State, Verdict
-from skgate.model.running import LEDGER_MISSING, REMOVED_MISSING
+from skgate.model.running import DISOWNED_MISSING, LEDGER_MISSING, REMOVED_MISSING
 from skgate.verdict.words_installs import (
     INSTALL_FRAGMENTS_ZH,
     INSTALL_REASONS_ZH,
@@ -416,6 +416,7 @@ def phrase(key: str, lang: Lang) -> str:
 _MISSING_ZH: Mapping[str, str] = {
     REMOVED_MISSING: "尝试目录",
     LEDGER_MISSING: "登记该尝试的根目录账本（ledger.jsonl）",
+    DISOWNED_MISSING: "运行器自己的最终文件（verdict.json、seal.json）",
     "ownership manifest (ownership.json)": "进程归属清单（ownership.json）",
     "terminal status (the runner's final record)": "终止状态（运行器的最终记录）",
     "natural return of escaped processes": "脱离进程组的进程的自然返回",

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
-from skgate.model.running import ATTEMPT_DIRECTORY
+from skgate.model.running import ATTEMPT_DIRECTORY, DISOWNED
 from skgate.verdict.words_installs import install_next_step
 
 NEXT_STEP: Mapping[State, Mapping[str, str]] = {
@@ -145,6 +145,21 @@ REMOVED_NEXT: Mapping[Lang, str] = {
 }
 
 
+#: The next step when another process wrote at an attempt's final names while its run ran
+#: (``Finished.disowned``): the runner's own verdict is in its journal, nothing is sealed.
+DISOWNED_NEXT: Mapping[Lang, str] = {
+    Lang.EN: "Do not conclude: while this attempt ran, another process wrote files its "
+    "runner was to write (an agent's verdict.json?). The runner overwrote nothing, sealed "
+    "nothing, and recorded its own verdict in its journal's finished record; `skgate "
+    "recover` refuses the attempt. Find what wrote them, then run the command again with "
+    "`skgate run` for a result (C2.5).",
+    Lang.ZH: "不要下结论：本次尝试运行期间，有其他进程写入了本应由运行器写入的文件"
+    "（某个代理写的 verdict.json？）。运行器没有覆盖任何文件，也没有封存，"
+    "并把自己的结论记录在日志的 finished 记录中；`skgate recover` 会拒绝该尝试。"
+    "请先查明是谁写入了这些文件，再用 `skgate run` 重新运行该命令以得到结果（C2.5）。",
+}
+
+
 #: The classifier's reason when a command returned with no [summary] line and no
 #: op_compiler (verdict.classify, C2.5): no evidence can decide.
 NOTHING_TO_DECIDE = "C2.5: no [summary] line was printed and no op_compiler process was observed"
@@ -154,6 +169,8 @@ def next_step_of(v: Verdict, lang: Lang) -> str:
     """The next step for this verdict (``{a}``: the attempt's path): a retry is suggested
     only where one can change the answer."""
     if v.breach is not None:
+        if v.breach.now == DISOWNED:
+            return DISOWNED_NEXT[lang]
         return REMOVED_NEXT[lang] if v.breach.file == ATTEMPT_DIRECTORY else CHANGED_NEXT[lang]
     if v.waiting is not None:
         return WAITING_NEXT[lang]

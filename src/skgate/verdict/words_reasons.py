@@ -66,6 +66,19 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"C2.5：根目录账本不再为其担保的已封存尝试不能决定任何结论（它的封存清单可能已被重新生成以匹配"
         r"被改动的文件）：运行 'skgate verify \1' 列出改动",
     ),
+    # Final names another process wrote while the run ran (model.running.disowned_line).
+    (
+        r"evidence written by another process while the run ran: (.+) \(its runner found "
+        r"them at its final names, overwrote nothing and left the attempt unsealed; its own "
+        r"verdict is in its journal's finished record\)",
+        r"证据在运行期间被其他进程写入：\1（其运行器在写最终文件时发现它们已存在，未覆盖任何文件，"
+        r"也未封存该尝试；它自己的结论记录在日志的 finished 记录中）",
+    ),
+    (
+        r"C2\.5: evidence its runner did not write decides nothing: run 'skgate verify (.+)' "
+        r"to list it",
+        r"C2.5：不是其运行器写入的证据不能决定任何结论：运行 'skgate verify \1' 列出它",
+    ),
     # Issue 28: a sealed attempt whose files changed (skgate.verdict.changed).
     (
         # A seal re-made to match edited files: its hash is not the ledger's.

@@ -44,12 +44,14 @@ from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import read_journal
 from skgate.evidence.load import load_control, load_evidence
 from skgate.evidence.logscan_file import scan_files
+from skgate.evidence.recorded import disowned
 from skgate.evidence.stops import clear_stop_request, stop_request_path
 from skgate.model.errors import EvidenceError
 from skgate.model.events import Created, Event, EventKind, Recovered, UnknownEvent
 from skgate.model.frozen import replace
 from skgate.model.records import RecoveredWhen, Verdict
 from skgate.model.request import RunRequest
+from skgate.model.running import disowned_line
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight.request import legacy_outputs_dir, outputs_dir
 from skgate.proc.keeper import KEPT_LOG
@@ -355,6 +357,14 @@ def _recover_locked(attempt: Path) -> Recovery:
             "attempt skgate can recover"
         )
     _check_nothing_alive(attempt, events)
+    taken = disowned(attempt)
+    if taken:
+        # C2.5: its runner found these at its final names and sealed nothing; a seal now
+        # would vouch for what another process wrote (an agent's "succeeded").
+        raise EvidenceError(
+            f"{attempt}: {disowned_line(taken)}; not recovered: a seal would vouch for "
+            "evidence its runner did not write"
+        )
     done: list[str] = []
     if sealed:
         # Died between the seal and the ledger end: index it only if the seal holds. The
