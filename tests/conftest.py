@@ -139,6 +139,24 @@ def start_skgate(*args: str, cwd: Path, env: dict[str, str] | None = None) -> su
     )
 
 
+def unknown_everywhere(
+    cwd: Path, line: str, zh: str, changed: dict[str, object], *answers: tuple[str, ...]
+) -> None:
+    """Every answer in ``answers`` about the root ``r`` in ``cwd`` is unknown (exit 5) with
+    ``line`` first, never a success; its JSON names the breach (``changed``, as
+    ``extra.evidence_changed``); the zh report says ``zh`` (C2.5)."""
+    for args in answers:
+        said = run_skgate(*args, cwd=cwd)
+        assert said.returncode == 5, (args, said)
+        assert line in said.stdout.splitlines()[0], (args, said.stdout)
+        assert "SUCCEEDED" not in said.stdout
+    as_json = json.loads(run_skgate("status", "r", "--json", cwd=cwd).stdout)
+    assert as_json["state"] == "unknown"
+    assert as_json["extra"]["evidence_changed"] == changed
+    report = run_skgate("report", "r", "--lang", "zh", cwd=cwd)
+    assert report.returncode == 0 and zh in report.stdout, report.stdout
+
+
 @dataclass(frozen=True)
 class GatedRun:
     """One ``skgate run`` under test: its process result and the attempt it recorded."""

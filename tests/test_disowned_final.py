@@ -23,11 +23,11 @@ taken writes none of its own, seals nothing, records its verdict in its journal'
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ENV, SKGATE, run_skgate, wait_for
+from conftest import run_skgate, start_skgate, unknown_everywhere, wait_for
+from skgate.model.running import DISOWNED
 
 FORGED = {
     "schema": "skgate.verdict/1",
@@ -92,20 +92,15 @@ def test_the_runner_overwrites_nothing_seals_nothing_and_every_reader_says_unkno
         None,
         ["verdict.json"],
     )
-    for args in (("status", "r"), ("status", "r", "--all"), ("wait", "r")):
-        said = run_skgate(*args, cwd=tmp_path)
-        assert said.returncode == 5, (args, said)
-        assert LINE in said.stdout.splitlines()[0], (args, said.stdout)
-        assert "SUCCEEDED" not in said.stdout
-    as_json = json.loads(run_skgate("status", "r", "--json", cwd=tmp_path).stdout)
-    assert as_json["state"] == "unknown"
-    assert as_json["extra"]["evidence_changed"] == {
-        "file": "verdict.json",
-        "sealed_sha256": None,
-        "now": "written by another process while the run ran",
-    }
-    report = run_skgate("report", "r", "--lang", "zh", cwd=tmp_path)
-    assert report.returncode == 0 and LINE_ZH in report.stdout, report.stdout
+    unknown_everywhere(
+        tmp_path,
+        LINE,
+        LINE_ZH,
+        {"file": "verdict.json", "sealed_sha256": None, "now": DISOWNED},
+        ("status", "r"),
+        ("status", "r", "--all"),
+        ("wait", "r"),
+    )
     checked = run_skgate("verify", "r", cwd=tmp_path)
     assert checked.returncode == 1 and "CHANGED: 0001: verdict.json written by another" in (
         checked.stdout
@@ -119,14 +114,7 @@ def test_while_its_runner_lives_the_attempt_is_in_progress_and_stop_stops_it(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "wl.py").write_text(WORKLOAD)
-    proc = subprocess.Popen(
-        [*SKGATE, *RUN, sys.executable, "wl.py", "wait"],
-        cwd=tmp_path,
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_skgate(*RUN, sys.executable, "wl.py", "wait", cwd=tmp_path)
     try:
         wait_for((tmp_path / "forged").exists, "the forged verdict", timeout=60)
         status = run_skgate("status", "r", cwd=tmp_path)

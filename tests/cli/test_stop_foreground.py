@@ -10,23 +10,15 @@ everything. Only a detached runner (``skgate start``, api.run's child) read the 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-from conftest import ENV, SKGATE, run_skgate, wait_for
+from conftest import run_skgate, start_skgate, wait_for
 
 RUN = ("run", "--root", "r", "--quiet", "--verdict-from", "exit-status", "--", "sleep", "30")
 
 
 def test_stop_reaches_a_foreground_run_and_its_reason_is_recorded(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [*SKGATE, *RUN],
-        cwd=tmp_path,
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_skgate(*RUN, cwd=tmp_path)
     journal = tmp_path / "r" / "attempts" / "0001" / "events.jsonl"
     try:
         wait_for(

@@ -28,7 +28,7 @@ import pytest
 from test_seal import ended_attempt
 from test_sealed_ledger import forged, remake_seal
 
-from conftest import as_if_runner_died, failed_attempt, run_skgate
+from conftest import as_if_runner_died, failed_attempt, run_skgate, unknown_everywhere
 from skgate.evidence import ledger, ledger_seals, regular, seal, sealed
 from skgate.evidence.files import EVENTS, SEAL, VERDICT
 from skgate.model.errors import EvidenceError
@@ -156,20 +156,15 @@ def test_the_forged_success_of_the_reproducer_is_unknown_in_every_answer(
     status = run_skgate("status", "r", cwd=tmp_path)
     assert status.returncode == 5 and "not the seal the ledger recorded" in status.stdout
     (tmp_path / "r" / ledger.LEDGER).unlink()
-    for args in (("status", "r"), ("status", "r", "--all"), ("status", "r/attempts/0001")):
-        said = run_skgate(*args, cwd=tmp_path)
-        assert said.returncode == 5, (args, said)
-        assert GONE in said.stdout.splitlines()[0], (args, said.stdout)
-        assert "SUCCEEDED" not in said.stdout
-    as_json = json.loads(run_skgate("status", "r", "--json", cwd=tmp_path).stdout)
-    assert as_json["state"] == "unknown"
-    assert as_json["extra"]["evidence_changed"] == {
-        "file": "../../ledger.jsonl",
-        "sealed_sha256": None,
-        "now": "gone",
-    }
-    report = run_skgate("report", "r", "--lang", "zh", cwd=tmp_path)
-    assert report.returncode == 0 and ZH[GONE] in report.stdout, report
+    unknown_everywhere(
+        tmp_path,
+        GONE,
+        ZH[GONE],
+        {"file": "../../ledger.jsonl", "sealed_sha256": None, "now": "gone"},
+        ("status", "r"),
+        ("status", "r", "--all"),
+        ("status", "r/attempts/0001"),
+    )
     checked = run_skgate("verify", "r", cwd=tmp_path)
     assert checked.returncode == 1 and "ledger.jsonl: removed" in checked.stdout
     # recover neither finishes nor indexes it: the ledger would vouch for the forgery.

@@ -21,43 +21,50 @@ from skgate.model.running import (
 
 
 def changed_verdict(breach: SealBreach, attempt: str) -> Verdict:
-    """``unknown``, first line "evidence changed after sealing: FILE (...)" (C2.5)."""
-    if breach.file == ATTEMPT_DIRECTORY:
-        return _removed_verdict(breach, attempt)
-    if breach.file == ROOT_LEDGER:
-        return _unanchored_verdict(breach, attempt)
-    if breach.now == DISOWNED:
-        return _disowned_verdict(breach, attempt)
+    """``unknown``, first the breach's line ("evidence changed after sealing: FILE (...)",
+    or what stands in its place), then why it decides nothing (C2.5)."""
+    why, missing = _why_not(breach, attempt)
     return Verdict(
         state=State.UNKNOWN,
         cause=None,
-        reasons=(
-            breach.line(),
-            "C2.5: evidence that contradicts its own seal decides nothing; what the "
-            f"changed file says is not shown: run 'skgate verify {attempt}' to list every "
-            "difference",
-        ),
-        missing=(f"{breach.file} as sealed",),
+        reasons=(breach.line(), why),
+        missing=(missing,),
         attempt=attempt,
         breach=breach,
     )
 
 
-def _removed_verdict(breach: SealBreach, attempt: str) -> Verdict:
-    """``unknown`` for an attempt whose directory is gone though its root's ledger
-    indexed it: the removal first; ``verify`` of the root names what is gone."""
-    root = _root_of(attempt)
-    return Verdict(
-        state=State.UNKNOWN,
-        cause=None,
-        reasons=(
-            breach.line(),
+def _why_not(breach: SealBreach, attempt: str) -> tuple[str, str]:
+    """(the C2.5 reason, the missing item) for each kind of breach."""
+    if breach.file == ATTEMPT_DIRECTORY:
+        # Its directory is gone though its root's ledger indexed it: verify of the root
+        # names what is gone, and no older attempt answers in its place.
+        return (
             "C2.5: a removed attempt decides nothing, and no older attempt answers for it: "
-            f"run 'skgate verify {root}' to list what is gone",
-        ),
-        missing=(REMOVED_MISSING,),
-        attempt=attempt,
-        breach=breach,
+            f"run 'skgate verify {_root_of(attempt)}' to list what is gone",
+            REMOVED_MISSING,
+        )
+    if breach.file == ROOT_LEDGER:
+        # The root's ledger no longer vouches for it (gone, a link, not a regular file, or
+        # naming it nowhere): its seal could have been re-made to match edited files.
+        return (
+            "C2.5: a sealed attempt its root's ledger no longer vouches for decides nothing "
+            "(its seal could have been re-made to match edited files): run 'skgate verify "
+            f"{_root_of(attempt)}' to list what changed",
+            LEDGER_MISSING,
+        )
+    if breach.now == DISOWNED:
+        # Another process wrote at its final names while its run ran (Finished.disowned):
+        # its runner wrote none of its own and sealed nothing; its verdict is journalled.
+        return (
+            "C2.5: evidence its runner did not write decides nothing: run 'skgate verify "
+            f"{attempt}' to list it",
+            DISOWNED_MISSING,
+        )
+    return (
+        "C2.5: evidence that contradicts its own seal decides nothing; what the changed "
+        f"file says is not shown: run 'skgate verify {attempt}' to list every difference",
+        f"{breach.file} as sealed",
     )
 
 
@@ -66,44 +73,6 @@ def _root_of(attempt: str) -> str:
     file system."""
     parts = attempt.rstrip("/").rsplit("/", 2)
     return parts[0] if len(parts) == 3 and parts[0] else "."
-
-
-def _disowned_verdict(breach: SealBreach, attempt: str) -> Verdict:
-    """``unknown`` for an attempt whose final names another process wrote while its run ran
-    (``Finished.disowned``): its runner wrote none of its final files and sealed nothing,
-    and what stands there is not its evidence (C2.5). Its own verdict is in its journal's
-    ``finished`` record, never the answer."""
-    return Verdict(
-        state=State.UNKNOWN,
-        cause=None,
-        reasons=(
-            breach.line(),
-            "C2.5: evidence its runner did not write decides nothing: run 'skgate verify "
-            f"{attempt}' to list it",
-        ),
-        missing=(DISOWNED_MISSING,),
-        attempt=attempt,
-        breach=breach,
-    )
-
-
-def _unanchored_verdict(breach: SealBreach, attempt: str) -> Verdict:
-    """``unknown`` for a sealed attempt whose root's ledger no longer vouches for it (gone,
-    a link, not a regular file, or naming it nowhere): its seal could have been re-made
-    to match edited files, and nothing is left to tell (C2.5)."""
-    return Verdict(
-        state=State.UNKNOWN,
-        cause=None,
-        reasons=(
-            breach.line(),
-            "C2.5: a sealed attempt its root's ledger no longer vouches for decides nothing "
-            "(its seal could have been re-made to match edited files): run 'skgate verify "
-            f"{_root_of(attempt)}' to list what changed",
-        ),
-        missing=(LEDGER_MISSING,),
-        attempt=attempt,
-        breach=breach,
-    )
 
 
 def damaged_verdict(line: str, attempt: str) -> Verdict:
