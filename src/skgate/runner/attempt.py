@@ -345,13 +345,14 @@ class Attempt:
         with deferred():
             try:
                 self._write_final(pending, verdict, also_sync)
-            except EvidenceExistsError:
+            except EvidenceExistsError as taken:
                 # Another process wrote at the runner's final names while the run ran (an
                 # agent's verdict.json): nothing is overwritten, none of the runner's own
                 # final files is written, and the attempt is not sealed, which would vouch
                 # for them (C2.5). Its verdict goes on record in the journal alone.
                 names = (*pending, files.VERDICT)
-                disowned = tuple(n for n in names if os.path.lexists(self.dir / n))
+                found = tuple(n for n in names if os.path.lexists(self.dir / n))
+                disowned = found or (os.path.basename(taken.path),)  # gone again since
             # The verdict is on record: the journal, seal and ledger end are finished
             # whatever signal comes now, and the exit status is the verdict's (issue 28:
             # a second one cut the seal short, exit 5 beside a succeeded verdict.json).
