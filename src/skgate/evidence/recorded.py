@@ -63,6 +63,8 @@ def _finishing(attempt_dir: Path | str) -> bool:
     runner = ledger_seals.journal_runner(pathtext.plain(attempt_dir))
     if runner is None:
         return False  # a journal that names no runner (an older skgate): read as before
+    if runner[0] == os.getpid():
+        return False  # the runner itself, reading after its run (the demo, in-process)
     from skgate.proc.observe import still_runs  # noqa: PLC0415 - unsealed attempts only
 
     return still_runs(*runner)
