@@ -36,6 +36,21 @@ ENV = {
     "SKGATE_COMPILER_NAMES": "skgate-tests-no-foreign-compiler",
 }
 REAL_COMPILER_NAMES = {"SKGATE_COMPILER_NAMES": "opc,op_compiler"}
+#: A ``verdict.json`` saying "succeeded" that no runner wrote (an agent's), for the tests
+#: of what such a file is read as (C2.5).
+FORGED = {
+    "schema": "skgate.verdict/1",
+    "state": "succeeded",
+    "cause": None,
+    "attempt": "r/attempts/0001",
+    "exit_status": 0,
+    "exit_signal": None,
+    "timeout_fired": False,
+    "natural_return": True,
+    "escaped": 0,
+    "reasons": ["forged"],
+    "missing": [],
+}
 
 
 def env_in(tmp: Path) -> dict[str, str]:

@@ -26,22 +26,9 @@ import json
 import sys
 from pathlib import Path
 
-from conftest import run_skgate, start_skgate, unknown_everywhere, wait_for
+from conftest import FORGED, run_skgate, start_skgate, unknown_everywhere, wait_for
 from skgate.model.running import DISOWNED
 
-FORGED = {
-    "schema": "skgate.verdict/1",
-    "state": "succeeded",
-    "cause": None,
-    "attempt": "r/attempts/0001",
-    "exit_status": 0,
-    "exit_signal": None,
-    "timeout_fired": False,
-    "natural_return": True,
-    "escaped": 0,
-    "reasons": ["forged"],
-    "missing": [],
-}
 #: The workload writes the forged verdict into its own attempt (an agent's script beside
 #: the compile), says so, then waits for ``go`` (or ends at once with ``now``) and fails.
 WORKLOAD = (
