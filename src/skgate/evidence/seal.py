@@ -460,9 +460,9 @@ def _root_entries(root: Path) -> list[SealProblem]:
     so without this ``verify`` would say OK for a root whose attempt is elsewhere."""
     problems: list[SealProblem] = []
     base = root / ledger.ATTEMPTS
-    what = _not_regular(base)
-    if what is not None:
-        problems.append(problem(ledger.ATTEMPTS, Flaw.READ_THROUGH_LINK, **what))
+    linked_base = _attempts_link(root)
+    if linked_base is not None:
+        problems.append(linked_base)
     else:
         try:
             with os.scandir(base) as it:
@@ -477,6 +477,12 @@ def _root_entries(root: Path) -> list[SealProblem]:
             problems.append(problem(where, Flaw.ATTEMPT_THROUGH_LINK, **what))
     linked = _ledger_entry(root)
     return problems if linked is None else [*problems, linked]
+
+
+def _attempts_link(root: Path) -> SealProblem | None:
+    """The root's ``attempts/`` when it is a link (never followed by the walks), else None."""
+    what = _not_regular(root / ledger.ATTEMPTS)
+    return None if what is None else problem(ledger.ATTEMPTS, Flaw.READ_THROUGH_LINK, **what)
 
 
 def _ledger_entry(root: Path) -> SealProblem | None:
@@ -553,8 +559,8 @@ def find_problems(target: Path) -> list[SealProblem]:
             return _root_entries(root) + attempt_problems(target)
         # Reached through a linked ``attempts/``: named here as ``verify ROOT`` names it
         # (it said OK for the attempt and CHANGED for its root).
-        linked = [p for p in _root_entries(root) if p.where == ledger.ATTEMPTS] if root else []
-        return linked + _attempt_and_ledger(target, root, chain=True)
+        linked = _attempts_link(root) if root is not None else None
+        return ([linked] if linked else []) + _attempt_and_ledger(target, root, chain=True)
     subs = ledger.sub_roots(target)
     if subs:  # a matrix session root: every arm's root, each with its own ledger
         return [
