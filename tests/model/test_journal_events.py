@@ -43,6 +43,7 @@ from skgate.model.events import (
     VerdictLine,
     event_from_dict,
 )
+from skgate.model.hint_read import ANY_HINT
 from skgate.model.running import State
 
 T = 1764633600.125
@@ -208,7 +209,7 @@ def test_preflight_keeps_its_step_fields_in_order() -> None:
 def _shape(hint: Any) -> Any:
     """A hint with ``Any`` (typing's or the readers' own) as one marker, a union as the
     set of its arms, a generic as its origin and arguments."""
-    if hint is Any or hint is events.ANY_HINT:
+    if hint is Any or hint is ANY_HINT:
         return "Any"
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
         return ("union", frozenset(_shape(a) for a in typing.get_args(hint)))

@@ -27,10 +27,10 @@ No I/O and no clock here (the model layer's contract).
 from __future__ import annotations
 
 import enum
-import types
 from collections.abc import Mapping
 
 from skgate.model.frozen import KwField, KwRecord, kw_field
+from skgate.model.hint_read import ANY_HINT, BAD, reader_of
 from skgate.model.running import State
 from skgate.model.schema import SCHEMA_EVENT
 
@@ -38,11 +38,9 @@ from skgate.model.schema import SCHEMA_EVENT
 # below evaluate the fields' annotation strings themselves.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, ClassVar, TypeAlias
+    from typing import Any, ClassVar
 
-    #: A field's reader: the value as its type says, or _BAD (bool is never a number).
-    _Reader: TypeAlias = Callable[[Any], Any]
+    from skgate.model.hint_read import Reader
 
 __all__ = [
     "EVENT_TYPES",
@@ -457,76 +455,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_BAD: Any = object()
-
-
-class _AnyHint:
-    """What ``Any`` in a field's annotation evaluates to here (``typing.Any`` is not
-    imported on the run path): a value of any type is read as it is."""
-
-    def __repr__(self) -> str:
-        return "Any"
-
-
-ANY_HINT: Any = _AnyHint()
-#: The names a field's annotation may use beyond its module's (see :func:`_hints`).
+#: The names a field's annotation may use beyond its module's (see :func:`field_hints`).
 _HINT_NAMES: dict[str, Any] = {"Any": ANY_HINT}
 #: Annotation text -> its evaluated hint (many fields share one text: ``int | None``).
 _HINT_CACHE: dict[str, Any] = {}
 
 
-def _args(hint: Any) -> tuple[Any, ...]:
-    return tuple(getattr(hint, "__args__", ()))
-
-
-def _reader(hint: Any) -> _Reader:
-    """The reader of one annotation, built once per field (a journal of many thousand
-    records is read line by line: no per-value introspection)."""
-    origin = getattr(hint, "__origin__", None)
-    if hint is ANY_HINT:
-        return lambda v: v
-    if isinstance(hint, types.UnionType):
-        arms = [_reader(a) for a in _args(hint) if a is not type(None)]
-        optional = len(arms) < len(_args(hint))
-
-        def union(v: Any) -> Any:
-            if v is None:
-                return None if optional else _BAD
-            for arm in arms:
-                out = arm(v)
-                if out is not _BAD:
-                    return out
-            return _BAD
-
-        return union
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        members = {m.value: m for m in hint}
-        return lambda v: members.get(v, _BAD) if isinstance(v, (str, int)) else _BAD
-    if hint is bool:
-        return lambda v: v if v is True or v is False else _BAD
-    if hint is int:
-        return lambda v: v if type(v) is int else _BAD
-    if hint is float:
-        return lambda v: v if type(v) in (int, float) else _BAD
-    if hint is str:
-        return lambda v: v if type(v) is str else _BAD
-    if origin is tuple:
-        item = _reader(_args(hint)[0])
-
-        def sequence(v: Any) -> Any:
-            if type(v) is not list:
-                return _BAD
-            out = tuple(item(x) for x in v)
-            return _BAD if any(x is _BAD for x in out) else out
-
-        return sequence
-    if origin is Mapping or hint is Mapping:
-        return lambda v: v if type(v) is dict else _BAD
-    raise TypeError(f"no reader for {hint!r}")  # a new field type: add its reader here
-
-
 #: Per kind: (field name, its reader, strict) in declared order; built on first use.
-_READERS: dict[type[Event], tuple[tuple[str, _Reader, bool], ...]] = {}
+_READERS: dict[type[Event], tuple[tuple[str, Reader, bool], ...]] = {}
 
 
 def field_hints(cls: type[Event]) -> dict[str, Any]:
@@ -551,12 +487,12 @@ def field_hints(cls: type[Event]) -> dict[str, Any]:
     return hints
 
 
-def _readers(cls: type[Event]) -> tuple[tuple[str, _Reader, bool], ...]:
+def _readers(cls: type[Event]) -> tuple[tuple[str, Reader, bool], ...]:
     got = _READERS.get(cls)
     if got is None:
         hints = field_hints(cls)
         got = tuple(
-            (f.name, _reader(hints[f.name]), bool(f.metadata.get("strict")))
+            (f.name, reader_of(hints[f.name]), bool(f.metadata.get("strict")))
             for f in _payload(cls)
             if f.name != "details"
         )
@@ -584,7 +520,7 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
         if name not in data:
             continue  # its default: a field this version of the writer did not write
         value = read(data[name])
-        if value is not _BAD:
+        if value is not BAD:
             values[name] = value
         elif strict:
             problem = f"{name!r} ({data[name]!r})"
