@@ -115,6 +115,12 @@ ENGLISH = {
         "them at its final names, wrote none of its own and sealed nothing); not recovered: a "
         "seal would vouch for evidence its runner did not write"
     ),
+    Flaw.UNRECORDED: (
+        "0001/x: verdict.json is not the verdict its runner recorded (the runner is gone and "
+        "its journal records no verdict with this content: copied from another attempt, "
+        "edited, or written by hand?); not recovered: a seal would vouch for evidence its "
+        "runner did not write"
+    ),
     Flaw.NEVER_FINISHED: (
         "0001/x: never finished: no verdict.json and its runner is gone (it died before the "
         "verdict was written); run 'skgate recover /r/attempts/0001'"

@@ -40,6 +40,7 @@ from skgate.model.events import (
     Timeout,
     TreeEnded,
     UnknownEvent,
+    VerdictHash,
     VerdictLine,
     event_from_dict,
 )
@@ -113,6 +114,7 @@ EXAMPLES: tuple[Event, ...] = (
     TreeEnded(t=T, escaped_alive=2, gave_up=True, pids=(20, 21), runner_cpu_s=0.5),
     RunnerSignal(t=T, signal=2, name="SIGINT", phase="finishing", action="recorded"),
     FinishingCutShort(t=T, signal=2, name="SIGINT", verdict_written=False),
+    VerdictHash(t=T, sha256="ab" * 32),
     Finished(t=T, state=State.FAILED, cause=None, runner_cpu_s=0.75, runner_maxrss_kb=20480),
     Recovered(t=T, when="before launch", by="skgate recover", made=("census.json",)),
     Adopted(

@@ -102,6 +102,16 @@ def dumps(data: Any) -> str:
     return json_text(data, indent=2) + "\n"
 
 
+def verdict_bytes(verdict: Mapping[str, Any]) -> tuple[bytes, str]:
+    """``verdict.json``'s bytes and their sha256, which the writer journals (the
+    ``verdict_hash`` record) before it links them: in an attempt not sealed yet, the only
+    record of which verdict is its own (C2.5; skgate.evidence.recorded.foreign_verdict)."""
+    from skgate.evidence.digest import sha256_bytes  # noqa: PLC0415 - writers only
+
+    data = _payload(dumps(verdict))
+    return data, sha256_bytes(data)
+
+
 def _payload(text: str | bytes) -> bytes:
     return text.encode("utf-8") if isinstance(text, str) else text
 

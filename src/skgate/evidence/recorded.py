@@ -14,7 +14,7 @@ from skgate.evidence import files, ledger_seals, pathtext
 from skgate.evidence.sealed import OverlongError, SealBreachError, removed_attempt
 from skgate.model.errors import EvidenceError
 from skgate.model.records import Verdict
-from skgate.model.running import DISOWNED, SealBreach
+from skgate.model.running import DISOWNED, UNRECORDED, SealBreach
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` nor ``pathlib``
 # (issue 29): an attempt is a ``str`` or a ``Path`` here.
@@ -103,6 +103,88 @@ def disowned(attempt_dir: P) -> tuple[str, ...]:
     return ()
 
 
+def foreign_verdict(attempt_dir: P) -> SealBreach | None:
+    """The breach of an unsealed attempt whose runner is gone and whose ``verdict.json``
+    is not the verdict it recorded, or None (sealed: the seal vouches; no verdict; a
+    live runner, which reads in progress; a journal that names no runner, of an older
+    skgate, read as before).
+
+    Its runner journals the hash of the ``verdict.json`` it links (the ``verdict_hash``
+    record, :class:`skgate.model.events.VerdictHash`) before linking it, as ``skgate
+    recover`` does; until the seal, nothing else says which verdict is its own. A
+    ``verdict.json`` no such record names was copied from another attempt, edited, or
+    written by hand after its runner died: measured on 45579b3, another attempt's
+    "succeeded" copied into one whose runner was killed read SUCCEEDED, exit 0, while the
+    killed runner's command still ran (C2.5: evidence its runner did not write decides
+    nothing)."""
+    if os.path.lexists(pathtext.join(attempt_dir, files.SEAL)):
+        return None
+    path = pathtext.join(attempt_dir, files.VERDICT)
+    if not files.present(path):
+        return None
+    runner = ledger_seals.journal_runner(pathtext.plain(attempt_dir))
+    if runner is None or runner[0] == os.getpid():
+        return None  # an older skgate's journal; or this process is its runner
+    from skgate.proc.observe import still_runs  # noqa: PLC0415 - unsealed attempts only
+
+    if still_runs(*runner):
+        return None  # never final while its runner lives (_finishing): in progress
+    from skgate.evidence import regular  # noqa: PLC0415
+    from skgate.evidence.digest import sha256_bytes  # noqa: PLC0415
+
+    try:
+        data = regular.read_bytes(path)
+    except (OSError, EvidenceError):
+        return None  # unreadable: the reader that needs it says so
+
+    if sha256_bytes(data) in _verdict_hashes(attempt_dir):
+        return None
+    at = ledger_seals.root_of(pathtext.plain(attempt_dir))
+    if at is not None and ledger_seals.recorded_seals(*at):
+        return None  # it was sealed, and its seal is gone: that breach is the answer
+    return SealBreach(files.VERDICT, None, UNRECORDED)
+
+
+def _verdict_hashes(attempt_dir: P) -> set[str]:
+    """Every ``verdict_hash`` its journal holds (one search of it for the kind's name)."""
+    from skgate.evidence import regular  # noqa: PLC0415
+    from skgate.model import jsonread  # noqa: PLC0415
+    from skgate.model.events import VerdictHash, event_from_dict  # noqa: PLC0415
+
+    try:
+        fd = regular.open_fd(pathtext.join(attempt_dir, files.EVENTS))
+    except (OSError, EvidenceError):
+        return set()
+    found: set[str] = set()
+    try:
+        for raw in regular.lines_containing(fd, b'"verdict_hash"'):
+            try:
+                record = jsonread.loads(raw)
+            except (ValueError, RecursionError):
+                continue  # a damaged line: verify names it
+            event = event_from_dict(record) if isinstance(record, dict) else None
+            if isinstance(event, VerdictHash) and event.sha256:
+                found.add(event.sha256)
+    except OSError:
+        return found
+    finally:
+        os.close(fd)
+    return found
+
+
+def not_its_own(attempt_dir: P) -> SealBreach | None:
+    """The breach of an unsealed attempt whose final files its runner did not write: it
+    found them taken (:func:`disowned`), or it is gone and its ``verdict.json`` is none
+    it recorded (:func:`foreign_verdict`); None for every other attempt. C2.5: evidence
+    its runner did not write decides nothing, whatever it says."""
+    if os.path.lexists(pathtext.join(attempt_dir, files.SEAL)):
+        return None  # sealed: one lstat, as before (status of a sealed attempt, issue 29)
+    taken = disowned(attempt_dir)
+    if taken:
+        return SealBreach(", ".join(taken), None, DISOWNED)
+    return foreign_verdict(attempt_dir)
+
+
 def guarded(attempt_dir: P, answer: Callable[[P], Verdict]) -> Verdict:
     """The one way a command answers about an attempt (status, wait, report, classify,
     MCP): ``answer``, unless a file it read differs from the attempt's seal, which makes
@@ -112,11 +194,8 @@ def guarded(attempt_dir: P, answer: Callable[[P], Verdict]) -> Verdict:
     too, its removal first (:func:`skgate.evidence.sealed.removed_attempt`)."""
     gone = removed_attempt(attempt_dir)
     if gone is None:
-        taken = disowned(attempt_dir)
-        if taken:
-            # C2.5: evidence its runner did not write decides nothing, whatever it says.
-            gone = SealBreach(", ".join(taken), None, DISOWNED)
-        else:
+        gone = not_its_own(attempt_dir)
+        if gone is None:
             try:
                 return answer(attempt_dir)
             except SealBreachError as exc:

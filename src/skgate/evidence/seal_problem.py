@@ -132,6 +132,16 @@ class Flaw(enum.Enum):
         "未写入自己的最终文件，也未封存）；不恢复：封存会为不是其运行器写入的证据担保",
         False,
     )
+    UNRECORDED = (
+        "{where}: verdict.json is not the verdict its runner recorded (the runner is gone and "
+        "its journal records no verdict with this content: copied from another attempt, "
+        "edited, or written by hand?); not recovered: a seal would vouch for evidence its "
+        "runner did not write",
+        "{where}：verdict.json 不是其运行器记录的结论（运行器已不在，且其日志中没有内容与之相同的"
+        "结论记录：从其他尝试复制而来、被编辑，还是手工写入的？）；不恢复：封存会为不是其运行器"
+        "写入的证据担保",
+        False,
+    )
     NEVER_FINISHED = (
         "{where}: never finished: no verdict.json and its runner is gone (it died before the "
         "verdict was written); " + _RECOVER_EN,

@@ -2,11 +2,11 @@
 
 An unsealed attempt is in progress (its runner lives, perhaps still waiting for a foreign
 compiler before launch), or unfinished (its runner died: ``skgate recover`` finishes it),
-or changed (its runner found its final names taken by another process and sealed nothing:
-recover refuses it). This module tells them apart (:func:`unfinished_problem`), names a
-live runner's blockers ("WAITING ...; nothing
-launched yet", never "the runner died"), and names a journal record over the line bound
-(never read whole). Nothing here writes or signals.
+or changed (its runner found its final names taken by another process and sealed nothing,
+or it died and its ``verdict.json`` is none it recorded: recover refuses both). This
+module tells them apart (:func:`unfinished_problem`), names a live runner's blockers
+("WAITING ...; nothing launched yet", never "the runner died"), and names a journal record
+over the line bound (never read whole). Nothing here writes or signals.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from skgate.evidence.files import CONTROL, EVENTS, PROCS, SEAL, VERDICT
 from skgate.evidence.follow import Progress
 from skgate.evidence.journal import created_runner, iter_journal
 from skgate.evidence.load import load_control
-from skgate.evidence.recorded import disowned
+from skgate.evidence.recorded import disowned, foreign_verdict
 from skgate.evidence.seal_problem import Flaw, SealProblem, problem
 from skgate.model.errors import EvidenceError
 from skgate.model.phrases import Lang
@@ -76,6 +76,8 @@ def unfinished_problem(attempt: Path, *, recorded: bool = False) -> SealProblem 
     if taken:  # a change, never "interrupted": recover refuses it too
         return problem(label, Flaw.DISOWNED, names=", ".join(taken))
     if (attempt / VERDICT).exists():
+        if foreign_verdict(attempt) is not None:  # a change too: recover refuses it
+            return problem(label, Flaw.UNRECORDED)
         return problem(label, Flaw.SEALING_INTERRUPTED, attempt=attempt)
     return problem(label, Flaw.NEVER_FINISHED, attempt=attempt)
 

@@ -69,6 +69,7 @@ __all__ = [
     "Timeout",
     "TreeEnded",
     "UnknownEvent",
+    "VerdictHash",
     "VerdictLine",
     "event_from_dict",
 ]
@@ -94,6 +95,9 @@ class EventKind(str, enum.Enum):
     TREE_ENDED = "tree_ended"
     RUNNER_SIGNAL = "runner_signal"
     FINISHING_CUT_SHORT = "finishing_cut_short"
+    #: The sha256 of the ``verdict.json`` about to be linked (C2.5: what makes an unsealed
+    #: attempt's verdict its own).
+    VERDICT_HASH = "verdict_hash"
     FINISHED = "finished"
     RECOVERED = "recovered"
     #: ``skgate recover --adopt`` took over a live tree whose runner died (issue 21 s1).
@@ -348,6 +352,17 @@ class Finished(Event):
     disowned: tuple[str, ...] | None = _opt()
 
 
+class VerdictHash(Event):
+    """The sha256 of the ``verdict.json`` its runner (or ``skgate recover``) is about to
+    link, journalled before the link. An attempt that is not sealed yet has no other
+    record of which verdict is its own: one whose runner is gone and whose ``verdict.json``
+    no record of this kind names (copied from another attempt, edited, or written by
+    hand) is never read as its verdict (C2.5; skgate.evidence.recorded.foreign_verdict)."""
+
+    KIND: ClassVar[EventKind] = EventKind.VERDICT_HASH
+    sha256: str | None = None
+
+
 class Recovered(Event):
     """``skgate recover`` finished the attempt after its runner died (issue 12)."""
 
@@ -434,6 +449,7 @@ EVENT_TYPES: dict[EventKind, type[Event]] = {
         TreeEnded,
         RunnerSignal,
         FinishingCutShort,
+        VerdictHash,
         Finished,
         Recovered,
         Adopted,

@@ -379,6 +379,11 @@ LEDGER_SILENT = "silent"
 #: :attr:`SealBreach.now` of an attempt whose final names another process wrote while its
 #: run ran (``skgate.model.events.Finished.disowned``); :attr:`SealBreach.file` names them.
 DISOWNED = "written by another process while the run ran"
+#: :attr:`SealBreach.now` of an unsealed attempt whose runner is gone and whose
+#: ``verdict.json`` no ``verdict_hash`` record of its journal names (copied from another
+#: attempt, edited, or written by hand: skgate.evidence.recorded.foreign_verdict);
+#: :attr:`SealBreach.file` is ``verdict.json``.
+UNRECORDED = "not the verdict its runner recorded"
 #: The missing item of an attempt whose final names another process wrote while it ran
 #: (:func:`disowned_line`; its zh form: verdict.words._MISSING_ZH).
 DISOWNED_MISSING = "the runner's own final files (verdict.json, seal.json)"
@@ -478,6 +483,8 @@ class SealBreach:
             return gone
         if self.now == DISOWNED:
             return disowned_line(self.file.split(", "))
+        if self.now == UNRECORDED:
+            return unrecorded_line(self.file)
         if self.file == ROOT_LEDGER:
             said = _LEDGER_LINES.get(self.now, f"the root's ledger ({self.now})")
             return f"evidence changed after sealing: {said}"
@@ -507,6 +514,17 @@ def disowned_line(names: tuple[str, ...] | list[str]) -> str:
         f"evidence written by another process while the run ran: {', '.join(names)} (its "
         "runner found them at its final names, overwrote nothing and left the attempt "
         "unsealed; its own verdict is in its journal's finished record)"
+    )
+
+
+def unrecorded_line(name: str) -> str:
+    """The first line about an unsealed attempt whose ``name`` (``verdict.json``) its
+    runner did not record (:data:`UNRECORDED`), in the words every reader answers with
+    and ``skgate recover`` refuses with (one function: they cannot drift)."""
+    return (
+        f"evidence its runner did not record: {name} (the attempt is not sealed, its runner "
+        "is gone, and its journal records no verdict with this content: copied from another "
+        "attempt, edited, or written by hand?)"
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from skgate.evidence import files
 from skgate.evidence.files import REGRESS_FILE
 from skgate.evidence.load import load_control
+from skgate.evidence.recorded import not_its_own
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.logscan import LogScan
 from skgate.model.phrases import C7
@@ -42,6 +43,12 @@ def read_reference_verdict(attempt_dir: Path) -> Verdict:
         raise UsageError(
             f"reference attempt {attempt_dir} has no verdict yet (still running or cut off); "
             "pick a finished attempt; nothing was run"
+        )
+    breach = not_its_own(attempt_dir)
+    if breach is not None:  # C2.5: a verdict its runner did not write is no reference
+        raise UsageError(
+            f"reference attempt {attempt_dir}: {breach.line()}; pick a finished attempt; "
+            "nothing was run"
         )
     return Verdict.from_dict(files.read_json(path), str(path))
 

@@ -29,6 +29,7 @@ from skgate.model.events import (
     Reaped,
     RunnerSignal,
     TreeEnded,
+    VerdictHash,
     event_from_dict,
 )
 from skgate.model.frozen import replace
@@ -69,8 +70,9 @@ StopRequest = Callable[[Path], "dict[str, Any] | None"]
 #: the final files before verdict.json is linked (runner.watch.finish_after_return): the
 #: verdict is never durable without them. While the tree lives on, the next synced line
 #: or the next scan tick (:meth:`Attempt.sync_journal`) makes them durable. Each is written
-#: at once either way: a reader, or a runner killed a moment later, finds it (C3).
-SYNCED_LATER = (LeaderExited, Reaped, TreeEnded)
+#: at once either way: a reader, or a runner killed a moment later, finds it (C3). The
+#: verdict's hash is written just before that flush, which makes it durable.
+SYNCED_LATER = (LeaderExited, Reaped, TreeEnded, VerdictHash)
 
 
 #: The kinds the runner can journal once the command runs: their readers are built before
@@ -315,10 +317,15 @@ class Attempt:
         them: an attempt without a verdict is finished by ``skgate recover``.
         """
         journal = self.journal
+        text, sha = files.verdict_bytes(verdict.to_dict())
+        # C2.5: the verdict's hash on record before its link, and durable with it (the
+        # batch fsyncs the journal first): a verdict.json the runner did not write never
+        # reads as its own once it is gone (skgate.evidence.recorded.foreign_verdict).
+        self.emit(VerdictHash(sha256=sha))
         journal_fd = journal.fileno() if journal.unsynced else -1
         files.write_batch_new(
             self.dir,
-            {**pending, files.VERDICT: files.dumps(verdict.to_dict())},  # the verdict last
+            {**pending, files.VERDICT: text},  # the verdict last
             also_sync=(*also_sync, *((journal_fd,) if journal_fd >= 0 else ())),
         )
         if journal_fd >= 0:

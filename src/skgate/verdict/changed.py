@@ -17,6 +17,7 @@ from skgate.model.running import (
     LEDGER_MISSING,
     REMOVED_MISSING,
     ROOT_LEDGER,
+    UNRECORDED,
 )
 
 
@@ -53,9 +54,10 @@ def _why_not(breach: SealBreach, attempt: str) -> tuple[str, str]:
             f"{_root_of(attempt)}' to list what changed",
             LEDGER_MISSING,
         )
-    if breach.now == DISOWNED:
+    if breach.now in (DISOWNED, UNRECORDED):
         # Another process wrote at its final names while its run ran (Finished.disowned):
         # its runner wrote none of its own and sealed nothing; its verdict is journalled.
+        # Or its runner is gone and its verdict.json is none it recorded (VerdictHash).
         return (
             "C2.5: evidence its runner did not write decides nothing: run 'skgate verify "
             f"{attempt}' to list it",

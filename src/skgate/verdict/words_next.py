@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
-from skgate.model.running import ATTEMPT_DIRECTORY, DISOWNED
+from skgate.model.running import ATTEMPT_DIRECTORY, DISOWNED, UNRECORDED
 from skgate.verdict.words_installs import install_next_step
 
 NEXT_STEP: Mapping[State, Mapping[str, str]] = {
@@ -160,6 +160,21 @@ DISOWNED_NEXT: Mapping[Lang, str] = {
 }
 
 
+#: The next step when an unsealed attempt's runner is gone and its verdict.json is none
+#: it recorded (model.running.UNRECORDED): copied in, edited, or written by hand.
+UNRECORDED_NEXT: Mapping[Lang, str] = {
+    Lang.EN: "Do not conclude: this attempt's runner is gone, and its verdict.json is not "
+    "the verdict the runner recorded (copied from another attempt, edited, or written by "
+    "hand?). `skgate recover` refuses the attempt. Its command may still run: kill "
+    "nothing by hand (C4). Find what wrote the file, then run the command again with "
+    "`skgate run` for a result (C2.5).",
+    Lang.ZH: "不要下结论：本次尝试的运行器已不在，而它的 verdict.json 不是运行器记录的结论"
+    "（从其他尝试复制而来、被编辑，还是手工写入的？）。`skgate recover` 会拒绝该尝试。"
+    "它的命令可能仍在运行：不要手动终止任何进程（C4）。请先查明是谁写入了该文件，"
+    "再用 `skgate run` 重新运行该命令以得到结果（C2.5）。",
+}
+
+
 #: The classifier's reason when a command returned with no [summary] line and no
 #: op_compiler (verdict.classify, C2.5): no evidence can decide.
 NOTHING_TO_DECIDE = "C2.5: no [summary] line was printed and no op_compiler process was observed"
@@ -171,6 +186,8 @@ def next_step_of(v: Verdict, lang: Lang) -> str:
     if v.breach is not None:
         if v.breach.now == DISOWNED:
             return DISOWNED_NEXT[lang]
+        if v.breach.now == UNRECORDED:
+            return UNRECORDED_NEXT[lang]
         return REMOVED_NEXT[lang] if v.breach.file == ATTEMPT_DIRECTORY else CHANGED_NEXT[lang]
     if v.waiting is not None:
         return WAITING_NEXT[lang]

@@ -74,6 +74,15 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"证据在运行期间被其他进程写入：\1（其运行器在写最终文件时发现它们已存在，未覆盖任何文件，"
         r"也未封存该尝试；它自己的结论记录在日志的 finished 记录中）",
     ),
+    # An unsealed attempt's verdict.json its gone runner did not record
+    # (model.running.unrecorded_line).
+    (
+        r"evidence its runner did not record: (.+) \(the attempt is not sealed, its runner is "
+        r"gone, and its journal records no verdict with this content: copied from another "
+        r"attempt, edited, or written by hand\?\)",
+        r"证据不是其运行器记录的：\1（该尝试未封存，其运行器已不在，且其日志中没有内容与之相同的结论记录："
+        r"从其他尝试复制而来、被编辑，还是手工写入的？）",
+    ),
     (
         r"C2\.5: evidence its runner did not write decides nothing: run 'skgate verify (.+)' "
         r"to list it",

@@ -44,14 +44,14 @@ from skgate.evidence.intent import read_intent
 from skgate.evidence.journal import read_journal
 from skgate.evidence.load import load_control, load_evidence
 from skgate.evidence.logscan_file import scan_files
-from skgate.evidence.recorded import disowned
+from skgate.evidence.recorded import disowned, foreign_verdict
 from skgate.evidence.stops import clear_stop_request, stop_request_path
 from skgate.model.errors import EvidenceError
-from skgate.model.events import Created, Event, EventKind, Recovered, UnknownEvent
+from skgate.model.events import Created, Event, EventKind, Recovered, UnknownEvent, VerdictHash
 from skgate.model.frozen import replace
 from skgate.model.records import RecoveredWhen, Verdict
 from skgate.model.request import RunRequest
-from skgate.model.running import disowned_line
+from skgate.model.running import disowned_line, unrecorded_line
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight.request import legacy_outputs_dir, outputs_dir
 from skgate.proc.keeper import KEPT_LOG
@@ -365,6 +365,13 @@ def _recover_locked(attempt: Path) -> Recovery:
             f"{attempt}: {disowned_line(taken)}; not recovered: a seal would vouch for "
             "evidence its runner did not write"
         )
+    if not sealed and foreign_verdict(attempt) is not None:
+        # C2.5: its verdict.json is none its runner recorded (copied in, edited, or
+        # written by hand after it died): sealing it would vouch for it.
+        raise EvidenceError(
+            f"{attempt}: {unrecorded_line(files.VERDICT)}; not recovered: a seal would vouch "
+            "for evidence its runner did not write"
+        )
     done: list[str] = []
     if sealed:
         # Died between the seal and the ledger end: index it only if the seal holds. The
@@ -470,7 +477,11 @@ def _finish_unsealed(attempt: Path, names: set[EventKind]) -> tuple[Verdict, lis
         verdict = classify(load_evidence(attempt, finishing=True)).with_attempt(str(attempt))
         extra = {**verdict.extra, "recovered": {"when": when.value}}
         verdict = replace(verdict, extra=extra)
-        files.write_json_new(verdict_path, verdict.to_dict())
+        text, sha = files.verdict_bytes(verdict.to_dict())
+        # C2.5: its hash on record first, as the runner does: a recover killed before the
+        # seal leaves a verdict the next one finds vouched for by the journal.
+        journal.emit(VerdictHash(sha256=sha))
+        files.write_new(verdict_path, text)
         done.append(f"wrote the verdict ({verdict.state.value}; the runner died {when.value})")
         return verdict, done
     finally:
