@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence.files import verdict_bytes
+from skgate.model.events import VerdictHash
 from skgate.model.frozen import replace
 from skgate.model.outcomes import PackageMode
 from skgate.model.records import (
@@ -218,6 +220,16 @@ def events_for(state: State) -> list[dict[str, Any]]:
     return out
 
 
+def record_verdict(d: Path, v: Verdict) -> None:
+    """``verdict.json`` as a runner writes it: its hash journalled first (``verdict_hash``:
+    an unsealed attempt's verdict is its own only then, C2.5)."""
+    data, sha = verdict_bytes(v.to_dict())
+    record = VerdictHash(t=T0, sha256=sha).to_dict()
+    with (d / "events.jsonl").open("a", encoding="utf-8") as journal:
+        journal.write(json.dumps(record) + "\n")
+    (d / "verdict.json").write_bytes(data)
+
+
 def make_attempt(
     root: Path,
     n: int,
@@ -258,7 +270,7 @@ def make_attempt(
     if state is State.NOT_STARTED:
         if write_verdict:
             v = verdict_for(state, aid, None, ())
-            (d / "verdict.json").write_text(json.dumps(v.to_dict()), encoding="utf-8")
+            record_verdict(d, v)
         return d
     if state is not State.UNKNOWN:
         (d / "ownership.json").write_text(json.dumps(ownership().to_dict()), encoding="utf-8")
@@ -276,7 +288,7 @@ def make_attempt(
         (d / "summary.txt").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
     if write_verdict and not live:
         v = verdict_for(state, aid, cen, lines)
-        (d / "verdict.json").write_text(json.dumps(v.to_dict()), encoding="utf-8")
+        record_verdict(d, v)
     return d
 
 
@@ -372,7 +384,7 @@ def make_swallowed_failure(root: Path, n: int = 1) -> Path:
         summary_source="op_compiler census",
         compiled=True,
     )
-    (d / "verdict.json").write_text(json.dumps(v.to_dict()), encoding="utf-8")
+    record_verdict(d, v)
     return d
 
 
@@ -401,7 +413,7 @@ def make_plain_command(root: Path, status: int, n: int = 1) -> Path:
         census=census(0, 0, 0, False),
         summary_source="exit status",
     )
-    (d / "verdict.json").write_text(json.dumps(v.to_dict()), encoding="utf-8")
+    record_verdict(d, v)
     return d
 
 
@@ -517,5 +529,5 @@ def make_sigkill_timeout(root: Path, n: int = 1) -> Path:
             v.reasons[1],
         ),
     )
-    (d / "verdict.json").write_text(json.dumps(v.to_dict()), encoding="utf-8")
+    record_verdict(d, v)
     return d

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from conftest import run_skgate
-from evidence_fixtures import make_attempt
+from evidence_fixtures import make_attempt, record_verdict
 from skgate.cli import main as cli
 from skgate.cli import specs
-from skgate.model.records import State
+from skgate.model.records import State, Verdict
 
 
 def registered(command: str) -> set[str]:
@@ -93,7 +93,7 @@ def test_status_of_a_copied_root_names_where_the_attempt_is_now(tmp_path: Path) 
     a = make_attempt(tmp_path / "orig", 1, State.SUCCEEDED)
     data = json.loads((a / "verdict.json").read_text())
     data["attempt"] = str(a)
-    (a / "verdict.json").write_text(json.dumps(data))
+    record_verdict(a, Verdict.from_dict(data, "verdict.json"))  # as its runner wrote it
     copy = tmp_path / "copy"
     shutil.copytree(tmp_path / "orig", copy)
     shutil.rmtree(tmp_path / "orig")

@@ -52,3 +52,18 @@ def test_a_live_runner_holds_its_unsealed_verdict_back_but_not_from_itself(
         named(other.pid, st.start_ticks)
         assert recorded_verdict(attempt) is None  # another live runner: not final yet
     assert recorded_verdict(attempt) is not None  # it has ended: read as it stands
+
+
+def test_a_removed_journal_leaves_the_runner_control_json_names(tmp_path: Path) -> None:
+    # ``rm events.jsonl`` while the run runs: the runner is the one control.json names,
+    # and while it lives a verdict.json written meanwhile is not final either.
+    attempt = tmp_path / "r" / "attempts" / "0001"
+    attempt.mkdir(parents=True)
+    (attempt / "verdict.json").write_text(json.dumps(FORGED))
+    with started(STAND_IN) as other:
+        st = read_stat(other.pid)
+        assert st is not None
+        runner = {"pid": other.pid, "start_ticks": st.start_ticks, "boot_id": boot_id()}
+        control = {"schema": "skgate.control/1", "runner": runner}
+        (attempt / "control.json").write_text(json.dumps(control))
+        assert recorded_verdict(attempt) is None  # its runner lives: not final yet

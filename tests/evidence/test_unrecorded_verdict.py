@@ -58,6 +58,8 @@ LINE_ZH = (
     "证据不是其运行器记录的：verdict.json（该尝试未封存，其运行器已不在，且其日志中没有内容与之"
     "相同的结论记录：从其他尝试复制而来、被编辑，还是手工写入的？）"
 )
+#: Another attempt's success, to copy.
+SUCCESS = ("run", "--root", "ok", "--quiet", "--verdict-from", "exit-status", "--", "true")
 CHANGED: dict[str, object] = {"file": "verdict.json", "sealed_sha256": None, "now": UNRECORDED}
 
 
@@ -164,17 +166,28 @@ def test_a_verdict_recover_wrote_before_it_was_cut_short_is_its_own(
     assert current_verdict(attempt).state is State.FAILED
 
 
-def test_a_journal_that_names_no_runner_reads_as_before(tmp_path: Path) -> None:
-    """An older skgate's journal names no runner: nothing says whose verdict it is."""
+@pytest.mark.parametrize("journal", ["removed", "older"])
+def test_a_journal_that_vouches_for_nothing_makes_the_verdict_unknown(
+    tmp_path: Path, journal: str
+) -> None:
+    """``rm events.jsonl`` (measured before this check took control.json's runner: the
+    runner's own "failed" replaced by a copied "succeeded" read SUCCEEDED, exit 0), or an
+    older skgate's journal, which names no runner and records no hash: nothing vouches
+    for the verdict. (Such an older attempt, left unsealed by a kill while sealing, reads
+    unknown: a clean retry answers it.)"""
     attempt = failed_attempt(tmp_path)
     as_if_killed_before_sealing(attempt)
-    journal = attempt / files.EVENTS
-    rows = [json.loads(x) for x in journal.read_text().splitlines()]
-    rows = [
-        {k: v for k, v in r.items() if k != "runner"} for r in rows if r["event"] != "verdict_hash"
-    ]
-    journal.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert current_verdict(attempt).state is State.FAILED
+    path = attempt / files.EVENTS
+    if journal == "removed":
+        path.unlink()
+    else:
+        rows = [json.loads(x) for x in path.read_text().splitlines()]
+        rows = [{k: v for k, v in r.items() if k != "runner"} for r in rows]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["event"] != "verdict_hash"))
+    v = current_verdict(attempt)
+    assert v.state is State.UNKNOWN and v.reasons[0] == LINE
+    problem = unsealed.unfinished_problem(attempt)
+    assert problem is not None and problem.flaw is Flaw.UNRECORDED
 
 
 @pytest.fixture
@@ -227,18 +240,7 @@ def test_the_reproducer_a_copied_success_while_the_command_runs_on(
     assert st is not None and st.start_ticks == runner["start_ticks"]  # the one we started
     os.kill(runner["pid"], signal.SIGKILL)
     wait_for(lambda: _gone(runner["pid"]), "the runner's end")
-    ok = run_skgate(
-        "run",
-        "--root",
-        "ok",
-        "--quiet",
-        "--verdict-from",
-        "exit-status",
-        "--",
-        "true",
-        cwd=tmp_path,
-        env=env,
-    )
+    ok = run_skgate(*SUCCESS, cwd=tmp_path, env=env)
     assert ok.returncode == 0, ok
     (attempt / files.VERDICT).write_bytes((tmp_path / "ok/attempts/0001/verdict.json").read_bytes())
     assert read_stat(int(str(command["pid"]))) is not None  # the command still runs

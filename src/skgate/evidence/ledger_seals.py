@@ -354,6 +354,23 @@ def journal_runner(attempt: str) -> Runner | None:
     return _runner(entry.get("runner"), entry.get("boot_id")) if isinstance(entry, dict) else None
 
 
+def attempt_runner(attempt: str) -> Runner | None:
+    """The runner that owns an attempt: the one its journal's first entry names, else the
+    one its ``control.json`` names (a journal removed, or one whose first entry names
+    none), read as regular files and bounded; None when neither does. A reader that took
+    the journal alone would take an attempt whose journal was removed for one nobody
+    owns (C2.5: ``rm events.jsonl`` must not make a written verdict read as recorded)."""
+    found = journal_runner(attempt)
+    if found is not None:
+        return found
+    try:
+        control = jsonread.loads(regular.read_bytes(pathtext.join(attempt, CONTROL)))
+    except (OSError, EvidenceError, ValueError, RecursionError):
+        return None
+    runner = control.get("runner") if isinstance(control, dict) else None
+    return _runner(runner, runner.get("boot_id")) if isinstance(runner, dict) else None
+
+
 def holds_another(attempt: str, root: str, name: str) -> bool:
     """Does the directory at ``attempt`` (attempt ``name`` of ``root``) hold another
     attempt's evidence? Its journal names a runner, and the ledger's ``start`` entry of

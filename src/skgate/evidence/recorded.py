@@ -20,10 +20,11 @@ from skgate.model.running import DISOWNED, UNRECORDED, SealBreach
 # (issue 29): an attempt is a ``str`` or a ``Path`` here.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
     from skgate.evidence.pathtext import P
+    from skgate.model.events import Event
 
 
 def recorded_verdict(attempt_dir: Path | str) -> Verdict | None:
@@ -60,9 +61,9 @@ def _finishing(attempt_dir: Path | str) -> bool:
     SUCCEEDED, exit 0, and ``stop`` refused "already final", while it ran)."""
     if os.path.lexists(pathtext.join(attempt_dir, files.SEAL)):
         return False
-    runner = ledger_seals.journal_runner(pathtext.plain(attempt_dir))
+    runner = ledger_seals.attempt_runner(pathtext.plain(attempt_dir))
     if runner is None:
-        return False  # a journal that names no runner (an older skgate): read as before
+        return False  # nothing names its runner: nobody to be alive
     if runner[0] == os.getpid():
         return False  # the runner itself, reading after its run (the demo, in-process)
     from skgate.proc.observe import still_runs  # noqa: PLC0415 - unsealed attempts only
@@ -78,36 +79,46 @@ def disowned(attempt_dir: P) -> tuple[str, ...]:
     is read for them (one search of its journal for the field's name)."""
     if os.path.lexists(pathtext.join(attempt_dir, files.SEAL)):
         return ()
-    # Loaded for an unsealed attempt only: the status of a sealed one does without them.
+    from skgate.model.events import Finished  # noqa: PLC0415 - see _journal_events
+
+    for event in _journal_events(attempt_dir, b'"disowned"'):
+        if isinstance(event, Finished) and event.disowned:
+            return tuple(event.disowned)
+    return ()
+
+
+def _journal_events(attempt_dir: P, needle: bytes) -> Iterator[Event]:
+    """The typed records of the attempt's journal whose line holds ``needle``, found by
+    one search of it block by block; a damaged line is skipped (verify names it), and an
+    unreadable journal holds none. Loaded for an unsealed attempt only: the status of a
+    sealed one does without the event types."""
     from skgate.evidence import regular  # noqa: PLC0415
     from skgate.model import jsonread  # noqa: PLC0415
-    from skgate.model.events import Finished, event_from_dict  # noqa: PLC0415
+    from skgate.model.events import event_from_dict  # noqa: PLC0415
 
     try:
         fd = regular.open_fd(pathtext.join(attempt_dir, files.EVENTS))
     except (OSError, EvidenceError):
-        return ()
+        return
     try:
-        for raw in regular.lines_containing(fd, b'"disowned"'):
+        for raw in regular.lines_containing(fd, needle):
             try:
                 record = jsonread.loads(raw)
             except (ValueError, RecursionError):
-                continue  # a damaged line: verify names it
-            event = event_from_dict(record) if isinstance(record, dict) else None
-            if isinstance(event, Finished) and event.disowned:
-                return tuple(event.disowned)
+                continue
+            if isinstance(record, dict):
+                yield event_from_dict(record)
     except OSError:
-        return ()
+        return
     finally:
         os.close(fd)
-    return ()
 
 
 def foreign_verdict(attempt_dir: P) -> SealBreach | None:
     """The breach of an unsealed attempt whose runner is gone and whose ``verdict.json``
     is not the verdict it recorded, or None (sealed: the seal vouches; no verdict; a
-    live runner, which reads in progress; a journal that names no runner, of an older
-    skgate, read as before).
+    live runner, which reads in progress: its journal or, that removed, its
+    ``control.json`` names it).
 
     Its runner journals the hash of the ``verdict.json`` it links (the ``verdict_hash``
     record, :class:`skgate.model.events.VerdictHash`) before linking it, as ``skgate
@@ -122,13 +133,14 @@ def foreign_verdict(attempt_dir: P) -> SealBreach | None:
     path = pathtext.join(attempt_dir, files.VERDICT)
     if not files.present(path):
         return None
-    runner = ledger_seals.journal_runner(pathtext.plain(attempt_dir))
-    if runner is None or runner[0] == os.getpid():
-        return None  # an older skgate's journal; or this process is its runner
-    from skgate.proc.observe import still_runs  # noqa: PLC0415 - unsealed attempts only
+    runner = ledger_seals.attempt_runner(pathtext.plain(attempt_dir))
+    if runner is not None:
+        if runner[0] == os.getpid():
+            return None  # this process is its runner, reading after its run (the demo)
+        from skgate.proc.observe import still_runs  # noqa: PLC0415 - unsealed attempts only
 
-    if still_runs(*runner):
-        return None  # never final while its runner lives (_finishing): in progress
+        if still_runs(*runner):
+            return None  # never final while its runner lives (_finishing): in progress
     from skgate.evidence import regular  # noqa: PLC0415
     from skgate.evidence.digest import sha256_bytes  # noqa: PLC0415
 
@@ -136,7 +148,9 @@ def foreign_verdict(attempt_dir: P) -> SealBreach | None:
         data = regular.read_bytes(path)
     except (OSError, EvidenceError):
         return None  # unreadable: the reader that needs it says so
-
+    # A journal removed or emptied holds no hash: nothing vouches for the verdict. So does
+    # an older skgate's, which recorded none (such an attempt, left unsealed by a kill
+    # while sealing, reads unknown: a clean retry answers it).
     if sha256_bytes(data) in _verdict_hashes(attempt_dir):
         return None
     at = ledger_seals.root_of(pathtext.plain(attempt_dir))
@@ -146,30 +160,11 @@ def foreign_verdict(attempt_dir: P) -> SealBreach | None:
 
 
 def _verdict_hashes(attempt_dir: P) -> set[str]:
-    """Every ``verdict_hash`` its journal holds (one search of it for the kind's name)."""
-    from skgate.evidence import regular  # noqa: PLC0415
-    from skgate.model import jsonread  # noqa: PLC0415
-    from skgate.model.events import VerdictHash, event_from_dict  # noqa: PLC0415
+    """Every ``verdict_hash`` its journal holds."""
+    from skgate.model.events import VerdictHash  # noqa: PLC0415 - see _journal_events
 
-    try:
-        fd = regular.open_fd(pathtext.join(attempt_dir, files.EVENTS))
-    except (OSError, EvidenceError):
-        return set()
-    found: set[str] = set()
-    try:
-        for raw in regular.lines_containing(fd, b'"verdict_hash"'):
-            try:
-                record = jsonread.loads(raw)
-            except (ValueError, RecursionError):
-                continue  # a damaged line: verify names it
-            event = event_from_dict(record) if isinstance(record, dict) else None
-            if isinstance(event, VerdictHash) and event.sha256:
-                found.add(event.sha256)
-    except OSError:
-        return found
-    finally:
-        os.close(fd)
-    return found
+    found = _journal_events(attempt_dir, b'"verdict_hash"')
+    return {e.sha256 for e in found if isinstance(e, VerdictHash) and e.sha256}
 
 
 def not_its_own(attempt_dir: P) -> SealBreach | None:
