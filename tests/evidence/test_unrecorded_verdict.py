@@ -41,11 +41,13 @@ from skgate.evidence import files, ledger, seal, sealed, unsealed
 from skgate.evidence.digest import sha256_bytes
 from skgate.evidence.seal_problem import Flaw
 from skgate.model.errors import EvidenceError, UsageError
+from skgate.model.phrases import Lang
 from skgate.model.records import State
 from skgate.model.running import UNRECORDED
 from skgate.proc.observe import read_stat
 from skgate.read.liveness import current_verdict
 from skgate.regress.common import read_reference_verdict
+from skgate.verdict.words import state_words
 from skgate.workdir.recover import recover_attempt
 
 LINE = (
@@ -60,6 +62,15 @@ LINE_ZH = (
 )
 #: Another attempt's success, to copy.
 SUCCESS = ("run", "--root", "ok", "--quiet", "--verdict-from", "exit-status", "--", "true")
+JOURNAL_LINE = (
+    "evidence its runner did not record: verdict.json (the attempt is not sealed, its runner "
+    "is gone, and its journal, events.jsonl, which records its verdict, is gone or not a "
+    "regular file)"
+)
+JOURNAL_LINE_ZH = (
+    "证据不是其运行器记录的：verdict.json（该尝试未封存，其运行器已不在，且记录其结论的日志 "
+    "events.jsonl 已不存在或不是普通文件）"
+)
 CHANGED: dict[str, object] = {"file": "verdict.json", "sealed_sha256": None, "now": UNRECORDED}
 
 
@@ -166,28 +177,50 @@ def test_a_verdict_recover_wrote_before_it_was_cut_short_is_its_own(
     assert current_verdict(attempt).state is State.FAILED
 
 
-@pytest.mark.parametrize("journal", ["removed", "older"])
+@pytest.mark.parametrize("journal", ["removed", "linked", "emptied", "older"])
 def test_a_journal_that_vouches_for_nothing_makes_the_verdict_unknown(
     tmp_path: Path, journal: str
 ) -> None:
     """``rm events.jsonl`` (measured before this check took control.json's runner: the
-    runner's own "failed" replaced by a copied "succeeded" read SUCCEEDED, exit 0), or an
-    older skgate's journal, which names no runner and records no hash: nothing vouches
-    for the verdict. (Such an older attempt, left unsealed by a kill while sealing, reads
-    unknown: a clean retry answers it.)"""
+    runner's own "failed" replaced by a copied "succeeded" read SUCCEEDED, exit 0); a
+    link in its place (to a journal that would name the forged verdict: never read); an
+    emptied journal; or an older skgate's, which names no runner and records no hash:
+    nothing vouches for the verdict. (Such an older attempt, left unsealed by a kill
+    while sealing, reads unknown: a clean retry answers it.)"""
     attempt = failed_attempt(tmp_path)
     as_if_killed_before_sealing(attempt)
     path = attempt / files.EVENTS
-    if journal == "removed":
+    forged = json.dumps({**json.loads((attempt / files.VERDICT).read_text()), "state": "succeeded"})
+    (attempt / files.VERDICT).write_text(forged)
+    if journal in ("removed", "linked"):
+        kept = path.read_text()
         path.unlink()
+        if journal == "linked":
+            record = {"schema": "skgate.event/1", "t": 1.0, "event": "verdict_hash"}
+            record["sha256"] = sha256_bytes(forged.encode())
+            (tmp_path / "elsewhere.jsonl").write_text(kept + json.dumps(record) + "\n")
+            path.symlink_to(tmp_path / "elsewhere.jsonl")
+    elif journal == "emptied":
+        path.write_text("")
     else:
         rows = [json.loads(x) for x in path.read_text().splitlines()]
         rows = [{k: v for k, v in r.items() if k != "runner"} for r in rows]
         path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["event"] != "verdict_hash"))
     v = current_verdict(attempt)
-    assert v.state is State.UNKNOWN and v.reasons[0] == LINE
+    gone = journal in ("removed", "linked")
+    assert v.state is State.UNKNOWN and v.reasons[0] == (JOURNAL_LINE if gone else LINE)
+    assert v.missing == (
+        ("event journal (events.jsonl)",)
+        if gone
+        else ("the runner's own final files (verdict.json, seal.json)",)
+    )
+    assert (JOURNAL_LINE_ZH if gone else LINE_ZH) in state_words(v, Lang.ZH)
     problem = unsealed.unfinished_problem(attempt)
     assert problem is not None and problem.flaw is Flaw.UNRECORDED
+    # recover refuses it, a linked journal first for being one.
+    why = "is a symbolic link" if journal == "linked" else "evidence its runner did not record"
+    with pytest.raises(EvidenceError, match=why):
+        recover_attempt(attempt)
 
 
 @pytest.fixture

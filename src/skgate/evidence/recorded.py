@@ -14,7 +14,7 @@ from skgate.evidence import files, ledger_seals, pathtext
 from skgate.evidence.sealed import OverlongError, SealBreachError, removed_attempt
 from skgate.model.errors import EvidenceError
 from skgate.model.records import Verdict
-from skgate.model.running import DISOWNED, UNRECORDED, SealBreach
+from skgate.model.running import DISOWNED, JOURNAL_GONE, UNRECORDED, SealBreach
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` nor ``pathlib``
 # (issue 29): an attempt is a ``str`` or a ``Path`` here.
@@ -141,6 +141,8 @@ def foreign_verdict(attempt_dir: P) -> SealBreach | None:
 
         if still_runs(*runner):
             return None  # never final while its runner lives (_finishing): in progress
+    import stat  # noqa: PLC0415
+
     from skgate.evidence import regular  # noqa: PLC0415
     from skgate.evidence.digest import sha256_bytes  # noqa: PLC0415
 
@@ -148,14 +150,20 @@ def foreign_verdict(attempt_dir: P) -> SealBreach | None:
         data = regular.read_bytes(path)
     except (OSError, EvidenceError):
         return None  # unreadable: the reader that needs it says so
-    # A journal removed or emptied holds no hash: nothing vouches for the verdict. So does
-    # an older skgate's, which recorded none (such an attempt, left unsealed by a kill
-    # while sealing, reads unknown: a clean retry answers it).
-    if sha256_bytes(data) in _verdict_hashes(attempt_dir):
-        return None
     at = ledger_seals.root_of(pathtext.plain(attempt_dir))
     if at is not None and ledger_seals.recorded_seals(*at):
         return None  # it was sealed, and its seal is gone: that breach is the answer
+    try:
+        journal = os.lstat(pathtext.join(attempt_dir, files.EVENTS))
+    except OSError:
+        journal = None
+    if journal is None or not stat.S_ISREG(journal.st_mode):
+        return SealBreach(files.VERDICT, None, JOURNAL_GONE)  # nothing can vouch for it
+    # An emptied journal holds no hash: nothing vouches for the verdict. Nor does an older
+    # skgate's, which recorded none (such an attempt, left unsealed by a kill while
+    # sealing, reads unknown: a clean retry answers it).
+    if sha256_bytes(data) in _verdict_hashes(attempt_dir):
+        return None
     return SealBreach(files.VERDICT, None, UNRECORDED)
 
 

@@ -384,6 +384,9 @@ DISOWNED = "written by another process while the run ran"
 #: attempt, edited, or written by hand: skgate.evidence.recorded.foreign_verdict);
 #: :attr:`SealBreach.file` is ``verdict.json``.
 UNRECORDED = "not the verdict its runner recorded"
+#: :attr:`SealBreach.now` for the same when the journal itself is gone (removed, a link,
+#: not a regular file): nothing records which verdict is the attempt's own.
+JOURNAL_GONE = "its journal is gone"
 #: The missing item of an attempt whose final names another process wrote while it ran
 #: (:func:`disowned_line`; its zh form: verdict.words._MISSING_ZH).
 DISOWNED_MISSING = "the runner's own final files (verdict.json, seal.json)"
@@ -485,6 +488,12 @@ class SealBreach:
             return disowned_line(self.file.split(", "))
         if self.now == UNRECORDED:
             return unrecorded_line(self.file)
+        if self.now == JOURNAL_GONE:
+            return (
+                f"evidence its runner did not record: {self.file} (the attempt is not sealed, "
+                "its runner is gone, and its journal, events.jsonl, which records its "
+                "verdict, is gone or not a regular file)"
+            )
         if self.file == ROOT_LEDGER:
             said = _LEDGER_LINES.get(self.now, f"the root's ledger ({self.now})")
             return f"evidence changed after sealing: {said}"

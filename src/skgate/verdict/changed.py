@@ -14,6 +14,7 @@ from skgate.model.running import (
     ATTEMPT_DIRECTORY,
     DISOWNED,
     DISOWNED_MISSING,
+    JOURNAL_GONE,
     LEDGER_MISSING,
     REMOVED_MISSING,
     ROOT_LEDGER,
@@ -54,14 +55,15 @@ def _why_not(breach: SealBreach, attempt: str) -> tuple[str, str]:
             f"{_root_of(attempt)}' to list what changed",
             LEDGER_MISSING,
         )
-    if breach.now in (DISOWNED, UNRECORDED):
+    if breach.now in (DISOWNED, UNRECORDED, JOURNAL_GONE):
         # Another process wrote at its final names while its run ran (Finished.disowned):
         # its runner wrote none of its own and sealed nothing; its verdict is journalled.
         # Or its runner is gone and its verdict.json is none it recorded (VerdictHash).
         return (
             "C2.5: evidence its runner did not write decides nothing: run 'skgate verify "
             f"{attempt}' to list it",
-            DISOWNED_MISSING,
+            # The journal, where the runner recorded which verdict is its own (C2.5).
+            "event journal (events.jsonl)" if breach.now == JOURNAL_GONE else DISOWNED_MISSING,
         )
     return (
         "C2.5: evidence that contradicts its own seal decides nothing; what the changed "

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from skgate.model.phrases import Lang
 from skgate.model.records import State, Verdict
-from skgate.model.running import ATTEMPT_DIRECTORY, DISOWNED, UNRECORDED
+from skgate.model.running import ATTEMPT_DIRECTORY, DISOWNED, JOURNAL_GONE, UNRECORDED
 from skgate.verdict.words_installs import install_next_step
 
 NEXT_STEP: Mapping[State, Mapping[str, str]] = {
@@ -186,7 +186,7 @@ def next_step_of(v: Verdict, lang: Lang) -> str:
     if v.breach is not None:
         if v.breach.now == DISOWNED:
             return DISOWNED_NEXT[lang]
-        if v.breach.now == UNRECORDED:
+        if v.breach.now in (UNRECORDED, JOURNAL_GONE):
             return UNRECORDED_NEXT[lang]
         return REMOVED_NEXT[lang] if v.breach.file == ATTEMPT_DIRECTORY else CHANGED_NEXT[lang]
     if v.waiting is not None:

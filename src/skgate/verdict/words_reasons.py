@@ -84,6 +84,13 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"从其他尝试复制而来、被编辑，还是手工写入的？）",
     ),
     (
+        r"evidence its runner did not record: (.+) \(the attempt is not sealed, its runner is "
+        r"gone, and its journal, events\.jsonl, which records its verdict, is gone or not a "
+        r"regular file\)",
+        r"证据不是其运行器记录的：\1（该尝试未封存，其运行器已不在，"
+        r"且记录其结论的日志 events.jsonl 已不存在或不是普通文件）",
+    ),
+    (
         r"C2\.5: evidence its runner did not write decides nothing: run 'skgate verify (.+)' "
         r"to list it",
         r"C2.5：不是其运行器写入的证据不能决定任何结论：运行 'skgate verify \1' 列出它",
