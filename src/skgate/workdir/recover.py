@@ -51,7 +51,7 @@ from skgate.model.events import Created, Event, EventKind, Recovered, UnknownEve
 from skgate.model.frozen import replace
 from skgate.model.records import RecoveredWhen, Verdict
 from skgate.model.request import RunRequest
-from skgate.model.running import disowned_line, unrecorded_line
+from skgate.model.running import disowned_line
 from skgate.model.schema import SCHEMA_CONTROL
 from skgate.preflight.request import legacy_outputs_dir, outputs_dir
 from skgate.proc.keeper import KEPT_LOG
@@ -365,12 +365,14 @@ def _recover_locked(attempt: Path) -> Recovery:
             f"{attempt}: {disowned_line(taken)}; not recovered: a seal would vouch for "
             "evidence its runner did not write"
         )
-    if not sealed and foreign_verdict(attempt) is not None:
+    foreign = None if sealed else foreign_verdict(attempt)
+    if foreign is not None:
         # C2.5: its verdict.json is none its runner recorded (copied in, edited, or
-        # written by hand after it died): sealing it would vouch for it.
+        # written by hand after it died, or its journal is gone): sealing it would vouch
+        # for it.
         raise EvidenceError(
-            f"{attempt}: {unrecorded_line(files.VERDICT)}; not recovered: a seal would vouch "
-            "for evidence its runner did not write"
+            f"{attempt}: {foreign.line()}; not recovered: a seal would vouch for evidence "
+            "its runner did not write"
         )
     done: list[str] = []
     if sealed:
