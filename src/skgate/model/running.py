@@ -387,6 +387,17 @@ UNRECORDED = "not the verdict its runner recorded"
 #: :attr:`SealBreach.now` for the same when the journal itself is gone (removed, a link,
 #: not a regular file): nothing records which verdict is the attempt's own.
 JOURNAL_GONE = "its journal is gone"
+#: Why nothing vouches for such a verdict, in the first line of each (zh in
+#: skgate.verdict.words_reasons, as docs/contract.md gives them).
+_UNRECORDED_WHY = {
+    UNRECORDED: (
+        "its journal records no verdict with this content: copied from another attempt, "
+        "edited, or written by hand?"
+    ),
+    JOURNAL_GONE: (
+        "its journal, events.jsonl, which records its verdict, is gone or not a regular file"
+    ),
+}
 #: The missing item of an attempt whose final names another process wrote while it ran
 #: (:func:`disowned_line`; its zh form: verdict.words._MISSING_ZH).
 DISOWNED_MISSING = "the runner's own final files (verdict.json, seal.json)"
@@ -486,13 +497,10 @@ class SealBreach:
             return gone
         if self.now == DISOWNED:
             return disowned_line(self.file.split(", "))
-        if self.now == UNRECORDED:
-            return unrecorded_line(self.file)
-        if self.now == JOURNAL_GONE:
+        if self.now in _UNRECORDED_WHY:
             return (
                 f"evidence its runner did not record: {self.file} (the attempt is not sealed, "
-                "its runner is gone, and its journal, events.jsonl, which records its "
-                "verdict, is gone or not a regular file)"
+                f"its runner is gone, and {_UNRECORDED_WHY[self.now]})"
             )
         if self.file == ROOT_LEDGER:
             said = _LEDGER_LINES.get(self.now, f"the root's ledger ({self.now})")
@@ -523,17 +531,6 @@ def disowned_line(names: tuple[str, ...] | list[str]) -> str:
         f"evidence written by another process while the run ran: {', '.join(names)} (its "
         "runner found them at its final names, overwrote nothing and left the attempt "
         "unsealed; its own verdict is in its journal's finished record)"
-    )
-
-
-def unrecorded_line(name: str) -> str:
-    """The first line about an unsealed attempt whose ``name`` (``verdict.json``) its
-    runner did not record (:data:`UNRECORDED`), in the words every reader answers with
-    and ``skgate recover`` refuses with (one function: they cannot drift)."""
-    return (
-        f"evidence its runner did not record: {name} (the attempt is not sealed, its runner "
-        "is gone, and its journal records no verdict with this content: copied from another "
-        "attempt, edited, or written by hand?)"
     )
 
 

@@ -75,7 +75,7 @@ REASONS_ZH: tuple[tuple[str, str], ...] = (
         r"也未封存该尝试；它自己的结论记录在日志的 finished 记录中）",
     ),
     # An unsealed attempt's verdict.json its gone runner did not record
-    # (model.running.unrecorded_line).
+    # (model.running.SealBreach.line: UNRECORDED, JOURNAL_GONE).
     (
         r"evidence its runner did not record: (.+) \(the attempt is not sealed, its runner is "
         r"gone, and its journal records no verdict with this content: copied from another "

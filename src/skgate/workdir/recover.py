@@ -365,7 +365,7 @@ def _recover_locked(attempt: Path) -> Recovery:
             f"{attempt}: {disowned_line(taken)}; not recovered: a seal would vouch for "
             "evidence its runner did not write"
         )
-    foreign = None if sealed else foreign_verdict(attempt)
+    foreign = foreign_verdict(attempt)  # None for a sealed attempt: its seal vouches
     if foreign is not None:
         # C2.5: its verdict.json is none its runner recorded (copied in, edited, or
         # written by hand after it died, or its journal is gone): sealing it would vouch
