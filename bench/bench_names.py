@@ -1,6 +1,8 @@
 """Does every owned process keep its name, however short it lives (issue 28 s7)?
 
-By hand: ``python bench/bench_names.py [--children 200] [--rounds 3]``.
+By hand: ``python bench/bench_names.py [--children 200] [--rounds 3]``; ``--quick`` (20
+children, one round of each kind: seconds) is the smoke run ``bench/run_all.py --quick``
+makes in CI (issue 29: every bench runs there, so none can rot unseen).
 
 Each round runs one gated attempt whose leader starts ``--children`` processes of about
 10 ms, one after another, in one of two ways:
@@ -76,7 +78,12 @@ def main() -> int:
     ap.add_argument("--children", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kinds", default="argv0,comm")
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run: 20 children, 1 round, no targets (CI)"
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.children, args.rounds = 20, 1
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.kinds.split(","):
             for _ in range(args.rounds):

@@ -78,12 +78,16 @@ BENCHES: dict[str, tuple[list[str], str]] = {
     "exact": (["bench_exact.py"], "exact ownership under forks"),
     "shim": (["bench_shim.py"], "op_compiler shim overhead"),
     "report-html": (["bench_report_html.py"], "HTML report of 10,000 processes"),
+    "names": (["bench_names.py"], "names of owned processes of about 10 ms"),
     "ray": (["bench_ray.py"], "ray executor vs local (needs `skgate[ray]`)"),
     "faults": (["fault_campaign.py"], "fault campaign: wrong verdicts, harmed compiles"),
     "ab-stage-census": (["ab_stage_census.py"], "stage census A/B (quick: against itself)"),
 }
 #: Benches whose full run needs an argument only a person can give.
 QUICK_ONLY = {"ab-stage-census"}
+#: The files of bench/ that are no bench: this runner and a module the benches import.
+#: Every other ``bench/*.py`` is in :data:`BENCHES` (tests/test_bench_registry.py).
+NOT_BENCHES = {"run_all.py", "skgate_cmd.py"}
 TIMEOUT_QUICK = 600.0
 TIMEOUT_FULL = 3 * 3600.0
 
