@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -220,3 +221,70 @@ def test_a_damaged_seal_is_said_and_the_report_still_renders(
     for target in (attempt, attempt.parent.parent):
         report = run_skgate("report", str(target), cwd=tmp_path)
         assert report.returncode == 0 and f"{CHANGED}seal.json" in report.stdout, report
+
+
+@pytest.mark.parametrize("name", [files.SEAL, files.VERDICT, files.CONTROL])
+def test_a_record_cut_inside_a_string_reads_unknown(
+    finished: Path, tmp_path: Path, name: str
+) -> None:
+    """Cut inside a JSON string (a torn write, ``truncate``): status names the damage,
+    exit 5, never "internal error" (the C scanner's SystemError on Python 3.11, where
+    status has not loaded ``json.decoder``)."""
+    attempt = copy_of(finished, tmp_path)
+    path = attempt / name
+    text = path.read_bytes()
+    path.write_bytes(text[: text.index(b'"', text.index(b":")) + 3])  # inside a value
+    for command in (("status", str(attempt)), ("status", "--all", str(attempt.parent.parent))):
+        status = run_skgate(*command, cwd=tmp_path)
+        assert status.returncode == EXIT_UNKNOWN, status
+        assert "internal error" not in status.stdout + status.stderr, status
+        assert f"{CHANGED}{name}" in status.stdout, status
+
+
+def _unmake_control(attempt: Path, kind: str) -> None:
+    path = attempt / files.CONTROL
+    path.unlink()
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "link":
+        path.symlink_to("/etc/passwd")
+
+
+@pytest.mark.parametrize("kind", ["removed", "directory", "fifo", "link"])
+def test_a_sealed_attempt_without_its_controls_is_changed_for_verify(
+    finished: Path, tmp_path: Path, kind: str
+) -> None:
+    """control.json gone (or no longer a file) from a sealed attempt: ``verify`` of the
+    attempt and of its root name the change, exit 1. It said "OK: seals match": without
+    control.json the directory read as an attempt still in preflight, with nothing to
+    check yet. ``classify`` answers unknown with the change (it said "not an attempt
+    directory"), as ``status`` did, and so does the attempt's report (it exited 2)."""
+    attempt = copy_of(finished, tmp_path)
+    _unmake_control(attempt, kind)
+    for target in (attempt, attempt.parent.parent):
+        checked = run_skgate("verify", str(target), cwd=tmp_path, timeout=30)
+        assert checked.returncode == 1, checked
+        assert checked.stdout.startswith("CHANGED: 0001/control.json: "), checked
+        assert "OK" not in checked.stdout, checked
+    if kind == "removed":
+        got = run_skgate("classify", str(attempt), cwd=tmp_path)
+        assert got.returncode == EXIT_UNKNOWN, got
+        assert got.stdout.startswith(f"UNKNOWN: {CHANGED}control.json (sealed sha256 "), got
+        # The report of the attempt itself shows it so (it stopped at "exit 2" on it).
+        shown = run_skgate("report", str(attempt), cwd=tmp_path)
+        assert shown.returncode == 0, shown
+        assert f"**verdict: unknown: {CHANGED}control.json (sealed sha256 " in shown.stdout
+
+
+def test_controls_and_seal_both_gone_are_caught_through_the_ledger(
+    finished: Path, tmp_path: Path
+) -> None:
+    attempt = copy_of(finished, tmp_path)
+    (attempt / files.CONTROL).unlink()
+    (attempt / files.SEAL).unlink()
+    for target in (attempt, attempt.parent.parent):
+        checked = run_skgate("verify", str(target), cwd=tmp_path, timeout=30)
+        assert checked.returncode == 1, checked
+        assert "0001/seal.json: removed (the ledger recorded it)" in checked.stdout, checked

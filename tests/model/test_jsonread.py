@@ -178,3 +178,31 @@ def test_a_refusal_names_its_line() -> None:
         jsonread.loads('{\n"a": 1,\n}')
     assert jsonread.error_line(caught.value) == 3
     assert jsonread.error_line(ValueError("x")) is None
+
+
+#: Refusals inside a string: on Python 3.11 the C scanner raises them through
+#: ``json.decoder`` only when that module is loaded already (see the module doc).
+_STRING_REFUSALS = ['"abc', '{"schema": "x', '{"a": "x\\q"}', '["\x01"]', b'{"k": "\\u12']
+
+
+@pytest.mark.parametrize("data", _STRING_REFUSALS, ids=range(len(_STRING_REFUSALS)))
+def test_a_refusal_inside_a_string_is_jsons_own_before_json_is_loaded(data: object) -> None:
+    """In a fresh interpreter (no ``json`` loaded, as in ``skgate status``), a string's
+    refusal is json's ``JSONDecodeError`` with json's message, never a ``SystemError``
+    (a ``seal.json`` cut inside a string crashed ``skgate status``)."""
+    code = (
+        "import sys\n"
+        "from skgate.model.jsonread import loads\n"
+        "assert 'json.decoder' not in sys.modules\n"
+        f"data = {data!r}\n"
+        "try:\n"
+        "    loads(data)\n"
+        "except ValueError as exc:\n"
+        "    print(type(exc).__name__, exc.msg, exc.pos)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    with pytest.raises(json.JSONDecodeError) as want:
+        json.loads(data)  # type: ignore[arg-type]
+    assert done.stdout.strip() == f"JSONDecodeError {want.value.msg} {want.value.pos}"

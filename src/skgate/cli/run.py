@@ -166,7 +166,9 @@ def cmd_classify(args: argparse.Namespace) -> int:
     from pathlib import Path  # noqa: PLC0415 - not at the top: status loads no pathlib
 
     target = Path(args.target)
-    attempts = resolve(target, removed=True)  # a removed one reads unknown (issue 28)
+    # A removed one reads unknown (issue 28), and so does one whose control.json is gone
+    # (sealed: a change, C2.5; never sealed: a runner that died in preflight).
+    attempts = resolve(target, prelaunch=True, removed=True)
     if len(attempts) != 1:
         raise UsageError(f"{target}: classify takes one attempt directory, not a root")
     from skgate.read.liveness import recompute  # noqa: PLC0415

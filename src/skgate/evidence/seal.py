@@ -422,8 +422,17 @@ def _seal_matches(attempt: Path) -> bool:
     return not _compare(attempt, attempt.name, entries, Phase.SEALING)
 
 
+def _sealed_here(target: Path) -> bool:
+    """Was ``target`` sealed (its seal.json is there, or its root's ledger chained its
+    seal)? Its control.json gone is then a change (C2.5), never an attempt in preflight."""
+    return os.path.lexists(target / SEAL) or target.name in _sealed_in_ledger(
+        ledger.root_of(target)
+    )
+
+
 def _orphans(root: Path) -> list[SealProblem]:
-    """Attempt directories without control.json (a runner that died early): unfinished."""
+    """Attempt directories without control.json: a runner that died early (unfinished),
+    or a sealed attempt whose control.json was removed (its files against its seal)."""
     base = root / ledger.ATTEMPTS
     try:
         dirs = sorted(e.path for e in os.scandir(base) if e.is_dir(follow_symlinks=False))
@@ -433,6 +442,9 @@ def _orphans(root: Path) -> list[SealProblem]:
     for d in dirs:
         path = Path(d)
         if path.name.isdigit() and not is_attempt_dir(path):
+            if _sealed_here(path):
+                problems += attempt_problems(path, recorded=path.name in _sealed_in_ledger(root))
+                continue
             found = unfinished_problem(path)
             if found is not None:
                 problems.append(found)
@@ -542,7 +554,7 @@ def _attempt_and_ledger(attempt: Path, root: Path | None, *, chain: bool) -> lis
 def find_problems(target: Path) -> list[SealProblem]:
     """Every problem in an attempt or a whole evidence root, typed (empty: all intact);
     each says whether it is unfinished (``skgate recover`` finishes it) or a change."""
-    if ledger.is_prelaunch_dir(target):
+    if ledger.is_prelaunch_dir(target) and not _sealed_here(target):
         # Still in preflight: unfinished if its runner is gone, else nothing to check yet
         # (issue 30: a runner waiting for a foreign compiler has not died).
         found = unfinished_problem(target)
@@ -551,7 +563,7 @@ def find_problems(target: Path) -> list[SealProblem]:
         root = ledger.root_of(target)
         assert root is not None  # a removed attempt is one of a root
         return list(dict.fromkeys(_ledger_problems(root, only=target.name, chain=True)))
-    if is_attempt_dir(target):
+    if is_attempt_dir(target) or ledger.is_prelaunch_dir(target):  # the latter sealed
         root = ledger.root_of(target)
         if os.path.islink(target):
             return [problem(str(target), Flaw.READ_THROUGH_LINK, odd=Odd.LINK)]

@@ -12,8 +12,13 @@ and "Extra data" after it. So the value and the refusal (``json.JSONDecodeError`
 its message and position, ``UnicodeDecodeError``, ``RecursionError``, ``TypeError``) are
 those of ``json.loads`` for every input; tests/model/test_jsonread.py compares both.
 
-``json`` is imported only on a refusal (``JSONDecodeError`` is its class: the C scanner
-imports ``json.decoder`` to raise it too) or where the interpreter has no ``_json``.
+``json`` is imported only on a refusal (``JSONDecodeError`` is its class) or where the
+interpreter has no ``_json``. The C scanner raises its errors inside a string (one left
+open, a bad escape, a control character) as ``json.decoder.JSONDecodeError``, but on
+Python 3.11 only when ``json.decoder`` is already loaded: it looks the module up without
+importing it, and without it fails with ``SystemError`` ("returned NULL without setting
+an exception"). :func:`loads` then loads ``json.decoder`` and scans again, so the refusal
+is json's own there too (a ``seal.json`` cut inside a string crashed ``skgate status``).
 """
 
 from __future__ import annotations
@@ -112,6 +117,12 @@ def loads(data: str | bytes | bytearray) -> Any:
         value, end = _scan(text, start)  # its key memo is its own, emptied after each call
     except StopIteration as stop:
         raise _error("Expecting value", text, stop.value) from None
+    except SystemError:
+        # A refusal inside a string, where json.decoder was not loaded (see the module
+        # doc): with it loaded, the same scan raises json's own JSONDecodeError.
+        import json.decoder  # noqa: PLC0415 - a refusal only
+
+        value, end = _scan(text, start)
     end = _skip_space(text, end)
     if end != len(text):
         raise _error("Extra data", text, end)

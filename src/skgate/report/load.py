@@ -231,7 +231,10 @@ def _matrix_attempts(target: Path, verdict_of: VerdictOf) -> list[AttemptEvidenc
 
 def build_report(target: Path, verdict_of: VerdictOf = default_verdict_of) -> Report:
     """Read an attempt directory, an evidence root or a matrix session (oldest first)."""
-    matrix = None if present(target / CONTROL) else _matrix_record(target)
+    try:
+        matrix = None if present(target / CONTROL) else _matrix_record(target)
+    except SealBreachError:  # an attempt whose sealed control.json is gone: shown as such
+        matrix = None
     if matrix is not None and not (target / "attempts").is_dir():
         attempts = tuple(_matrix_attempts(target, verdict_of))
         kind = "root"
