@@ -40,16 +40,24 @@ def one_line_error(res: subprocess.CompletedProcess[str]) -> str:
         (["--python", "AFILE"], "--python"),
         (["--compiler-name", ""], "would match every process"),
         (["--compiler-name", " opc"], "not a process name"),
+        (["--cwd", "/nonexistent"], "does not exist"),
+        (["--cwd", "AFILE"], "is not a directory"),
+        (["--summary-pattern", "("], "not a valid regular expression"),
+        (["--completion-marker", "["], "not a valid regular expression"),
+        (["--unset-env", "A=b"], "is not valid"),
     ],
 )
+@pytest.mark.parametrize("command", ["run", "preflight"])
 def test_input_errors_exit_2_and_record_nothing(
-    tmp_path: Path, args: list[str], needle: str
+    tmp_path: Path, args: list[str], needle: str, command: str
 ) -> None:
+    """``preflight`` refuses what ``run`` refuses: it said "a run would start" (exit 0)
+    for a --cwd that does not exist or a pattern that does not compile."""
     afile = tmp_path / "afile"
     afile.write_text("not a program\n")
     args = [str(afile) if a == "AFILE" else a for a in args]
     root = tmp_path / "r"
-    res = run_skgate("run", "--root", str(root), *args, "--", "true", cwd=tmp_path)
+    res = run_skgate(command, "--root", str(root), *args, "--", "true", cwd=tmp_path)
     assert res.returncode == 2, res
     assert needle in one_line_error(res)
     assert tree(root) == []  # nothing allocated, nothing recorded
@@ -137,3 +145,91 @@ def test_file_where_a_directory_belongs_and_back(tmp_path: Path) -> None:
         assert res.returncode == code, (args, res)
         assert needle in one_line_error(res), args
         assert tree(tmp_path) == before, args
+
+
+def _named(tmp_path: Path, kind: str) -> Path:
+    """A path a person names on the command line, as ``kind``: a FIFO (nobody writes to
+    it), a directory, or a link to a FIFO."""
+    path = tmp_path / f"named-{kind}"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    else:
+        fifo = tmp_path / "the-fifo"
+        os.mkfifo(fifo)
+        path.symlink_to(fifo)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "link-to-fifo"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("run", "--root", "R", "--hook-baseline", "NAMED", "--", "true"),
+        ("preflight", "--root", "R", "--hook-baseline", "NAMED", "--", "true"),
+        ("lint-report", "NAMED"),
+        ("regress", "--matrix", "NAMED", "--root", "R"),
+    ],
+    ids=["run", "preflight", "lint-report", "regress"],
+)
+def test_a_named_input_that_is_no_regular_file_is_refused_at_once(
+    tmp_path: Path, kind: str, command: tuple[str, ...]
+) -> None:
+    """``--hook-baseline FIFO`` waited for a writer for ever (deaf to SIGTERM while the
+    run's signals were held), and so did ``lint-report`` and ``regress --matrix``: a file
+    a person names is read as a regular file only (through a link as given), refused on
+    one line, exit 2, nothing recorded."""
+    named, root = _named(tmp_path, kind), tmp_path / "R"
+    argv = [str(named) if a == "NAMED" else str(root) if a == "R" else a for a in command]
+    res = run_skgate(*argv, cwd=tmp_path, timeout=30)
+    assert res.returncode == 2, res
+    err = one_line_error(res)
+    what = "a directory" if kind == "directory" else "a FIFO"
+    assert f"{named}: is {what}, not a regular file; " in err, err
+    assert "Errno" not in err, err
+    assert tree(root) == []
+
+
+@pytest.mark.parametrize("where", ["--python", "command"])
+def test_an_executable_fifo_as_the_program_is_never_waited_on(tmp_path: Path, where: str) -> None:
+    """A FIFO with execute bits named as the interpreter or the command: its first bytes
+    (``#!`` or ELF) are never waited for. ``--python`` refuses it on one line; as the
+    command it is recorded as not started (exec cannot run it), never a hang."""
+    fifo = tmp_path / "prog"
+    os.mkfifo(fifo)
+    fifo.chmod(0o755)
+    root = tmp_path / "R"
+    if where == "--python":
+        res = run_skgate("run", "--root", str(root), "--python", str(fifo), "--", "true",
+                         cwd=tmp_path, timeout=30)  # fmt: skip
+        assert res.returncode == 2 and "--python" in one_line_error(res), res
+        assert tree(root) == []
+    else:
+        res = run_skgate("run", "--root", str(root), "--", str(fifo), cwd=tmp_path, timeout=30)
+        assert res.returncode == 3, res
+        assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("status",),
+        ("classify",),
+        ("report",),
+        ("verify",),
+        ("recover",),
+        ("wait", "--max", "1"),
+        ("stop",),
+        ("status", "--json"),
+    ],
+    ids=" ".join,
+)
+def test_an_empty_path_is_refused_not_read_as_the_current_directory(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """``skgate status ""`` (an unset shell variable) read ``.`` as the target; in a
+    directory holding a root's attempts it answered for them."""
+    res = run_skgate(*command, "", cwd=tmp_path)
+    assert res.returncode == 2, res
+    assert "the path given is empty" in one_line_error(res)

@@ -230,10 +230,10 @@ def test_a_ledger_this_user_cannot_read_says_nothing_either_way(
     remake_seal(attempt, VERDICT, forged(attempt))
     real = regular.open_fd
 
-    def refused(path: Path | str) -> int:
+    def refused(path: Path | str, *, follow_link: bool = False) -> int:
         if str(path).endswith(ledger.LEDGER):
             raise EvidenceError(f"{path}: unreadable (Permission denied)")
-        return real(path)
+        return real(path, follow_link=follow_link)
 
     monkeypatch.setattr(regular, "open_fd", refused)
     assert ledger_seals.anchor(str(tmp_path), attempt.name) is ledger_seals.Anchor.UNREAD

@@ -96,6 +96,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # runner, which records a signal kept after its early work started.
         startup_signals.release()
     _exit_at_once[0] = bool(getattr(args, "exit_at_once", False))
+    if getattr(args, "target", None) == "":
+        # Path("") is ".": an empty argument (an unset shell variable) must not read the
+        # current directory's evidence in its place.
+        print(
+            "skgate: the path given is empty; pass an attempt directory or an evidence root",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         code: int = args.handler(args)
     except SkgateError as exc:

@@ -22,12 +22,17 @@ from skgate.cli.args import request_from_args
 from skgate.model.errors import UsageError
 from skgate.model.exits import EXIT_BLOCKED
 from skgate.preflight.hooks import scan as hooks
+from skgate.preflight.inputs import check_inputs
 from skgate.preflight.prepare import prepare
 from skgate.preflight.render import preflight_record, render_lines
+from skgate.preflight.request import validate
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
     request = request_from_args(args, list(getattr(args, "command_argv", None) or []))
+    # The input run would refuse (exit 2) is refused here too, never "a run would start".
+    validate(request, command=bool(request.argv))
+    check_inputs(request)
     if args.freeze_baseline and Path(args.freeze_baseline).exists():
         raise UsageError(
             f"baseline {args.freeze_baseline} already exists; a baseline is frozen once: "

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from skgate.model.errors import UsageError
 from skgate.model.exits import EXIT_BLOCKED
 from skgate.model.frozen import replace
 from skgate.model.phrases import Lang
@@ -290,7 +291,13 @@ def run_demo(
     distribution hook, as asked). By default the verdict, three lines of why and where
     the evidence is; ``verbose``: the workload's output, every reason and the report."""
     where = (Path(workdir) if workdir else Path(DEMO_DIR) / name).absolute()
-    where.mkdir(parents=True, exist_ok=True)
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # mkdir's "File exists" said too little
+        raise UsageError(
+            f"demo working directory {where} is not a directory (a file, a FIFO or a link "
+            "to one is there, or in its path); pass a directory, made when missing"
+        ) from None
     out = sys.stderr if as_json else sys.stdout
     if name == DIAGNOSE:
         return _diagnose(where, out)
@@ -406,7 +413,6 @@ def reference_hint(verdict: Verdict, lang: Lang = Lang.EN) -> list[str]:
     if verdict.attempt is None or verdict.state is not State.SUCCEEDED:
         return []
     # Imported here: the health gate is only needed once a success is shown.
-    from skgate.model.errors import UsageError  # noqa: PLC0415
     from skgate.regress.health import check_reference  # noqa: PLC0415
 
     try:

@@ -25,7 +25,7 @@ import os
 import stat
 
 from skgate.evidence import pathtext
-from skgate.model.errors import EvidenceError
+from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.frozen import record
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29), nor
@@ -83,15 +83,19 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_fd(path: Path | str) -> int:
+def open_fd(path: Path | str, *, follow_link: bool = False) -> int:
     """Open an evidence file for reading, as a regular file only (see the module doc).
 
     ``FileNotFoundError`` passes through (a missing file is for the caller to judge);
     a link or a non-regular file is a :class:`NotRegularError`; any other failure an
     :class:`EvidenceError`. The descriptor is blocking again when this returns.
+
+    ``follow_link``: a file a person named (a hook baseline, a report to lint, a matrix,
+    a program's first bytes) is read through a link as they gave it, and still only as a
+    regular file: a FIFO there made ``skgate run --hook-baseline FIFO`` wait for ever.
     """
     try:
-        fd = os.open(path, OPEN_FLAGS)
+        fd = os.open(path, OPEN_FLAGS & ~os.O_NOFOLLOW if follow_link else OPEN_FLAGS)
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -163,14 +167,14 @@ def _over(path: Path | str, limit: int) -> EvidenceError:
     )
 
 
-def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
+def read_bytes(path: Path | str, limit: int | None = None, *, follow_link: bool = False) -> bytes:
     """The bytes of a regular evidence file, refused beyond its bound (never read whole).
 
-    Raises as :func:`open_fd` does, and :class:`EvidenceError` for a file over the bound
-    (also one that grows past it while it is read).
+    Raises as :func:`open_fd` does (``follow_link`` as there), and :class:`EvidenceError`
+    for a file over the bound (also one that grows past it while it is read).
     """
     bound = limit_for(path) if limit is None else limit
-    fd = open_fd(path)
+    fd = open_fd(path, follow_link=follow_link)
     try:
         if os.fstat(fd).st_size > bound:
             raise _over(path, bound)
@@ -187,6 +191,41 @@ def read_bytes(path: Path | str, limit: int | None = None) -> bytes:
         return b"".join(parts)
     except OSError as exc:
         raise EvidenceError(f"{path}: unreadable ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def read_named(path: Path | str, what: str, hint: str, limit: int = DEFAULT_LIMIT) -> bytes:
+    """The bytes of a file a person named on the command line (``what``: a hook
+    baseline, a report, a matrix file), through a link as they gave it, as a regular file
+    only and at most ``limit`` bytes: never a wait on a FIFO, never a device read without
+    end. Anything else is a one-line :class:`UsageError`, "WHAT PATH: what is wrong;
+    HINT", raised before anything is recorded."""
+    try:
+        return read_bytes(path, limit, follow_link=True)
+    except FileNotFoundError:
+        why = "does not exist"
+    except NotRegularError:
+        try:
+            why = f"is {_kind(os.stat(path).st_mode)}, not a regular file"
+        except OSError:
+            why = "is not a regular file"
+    except EvidenceError as exc:
+        why = str(exc).removeprefix(f"{path}: ")  # unreadable (...), or over the bound
+    raise UsageError(f"{what} {path}: {why}; {hint}")
+
+
+def read_head(path: Path | str, size: int) -> bytes | None:
+    """The first ``size`` bytes of a regular file a person named (a program: its ``#!`` or
+    ELF magic), through a link; None for anything else, which is never waited on."""
+    try:
+        fd = open_fd(path, follow_link=True)
+    except (OSError, EvidenceError):
+        return None
+    try:
+        return os.read(fd, size)
+    except OSError:
+        return None
     finally:
         os.close(fd)
 

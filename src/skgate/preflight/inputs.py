@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from skgate.evidence import regular
 from skgate.model.errors import UsageError
 from skgate.model.request import RunRequest
 from skgate.preflight import jobs, profiler
@@ -138,9 +139,5 @@ def check_inputs(request: RunRequest, runner_env: Mapping[str, str] | None = Non
 
 def _executable_format(path: str) -> bool:
     """An ELF binary or a ``#!`` script: what exec can run (a text file, say, is not)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-    except OSError:
-        return False
-    return head.startswith((b"\x7fELF", b"#!"))
+    head = regular.read_head(path, 4)  # a FIFO named --python: never waited on
+    return head is not None and head.startswith((b"\x7fELF", b"#!"))

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
+from skgate.evidence import regular
 from skgate.model.errors import UsageError
 from skgate.model.frozen import record
 from skgate.model.request import RunRequest
@@ -121,12 +122,8 @@ def _startup_flags(args: Iterable[str]) -> tuple[str, ...]:
 
 
 def _shebang(path: str) -> list[str] | None:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(256)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
+    head = regular.read_head(path, 256)  # a FIFO named as the command: never waited on
+    if head is None or not head.startswith(b"#!"):
         return None
     line = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").strip()
     return line.split()

@@ -15,11 +15,12 @@ from skgate.model.request import RunRequest, validate_patterns
 from skgate.model.sources import allowed_sources
 
 
-def validate(request: RunRequest) -> None:
-    """Bad input is refused before anything is recorded or run (exit 2)."""
-    if not request.argv:
+def validate(request: RunRequest, *, command: bool = True) -> None:
+    """Bad input is refused before anything is recorded or run (exit 2). ``command``:
+    the request must name one (``skgate preflight`` checks the rest without it)."""
+    if command and not request.argv:
         raise UsageError("no command given; put it after '--', e.g. skgate run -- bash run.sh")
-    if not request.argv[0].strip() or "\0" in "".join(request.argv):
+    if request.argv and (not request.argv[0].strip() or "\0" in "".join(request.argv)):
         raise UsageError(
             f"the command name {request.argv[0]!r} is empty (or an argument holds a NUL "
             "byte); give the program to run, e.g. skgate run -- bash run.sh"
@@ -49,6 +50,13 @@ def validate(request: RunRequest) -> None:
     check_root(Path(request.root))
     validate_patterns(request.summary_patterns, request.completion_marker)
     allowed_sources(os.environ)  # SKGATE_OWNERSHIP_SOURCES, read by the runner (C3)
+    for name in (*request.unset_env, *request.env):
+        # No such variable can exist: an --unset-env A=b meant something else.
+        if not name or "=" in name or "\0" in name:
+            raise UsageError(
+                f"environment variable name {name!r} is not valid (empty, or holding '=' "
+                "or a NUL byte); --unset-env takes a NAME, --env NAME=VALUE"
+            )
 
 
 def outputs_dir(request: RunRequest) -> Path:

@@ -5,19 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skgate.model.errors import UsageError
+from skgate.evidence import regular
 from skgate.model.records import Verdict
 from skgate.verdict.lint import Finding, lint_text
+
+#: The largest report linted: a report of thousands of attempts is a few MiB.
+MAX_REPORT = 256 << 20
 
 
 def lint_file(path: Path, verdict: Verdict | None = None) -> list[Finding]:
     """Lint one file (UTF-8; undecodable bytes are escaped, never fatal)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="backslashreplace")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file to lint") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory; pass report files") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: unreadable ({exc.strerror})") from None
-    return lint_text(text, str(path), verdict)
+    raw = regular.read_named(path, "report", "pass report files (Markdown or text)", MAX_REPORT)
+    return lint_text(raw.decode("utf-8", "backslashreplace"), str(path), verdict)

@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from skgate.evidence import regular
 from skgate.evidence.files import write_json_new
 from skgate.model.errors import EvidenceError, UsageError
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from skgate.preflight.hooks.findings import HookScan
 
 SCHEMA_HOOK_BASELINE = "skgate.hook-baseline/1"
+#: The largest baseline read: 64-hex fingerprints and their findings, far below this.
+MAX_BASELINE = 16 << 20
 
 _FP_RE = re.compile(r"[0-9a-f]{64}")
 
@@ -36,14 +39,17 @@ def check_fingerprint(text: str) -> str:
 
 def load_baseline(path: str) -> set[str]:
     """Fingerprints approved by a baseline file. Unreadable or wrong shape -> UsageError."""
+    hint = "give the file 'skgate preflight --freeze-baseline FILE' wrote"
+    raw = regular.read_named(path, "hook baseline", hint, MAX_BASELINE)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"hook baseline {path} does not exist; freeze one first") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
         raise UsageError(
-            f"hook baseline {path} is unreadable ({exc}); fix or refreeze it"
+            f"hook baseline {path}: unreadable (not UTF-8: {exc.reason} at byte {exc.start}); "
+            f"{hint}"
         ) from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"hook baseline {path}: unreadable (not JSON: {exc}); {hint}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_HOOK_BASELINE:
         raise UsageError(f"hook baseline {path} is not a {SCHEMA_HOOK_BASELINE!r} file")
     fps = data.get("fingerprints")

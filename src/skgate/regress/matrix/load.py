@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from skgate.evidence import regular
 from skgate.model.errors import UsageError
 from skgate.model.outcomes import PackageMode
 from skgate.model.request import DEFAULT_GRACE, DEFAULT_TIMEOUT, RunRequest
@@ -107,15 +108,13 @@ _BASELINE_KEYS = {
 }
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+#: The largest matrix file read: a few arms of a few options each, far below this.
+MAX_MATRIX = 16 << 20
 
 
 def _read_matrix_file(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(
-            f"matrix file {path} cannot be read ({exc.strerror}); nothing was run"
-        ) from None
+    hint = "give the matrix as a .toml or .json file; nothing was run"
+    raw = regular.read_named(path, "matrix file", hint, MAX_MATRIX)
     data: Any
     toml: Any = None
     if path.suffix.lower() != ".json":
