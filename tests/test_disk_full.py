@@ -479,3 +479,30 @@ def test_an_append_over_a_torn_line_on_a_full_disk_keeps_it_for_the_record(
     assert ledger.check_chain(root) == []
     cut = {"bytes": len(torn), "sha256": digest.sha256_bytes(torn)}
     assert ledger.read_ledger(root)[-1]["torn_cut"] == cut
+
+
+def test_a_root_full_before_the_first_record_refuses_and_leaves_nothing(
+    tmpfs: Path, tmp_path: Path
+) -> None:
+    """The disk full before ``created`` could be journalled: ``run`` said "internal
+    error: OSError ENOSPC" and left an attempt holding an empty journal, which status
+    then read as a runner that died. Now: one line saying what to do, exit 2 for ``run``
+    and 3 for ``start`` (their lists in model.exits), and the root as it was."""
+    root = tmpfs / "r"
+    first = run_skgate("run", "--root", str(root), "--verdict-from", "exit-status", "--",
+                       "true", cwd=tmp_path, env={MIN_FREE_ENV: "0"})  # fmt: skip
+    assert first.returncode == 0, first
+    _fill(tmpfs / "filler")
+    before = sorted(p.name for p in (root / ledger.ATTEMPTS).iterdir())
+    ledger_bytes = (root / ledger.LEDGER).read_bytes()
+    for command, code in (("run", 2), ("start", 3)):
+        res = run_skgate(command, "--root", str(root), "--verdict-from", "exit-status", "--",
+                         "true", cwd=tmp_path, env={MIN_FREE_ENV: "0"})  # fmt: skip
+        assert res.returncode == code, res
+        assert res.stderr.count("\n") == 1, res
+        assert "No space left on device" in res.stderr and "free space" in res.stderr, res
+        assert "internal error" not in res.stderr, res
+        assert sorted(p.name for p in (root / ledger.ATTEMPTS).iterdir()) == before, res
+        assert (root / ledger.LEDGER).read_bytes() == ledger_bytes
+    status = run_skgate("status", str(root), cwd=tmp_path)
+    assert status.returncode == 0 and status.stdout.startswith("SUCCEEDED"), status

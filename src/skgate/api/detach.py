@@ -34,7 +34,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skgate.model.errors import SkgateError
+from skgate.model.errors import BlockedError, RootUnwritableError, SkgateError
 from skgate.model.exits import EXIT_BLOCKED
 from skgate.model.request import RunRequest
 from skgate.preflight.request import validate
@@ -66,7 +66,10 @@ def start(request: RunRequest, *, fork: bool | None = None) -> Started:
     no lock or descriptor of a threaded caller is copied into the runner.
     Raises UsageError (bad input, nothing recorded) or BlockedError (no evidence root).
     """
-    validate(request)
+    try:
+        validate(request)
+    except RootUnwritableError as exc:  # start's exit 3 (model.exits), as the runner's
+        raise BlockedError(str(exc)) from None
     if fork is None:
         fork = threading.active_count() == 1
     if not fork:
@@ -210,8 +213,9 @@ def _report_run(request: RunRequest, handshake: int) -> int:
         if reply[0] >= 0:  # finished without being recorded (not expected)
             tell(_started(attempt[0], verdict.state, AttemptPhase.NOT_STARTED, ()))
     except SkgateError as exc:
-        tell({"error": str(exc), "exit_code": exc.exit_code})
-        code = exc.exit_code
+        # start's own list (model.exits): a root that cannot be written is exit 3 there.
+        code = EXIT_BLOCKED if isinstance(exc, RootUnwritableError) else exc.exit_code
+        tell({"error": str(exc), "exit_code": code})
     except KeyboardInterrupt:
         tell(_started(attempt[0], State.NOT_STARTED, AttemptPhase.NOT_STARTED, ()))
         code = EXIT_BLOCKED

@@ -28,7 +28,12 @@ import time
 
 from skgate.evidence import ledger_seals, pathtext, regular, sealed
 from skgate.model import jsonread
-from skgate.model.errors import EvidenceError, EvidenceExistsError, UsageError
+from skgate.model.errors import (
+    EvidenceError,
+    EvidenceExistsError,
+    RootUnwritableError,
+    UsageError,
+)
 from skgate.model.frozen import replace
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
@@ -472,7 +477,7 @@ def check_root(root: Path) -> None:
                     "--root (skgate never runs unrecorded)"
                 )
             if not os.access(part, os.W_OK | os.X_OK):
-                raise UsageError(
+                raise RootUnwritableError(
                     f"evidence root {root} cannot be written; choose a writable --root "
                     "(skgate never runs unrecorded)"
                 )

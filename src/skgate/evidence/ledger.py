@@ -35,11 +35,13 @@ Schema history: ``skgate.ledger/1``: first version (2026-11).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
 from skgate.evidence import regular
 from skgate.evidence.digest import sha256_bytes, sha256_file
+from skgate.evidence.files import EVENTS as JOURNAL
 from skgate.evidence.files import (
     SEAL,
     check_root,
@@ -80,7 +82,7 @@ from skgate.evidence.lookup import list_attempts as list_attempts  # noqa: PLC04
 from skgate.evidence.lookup import resolve as resolve  # noqa: PLC0414
 from skgate.evidence.lookup import sub_roots as sub_roots  # noqa: PLC0414
 from skgate.model import jsonread
-from skgate.model.errors import BlockedError, EvidenceError, UsageError
+from skgate.model.errors import BlockedError, EvidenceError, RootUnwritableError, UsageError
 from skgate.model.frozen import record
 
 # Not ``typing.TYPE_CHECKING``: ``skgate status`` never imports ``typing`` (issue 29).
@@ -99,6 +101,19 @@ GENESIS = "0" * 64
 #: Entry kinds: an attempt started, ended, was sealed, had a scene preserved, or the
 #: ledger's torn last line was cut back.
 EVENTS = tuple(k.value for k in LedgerEvent)
+
+
+def unallocate(attempt_dir: Path) -> None:
+    """Take back an attempt directory :func:`allocate` just made, whose first record could
+    not be written (a full evidence disk): its journal goes if it holds no whole line
+    (nothing recorded), then the directory if nothing else is in it. Anything a record
+    reached stays, to be read as a runner that died (C2.5)."""
+    journal = attempt_dir / JOURNAL
+    with contextlib.suppress(OSError):
+        if b"\n" not in regular.read_bytes(journal, 1 << 20):
+            journal.unlink()
+    with contextlib.suppress(OSError):
+        attempt_dir.rmdir()
 
 
 def allocate(root: Path, name: str | None = None) -> Path:
@@ -120,12 +135,12 @@ def allocate(root: Path, name: str | None = None) -> Path:
             "(skgate never runs unrecorded)"
         ) from None
     except OSError as exc:
-        raise UsageError(
+        raise RootUnwritableError(
             f"evidence root {root} cannot be written ({exc.strerror}); "
             "choose a writable --root (skgate never runs unrecorded)"
         ) from None
     if not os.access(base, os.W_OK | os.X_OK):
-        raise UsageError(
+        raise RootUnwritableError(
             f"evidence root {root} cannot be written; choose a writable --root "
             "(skgate never runs unrecorded)"
         )

@@ -20,6 +20,13 @@ class UsageError(SkgateError):
     """Bad command-line input (exit 2)."""
 
 
+class RootUnwritableError(UsageError):
+    """The evidence root cannot hold an attempt (not a directory, not writable, or full
+    before the first record): nothing was recorded or run, since skgate never runs
+    unrecorded. ``run`` exits 2, as for any input it refuses; ``start`` exits 3 for it
+    (model.exits: its caller is told the root, not its input, stopped the start)."""
+
+
 class EvidenceError(SkgateError):
     """An evidence file is missing, truncated, of an unknown version or the wrong shape."""
 

@@ -18,9 +18,15 @@ from pathlib import Path
 
 from skgate import __version__
 from skgate.evidence import files, ledger
-from skgate.model.errors import EvidenceExistsError, SkgateError, UnfinishedError
+from skgate.model.errors import (
+    EvidenceExistsError,
+    RootUnwritableError,
+    SkgateError,
+    UnfinishedError,
+)
 from skgate.model.events import (
     Blocked,
+    Created,
     Event,
     EventKind,
     Finished,
@@ -141,6 +147,30 @@ class Attempt:
         if self.on_event is not None:
             self.on_event(record)
         return record
+
+    def record_created(self) -> None:
+        """Journal ``created``, the attempt's first record: who owns it, before
+        control.json exists (what ``skgate recover`` checks). Where not even that can be
+        written (a full evidence disk), the directory made a moment ago goes again, never
+        left half-made for ``status`` to read as a runner that died, and the run is
+        refused: nothing runs unrecorded."""
+        try:
+            self.emit(
+                Created(
+                    attempt=str(self.dir),
+                    argv=tuple(self.request.argv),
+                    cwd=self.request.cwd,
+                    runner={"pid": self.runner_pid, "start_ticks": self.runner_start_ticks},
+                    boot_id=self.boot_id,
+                )
+            )
+        except OSError as exc:
+            self.journal.close()
+            ledger.unallocate(self.dir)
+            raise RootUnwritableError(
+                f"evidence root {self.request.root} cannot be written ({exc.strerror}); free "
+                "space there or choose another --root (nothing was recorded or run)"
+            ) from None
 
     def warm_readers(self) -> None:
         """While the command runs (issue 29), what the final classification would

@@ -35,7 +35,7 @@ from pathlib import Path
 from skgate.evidence import ledger
 from skgate.evidence.stops import clear_stop_request, stop_pending
 from skgate.model.errors import BlockedError, SkgateError, UnfinishedError
-from skgate.model.events import Created, Launched, SignalsIgnored
+from skgate.model.events import Launched, SignalsIgnored
 from skgate.model.request import RunRequest
 from skgate.model.running import State
 from skgate.model.signals import signal_name
@@ -260,16 +260,7 @@ def _record(run: _Run) -> Verdict | None:
             stop_request=run.stop_request,
             early=run.early,
         )
-        att.emit(
-            Created(
-                attempt=str(attempt_dir),
-                argv=tuple(request.argv),
-                cwd=request.cwd,
-                # Who owns it, before control.json exists: what 'skgate recover' checks.
-                runner={"pid": att.runner_pid, "start_ticks": att.runner_start_ticks},
-                boot_id=att.boot_id,
-            )
-        )
+        att.record_created()
         if stops.ignored:
             att.emit(
                 SignalsIgnored(
