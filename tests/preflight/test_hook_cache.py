@@ -479,3 +479,19 @@ def test_a_pth_edited_between_probe_and_fingerprint_is_not_stored(
     result = hooks.scan(str(python), clean_env())
     assert answer(result) == "probed"
     assert [f.kind for f in result.findings] == ["pth-import"]
+
+
+def test_the_cache_lives_only_where_there_is_a_place_for_it(tmp_path: Path) -> None:
+    """``HOME=/nonexist`` made ``/nonexist/.cache/skgate/...``: a missing home is never
+    created for a cache (the probes run instead); a relative ``XDG_CACHE_HOME`` is
+    ignored, as the XDG base directory spec says; ``SKGATE_HOOK_CACHE=0`` turns it off."""
+    gone = tmp_path / "no-such-home"
+    assert cache.cache_dir({"HOME": str(gone)}) is None
+    assert cache.cache_dir({"HOME": str(gone), "XDG_CACHE_HOME": "rel/cache"}) is None
+    assert cache.cache_dir({"HOME": str(tmp_path)}) == tmp_path / ".cache/skgate/hook-probe"
+    xdg = tmp_path / "xdg"
+    assert cache.cache_dir({"HOME": str(gone), "XDG_CACHE_HOME": str(xdg)}) == (
+        xdg / "skgate/hook-probe"
+    )
+    assert cache.cache_dir({"HOME": str(tmp_path), "SKGATE_HOOK_CACHE": "0"}) is None
+    assert not gone.exists()

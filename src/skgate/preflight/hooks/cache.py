@@ -75,11 +75,19 @@ _PROBES = ("probe_static.py", "probe_snapshot.py")
 
 
 def cache_dir(env: Mapping[str, str] = os.environ) -> Path | None:
-    """The cache directory of this user, or None when off (``SKGATE_HOOK_CACHE=0``)."""
+    """The cache directory of this user, or None when off (``SKGATE_HOOK_CACHE=0``) or
+    when there is nowhere to keep it: a relative ``XDG_CACHE_HOME`` is ignored (the XDG
+    base directory spec), and a home directory that does not exist is never created for
+    a cache (``HOME=/nonexist`` made ``/nonexist/.cache/...``); the probes then run."""
     if env.get("SKGATE_HOOK_CACHE", "1") == "0":
         return None
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "skgate" / "hook-probe"
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg) / "skgate" / "hook-probe"
+    home = env.get("HOME") or os.path.expanduser("~")
+    if not os.path.isabs(home) or not os.path.isdir(home):
+        return None
+    return Path(home) / ".cache" / "skgate" / "hook-probe"
 
 
 def _stat_id(path: str) -> list[Any]:
