@@ -159,18 +159,23 @@ def test_any_bytes_equal_json_loads(data: bytes) -> None:
     _same(data)
 
 
+def _fresh(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter that has loaded ``jsonread`` (and with
+    it ``sys``) only, as ``skgate status`` has."""
+    head = "import sys\nfrom skgate.model.jsonread import loads\n"
+    done = subprocess.run(
+        [sys.executable, "-c", head + code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.strip()
+
+
 def test_reading_imports_neither_json_nor_re() -> None:
     """The point of the module: a good document is read with no ``json`` (nor ``re``)."""
     code = (
-        "import sys\n"
-        "from skgate.model.jsonread import loads\n"
         "assert loads(b'{\"a\": [1, 2.5, NaN]}')['a'][0] == 1\n"
         "print(sorted(m for m in ('json', 're', 'enum') if m in sys.modules))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip() == "[]"
+    assert _fresh(code) == "[]"
 
 
 def test_a_refusal_names_its_line() -> None:
@@ -191,8 +196,6 @@ def test_a_refusal_inside_a_string_is_jsons_own_before_json_is_loaded(data: obje
     refusal is json's ``JSONDecodeError`` with json's message, never a ``SystemError``
     (a ``seal.json`` cut inside a string crashed ``skgate status``)."""
     code = (
-        "import sys\n"
-        "from skgate.model.jsonread import loads\n"
         "assert 'json.decoder' not in sys.modules\n"
         f"data = {data!r}\n"
         "try:\n"
@@ -200,9 +203,6 @@ def test_a_refusal_inside_a_string_is_jsons_own_before_json_is_loaded(data: obje
         "except ValueError as exc:\n"
         "    print(type(exc).__name__, exc.msg, exc.pos)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
     with pytest.raises(json.JSONDecodeError) as want:
         json.loads(data)  # type: ignore[arg-type]
-    assert done.stdout.strip() == f"JSONDecodeError {want.value.msg} {want.value.pos}"
+    assert _fresh(code) == f"JSONDecodeError {want.value.msg} {want.value.pos}"
