@@ -21,10 +21,11 @@ class UsageError(SkgateError):
 
 
 class RootUnwritableError(UsageError):
-    """The evidence root cannot hold an attempt (not a directory, not writable, or full
-    before the first record): nothing was recorded or run, since skgate never runs
-    unrecorded. ``run`` exits 2, as for any input it refuses; ``start`` exits 3 for it
-    (model.exits: its caller is told the root, not its input, stopped the start)."""
+    """The evidence root cannot be written (permissions, a read-only or full disk before
+    an attempt's first record): nothing was recorded or run, since skgate never runs
+    unrecorded. A root that is a file is bad input as any other (a plain UsageError).
+    ``run`` exits 2, as for any input it refuses; ``start`` exits 3 for it (model.exits:
+    its caller is told the root, not its input, stopped the start)."""
 
 
 class EvidenceError(SkgateError):
