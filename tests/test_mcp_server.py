@@ -249,3 +249,62 @@ def test_every_request_read_before_stdin_closed_is_answered(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert sorted(a["id"] for a in answers) == [1, 2, 3]
     assert all("result" in a for a in answers), answers
+
+
+def _serve_lines(tmp: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[Any], str]:
+    """Each tool call's result (by call order) from one server that read them all on
+    stdin, and what the server wrote on stderr."""
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    msgs: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    for n, (tool, arguments) in enumerate(calls, 1):
+        params = {"name": tool, "arguments": arguments}
+        msgs.append({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params})
+    done = subprocess.run(
+        [sys.executable, "-m", "skgate", "mcp", "--max-wait", "1"],
+        input="".join(json.dumps(m) + "\n" for m in msgs),
+        capture_output=True,
+        text=True,
+        env=_server_env(),
+        cwd=tmp,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    by_id = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    return [by_id[n]["result"] for n in range(1, len(calls) + 1)], done.stderr
+
+
+def test_a_path_no_tool_can_use_is_one_line_never_a_traceback(tmp_path: Path) -> None:
+    """A path too long for the kernel, one holding a NUL byte (JSON carries one) or an
+    empty one: each tool said only "Error executing tool status" and the server logged a
+    traceback (OSError ENAMETOOLONG, ValueError "embedded null byte"); an empty path was
+    read as the server's working directory. Now skgate's one line, exit status 2, as the
+    command line says it, and nothing on the server's stderr."""
+    long = "a" * 5000
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("status", {"attempt": long}),
+        ("wait", {"attempt": long, "max_seconds": 0}),
+        ("report", {"attempt": long}),
+        ("stop", {"attempt": long, "reason": "r"}),
+        ("status", {"attempt": "r\x00"}),
+        ("check_outputs", {"directory": "\x00"}),
+        ("preflight", {"command": ["true"], "root": "\x00"}),
+        ("start", {"command": ["sleep", "1\x00"], "root": str(tmp_path / "r")}),
+        ("status", {"attempt": ""}),
+        ("check_outputs", {"directory": ""}),
+    ]
+    results, stderr = _serve_lines(tmp_path, calls)
+    assert "Traceback" not in stderr, stderr
+    for (tool, _), result in zip(calls, results, strict=True):
+        assert result.get("isError"), (tool, result)
+        text = result["content"][0]["text"]
+        _one_line_in_skgates_words(text)
+        assert text.endswith("(exit status 2)"), text
+    texts = [r["content"][0]["text"] for r in results]
+    assert all("File name too long; check the path" in t for t in texts[:4]), texts
+    assert all("holds a NUL byte" in t for t in texts[4:8]), texts
+    assert all("is empty; give a path" in t for t in texts[8:]), texts
+    assert not (tmp_path / "r").exists()

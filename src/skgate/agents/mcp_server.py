@@ -31,7 +31,7 @@ from skgate import __version__
 from skgate.api import lifecycle
 from skgate.evidence.files import DEFAULT_ROOT, EVENTS, is_attempt_dir
 from skgate.evidence.ledger import latest
-from skgate.model.errors import SkgateError, UsageError
+from skgate.model.errors import SkgateError, UsageError, path_error
 from skgate.model.frozen import fields
 from skgate.model.outcomes import PackageMode
 from skgate.model.phrases import LANGS, Lang
@@ -70,10 +70,42 @@ INSTRUCTIONS = (
 )
 
 
-def _fail(exc: SkgateError) -> Exception:
+def _fail(exc: SkgateError | OSError) -> Exception:
+    """The tool error an agent reads: skgate's own one line, with its exit status. An
+    ``OSError`` naming a path the agent gave (too long, missing, of the wrong type) is
+    said as the command line says it; one naming none is skgate's own, raised as is."""
     from mcp.server.mcpserver.exceptions import ToolError  # noqa: PLC0415
 
-    return ToolError(f"skgate: {exc} (exit status {exc.exit_code})")
+    said = path_error(exc) if isinstance(exc, OSError) else exc
+    if said is None:
+        return exc
+    return ToolError(f"skgate: {said} (exit status {said.exit_code})")
+
+
+#: Arguments that name a path (of the tools and of the request they build): an empty one
+#: would be read as the server's own working directory.
+PATH_ARGUMENTS = frozenset(
+    {"attempt", "target", "directory", "opp", "root", "cwd", "outputs", "python", "hook_baseline"}
+)
+
+
+def arguments_unusable(tool: str, arguments: Mapping[str, Any]) -> str:
+    """One line naming an argument no path or command can take: a string holding a NUL
+    byte (JSON carries one; ``open`` and ``exec`` refuse it), or an empty path ('' when
+    every argument is usable)."""
+    for name, value in arguments.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and "\0" in item:
+                return (
+                    f"skgate: {tool}: '{name}' holds a NUL byte, which no path or argument "
+                    f"can hold (exit status {UsageError.exit_code})"
+                )
+        if name in PATH_ARGUMENTS and value == "":
+            return (
+                f"skgate: {tool}: '{name}' is empty; give a path (an empty one would be "
+                f"read as '.') (exit status {UsageError.exit_code})"
+            )
+    return ""
 
 
 #: The old argument name, said in each description that still takes it.
@@ -239,6 +271,8 @@ def _server_class() -> type[MCPServer]:
                 # The SDK's argument model ignores a name it does not know; an agent that
                 # misspells verdict_from must hear it, not get another run (issue 30).
                 raise ToolError(line)
+            if line := arguments_unusable(name, arguments):
+                raise ToolError(line)
             try:
                 return await super().call_tool(name, arguments, context)
             except ToolError as exc:
@@ -257,7 +291,7 @@ def build_server(max_wait: float | None = None) -> Any:
     def start(**arguments: Any) -> dict[str, Any]:
         try:
             return lifecycle.start(request_from_arguments(arguments)).to_dict()
-        except SkgateError as exc:
+        except (SkgateError, OSError) as exc:
             raise _fail(exc) from None
 
     server.add_tool(
@@ -281,7 +315,7 @@ def build_server(max_wait: float | None = None) -> Any:
     def status(attempt: str | None = None, target: str | None = None) -> dict[str, Any]:
         try:
             return current_verdict(_attempt(_one_name(attempt, target, "status"))).to_dict()
-        except SkgateError as exc:
+        except (SkgateError, OSError) as exc:
             raise _fail(exc) from None
 
     @server.tool(
@@ -299,7 +333,7 @@ def build_server(max_wait: float | None = None) -> Any:
             seconds = min(max(0.0, float(max_seconds)), bound)
             name = _one_name(attempt, target, "wait")
             return lifecycle.wait(name, max_seconds=seconds).to_dict()
-        except SkgateError as exc:
+        except (SkgateError, OSError) as exc:
             raise _fail(exc) from None
 
     @server.tool(
@@ -313,7 +347,7 @@ def build_server(max_wait: float | None = None) -> Any:
     def stop(attempt: str, reason: str) -> dict[str, Any]:
         try:
             return lifecycle.stop(attempt, reason).to_dict()
-        except SkgateError as exc:
+        except (SkgateError, OSError) as exc:
             raise _fail(exc) from None
 
     @server.tool(
@@ -342,7 +376,7 @@ def build_server(max_wait: float | None = None) -> Any:
                 return data
             # md and html are text to pass on as is; never one in place of the other.
             return {"format": format, "lang": lang, "text": report.render(rep, lg, format)}
-        except SkgateError as exc:
+        except (SkgateError, OSError) as exc:
             raise _fail(exc) from None
 
     @server.tool(
@@ -374,7 +408,7 @@ def build_server(max_wait: float | None = None) -> Any:
                 outputs_check.opp_dir(opp, os.environ),
             )
             return result.to_dict()
-        except SkgateError as exc:
+        except (SkgateError, OSError) as exc:
             raise _fail(exc) from None
 
     def preflight(**arguments: Any) -> dict[str, Any]:
@@ -382,7 +416,7 @@ def build_server(max_wait: float | None = None) -> Any:
             request = request_from_arguments(arguments)
             plan = prepare(request, Path(request.root), None, take_leases=False)
             return preflight_record(plan)
-        except SkgateError as exc:
+        except (SkgateError, OSError) as exc:
             raise _fail(exc) from None
 
     server.add_tool(

@@ -10,13 +10,12 @@ reaches a user.
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 
 from skgate.cli import output, table
 from skgate.cli.quick import status_args
-from skgate.model.errors import SkgateError
+from skgate.model.errors import SkgateError, path_error
 from skgate.model.exits import EXIT_INTERRUPTED_BY_USER, EXIT_USAGE
 from skgate.proc import startup_signals
 
@@ -113,18 +112,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("skgate: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED_BY_USER
     except OSError as exc:
-        if exc.filename is None:
-            return _internal_error(exc)
         # A path the user gave (or one inside it) that cannot be read or is of the wrong
         # type: their environment, not a bug in skgate; one line, exit 2 (issue 12).
-        denied = exc.errno in (errno.EACCES, errno.EPERM)
-        hint = (
-            "check its permissions, or run as the user who owns the evidence"
-            if denied
-            else "check the path"
-        )
-        print(f"skgate: {exc.filename}: {exc.strerror or exc}; {hint}", file=sys.stderr)
-        return EXIT_USAGE
+        refused = path_error(exc)
+        if refused is None:
+            return _internal_error(exc)
+        print(f"skgate: {refused}", file=sys.stderr)
+        return refused.exit_code
     except Exception as exc:  # the last resort: a bug in skgate, never a traceback
         return _internal_error(exc)
     return code

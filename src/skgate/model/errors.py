@@ -6,6 +6,8 @@ for skgate's own problems and for bad input.
 
 from __future__ import annotations
 
+import errno
+
 from skgate.model.exits import EXIT_BLOCKED, EXIT_USAGE
 
 
@@ -71,3 +73,18 @@ class StillLiveError(SkgateError):
     def __init__(self, message: str, pids: tuple[int, ...] = ()) -> None:
         super().__init__(message)
         self.pids = pids
+
+
+def path_error(exc: OSError) -> UsageError | None:
+    """A path given to skgate that cannot be used (missing, too long, of the wrong type,
+    not readable): the user's environment, not a bug in skgate, said on one line (the
+    command line and the MCP tools alike, issue 12). None when the error names no path:
+    then it is skgate's own."""
+    if exc.filename is None:
+        return None
+    hint = (
+        "check its permissions, or run as the user who owns the evidence"
+        if exc.errno in (errno.EACCES, errno.EPERM)
+        else "check the path"
+    )
+    return UsageError(f"{exc.filename}: {exc.strerror or exc}; {hint}")
