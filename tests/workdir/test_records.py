@@ -256,3 +256,20 @@ def test_an_int_without_create_time_matches_as_ticks_or_as_epoch_seconds(
     actions = {c.source: c.action for c in res.candidates}
     assert actions == {"record 'P1'": "kept", "record 'P2'": "kept", "record 'P3'": "run"}
     assert sorted(os.listdir(marks)) == ["P3"]
+
+
+@pytest.mark.parametrize("start", ["nan", "1e400", "-inf", float("nan"), float("inf")])
+def test_a_start_time_that_is_no_time_keeps_a_live_owners_record(
+    setup: tuple[Path, Path, Path, Path], start: object
+) -> None:
+    """``"process_start_time": "nan"`` (or "1e400", or JSON's NaN and Infinity) of a live
+    pid read as "start time differs" and ran its package's uninstall.sh: NaN compares
+    unequal to every start time. No time is "cannot tell", and the record is kept (C4)."""
+    work, home, marks, _ = setup
+    me = observe.self_stat()
+    (work / stale.RECORDS).write_text(
+        json.dumps({"P1": rec(home, "P1", me.pid, start)}), encoding="utf-8"
+    )
+    res = stale.uninstall_stale_records(work, str(home))
+    assert [c.action for c in res.candidates] == ["kept"], res.candidates
+    assert not os.listdir(marks)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import stat
 from collections.abc import Mapping
@@ -69,7 +70,9 @@ def _start_matches(rec: Mapping[str, Any], pid: int) -> bool | None:
                 epoch = float(recorded)
             except ValueError:
                 return None
-    if epoch is None:
+    if epoch is None or not math.isfinite(epoch):
+        # "nan", "1e400", NaN or Infinity (JSON's loads takes both): no time at all, so no
+        # proof the owner is gone; abs(nan - x) <= 1 is false and read as "differs".
         return None
     return _epoch_matches(epoch, st.start_ticks)
 
