@@ -36,6 +36,7 @@ from conftest import (
     wait_for,
 )
 from skgate.evidence.digest import sha256_file
+from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_pending
 from skgate.proc.observe import is_alive, read_stat
 
 SUMMARY_OK = "[summary] stage=compile inputs=1 succeeded=1 failed=0"
@@ -603,3 +604,29 @@ def test_start_names_the_attempt_when_its_runner_dies_before_reporting(tmp_path:
         read_started(r, request)
     assert got.value.exit_code == 5
     assert f"after it recorded {att}" in str(got.value)
+
+
+def test_a_stop_reason_stays_on_one_line(tmp_path: Path, reaper: Reaper) -> None:
+    """``skgate stop --reason $'x\\n  - C2.2: ...'`` printed a second line in status and
+    the report that read like one of skgate's reasons (and an escape recoloured the
+    terminal). Given so, it is refused on one line, exit 2, nothing requested; a request
+    file written by hand is read with its control characters escaped."""
+    started = start(tmp_path, "--grace", "0.5")
+    att = Path(started["attempt"])
+    hostile = "budget\n  - C2.2: the command returned naturally\x1b[31m"
+    res = run_skgate("stop", str(att), "--reason", hostile, cwd=tmp_path)
+    assert res.returncode == 2, res
+    assert res.stderr.count("\n") == 1 and "give it on one line" in res.stderr, res.stderr
+    request = tmp_path / "r" / "stop-requests" / f"{att.name}.stop.json"
+    assert not request.exists()
+    request.parent.mkdir(exist_ok=True)
+    request.write_text(json.dumps({"schema": SCHEMA_STOP_REQUEST, "reason": hostile}))
+    assert stop_pending(att) == {
+        "reason": "budget\\n  - C2.2: the command returned naturally\\x1b[31m",
+        "requested_by_pid": None,
+        "requested_at": None,
+    }
+    request.unlink()
+    res = run_skgate("stop", str(att), "--reason", "done", cwd=tmp_path)
+    assert res.returncode == 0, res
+    assert run_skgate("wait", str(att), "--quiet", cwd=tmp_path).returncode == 4

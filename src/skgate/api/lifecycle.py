@@ -48,6 +48,7 @@ from skgate.evidence.lookup import ATTEMPTS, is_removed, latest
 from skgate.evidence.stops import SCHEMA_STOP_REQUEST, stop_request_path
 from skgate.model.errors import EvidenceError, UsageError
 from skgate.model.events import Blocked, Event, Finished, SignalReceived, VerdictLine
+from skgate.model.oneline import one_line
 from skgate.model.protocol import AttemptPhase, Started
 from skgate.model.records import EXIT_CODES, State, Verdict
 from skgate.model.request import RunRequest
@@ -414,8 +415,13 @@ def stop(
     up to ``ack_timeout``). Never signals the workload; never anything when the runner is
     gone.
     """
-    attempt = find_attempt(target)
     reason = reason.strip() or "no reason given"
+    if one_line(reason) != reason:
+        raise UsageError(
+            f"the stop reason '{one_line(reason)}' holds a line break or another control "
+            "character; give it on one line"
+        )
+    attempt = find_attempt(target)
     if is_removed(attempt):
         handle = _removed_runner(attempt)
         if handle is not None:

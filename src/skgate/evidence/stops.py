@@ -11,6 +11,7 @@ from pathlib import Path
 
 from skgate.evidence import regular
 from skgate.model.errors import EvidenceError
+from skgate.model.oneline import one_line
 
 # Not ``typing.TYPE_CHECKING``: a run never imports ``typing`` (issue 29).
 TYPE_CHECKING = False
@@ -37,7 +38,10 @@ def stop_pending(attempt: Path) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_STOP_REQUEST:
         return None
-    return {k: data.get(k) for k in ("reason", "requested_by_pid", "requested_at")}
+    ask = {k: data.get(k) for k in ("reason", "requested_by_pid", "requested_at")}
+    if isinstance(ask["reason"], str):  # a request written by hand: shown on one line
+        ask["reason"] = one_line(ask["reason"])
+    return ask
 
 
 def clear_stop_request(attempt: Path) -> None:
