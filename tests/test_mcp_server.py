@@ -281,8 +281,9 @@ def test_a_path_no_tool_can_use_is_one_line_never_a_traceback(tmp_path: Path) ->
     """A path too long for the kernel, one holding a NUL byte (JSON carries one) or an
     empty one: each tool said only "Error executing tool status" and the server logged a
     traceback (OSError ENAMETOOLONG, ValueError "embedded null byte"); an empty path was
-    read as the server's working directory. Now skgate's one line, exit status 2, as the
-    command line says it, and nothing on the server's stderr."""
+    read as the server's working directory, and preflight took a cwd that does not exist.
+    Now skgate's one line, exit status 2, as the command line says it, and nothing on the
+    server's stderr."""
     long = "a" * 5000
     calls: list[tuple[str, dict[str, Any]]] = [
         ("status", {"attempt": long}),
@@ -295,6 +296,7 @@ def test_a_path_no_tool_can_use_is_one_line_never_a_traceback(tmp_path: Path) ->
         ("start", {"command": ["sleep", "1\x00"], "root": str(tmp_path / "r")}),
         ("status", {"attempt": ""}),
         ("check_outputs", {"directory": ""}),
+        ("preflight", {"command": ["true"], "cwd": str(tmp_path / "no-such-dir")}),
     ]
     results, stderr = _serve_lines(tmp_path, calls)
     assert "Traceback" not in stderr, stderr
@@ -306,5 +308,7 @@ def test_a_path_no_tool_can_use_is_one_line_never_a_traceback(tmp_path: Path) ->
     texts = [r["content"][0]["text"] for r in results]
     assert all("File name too long; check the path" in t for t in texts[:4]), texts
     assert all("holds a NUL byte" in t for t in texts[4:8]), texts
-    assert all("is empty; give a path" in t for t in texts[8:]), texts
+    assert all("is empty; give a path" in t for t in texts[8:10]), texts
+    # preflight refuses what start refuses (it said would_block: false).
+    assert "does not exist; pass an existing one" in texts[10], texts
     assert not (tmp_path / "r").exists()

@@ -36,8 +36,10 @@ from skgate.model.frozen import fields
 from skgate.model.outcomes import PackageMode
 from skgate.model.phrases import LANGS, Lang
 from skgate.model.request import RunRequest
+from skgate.preflight.inputs import check_inputs
 from skgate.preflight.prepare import prepare
 from skgate.preflight.render import preflight_record
+from skgate.preflight.request import validate
 from skgate.read.liveness import current_verdict
 from skgate.report import facts, load
 from skgate.report import markdown as report
@@ -414,6 +416,10 @@ def build_server(max_wait: float | None = None) -> Any:
     def preflight(**arguments: Any) -> dict[str, Any]:
         try:
             request = request_from_arguments(arguments)
+            # What start would refuse (a cwd that does not exist, a bad pattern) is
+            # refused here too, never "would_block: false"; a command stays optional.
+            validate(request, command=bool(request.argv))
+            check_inputs(request)
             plan = prepare(request, Path(request.root), None, take_leases=False)
             return preflight_record(plan)
         except (SkgateError, OSError) as exc:
