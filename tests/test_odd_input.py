@@ -233,3 +233,32 @@ def test_an_empty_path_is_refused_not_read_as_the_current_directory(
     res = run_skgate(*command, "", cwd=tmp_path)
     assert res.returncode == 2, res
     assert "the path given is empty" in one_line_error(res)
+
+
+def test_a_file_name_with_a_line_break_stays_on_its_line(tmp_path: Path) -> None:
+    """``check-outputs`` printed a package named ``a<newline>b.run`` across two lines; each
+    message is one line, the break written as ``\\n``."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a\nb.run").write_bytes(b"")
+    res = run_skgate("check-outputs", str(out), cwd=tmp_path)
+    assert res.returncode == 0, res
+    assert all(line.startswith(f"{out}: ") for line in res.stdout.splitlines()), res.stdout
+    assert "a\\nb.run" in res.stdout, res.stdout
+
+
+def test_classify_of_an_attempt_that_never_launched_answers_as_status(tmp_path: Path) -> None:
+    """An attempt whose runner died in preflight (a journal, no control.json): classify
+    said "control.json: missing" (exit 2) where status says unknown; nothing was
+    launched, so there is nothing to recompute and both give the same answer."""
+    done = run_skgate("run", "--root", "r", "--verdict-from", "exit-status", "--", "true",
+                      cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done
+    created = (tmp_path / "r/attempts/0001/events.jsonl").read_text().splitlines()[0]
+    attempt = tmp_path / "p/attempts/0001"
+    attempt.mkdir(parents=True)
+    (attempt / "events.jsonl").write_text(created + "\n")  # its runner is gone
+    status = run_skgate("status", str(attempt), cwd=tmp_path)
+    classify = run_skgate("classify", str(attempt), cwd=tmp_path)
+    assert status.returncode == classify.returncode == 5, (status, classify)
+    assert classify.stdout.splitlines()[0] == status.stdout.splitlines()[0], classify

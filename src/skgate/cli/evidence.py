@@ -14,6 +14,7 @@ from pathlib import Path
 
 from skgate.evidence.files import is_attempt_dir
 from skgate.model.errors import UsageError
+from skgate.model.oneline import one_line
 from skgate.model.outcomes import PackageMode
 from skgate.model.records import Verdict
 from skgate.read.liveness import current_verdict
@@ -65,5 +66,6 @@ def cmd_check_outputs(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
         return result.exit_code
     for message in result.messages:
-        print(f"{result.directory}: {message}")
+        # A file name holding a line break stays on its message's line.
+        print(one_line(f"{result.directory}: {message}"))
     return result.exit_code

@@ -7,7 +7,7 @@ import sys
 
 from skgate.cli.show import print_verdict
 from skgate.evidence import files, pathtext
-from skgate.evidence.lookup import latest, resolve
+from skgate.evidence.lookup import is_prelaunch_dir, latest, resolve
 from skgate.evidence.recorded import guarded, recorded_verdict
 from skgate.model.errors import SkgateError, UsageError
 from skgate.model.exits import EXIT_USAGE
@@ -173,6 +173,11 @@ def cmd_classify(args: argparse.Namespace) -> int:
         raise UsageError(f"{target}: classify takes one attempt directory, not a root")
     from skgate.read.liveness import recompute  # noqa: PLC0415
 
-    verdict = recompute(attempts[0])
+    if is_prelaunch_dir(attempts[0]) and not files.present(attempts[0] / files.SEAL):
+        # Never launched (still in preflight, or its runner died there): nothing to
+        # recompute, and its answer is what status says (in progress, or unknown).
+        verdict = verdict_now(str(attempts[0]))
+    else:
+        verdict = recompute(attempts[0])
     print_verdict(verdict, args.json)
     return verdict.exit_code

@@ -165,8 +165,9 @@ EXIT_TABLE: tuple[ExitCode, ...] = (
         # the attempt needs a clean retry; 130 would hide that a verdict exists (issue 30).
         for_command={
             "run": f"interrupted: {C7['interruption']['en']}; also when skgate run itself "
-            "gets Ctrl-C (or SIGTERM, SIGHUP) after the attempt was recorded: it ends its "
-            "own group and records interrupted/external"
+            "gets Ctrl-C (or SIGTERM, SIGHUP) once its command was launched: it ends its "
+            "own group and records interrupted/external (recorded but not yet launched: "
+            "nothing runs, not started, exit 3)"
         },
     ),
     ExitCode(
