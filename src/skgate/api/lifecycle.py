@@ -416,10 +416,10 @@ def stop(
     gone.
     """
     reason = reason.strip() or "no reason given"
-    if one_line(reason) != reason:
+    if (shown := one_line(reason)) != reason:
         raise UsageError(
-            f"the stop reason '{one_line(reason)}' holds a line break or another control "
-            "character; give it on one line"
+            f"the stop reason '{shown}' holds a line break or another control character; "
+            "give it on one line"
         )
     attempt = find_attempt(target)
     if is_removed(attempt):

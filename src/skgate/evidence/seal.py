@@ -443,6 +443,7 @@ def _orphans(root: Path) -> list[SealProblem]:
         path = Path(d)
         if path.name.isdigit() and not is_attempt_dir(path):
             if _sealed_here(path):
+                # The ledger read once per root state (_entries_by_attempt keeps it).
                 problems += attempt_problems(path, recorded=path.name in _sealed_in_ledger(root))
                 continue
             found = unfinished_problem(path)
